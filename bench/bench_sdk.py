@@ -1,0 +1,135 @@
+"""Benchmark of the core SDK (issue 2): per-call overhead, disabled mode, and a burst.
+
+Every figure is a ratio against a baseline measured in the same run, because these machines are
+noisy. Run with ``nox -s bench`` or ``python bench/bench_sdk.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+import lineage_sdk
+from lineage_sdk import LineageDataset, track_lineage
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.sdk.exporters import InMemoryExporter
+
+
+class _NoopSpanExporter(SpanExporter):
+    def export(self, spans: Sequence[object]) -> SpanExportResult:  # type: ignore[override]
+        return SpanExportResult.SUCCESS
+
+
+def per_call_us(
+    fn: Callable[[], object], calls: int, repeats: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """Median over ``repeats`` of the mean per-call time in µs (GC off during each timing).
+
+    With ``clock=time.thread_time`` it is the CPU time of the calling thread alone: the cost the
+    caller pays, without the worker thread's share of the GIL.
+    """
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        gc.disable()
+        start = clock()
+        for _ in range(calls):
+            fn()
+        samples.append((clock() - start) / calls * 1e6)
+        gc.enable()
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--burst", type=int, default=100_000)
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args()
+
+    # Baseline 1: an undecorated call.
+    def bare() -> None:
+        return None
+
+    # Baseline 2: a bare OpenTelemetry SDK span with a BatchSpanProcessor and a no-op exporter.
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(BatchSpanProcessor(_NoopSpanExporter()))
+    tracer = provider.get_tracer("bench")
+
+    def otel_span() -> None:
+        with tracer.start_as_current_span("bare"):
+            pass
+
+    inputs = [LineageDataset("postgres://db:5432", "shop.public.orders")]
+    outputs = [LineageDataset("s3://warehouse", "orders/daily")]
+
+    @track_lineage(job_name="bench.decorated", inputs=inputs, outputs=outputs)
+    def decorated() -> None:
+        return None
+
+    exporter = InMemoryExporter()
+    lineage_sdk.configure(LineageConfig(exporters=["memory"]), exporters=[exporter], strict=True)
+    # Interleave the measurements so drift on a noisy machine hits all of them alike.
+    bare_us, span_us, deco_us = [], [], []
+    for _ in range(3):
+        bare_us.append(per_call_us(bare, args.calls, args.repeats))
+        span_us.append(per_call_us(otel_span, args.calls, args.repeats))
+        deco_us.append(per_call_us(decorated, args.calls, args.repeats))
+        lineage_sdk.force_flush(60)
+        exporter.clear()
+    b, s, d = (statistics.median(x) for x in (bare_us, span_us, deco_us))
+
+    lineage_sdk.configure(LineageConfig(enabled=False))
+    disabled_us = per_call_us(decorated, args.calls * 5, args.repeats)
+    disabled_ratio = disabled_us - b
+
+    # Burst: default settings, memory exporter, every event must arrive.
+    exporter = InMemoryExporter()
+    lineage_sdk.configure(LineageConfig(exporters=["memory"]), exporters=[exporter], strict=True)
+    start = time.perf_counter()
+    for _ in range(args.burst):
+        decorated()
+    produced_s = time.perf_counter() - start
+    lineage_sdk.force_flush(120)
+    drained_s = time.perf_counter() - start
+    delivered = len(exporter.encoded)
+    stats = lineage_sdk.get_sdk().stats()  # type: ignore[union-attr]
+    lineage_sdk.shutdown()
+
+    figures = {
+        "undecorated_call_us": round(b, 3),
+        "bare_otel_span_us": round(s, 3),
+        "decorated_call_us": round(d, 3),
+        "decorated_vs_bare_span": round(d / s, 3),
+        "decorated_minus_undecorated_us": round(d - b, 3),
+        "disabled_call_us": round(disabled_us, 3),
+        "disabled_overhead_us": round(disabled_ratio, 3),
+        "burst_calls": args.burst,
+        "burst_events_expected": 2 * args.burst,
+        "burst_events_delivered": delivered,
+        "burst_dropped": stats.dropped_queue_full,
+        "burst_produce_s": round(produced_s, 3),
+        "burst_drain_s": round(drained_s, 3),
+    }
+    width = max(map(len, figures))
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value}")
+    print()
+    print(f"target decorated/bare-span <= 1.2: {'PASS' if d / s <= 1.2 else 'FAIL'} ({d / s:.2f}x)")
+    print(f"target disabled < 1 us:            {'PASS' if disabled_us < 1 else 'FAIL'} ({disabled_us:.3f} us)")
+    print(f"target burst all delivered:        {'PASS' if delivered == 2 * args.burst else 'FAIL'} ({delivered}/{2 * args.burst})")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(figures, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""The store contract: what the LineageManager writes to, and the small read interface.
+
+A store is anything with ``name``, ``open``, ``write_batch``, ``check`` and ``close``; the built-in
+ones subclass :class:`BaseLineageStore`. A third-party store registers a creator (a callable taking
+the whole :class:`~lineage_sdk.config.schema.LineageConfig`) under the ``lineage_sdk.stores``
+entry-point group.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from lineage_sdk.config.schema import LineageConfig
+
+__all__ = [
+    "BaseLineageStore",
+    "DatasetRef",
+    "Direction",
+    "EventKind",
+    "JobSummary",
+    "LineageCatalogProtocol",
+    "LineageEdge",
+    "LineageGraph",
+    "LineageNode",
+    "LineageQueryProtocol",
+    "LineageRecord",
+    "LineageStoreProtocol",
+    "NodeType",
+    "RunSummary",
+    "StoreCreator",
+    "node_id",
+    "parse_node_id",
+]
+
+EventKind = Literal["run", "dataset", "job"]
+NodeType = Literal["DATASET", "JOB"]
+Direction = Literal["upstream", "downstream", "both"]
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRef:
+    """A dataset named by an event, with its role in that event."""
+
+    namespace: str
+    name: str
+    facets: dict[str, Any]
+    role: Literal["input", "output"]
+
+
+@dataclass(frozen=True, slots=True)
+class LineageRecord:
+    """One validated event as the stores receive it.
+
+    ``event`` is the event exactly as it arrived (parsed JSON, lossless); the other fields are
+    extracted once by the collector so that each store need not parse again. ``event_id`` is the
+    content identity (:func:`lineage_sdk.models.event_id`): writing the same record twice must
+    leave one copy.
+    """
+
+    event_id: str
+    event: dict[str, Any]
+    kind: EventKind
+    event_type: str | None
+    event_time: datetime
+    event_time_raw: str
+    run_id: str | None
+    job_namespace: str | None
+    job_name: str | None
+    parent_run_id: str | None = None
+    parent_job_namespace: str | None = None
+    parent_job_name: str | None = None
+    root_run_id: str | None = None
+    inputs: tuple[DatasetRef, ...] = ()
+    outputs: tuple[DatasetRef, ...] = ()
+    producer: str = ""
+
+
+@runtime_checkable
+class LineageStoreProtocol(Protocol):
+    """The interface the LineageManager drives. Implementations must be idempotent per event_id."""
+
+    name: str
+
+    def open(self) -> None:
+        """Connect and create tables, indexes or constraints; safe to call on every start."""
+
+    def write_batch(self, records: Sequence[LineageRecord]) -> None:
+        """Write all of ``records`` or raise :class:`~lineage_sdk.exceptions.StoreError`."""
+
+    def check(self) -> None:
+        """Raise StoreError if the store cannot be reached; used by ``lineage-collector check``."""
+
+    def close(self) -> None:
+        """Release connections; called once."""
+
+
+class BaseLineageStore(abc.ABC):
+    """Base class of the built-in stores: ``open`` and ``check`` default to no-ops."""
+
+    name: str = "base"
+
+    def open(self) -> None:
+        return None
+
+    @abc.abstractmethod
+    def write_batch(self, records: Sequence[LineageRecord]) -> None:
+        """Write all of ``records`` idempotently or raise StoreError."""
+
+    def check(self) -> None:
+        return None
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections."""
+
+
+StoreCreator = Callable[[LineageConfig], LineageStoreProtocol]
+
+
+def node_id(node_type: NodeType, namespace: str, name: str) -> str:
+    """Marquez's node id form: ``dataset:<namespace>:<name>`` or ``job:<namespace>:<name>``."""
+    return f"{node_type.lower()}:{namespace}:{name}"
+
+
+def parse_node_id(value: str) -> tuple[NodeType, str, str]:
+    """Split a node id; the namespace may itself hold ':' (``postgres://h:5432``), so the name is
+    everything after the last ':' that follows the namespace's scheme and authority. A namespace
+    with ``://`` keeps its authority's port."""
+    kind, sep, rest = value.partition(":")
+    if not sep or kind not in ("dataset", "job") or ":" not in rest:
+        raise ValueError(f"node id must be dataset:<namespace>:<name> or job:<namespace>:<name>, got {value!r}")
+    if "://" in rest:
+        scheme, _, after = rest.partition("://")
+        authority, slash, path_and_name = after.partition("/")
+        # namespace = scheme://authority[/path]; name follows the next ':' after the authority.
+        tail = slash + path_and_name
+        head, sep2, name = tail.partition(":") if tail else ("", "", "")
+        if not sep2:
+            host, sep3, name = authority.rpartition(":") if ":" in authority else ("", "", "")
+            namespace = f"{scheme}://{host}" if sep3 else ""
+            if not sep3 or not name:
+                raise ValueError(f"node id {value!r} has no name after the namespace")
+        else:
+            namespace = f"{scheme}://{authority}{head}"
+    else:
+        namespace, _, name = rest.partition(":")
+    if not namespace or not name:
+        raise ValueError(f"node id {value!r} needs both a namespace and a name")
+    return ("DATASET" if kind == "dataset" else "JOB"), namespace, name
+
+
+@dataclass(frozen=True, slots=True)
+class LineageEdge:
+    origin: str
+    destination: str
+
+
+@dataclass(slots=True)
+class LineageNode:
+    """A job or dataset in a lineage answer, with Marquez's ``id``/``type`` naming."""
+
+    id: str
+    type: NodeType
+    namespace: str
+    name: str
+    data: dict[str, Any] = field(default_factory=dict)
+    in_edges: list[LineageEdge] = field(default_factory=list)
+    out_edges: list[LineageEdge] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LineageGraph:
+    """The nodes reachable from ``root`` within the asked depth, edges pointing with the data flow
+    (dataset -> job that reads it, job -> dataset it writes)."""
+
+    root: str
+    nodes: dict[str, LineageNode] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    run_id: str
+    job_namespace: str
+    job_name: str
+    state: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    parent_run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobSummary:
+    namespace: str
+    name: str
+    latest_run: RunSummary | None
+    inputs: tuple[tuple[str, str], ...] = ()
+    outputs: tuple[tuple[str, str], ...] = ()
+
+
+@runtime_checkable
+class LineageQueryProtocol(Protocol):
+    """The questions every querying store (sql, document, graph) answers the same way."""
+
+    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
+        """Jobs and datasets up to ``depth`` job hops from ``node`` (a node id)."""
+        ...
+
+    def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
+        """Most recent first."""
+        ...
+
+    def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
+        """The raw events of a run, in event-time order."""
+        ...
+
+
+@runtime_checkable
+class LineageCatalogProtocol(LineageQueryProtocol, Protocol):
+    """The browsing questions the HTTP API needs on top of lineage (sql and graph stores)."""
+
+    def namespaces(self) -> list[str]: ...
+
+    def jobs(self, namespace: str | None = None, *, limit: int = 100) -> list[JobSummary]: ...
+
+    def datasets(self, namespace: str | None = None, *, limit: int = 100) -> list[tuple[str, str]]: ...
+
+    def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]: ...

@@ -1,0 +1,120 @@
+"""Developer tasks. `./dev -s NAME` runs one with nox bootstrapped; `nox -s NAME` if you have nox.
+
+Sessions: tests, lint, typecheck, bench, docs, demo. Every session installs what it needs, and
+`tests` also starts the servers the suite needs (RabbitMQ and PostgreSQL are expected on this
+kind of machine; MongoDB-wire and Bolt servers are started by the test fixtures themselves).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+PYTHON = None  # the interpreter nox runs on (requires-python >= 3.11)
+ON_CI = bool(os.environ.get("CI"))
+
+
+def _port_open(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _ensure_rabbitmq(session: nox.Session) -> None:
+    if _port_open(5672):
+        return
+    session.log("RabbitMQ is down on 127.0.0.1:5672; starting it")
+    session.run("rabbitmq-server", "-detached", external=True)
+    session.run("rabbitmqctl", "await_startup", "--timeout", "60", external=True)
+
+
+def _ensure_postgres(session: nox.Session) -> None:
+    if _port_open(5432):
+        return
+    session.log("PostgreSQL is down on 127.0.0.1:5432; starting it")
+    versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
+    if not versions:
+        session.error("PostgreSQL is not installed; the SQL store tests need it on 127.0.0.1:5432")
+    session.run("pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start", external=True)
+    for _ in range(30):
+        if _port_open(5432):
+            return
+        time.sleep(1)
+    session.error("PostgreSQL did not come up on 127.0.0.1:5432")
+
+
+def _ensure_chromium(session: nox.Session) -> None:
+    """The graph page is tested in Debian's chromium; install it where we may (CI runs as root)."""
+    if shutil.which("chromium"):
+        return
+    if os.geteuid() != 0:
+        session.warn("chromium is missing and we are not root: the browser tests will be skipped")
+        return
+    session.log("installing Debian's chromium for the graph-page tests")
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-qq", external=True, env=env)
+    session.run("apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", external=True, env=env)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The whole suite against real RabbitMQ, PostgreSQL, MongoDB-wire and Bolt servers."""
+    session.install("-e", ".[all,test]")
+    _ensure_rabbitmq(session)
+    _ensure_postgres(session)
+    _ensure_chromium(session)
+    args = session.posargs or ["-q", "-p", "no:cacheprovider", "--durations=15"]
+    session.run("pytest", *args, env={"LINEAGE_SDK_TEST_CI": "1" if ON_CI else ""})
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff check and format check."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over the three import packages."""
+    session.install("-e", ".[all,test]", "mypy>=1.11")
+    session.run("mypy")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Every benchmark, each reporting ratios against a baseline measured in the same run."""
+    session.install("-e", ".[all,test]")
+    _ensure_rabbitmq(session)
+    os.makedirs(".bench-results", exist_ok=True)
+    scripts = session.posargs or sorted(
+        f"bench/{name}" for name in os.listdir("bench") if name.startswith("bench_") and name.endswith(".py")
+    )
+    for script in scripts:
+        session.log(f"== {script}")
+        name = os.path.splitext(os.path.basename(script))[0]
+        session.run("python", script, "--json", f".bench-results/{name}.json")
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """Regenerate-check the configuration reference and build the Sphinx site into docs/_build."""
+    session.install("-e", ".[all]", "sphinx>=7", "furo", "myst-parser>=3")
+    session.run("python", "-m", "lineage_sdk.config.reference", "--check", "docs/configuration.md")
+    session.run("sphinx-build", "-q", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
+
+
+@nox.session(python=PYTHON)
+def demo(session: nox.Session) -> None:
+    """The example pipeline on the embedded defaults (no server needed)."""
+    session.install("-e", ".[collector]")
+    session.run("python", "examples/demo.py", *session.posargs)
