@@ -4,7 +4,9 @@ Typical use::
 
     from lineage_sdk import LineageDataset, track_lineage
 
-    @track_lineage(job_name="load_orders", inputs=[LineageDataset("postgres://db:5432", "shop.public.orders")])
+    ORDERS = LineageDataset("postgres://db:5432", "shop.public.orders")
+
+    @track_lineage(job_name="load_orders", inputs=[ORDERS])
     def load_orders() -> None: ...
 """
 

@@ -22,17 +22,21 @@ class LineageDataset:
     namespace: str
     name: str
     facets: Mapping[str, Any]
+    _hash: int
+    _json: bytes | None
 
-    def __init__(
-        self, namespace: str, name: str, facets: Mapping[str, Any] | None = None
-    ) -> None:
+    def __init__(self, namespace: str, name: str, facets: Mapping[str, Any] | None = None) -> None:
         if not isinstance(namespace, str) or not namespace:
-            raise ValueError(f"LineageDataset namespace must be a non-empty string, got {namespace!r}")
+            raise ValueError(
+                f"LineageDataset namespace must be a non-empty string, got {namespace!r}"
+            )
         if not isinstance(name, str) or not name:
             raise ValueError(f"LineageDataset name must be a non-empty string, got {name!r}")
         object.__setattr__(self, "namespace", namespace)
         object.__setattr__(self, "name", name)
-        object.__setattr__(self, "facets", _facets_to_dicts(facets, owner=f"dataset {namespace}/{name}"))
+        object.__setattr__(
+            self, "facets", _facets_to_dicts(facets, owner=f"dataset {namespace}/{name}")
+        )
         object.__setattr__(self, "_hash", hash((namespace, name)))
         object.__setattr__(self, "_json", None)
 
@@ -72,7 +76,10 @@ def _facets_to_dicts(facets: Mapping[str, Any] | None, *, owner: str) -> Mapping
     if not facets:
         return {}
     if not isinstance(facets, Mapping):
-        raise TypeError(f"facets of {owner} must be a mapping of facet name to facet, got {type(facets).__name__}")
+        raise TypeError(
+            f"facets of {owner} must be a mapping of facet name to facet, "
+            f"got {type(facets).__name__}"
+        )
     out: dict[str, Any] = {}
     for key, facet in facets.items():
         if not isinstance(key, str) or not key:
@@ -84,7 +91,8 @@ def _facets_to_dicts(facets: Mapping[str, Any] | None, *, owner: str) -> Mapping
             raise TypeError(f"facet {key!r} of {owner} must be a mapping or a pydantic model")
         if "_schemaURL" not in facet:
             raise ValueError(
-                f"facet {key!r} of {owner} has no '_schemaURL': every OpenLineage facet names its schema"
+                f"facet {key!r} of {owner} has no '_schemaURL': "
+                "every OpenLineage facet names its schema"
             )
         out[key] = dict(facet)
     return out

@@ -17,7 +17,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _split_facets(facets: Mapping[str, Any] | None, owner: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _split_facets(
+    facets: Mapping[str, Any] | None, owner: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """``facets=`` holds run and job facets together; the schema URL tells which is which."""
     run_facets: dict[str, Any] = {}
     job_facets: dict[str, Any] = {}
@@ -27,7 +29,9 @@ def _split_facets(facets: Mapping[str, Any] | None, owner: str) -> tuple[dict[st
     return run_facets, job_facets
 
 
-def _datasets(values: Iterable[LineageDataset] | None, what: str, job_name: str) -> tuple[LineageDataset, ...]:
+def _datasets(
+    values: Iterable[LineageDataset] | None, what: str, job_name: str
+) -> tuple[LineageDataset, ...]:
     if values is None:
         return ()
     if isinstance(values, LineageDataset):
@@ -79,7 +83,10 @@ def track_lineage(
     if not isinstance(job_name, str) or not job_name:
         raise ValueError(f"track_lineage: job_name must be a non-empty string, got {job_name!r}")
     if job_namespace is not None and (not isinstance(job_namespace, str) or not job_namespace):
-        raise ValueError(f"track_lineage(job_name={job_name!r}): job_namespace must be a non-empty string or None")
+        raise ValueError(
+            f"track_lineage(job_name={job_name!r}): "
+            "job_namespace must be a non-empty string or None"
+        )
     input_sets = _datasets(inputs, "inputs", job_name)
     output_sets = _datasets(outputs, "outputs", job_name)
     run_facets, job_facets = _split_facets(facets, f"job {job_name}")
@@ -90,20 +97,24 @@ def track_lineage(
             sdk = STATE.sdk or get_sdk()
             if sdk is None:
                 return None
-            return RunScope(sdk, name, job_namespace, input_sets, output_sets, run_facets, job_facets)
+            return RunScope(
+                sdk, name, job_namespace, input_sets, output_sets, run_facets, job_facets
+            )
 
         if inspect.isasyncgenfunction(func):
-            return functools.wraps(func)(_wrap_async_gen(func, scope))  # type: ignore[return-value]
+            return functools.wraps(func)(_wrap_async_gen(func, scope))
         if inspect.isgeneratorfunction(func):
-            return functools.wraps(func)(_wrap_gen(func, scope))  # type: ignore[return-value]
+            return functools.wraps(func)(_wrap_gen(func, scope))
         if inspect.iscoroutinefunction(func):
-            return functools.wraps(func)(_wrap_coroutine(func, scope))  # type: ignore[return-value]
+            return functools.wraps(func)(_wrap_coroutine(func, scope))
         return functools.wraps(func)(_wrap_function(func, scope))
 
     return decorate
 
 
-def _wrap_function(func: Callable[P, R], make_scope: Callable[[], RunScope | None]) -> Callable[P, R]:
+def _wrap_function(
+    func: Callable[P, R], make_scope: Callable[[], RunScope | None]
+) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             scope = make_scope()
@@ -125,7 +136,9 @@ def _wrap_function(func: Callable[P, R], make_scope: Callable[[], RunScope | Non
     return wrapper
 
 
-def _wrap_coroutine(func: Callable[..., Any], make_scope: Callable[[], RunScope | None]) -> Callable[..., Any]:
+def _wrap_coroutine(
+    func: Callable[..., Any], make_scope: Callable[[], RunScope | None]
+) -> Callable[..., Any]:
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             scope = make_scope()
@@ -148,7 +161,9 @@ def _wrap_coroutine(func: Callable[..., Any], make_scope: Callable[[], RunScope 
     return wrapper
 
 
-def _wrap_gen(func: Callable[..., Generator[Any, Any, Any]], make_scope: Callable[[], RunScope | None]) -> Callable[..., Any]:
+def _wrap_gen(
+    func: Callable[..., Generator[Any, Any, Any]], make_scope: Callable[[], RunScope | None]
+) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
         gen = func(*args, **kwargs)
         try:
@@ -180,7 +195,7 @@ def _wrap_gen(func: Callable[..., Generator[Any, Any, Any]], make_scope: Callabl
                 gen.close()
                 scope.end()
                 raise
-            except BaseException as exc:  # thrown in by the consumer: pass it to the generator
+            except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: forward it
                 throw = exc
                 send_value = None
 
@@ -225,7 +240,7 @@ def _wrap_async_gen(
                 await agen.aclose()
                 scope.end()
                 raise
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - thrown in by the consumer: forward it
                 throw = exc
                 send_value = None
 

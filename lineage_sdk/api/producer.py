@@ -1,4 +1,4 @@
-"""``LineageProducer``: emit lineage for work that is not a function call, as in the reference design.
+"""``LineageProducer``: lineage for work that is not a function call (the reference design).
 
 Each method queues one event and returns at once; building and sending happen on the worker
 thread like every other event. The ``async`` methods exist so that asyncio code can ``await``
@@ -51,7 +51,9 @@ class LineageProducer:
         Inside a lineage run, the event gets that run as its ``parent``.
         """
         if event_type not in _EVENT_TYPES:
-            raise ValueError(f"event_type must be one of {', '.join(sorted(_EVENT_TYPES))}, got {event_type!r}")
+            raise ValueError(
+                f"event_type must be one of {', '.join(sorted(_EVENT_TYPES))}, got {event_type!r}"
+            )
         if not isinstance(job_name, str) or not job_name:
             raise ValueError(f"job_name must be a non-empty string, got {job_name!r}")
         sdk = STATE.sdk or get_sdk()

@@ -132,7 +132,9 @@ def parse_node_id(value: str) -> tuple[NodeType, str, str]:
     with ``://`` keeps its authority's port."""
     kind, sep, rest = value.partition(":")
     if not sep or kind not in ("dataset", "job") or ":" not in rest:
-        raise ValueError(f"node id must be dataset:<namespace>:<name> or job:<namespace>:<name>, got {value!r}")
+        raise ValueError(
+            f"node id must be dataset:<namespace>:<name> or job:<namespace>:<name>, got {value!r}"
+        )
     if "://" in rest:
         scheme, _, after = rest.partition("://")
         authority, slash, path_and_name = after.partition("/")
@@ -226,6 +228,8 @@ class LineageCatalogProtocol(LineageQueryProtocol, Protocol):
 
     def jobs(self, namespace: str | None = None, *, limit: int = 100) -> list[JobSummary]: ...
 
-    def datasets(self, namespace: str | None = None, *, limit: int = 100) -> list[tuple[str, str]]: ...
+    def datasets(
+        self, namespace: str | None = None, *, limit: int = 100
+    ) -> list[tuple[str, str]]: ...
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]: ...

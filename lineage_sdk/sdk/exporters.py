@@ -159,5 +159,7 @@ def create_exporter(kind: str, config: LineageConfig) -> LineageExporter:
             ) from None
     exporter = target.from_config(config)
     if not isinstance(exporter, LineageExporter):
-        raise ConfigError("lineage.exporters", kind, "its entry point did not build a LineageExporter")
+        raise ConfigError(
+            "lineage.exporters", kind, "its entry point did not build a LineageExporter"
+        )
     return exporter

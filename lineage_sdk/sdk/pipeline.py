@@ -174,7 +174,7 @@ class BatchPipeline(Generic[T]):
     def _count_drop(self) -> None:
         self._dropped_full += 1
         self._drop_log.warning(
-            "lineage queue full (%d events): dropping events under overflow policy %r; %d dropped so far",
+            "lineage queue full (%d events): dropping under overflow policy %r; %d dropped so far",
             self._max_queue_size,
             self._overflow,
             self._dropped_full,
@@ -228,7 +228,9 @@ class BatchPipeline(Generic[T]):
                 result = exporter.export(batch)
             except Exception:  # noqa: BLE001 - an exporter bug must not kill the worker
                 result = ExportResult.FAILURE
-                self._error_log.warning("exporter %r raised", type(exporter).__name__, exc_info=True)
+                self._error_log.warning(
+                    "exporter %r raised", type(exporter).__name__, exc_info=True
+                )
             if result is not ExportResult.SUCCESS:
                 self._export_failures += len(batch)
         self._exported += len(batch)
@@ -238,7 +240,9 @@ class BatchPipeline(Generic[T]):
             try:
                 exporter.force_flush(self._export_timeout)
             except Exception:  # noqa: BLE001
-                self._error_log.warning("exporter %r failed to flush", type(exporter).__name__, exc_info=True)
+                self._error_log.warning(
+                    "exporter %r failed to flush", type(exporter).__name__, exc_info=True
+                )
 
     # --- control ------------------------------------------------------------------------------
 
@@ -266,7 +270,9 @@ class BatchPipeline(Generic[T]):
             try:
                 exporter.shutdown(max(0.0, deadline - time.monotonic()))
             except Exception:  # noqa: BLE001
-                _LOG.warning("exporter %r failed to shut down", type(exporter).__name__, exc_info=True)
+                _LOG.warning(
+                    "exporter %r failed to shut down", type(exporter).__name__, exc_info=True
+                )
 
     @property
     def exporters(self) -> Sequence[LineageExporter]:

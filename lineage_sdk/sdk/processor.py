@@ -52,7 +52,9 @@ def handoff_run(run: LineageRun | None) -> None:
 class LineageSpanProcessor(SpanProcessor):
     """Turns lineage spans into OpenLineage RunEvents; add it to any TracerProvider."""
 
-    def __init__(self, pipeline: BatchPipeline[Any], builder: EventBuilder, default_namespace: str) -> None:
+    def __init__(
+        self, pipeline: BatchPipeline[Any], builder: EventBuilder, default_namespace: str
+    ) -> None:
         self._pipeline = pipeline
         self._builder = builder
         self._default_namespace = default_namespace
@@ -73,7 +75,9 @@ class LineageSpanProcessor(SpanProcessor):
         run.span_id = ctx.span_id
         self._active[ctx.span_id] = run
         # Datasets are only ever appended, so their counts now mark what START reports.
-        self._pipeline.submit((_START, run, span.start_time or 0, len(run.inputs), len(run.outputs), None))
+        self._pipeline.submit(
+            (_START, run, span.start_time or 0, len(run.inputs), len(run.outputs), None)
+        )
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.context
@@ -87,15 +91,29 @@ class LineageSpanProcessor(SpanProcessor):
             error = _error_from_span_events(span)
         self._pipeline.submit((_END, run, span.end_time or 0, run.inputs, run.outputs, error))
 
-    def emit_running(self, run: LineageRun, time_ns: int, inputs: Sequence[LineageDataset],
-                     outputs: Sequence[LineageDataset]) -> None:
+    def emit_running(
+        self,
+        run: LineageRun,
+        time_ns: int,
+        inputs: Sequence[LineageDataset],
+        outputs: Sequence[LineageDataset],
+    ) -> None:
         """Queue a RUNNING event for a long run (used by streaming instrumentation)."""
         self._pipeline.submit((_RUNNING, run, time_ns, tuple(inputs), tuple(outputs), None))
 
-    def emit_event(self, event_type: str, run: LineageRun, time_ns: int, builder: EventBuilder | None = None) -> None:
+    def emit_event(
+        self, event_type: str, run: LineageRun, time_ns: int, builder: EventBuilder | None = None
+    ) -> None:
         """Queue one event of ``event_type`` for ``run`` without a span (LineageProducer)."""
         self._pipeline.submit(
-            (_EXPLICIT, run, time_ns, tuple(run.inputs), tuple(run.outputs), (event_type, builder or self._builder))
+            (
+                _EXPLICIT,
+                run,
+                time_ns,
+                tuple(run.inputs),
+                tuple(run.outputs),
+                (event_type, builder or self._builder),
+            )
         )
 
     def _run_from_attributes(self, span: Span) -> LineageRun | None:
@@ -112,7 +130,9 @@ class LineageSpanProcessor(SpanProcessor):
             parent_run = self._active[parent_ctx.span_id]
         return LineageRun(
             run_id=run_id if isinstance(run_id, str) and run_id else str(uuid_utils.uuid7()),
-            job_namespace=namespace if isinstance(namespace, str) and namespace else self._default_namespace,
+            job_namespace=namespace
+            if isinstance(namespace, str) and namespace
+            else self._default_namespace,
             job_name=job_name,
             inputs=[],
             outputs=[],

@@ -117,7 +117,7 @@ def configure(
             previous.shutdown(5.0)
         try:
             if config is None:
-                from lineage_sdk.config import load_config  # noqa: PLC0415 - keeps import light
+                from lineage_sdk.config import load_config
 
                 config = load_config()
             if not config.enabled:
@@ -125,7 +125,9 @@ def configure(
                 _mark_disabled()
                 return None
             if exporters is None:
-                exporters = [create_exporter(kind, config) for kind in dict.fromkeys(config.exporters)]
+                exporters = [
+                    create_exporter(kind, config) for kind in dict.fromkeys(config.exporters)
+                ]
             sdk = LineageSDK(config, exporters, tracer_provider)
         except ConfigError as exc:
             if strict:

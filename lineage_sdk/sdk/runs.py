@@ -72,7 +72,9 @@ class LineageRun:
         self.run_facets = run_facets
         self.job_facets = job_facets
         self.parent = parent
-        self.error: tuple[type[BaseException], BaseException, types.TracebackType | None] | None = None
+        self.error: tuple[type[BaseException], BaseException, types.TracebackType | None] | None = (
+            None
+        )
         self.trace_id = 0
         self.span_id = 0
         # The facets every event of this run repeats (parent, trace), built once by the worker.

@@ -69,7 +69,10 @@ class RunScope:
         handoff_run(run)
         try:
             span = sdk.tracer.start_span(
-                span_name or job_name, context=parent_context, kind=span_kind, attributes=span_attributes
+                span_name or job_name,
+                context=parent_context,
+                kind=span_kind,
+                attributes=span_attributes,
             )
         finally:
             handoff_run(None)

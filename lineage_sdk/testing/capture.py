@@ -50,7 +50,11 @@ def capture_lineage(config: LineageConfig | None = None) -> Iterator[CapturedLin
     previous_config = previous.config if previous is not None else None
     base = config or previous_config or LineageConfig()
     exporter = InMemoryExporter()
-    configure(base.model_copy(update={"enabled": True, "exporters": ["memory"]}), exporters=[exporter], strict=True)
+    configure(
+        base.model_copy(update={"enabled": True, "exporters": ["memory"]}),
+        exporters=[exporter],
+        strict=True,
+    )
     captured = CapturedLineage(exporter)
     try:
         yield captured

@@ -71,7 +71,10 @@ def test_failure_records_fail_and_reraises_unchanged(memory_exporter):
     events = flushed_events(memory_exporter)
     assert [e["eventType"] for e in events] == ["START", "FAIL"]
     facet = events[1]["run"]["facets"]["errorMessage"]
-    assert facet["message"] == "test_failure_records_fail_and_reraises_unchanged.<locals>.Boom: disk full"
+    assert (
+        facet["message"]
+        == "test_failure_records_fail_and_reraises_unchanged.<locals>.Boom: disk full"
+    )
     assert facet["programmingLanguage"] == "python"
     assert "raise error" in facet["stackTrace"] and "Boom: disk full" in facet["stackTrace"]
     validate_event(events[1])
@@ -302,7 +305,8 @@ def test_bad_dataset_names():
         LineageDataset("", "x")
     with pytest.raises(ValueError, match="name must be a non-empty string"):
         LineageDataset("ns", "")
-    with pytest.raises(TypeError, match="add_output takes a LineageDataset"):
-        from lineage_sdk.sdk.runs import LineageRun
+    from lineage_sdk.sdk.runs import LineageRun
 
-        LineageRun("r", "n", "j", [], [], {}, {}, None).add_output("x")  # type: ignore[arg-type]
+    run = LineageRun("r", "n", "j", [], [], {}, {}, None)
+    with pytest.raises(TypeError, match="add_output takes a LineageDataset"):
+        run.add_output("x")  # type: ignore[arg-type]

@@ -82,7 +82,9 @@ def test_full_queue_drop_oldest_keeps_the_newest():
 
 def test_block_policy_waits_for_room_instead_of_dropping():
     exporter = InMemoryExporter()
-    pipeline = _pipeline(exporter, max_queue_size=10, max_export_batch_size=5, overflow="block", block_timeout=5.0)
+    pipeline = _pipeline(
+        exporter, max_queue_size=10, max_export_batch_size=5, overflow="block", block_timeout=5.0
+    )
     for i in range(5000):
         pipeline.submit(i)
     assert pipeline.force_flush(30)
@@ -198,7 +200,11 @@ def test_bad_configuration_disables_lineage_and_logs_once(monkeypatch, caplog):
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 1
     message = errors[0].getMessage()
-    assert "lineage.pipeline.overflow" in message and "sideways" in message and "drop_newest" in message
+    assert (
+        "lineage.pipeline.overflow" in message
+        and "sideways" in message
+        and "drop_newest" in message
+    )
     assert errors[0].exc_info is None
     lineage_sdk.shutdown()
 
@@ -212,11 +218,18 @@ def test_unknown_exporter_kind_disables_with_clear_message(caplog):
     lineage_sdk.shutdown()
 
 
-def _run_script(code: str, tmp_path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run_script(
+    code: str, tmp_path, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -236,8 +249,11 @@ def test_queue_is_flushed_at_interpreter_exit(tmp_path):
         # no flush, no shutdown: the atexit hook must deliver everything
         """,
         tmp_path,
-        {"LINEAGE_EXPORTERS": "file", "LINEAGE_FILE_PATH": str(out),
-         "LINEAGE_PIPELINE_SCHEDULE_DELAY_MS": "60000"},
+        {
+            "LINEAGE_EXPORTERS": "file",
+            "LINEAGE_FILE_PATH": str(out),
+            "LINEAGE_PIPELINE_SCHEDULE_DELAY_MS": "60000",
+        },
     )
     assert result.returncode == 0, result.stderr
     lines = out.read_text().splitlines()
@@ -293,7 +309,11 @@ def test_pipeline_survives_fork(tmp_path):
 
 def test_burst_of_decorated_calls_loses_nothing_with_defaults():
     exporter = InMemoryExporter()
-    lineage_sdk.configure(LineageConfig(exporters=["memory"], pipeline=PipelineConfig()), exporters=[exporter], strict=True)
+    lineage_sdk.configure(
+        LineageConfig(exporters=["memory"], pipeline=PipelineConfig()),
+        exporters=[exporter],
+        strict=True,
+    )
     try:
 
         @track_lineage(job_name="burst")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import orjson
@@ -43,7 +44,10 @@ def test_processor_on_the_applications_own_provider():
     app_provider = TracerProvider(shutdown_on_exit=False)
     exporter = InMemoryExporter()
     sdk = lineage_sdk.configure(
-        LineageConfig(exporters=["memory"]), exporters=[exporter], tracer_provider=app_provider, strict=True
+        LineageConfig(exporters=["memory"]),
+        exporters=[exporter],
+        tracer_provider=app_provider,
+        strict=True,
     )
     try:
         assert sdk is not None and sdk.tracer_provider is app_provider and not sdk.owns_provider
@@ -58,13 +62,21 @@ def test_processor_on_the_applications_own_provider():
             work()
         # Any tracer can make a lineage run by naming the job in the span's attributes.
         with app_tracer.start_as_current_span(
-            "manual", attributes={ATTR_JOB_NAME: "manual_job", ATTR_JOB_NAMESPACE: "manual-ns",
-                                  ATTR_RUN_ID: "01890a5d-ac96-774b-bcce-b302099a8057"}
+            "manual",
+            attributes={
+                ATTR_JOB_NAME: "manual_job",
+                ATTR_JOB_NAMESPACE: "manual-ns",
+                ATTR_RUN_ID: "01890a5d-ac96-774b-bcce-b302099a8057",
+            },
+        ), app_tracer.start_as_current_span(
+            "child", attributes={ATTR_JOB_NAME: "manual_child"}
         ):
-            with app_tracer.start_as_current_span("child", attributes={ATTR_JOB_NAME: "manual_child"}):
-                pass
-        with pytest.raises(ZeroDivisionError), app_tracer.start_as_current_span(
-            "manual_fail", attributes={ATTR_JOB_NAME: "manual_fail"}
+            pass
+        with (
+            pytest.raises(ZeroDivisionError),
+            app_tracer.start_as_current_span(
+                "manual_fail", attributes={ATTR_JOB_NAME: "manual_fail"}
+            ),
         ):
             1 / 0  # noqa: B018
         events = flushed_events(exporter)
@@ -94,21 +106,39 @@ def test_processor_on_the_applications_own_provider():
 
 def test_fast_encoder_matches_the_dict_path_byte_for_byte():
     builder = EventBuilder("https://example.com/producer")
-    parent = ParentRef("01890a5d-ac96-774b-bcce-b302099a8057", "ns", "parent",
-                       ParentRef("01890a5d-ac96-774b-bcce-b302099a8058", "ns", "root"))
-    ds_facets = {"schema": {"_producer": "https://example.com/p", "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet",
-                            "fields": [{"name": "id", "type": "int"}]}}
-    inputs = [LineageDataset("postgres://h:5432", "db.s.t", ds_facets), LineageDataset("kafka://k:9092", "topic")]
-    outputs = [LineageDataset("s3://b", "k/ü/\"quoted\""), LineageDataset("s3://b", "k/ü/\"quoted\"")]
-    run = LineageRun("01890a5d-ac96-774b-bcce-b302099a8059", "ns", "job", inputs, outputs, {}, {}, parent)
+    parent = ParentRef(
+        "01890a5d-ac96-774b-bcce-b302099a8057",
+        "ns",
+        "parent",
+        ParentRef("01890a5d-ac96-774b-bcce-b302099a8058", "ns", "root"),
+    )
+    ds_facets = {
+        "schema": {
+            "_producer": "https://example.com/p",
+            "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet",
+            "fields": [{"name": "id", "type": "int"}],
+        }
+    }
+    inputs = [
+        LineageDataset("postgres://h:5432", "db.s.t", ds_facets),
+        LineageDataset("kafka://k:9092", "topic"),
+    ]
+    outputs = [LineageDataset("s3://b", 'k/ü/"quoted"'), LineageDataset("s3://b", 'k/ü/"quoted"')]
+    run = LineageRun(
+        "01890a5d-ac96-774b-bcce-b302099a8059", "ns", "job", inputs, outputs, {}, {}, parent
+    )
     run.trace_id, run.span_id = 0x1234, 0x42
     now = time.time_ns()
     try:
         raise ValueError("boom")
     except ValueError as exc:
         error = exc
-    for event_type, kwargs in [("START", {}), ("COMPLETE", {}), ("RUNNING", {}),
-                               ("FAIL", {"error": error, "error_traceback": error.__traceback__})]:
+    for event_type, kwargs in [
+        ("START", {}),
+        ("COMPLETE", {}),
+        ("RUNNING", {}),
+        ("FAIL", {"error": error, "error_traceback": error.__traceback__}),
+    ]:
         fast = builder.encode_run_event(event_type, run, now, inputs, outputs, **kwargs)
         slow = encode_event(builder.run_event(event_type, run, now, inputs, outputs, **kwargs))
         assert fast == slow
@@ -118,16 +148,21 @@ def test_fast_encoder_matches_the_dict_path_byte_for_byte():
 
 
 async def test_lineage_producer_events_conform(memory_exporter):
-    producer = LineageProducer(producer_uri="https://github.com/acme/orders-service", job_namespace="orders")
+    producer = LineageProducer(
+        producer_uri="https://github.com/acme/orders-service", job_namespace="orders"
+    )
     run_id = await producer.record_consumption(
         "START", "ingest", inputs=[LineageDataset("kafka://k:9092", "orders")]
     )
-    same = producer.record_consumption_sync("COMPLETE", "ingest", run_id=run_id,
-                                            outputs=[LineageDataset("s3://lake", "orders")])
+    same = producer.record_consumption_sync(
+        "COMPLETE", "ingest", run_id=run_id, outputs=[LineageDataset("s3://lake", "orders")]
+    )
     assert same == run_id
     for event_type in ("RUNNING", "ABORT", "FAIL", "OTHER"):
         producer.record_consumption_sync(event_type, "other_job", job_namespace="elsewhere")
-    msg_run = await producer.record_message_consumption("orders.created", "billing-consumers", "kafka://k:9092")
+    msg_run = await producer.record_message_consumption(
+        "orders.created", "billing-consumers", "kafka://k:9092"
+    )
 
     @track_lineage(job_name="outer")
     def outer() -> str:
@@ -146,7 +181,9 @@ async def test_lineage_producer_events_conform(memory_exporter):
     assert {e["job"]["namespace"] for e in other} == {"elsewhere"}
     (consumption,) = [e for e in events if e["run"]["runId"] == msg_run]
     assert consumption["job"]["name"] == "billing-consumers"
-    assert consumption["inputs"] == [{"namespace": "kafka://k:9092", "name": "orders.created", "facets": {}}]
+    assert consumption["inputs"] == [
+        {"namespace": "kafka://k:9092", "name": "orders.created", "facets": {}}
+    ]
     (nested,) = [e for e in events if e["run"]["runId"] == nested_run]
     assert nested["run"]["facets"]["parent"]["job"]["name"] == "outer"
     with pytest.raises(ValueError, match="event_type must be one of"):
@@ -160,26 +197,52 @@ def test_every_event_kind_the_sdk_makes_conforms(memory_exporter):
 
     @track_lineage(job_name="child", inputs=[LineageDataset("postgres://h:5432", "db.s.t")])
     def child() -> None:
-        current_run().add_run_facets({
-            "externalQuery": {"_producer": "https://x", "_schemaURL": "https://openlineage.io/spec/facets/1-0-2/ExternalQueryRunFacet.json#/$defs/ExternalQueryRunFacet",
-                              "externalQueryId": "q1", "source": "bigquery"}})
+        current_run().add_run_facets(
+            {
+                "externalQuery": {
+                    "_producer": "https://x",
+                    "_schemaURL": "https://openlineage.io/spec/facets/1-0-2/ExternalQueryRunFacet.json#/$defs/ExternalQueryRunFacet",
+                    "externalQueryId": "q1",
+                    "source": "bigquery",
+                }
+            }
+        )
         raise RuntimeError("child failed")
 
     @track_lineage(job_name="parent")
     def parent() -> None:
         run = current_run()
         assert isinstance(run, LineageRun)
-        sdk.processor.emit_running(run, time.time_ns(), run.inputs, [LineageDataset("s3://b", "partial")])
-        try:
+        sdk.processor.emit_running(
+            run, time.time_ns(), run.inputs, [LineageDataset("s3://b", "partial")]
+        )
+        with contextlib.suppress(RuntimeError):
             child()
-        except RuntimeError:
-            pass
 
     parent()
     events = flushed_events(memory_exporter)
     kinds = sorted((e["job"]["name"], e["eventType"]) for e in events)
-    assert kinds == [("child", "FAIL"), ("child", "START"), ("parent", "COMPLETE"),
-                     ("parent", "RUNNING"), ("parent", "START")]
+    assert kinds == [
+        ("child", "FAIL"),
+        ("child", "START"),
+        ("parent", "COMPLETE"),
+        ("parent", "RUNNING"),
+        ("parent", "START"),
+    ]
     for event in events:
         validate_event(event)
     trace.get_tracer_provider()  # the global provider is untouched by lineage_sdk
+
+
+def test_sdk_facet_urls_agree_with_the_models():
+    """The worker keeps its own copies of the URLs so that recording never imports pydantic models."""
+    from lineage_sdk import models
+    from lineage_sdk.sdk import events
+
+    assert events.OPENLINEAGE_RUN_EVENT_SCHEMA_URL == models.RUN_EVENT_SCHEMA_URL
+    assert events.PARENT_FACET_URL == models.ParentRunFacet.SCHEMA_URL
+    assert events.ERROR_MESSAGE_FACET_URL == models.ErrorMessageRunFacet.SCHEMA_URL
+    assert events.JOB_TYPE_FACET_URL == models.JobTypeJobFacet.SCHEMA_URL
+    assert events.PROCESSING_ENGINE_FACET_URL == models.ProcessingEngineRunFacet.SCHEMA_URL
+    assert events.TRACE_FACET_URL == models.TRACE_FACET_SCHEMA_URL
+    assert events.TRACE_FACET_KEY == models.TRACE_FACET_KEY

@@ -1,0 +1,131 @@
+"""OpenLineage ingest over HTTP: the same decoding and the same store path as broker messages.
+
+A body is decoded by :func:`lineage_sdk.collector.decode.decode_message` (size cap, NUL bytes,
+nesting depth, JSON, then :func:`lineage_sdk.models.parse_event` per event) and the valid events
+are written by :meth:`LineageCollectorService.write`, exactly what the queue consumer does, so an
+event stores identically whichever way it came. The answer is sent only after every configured
+store wrote it (or refused it): a 201 means stored, and a 503 means nothing was lost that the
+client will not resend (the OpenLineage client retries 5xx, and stores are idempotent per event).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lineage_sdk.collector.api.errors import ApiError
+from lineage_sdk.collector.decode import JSON_CONTENT_TYPE, PoisonMessage, decode_message
+from lineage_sdk.collector.service import LineageCollectorService
+from lineage_sdk.exceptions import StoreError
+
+__all__ = ["Ingestor"]
+
+_log = logging.getLogger("lineage_sdk.collector.api")
+# PoisonMessage reasons that are not "the event is malformed" and deserve their own status.
+_STATUS_BY_REASON = {"too_large": 413, "unsupported_encoding": 415}
+
+
+class Ingestor:
+    """Turns request bodies into stored events and answers; raises :class:`ApiError`."""
+
+    def __init__(self, service: LineageCollectorService | None, max_body_bytes: int) -> None:
+        self.service = service
+        self.max_body_bytes = max_body_bytes
+
+    def _require_service(self) -> LineageCollectorService:
+        if self.service is None:
+            raise ApiError(503, "no_store", "this API has no store to write events to")
+        return self.service
+
+    def _decode(self, body: bytes, content_encoding: str | None) -> Any:
+        try:
+            return decode_message(
+                body,
+                JSON_CONTENT_TYPE,
+                content_encoding=content_encoding,
+                max_bytes=self.max_body_bytes,
+            )
+        except PoisonMessage as exc:
+            status = _STATUS_BY_REASON.get(exc.reason, 400)
+            reason = exc.reason if exc.reason != "undecodable" else "malformed_json"
+            raise ApiError(status, reason, exc.detail) from None
+
+    def _write(self, service: LineageCollectorService, records: list[Any]) -> None:
+        try:
+            service.write(records)
+        except StoreError as exc:
+            _log.warning("HTTP ingest: store failed: %s", exc)
+            if exc.permanent:
+                raise ApiError(422, "store_rejected", f"the store refused the event: {exc}") from None
+            raise ApiError(503, "store_unavailable", f"store unavailable, retry: {exc}") from None
+
+    def single(self, body: bytes, content_encoding: str | None) -> dict[str, Any]:
+        """``POST /api/v1/lineage``: one event object -> ``{"eventId": ...}``."""
+        service = self._require_service()
+        if body.lstrip()[:1] == b"[":
+            raise ApiError(
+                400, "not_an_event", "the body is a JSON array: POST arrays to /api/v1/lineage/batch"
+            )
+        decoded = self._decode(body, content_encoding)
+        if decoded.rejected or len(decoded.records) != 1:  # pragma: no cover - objects only
+            raise ApiError(400, "invalid_event", "the body is not one OpenLineage event")
+        record = decoded.records[0]
+        self._write(service, decoded.records)
+        return {"eventId": record.event_id}
+
+    def batch(self, body: bytes, content_encoding: str | None) -> tuple[int, dict[str, Any]]:
+        """``POST /api/v1/lineage/batch``: an array of events -> (status, the spec's answer).
+
+        Good events are stored even when others in the batch are bad; each bad one is reported
+        with its index and reason. 200 when at least one event was stored.
+        """
+        service = self._require_service()
+        decoded = self._decode(body, content_encoding)
+        if not decoded.rejected and len(decoded.records) == 1 and not _is_array(body):
+            # decode_message takes a lone object as a single event; the batch API wants arrays.
+            raise ApiError(400, "not_a_batch", "the body must be a JSON array of events")
+        failed: list[dict[str, Any]] = [
+            {"index": r.index, "reason": f"{r.reason}: {r.detail}", "retriable": False}
+            for r in decoded.rejected
+        ]
+        stored = 0
+        retriable = 0
+        store_error: ApiError | None = None
+        if decoded.records:
+            try:
+                self._write(service, decoded.records)
+                stored = len(decoded.records)
+            except ApiError as exc:
+                store_error = exc
+                is_retriable = exc.status == 503
+                retriable = len(decoded.records) if is_retriable else 0
+                for index in _indexes_of_good(len(decoded.records) + len(failed), failed):
+                    failed.append({"index": index, "reason": exc.detail, "retriable": is_retriable})
+                failed.sort(key=lambda f: f["index"])
+        received = stored + len(failed)
+        result: dict[str, Any] = {
+            "status": "success" if not failed else "partial_success",
+            "summary": {
+                "received": received,
+                "successful": stored,
+                "failed": len(failed),
+                "retriable": retriable,
+                "non_retriable": len(failed) - retriable,
+            },
+            "failed_events": failed,
+        }
+        if stored:
+            return 200, result
+        result["status"] = "failure"
+        if store_error is not None:
+            raise ApiError(store_error.status, store_error.reason, store_error.detail, body=result)
+        raise ApiError(400, "invalid_events", "no event in the batch is valid", body=result)
+
+
+def _is_array(body: bytes) -> bool:
+    return body.lstrip()[:1] == b"["
+
+
+def _indexes_of_good(total: int, failed: list[dict[str, Any]]) -> list[int]:
+    bad = {f["index"] for f in failed}
+    return [i for i in range(total) if i not in bad]

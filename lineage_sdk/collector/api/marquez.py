@@ -1,0 +1,220 @@
+"""Store answers -> Marquez's JSON shapes (``shared/marquez/openapi.yml``), as plain dicts.
+
+The HTTP API and the ``lineage`` CLI (when it reads a store directly) both go through these
+functions, so ``lineage graph --format json`` prints the same document whether it asked the API or
+the database. Plain dicts rather than pydantic instances keep a depth-10 lineage answer of
+thousands of nodes cheap to serialize; :mod:`lineage_sdk.collector.api.schemas` documents the
+same shapes for the OpenAPI document, and the tests check each answer against both.
+
+Marquez omits unknown values rather than sending ``null`` (its schemas type them as plain
+strings), so every function here leaves a key out when the store does not know it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from lineage_sdk.collector.records import TERMINAL_STATES, parse_event_time
+from lineage_sdk.collector.store import (
+    JobSummary,
+    LineageGraph,
+    LineageNode,
+    NodeType,
+    RunSummary,
+    node_id,
+)
+from lineage_sdk.exceptions import InvalidEventError
+
+__all__ = [
+    "MARQUEZ_RUN_STATES",
+    "dataset_data",
+    "iso",
+    "job_data",
+    "lineage_graph",
+    "marquez_state",
+    "run_from_events",
+    "run_from_summary",
+    "search_results",
+]
+
+#: OpenLineage eventType -> Marquez run state (Marquez's own mapping; START means running).
+MARQUEZ_RUN_STATES: dict[str, str] = {
+    "START": "RUNNING",
+    "RUNNING": "RUNNING",
+    "COMPLETE": "COMPLETED",
+    "FAIL": "FAILED",
+    "ABORT": "ABORTED",
+}
+_RANK = {"START": 1, "RUNNING": 2, "COMPLETE": 3, "FAIL": 3, "ABORT": 3}
+
+
+def marquez_state(state: str | None) -> str:
+    """``NEW`` when no state-changing event was seen (only OTHER events, or none)."""
+    return MARQUEZ_RUN_STATES.get(state or "", "NEW")
+
+
+def iso(value: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, as Marquez writes timestamps."""
+    aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _duration_ms(started: datetime | None, ended: datetime | None) -> int | None:
+    if started is None or ended is None:
+        return None
+    return max(0, int((ended - started).total_seconds() * 1000))
+
+
+def _run(
+    run_id: str,
+    state: str | None,
+    started: datetime | None,
+    ended: datetime | None,
+) -> dict[str, Any]:
+    run: dict[str, Any] = {"id": run_id, "state": marquez_state(state)}
+    if started is not None:
+        run["startedAt"] = iso(started)
+    if ended is not None:
+        run["endedAt"] = iso(ended)
+    duration = _duration_ms(started, ended)
+    if duration is not None:
+        run["durationMs"] = duration
+    run["facets"] = {}
+    return run
+
+
+def run_from_summary(summary: RunSummary) -> dict[str, Any]:
+    """A Marquez ``Run`` from a store's run summary."""
+    return _run(summary.run_id, summary.state, summary.started_at, summary.ended_at)
+
+
+def run_from_events(run_id: str, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A Marquez ``Run`` folded from a run's raw events, by the stores' rule: a terminal state
+    outranks RUNNING, which outranks START, whatever order the events arrived in."""
+    best: tuple[int, datetime] | None = None
+    state: str | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    run_facets: dict[str, Any] = {}
+    for event in events:
+        try:
+            when = parse_event_time(event.get("eventTime"))
+        except InvalidEventError:
+            continue
+        kind = event.get("eventType")
+        kind = kind if isinstance(kind, str) else None
+        run = event.get("run")
+        facets = run.get("facets") if isinstance(run, Mapping) else None
+        if isinstance(facets, Mapping):
+            run_facets.update(facets)
+        if kind in _RANK:
+            key = (_RANK[kind], when)
+            if best is None or key >= best:
+                best, state = key, kind
+        if kind == "START" and (started is None or when < started):
+            started = when
+        if kind in TERMINAL_STATES and (ended is None or when > ended):
+            ended = when
+    result = _run(run_id, state, started, ended)
+    result["facets"] = run_facets
+    return result
+
+
+def _node_run(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The latest run a store put in a node's data, as a Marquez ``Run`` (id and state)."""
+    latest = data.get("latestRun")
+    if not isinstance(latest, Mapping):
+        return None
+    run_id = latest.get("runId", latest.get("id"))
+    if not isinstance(run_id, str):
+        return None
+    state = latest.get("state")
+    run: dict[str, Any] = {"id": run_id, "state": marquez_state(state)}
+    # A store that already speaks Marquez's states passes them through unchanged.
+    if isinstance(state, str) and state in MARQUEZ_RUN_STATES.values():
+        run["state"] = state
+    for key in ("startedAt", "endedAt"):
+        value = latest.get(key)
+        if isinstance(value, datetime):
+            run[key] = iso(value)
+        elif isinstance(value, str):
+            run[key] = value
+    return run
+
+
+def dataset_data(namespace: str, name: str) -> dict[str, Any]:
+    """A Marquez ``Dataset`` with what every store knows: its identity."""
+    return {"id": {"namespace": namespace, "name": name}, "namespace": namespace, "name": name}
+
+
+def _dataset_ids(pairs: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"namespace": ns, "name": nm} for ns, nm in pairs]
+
+
+def job_data(
+    namespace: str,
+    name: str,
+    *,
+    latest_run: dict[str, Any] | None = None,
+    latest_runs: Sequence[dict[str, Any]] | None = None,
+    inputs: Iterable[tuple[str, str]] | None = None,
+    outputs: Iterable[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """A Marquez ``Job``; ``inputs``/``outputs`` are left out when not known (lineage nodes)."""
+    data: dict[str, Any] = {
+        "id": {"namespace": namespace, "name": name},
+        "namespace": namespace,
+        "name": name,
+    }
+    if inputs is not None:
+        data["inputs"] = _dataset_ids(inputs)
+    if outputs is not None:
+        data["outputs"] = _dataset_ids(outputs)
+    if latest_run is not None:
+        data["latestRun"] = latest_run
+    if latest_runs is not None:
+        data["latestRuns"] = list(latest_runs)
+    return data
+
+
+def job_from_summary(summary: JobSummary) -> dict[str, Any]:
+    """A Marquez ``Job`` with its latest run and its inputs and outputs."""
+    latest = run_from_summary(summary.latest_run) if summary.latest_run else None
+    return job_data(
+        summary.namespace,
+        summary.name,
+        latest_run=latest,
+        latest_runs=[latest] if latest else [],
+        inputs=summary.inputs,
+        outputs=summary.outputs,
+    )
+
+
+def _node(node: LineageNode) -> dict[str, Any]:
+    if node.type == "JOB":
+        data = job_data(node.namespace, node.name, latest_run=_node_run(node.data))
+    else:
+        data = dataset_data(node.namespace, node.name)
+    return {
+        "id": node.id,
+        "type": node.type,
+        "data": data,
+        "inEdges": [{"origin": e.origin, "destination": e.destination} for e in node.in_edges],
+        "outEdges": [{"origin": e.origin, "destination": e.destination} for e in node.out_edges],
+    }
+
+
+def lineage_graph(graph: LineageGraph) -> dict[str, Any]:
+    """Marquez's ``LineageGraph``: ``{"graph": [GraphNode, ...]}``, the root first, then by id."""
+    nodes = sorted(graph.nodes.values(), key=lambda n: (n.id != graph.root, n.id))
+    return {"graph": [_node(n) for n in nodes]}
+
+
+def search_results(hits: Iterable[tuple[NodeType, str, str]]) -> dict[str, Any]:
+    """Marquez's ``SearchResultList``."""
+    results = [
+        {"type": t, "name": nm, "namespace": ns, "nodeId": node_id(t, ns, nm)} for t, ns, nm in hits
+    ]
+    return {"totalCount": len(results), "results": results}

@@ -1,0 +1,180 @@
+"""pydantic models of the API's responses, for the OpenAPI document.
+
+The read endpoints build their answers as plain dicts (:mod:`.marquez`) and these models only
+describe them; ``tests/api/test_openapi.py`` validates real answers against the generated
+``/openapi.json`` so the document cannot drift from what is served. Field names are Marquez's
+(camelCase) on purpose: tools written for Marquez read them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "BatchFailedEvent",
+    "BatchResult",
+    "BatchSummary",
+    "DatasetId",
+    "DatasetList",
+    "DatasetModel",
+    "ErrorBody",
+    "GraphEdge",
+    "GraphNode",
+    "HealthBody",
+    "IngestAccepted",
+    "JobId",
+    "JobList",
+    "JobModel",
+    "LineageEventList",
+    "LineageGraphModel",
+    "NamespaceList",
+    "NamespaceModel",
+    "RunList",
+    "RunModel",
+    "SearchResult",
+    "SearchResultList",
+]
+
+RunState = Literal["NEW", "RUNNING", "COMPLETED", "FAILED", "ABORTED"]
+
+
+class _Doc(BaseModel):
+    # Answers may carry keys a later version adds; describing them must not forbid them.
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorBody(_Doc):
+    """Every error this API raises on purpose: a readable ``detail`` and a short ``reason``."""
+
+    detail: str = Field(description="What was wrong, in words a caller can act on.")
+    reason: str = Field(description="A stable code, e.g. invalid_event, too_large, unauthorized.")
+
+
+class IngestAccepted(_Doc):
+    eventId: str = Field(description="Content id of the stored event (idempotency key).")
+
+
+class BatchSummary(_Doc):
+    received: int
+    successful: int
+    failed: int
+    retriable: int
+    non_retriable: int
+
+
+class BatchFailedEvent(_Doc):
+    index: int = Field(description="Position of the event in the posted array.")
+    reason: str
+    retriable: bool
+
+
+class BatchResult(_Doc):
+    """The OpenLineage spec's batch answer (``OpenLineage.yml``, ``/lineage/batch``).
+
+    ``failure`` is used only with a non-2xx status, when no event of the batch was stored.
+    """
+
+    status: Literal["success", "partial_success", "failure"]
+    summary: BatchSummary
+    failed_events: list[BatchFailedEvent] = Field(default_factory=list)
+
+
+class DatasetId(_Doc):
+    namespace: str
+    name: str
+
+
+class JobId(_Doc):
+    namespace: str
+    name: str
+
+
+class RunModel(_Doc):
+    """Marquez ``Run``; times are RFC 3339 in UTC, left out when unknown."""
+
+    id: str
+    state: RunState
+    startedAt: str | None = None
+    endedAt: str | None = None
+    durationMs: int | None = None
+    facets: dict[str, Any] = Field(default_factory=dict)
+
+
+class DatasetModel(_Doc):
+    id: DatasetId
+    namespace: str
+    name: str
+
+
+class JobModel(_Doc):
+    id: JobId
+    namespace: str
+    name: str
+    inputs: list[DatasetId] | None = None
+    outputs: list[DatasetId] | None = None
+    latestRun: RunModel | None = None
+    latestRuns: list[RunModel] | None = None
+
+
+class GraphEdge(_Doc):
+    origin: str
+    destination: str
+
+
+class GraphNode(_Doc):
+    id: str = Field(description="dataset:<namespace>:<name> or job:<namespace>:<name>")
+    type: Literal["DATASET", "JOB"]
+    data: JobModel | DatasetModel
+    inEdges: list[GraphEdge]
+    outEdges: list[GraphEdge]
+
+
+class LineageGraphModel(_Doc):
+    graph: list[GraphNode]
+
+
+class NamespaceModel(_Doc):
+    name: str
+
+
+class NamespaceList(_Doc):
+    namespaces: list[NamespaceModel]
+
+
+class JobList(_Doc):
+    jobs: list[JobModel]
+    totalCount: int = Field(description="Number of jobs in this answer.")
+
+
+class DatasetList(_Doc):
+    datasets: list[DatasetModel]
+    totalCount: int = Field(description="Number of datasets in this answer.")
+
+
+class RunList(_Doc):
+    runs: list[RunModel]
+
+
+class LineageEventList(_Doc):
+    events: list[dict[str, Any]] = Field(description="OpenLineage events as they were received.")
+    totalCount: int
+
+
+class SearchResult(_Doc):
+    type: Literal["DATASET", "JOB"]
+    name: str
+    namespace: str
+    nodeId: str
+
+
+class SearchResultList(_Doc):
+    totalCount: int
+    results: list[SearchResult]
+
+
+class HealthBody(_Doc):
+    status: Literal["ok"]
+    ingest: bool = Field(description="True when events can be posted (a store is configured).")
+    query_store: str | None = Field(description="Store answering the read API, if any.")

@@ -1,0 +1,321 @@
+"""``lineage-collector``: run the collector, check its configuration, manage the parking lot.
+
+Every configuration key of the sections the collector reads gets a flag named by the project's
+rule (``collector.prefetch`` -> ``--collector-prefetch``), generated from
+:func:`lineage_sdk.config.config_keys`, so flags, ``LINEAGE_*`` variables and TOML keys never
+drift apart. Flag values are text and are parsed exactly like environment variables.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import signal
+import sys
+import typing
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from lineage_sdk.config import config_keys, load_config, redact
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.exceptions import ConfigError, LineageError
+
+__all__ = ["app", "main"]
+
+_SECTIONS = ("collector_topic", "rabbitmq.", "store.", "collector.", "connections.")
+F = TypeVar("F", bound=Callable[..., Any])
+
+app = typer.Typer(
+    name="lineage-collector",
+    help="Consume OpenLineage events from RabbitMQ and write them to the configured stores.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+dlq_app = typer.Typer(
+    help="Inspect, replay or purge the dead-letter (parking-lot) queue.", no_args_is_help=True
+)
+app.add_typer(dlq_app, name="dlq")
+err = Console(stderr=True)
+out = Console()
+
+
+def _flag_keys() -> list[tuple[str, str, str, str]]:
+    """(python identifier, flag, dotted path, help) for every non-templated collector key."""
+    found = []
+    for key in config_keys():
+        if key.templated or not key.path.startswith(_SECTIONS):
+            continue
+        ident = "cfg_" + key.path.replace(".", "__")
+        help_text = key.description + ("" if key.secret else f" [default: {key.default!r}]")
+        found.append((ident, key.flag, key.path, f"{help_text} (env {key.env_var})"))
+    return found
+
+
+def with_config_flags(func: F) -> F:
+    """Add ``--config`` and one option per configuration key to a typer command; the wrapped
+    function receives the loaded :class:`LineageConfig` as ``config``."""
+    specs = _flag_keys()
+    sig = inspect.signature(func)
+    hints = typing.get_type_hints(func, include_extras=True)
+    params = [p.replace(annotation=hints.get(p.name, p.annotation))
+              for p in sig.parameters.values() if p.name != "config"]
+    params.append(
+        inspect.Parameter(
+            "config_path",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Path | None,
+            default=typer.Option(
+                None,
+                "--config",
+                "-c",
+                help="TOML file with a \\[lineage] table "
+                "(default: $LINEAGE_CONFIG, else ./lineage.toml if present).",
+                exists=False,
+                dir_okay=False,
+            ),
+        )
+    )
+    for ident, flag, path, help_text in specs:
+        panel = "Configuration: " + (path.split(".", 1)[0] if "." in path else "general")
+        params.append(
+            inspect.Parameter(
+                ident,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=str | None,
+                default=typer.Option(
+                    None, flag, help=help_text, rich_help_panel=panel, show_default=False
+                ),
+            )
+        )
+    by_ident = {ident: path for ident, _, path, _ in specs}
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        overrides = {by_ident[k]: kwargs.pop(k) for k in list(kwargs) if k in by_ident}
+        overrides = {k: v for k, v in overrides.items() if v is not None}
+        config_path = kwargs.pop("config_path", None)
+        kwargs["config"] = _load(config_path, overrides)
+        return func(*args, **kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+def _load(path: Path | None, overrides: dict[str, Any]) -> LineageConfig:
+    if path is not None and not path.is_file():
+        raise ConfigError("--config", str(path), "an existing TOML file")
+    return load_config(path=path, overrides=overrides)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(
+        f"[bold red]lineage-collector: error:[/] {redact(message)}",
+        highlight=False,
+        markup=True,
+        soft_wrap=True,
+    )
+    return typer.Exit(code)
+
+
+LogLevel = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")]
+
+
+@app.command()
+@with_config_flags
+def run(config: LineageConfig, log_level: LogLevel = "INFO") -> None:
+    """Run the collector until SIGTERM or SIGINT (the default command)."""
+    from lineage_sdk.collector.consumer import LineageCollector
+    from lineage_sdk.collector.health import HealthServer
+    from lineage_sdk.collector.logs import configure_logging
+
+    configure_logging(log_level, events_logger=config.store.logging.logger_name)
+    collector = LineageCollector(config)
+    collector.manager.build()  # configuration errors of the stores surface before connecting
+
+    def _on_signal(signum: int, _frame: FrameType | None) -> None:
+        collector.stop()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    health = None
+    if config.collector.health_port:
+        health = HealthServer(
+            config.collector.health_host,
+            config.collector.health_port,
+            registry=collector.metrics.registry,
+            live=lambda: collector.alive,
+            ready=lambda: collector.ready,
+        )
+        health.start()
+    try:
+        collector.run()
+    finally:
+        if health is not None:
+            health.close()
+
+
+@app.command()
+@with_config_flags
+def check(config: LineageConfig) -> None:
+    """Validate the configuration, connect to the broker and to every store; exit 0 or 1."""
+    import pika
+
+    from lineage_sdk.collector.consumer import connection_parameters
+    from lineage_sdk.collector.manager import LineageManager
+    from lineage_sdk.collector.topology import Topology
+
+    table = Table(title="lineage-collector check")
+    table.add_column("part")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    failed = False
+    topology = Topology.from_config(config)
+    try:
+        connection = pika.BlockingConnection(connection_parameters(config))
+        try:
+            topology.declare(connection.channel())
+        finally:
+            connection.close()
+        table.add_row(
+            "broker",
+            "[green]ok[/]",
+            f"{redact(config.rabbitmq.url)} queue "
+            f"{topology.queue}, dead-letter {topology.dead_letter_queue}",
+        )
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the broker is reported
+        failed = True
+        table.add_row("broker", "[red]failed[/]", redact(f"{type(exc).__name__}: {exc}"))
+    manager = LineageManager(config)
+    manager.build()
+    for name, problem in manager.check().items():
+        failed = failed or problem is not None
+        table.add_row(
+            f"store {name}", "[red]failed[/]" if problem else "[green]ok[/]", redact(problem or "")
+        )
+    out.print(table)
+    if failed:
+        raise typer.Exit(1)
+
+
+@dlq_app.command("list")
+@with_config_flags
+def dlq_list(
+    config: LineageConfig,
+    limit: Annotated[int, typer.Option(help="Most messages to show.")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="JSON lines.")] = False,
+) -> None:
+    """Show parked messages with the reason, store, error and attempts (they stay parked)."""
+    import orjson
+
+    from lineage_sdk.collector.dlq import DeadLetterQueue
+
+    dlq = DeadLetterQueue(config)
+    total = dlq.count()
+    messages = dlq.list(limit)
+    if json_output:
+        for m in messages:
+            sys.stdout.write(
+                orjson.dumps(
+                    {
+                        "reason": m.reason,
+                        "store": m.store,
+                        "error": m.error,
+                        "attempts": m.attempts,
+                        "message_id": m.message_id,
+                        "content_type": m.content_type,
+                        "body": m.body.decode("utf-8", "replace")[:2000],
+                    }
+                ).decode()
+                + "\n"
+            )
+        return
+    table = Table(title=f"{dlq.topology.dead_letter_queue}: {total} parked message(s)")
+    for col in ("reason", "store", "attempts", "error", "body"):
+        table.add_column(col, overflow="fold")
+    for m in messages:
+        table.add_row(
+            m.reason,
+            m.store,
+            str(m.attempts),
+            m.error[:200],
+            m.body[:80].decode("utf-8", "replace"),
+        )
+    out.print(table)
+
+
+@dlq_app.command("replay")
+@with_config_flags
+def dlq_replay(
+    config: LineageConfig,
+    limit: Annotated[int | None, typer.Option(help="Most messages to replay.")] = None,
+    reason: Annotated[
+        str | None, typer.Option(help="Only messages parked for this reason.")
+    ] = None,
+) -> None:
+    """Send parked messages back to the collector's queue, with fresh attempts."""
+    from lineage_sdk.collector.dlq import DeadLetterQueue
+
+    dlq = DeadLetterQueue(config)
+    with Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("replay", total=None)
+
+        def _progress(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        replayed = dlq.replay(limit, reason=reason, progress=_progress)
+    out.print(f"replayed {replayed} message(s) to {dlq.topology.queue}")
+
+
+@dlq_app.command("purge")
+@with_config_flags
+def dlq_purge(
+    config: LineageConfig,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Delete every parked message."""
+    from lineage_sdk.collector.dlq import DeadLetterQueue
+
+    dlq = DeadLetterQueue(config)
+    if not yes and not typer.confirm(
+        f"Delete all {dlq.count()} message(s) in {dlq.topology.dead_letter_queue}?"
+    ):
+        raise typer.Exit(1)
+    out.print(f"purged {dlq.purge()} message(s)")
+
+
+_COMMANDS = frozenset({"run", "check", "dlq"})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console script; ``run`` is the default command. Exits 2 on configuration errors, with one
+    line naming the key (no traceback)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or (args[0] not in _COMMANDS and args[0] not in ("--help", "-h")):
+        args.insert(0, "run")
+    try:
+        app(args=args, prog_name="lineage-collector")
+    except ConfigError as exc:
+        raise SystemExit(_fail(str(exc)).exit_code) from None
+    except LineageError as exc:
+        raise SystemExit(_fail(str(exc), 1).exit_code) from None
+
+
+if __name__ == "__main__":
+    main()

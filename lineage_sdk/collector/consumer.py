@@ -1,0 +1,442 @@
+"""The broker side of the collector: consume, batch, write, then ack, retry or park.
+
+One ``BlockingConnection`` per collector, driven by its own loop (``process_data_events`` with a
+short time limit), so batching, stopping and reconnecting are plain code on one thread:
+
+1. deliveries are buffered until ``batch_size`` events or ``batch_timeout_ms`` have passed;
+2. each message is decoded; poison messages (and bad events of a batch message) are parked in
+   the dead-letter queue at once, with a reason;
+3. the good events go to the store in one ``write_batch`` (composite: every store, fail-fast);
+4. on success everything is acked with one ``multiple`` ack. On a transient failure each message
+   is republished to the retry queue of its attempt (delays grow) or, after ``max_attempts``,
+   parked; on a permanent failure the batch is split so that only the events the store refuses
+   are parked. Retry and park publishes are confirmed by the broker before the original is acked,
+   so a crash at any point redelivers rather than loses; stores are idempotent, so a redelivery
+   leaves one copy.
+
+Prefetched but unacked messages go back to the queue when a connection drops, which is also what
+lets several collectors share one queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlparse
+
+import orjson
+import pika
+import pika.exceptions
+
+from lineage_sdk.collector.decode import PoisonMessage, decode_message
+from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.metrics import CollectorMetrics
+from lineage_sdk.collector.service import LineageCollectorService
+from lineage_sdk.collector.store import LineageRecord
+from lineage_sdk.collector.topology import ATTEMPT_HEADER, Topology, attempts_so_far
+from lineage_sdk.config.redaction import redact
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.exceptions import ConfigError, StoreError
+
+__all__ = ["LineageCollector", "connection_parameters"]
+
+_log = logging.getLogger("lineage_sdk.collector")
+_MAX_ERROR_CHARS = 1000
+_CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError)
+
+
+def connection_parameters(config: LineageConfig, *, role: str = "collector") -> pika.URLParameters:
+    """pika parameters from ``[lineage.rabbitmq]``: URL, heartbeat, connection name and TLS."""
+    rmq = config.rabbitmq
+    parsed = urlparse(rmq.url)
+    if parsed.scheme not in ("amqp", "amqps"):
+        raise ConfigError("rabbitmq.url", redact(rmq.url), "an amqp:// or amqps:// URL")
+    try:
+        params = pika.URLParameters(rmq.url)
+    except Exception as exc:  # noqa: BLE001 - pika raises assorted types for a bad URL
+        raise ConfigError("rabbitmq.url", redact(rmq.url), f"a valid AMQP URL ({exc})") from None
+    params.heartbeat = rmq.heartbeat_s
+    params.blocked_connection_timeout = max(rmq.publish_timeout_ms / 1000, 1.0)
+    params.socket_timeout = 10
+    name = rmq.connection_name or f"lineage-{role}/{socket.gethostname()}/{os.getpid()}"
+    params.client_properties = {"connection_name": name, "product": "lineage-sdk"}
+    if parsed.scheme == "amqps":
+        context = ssl.create_default_context(cafile=rmq.tls_ca_file)
+        if rmq.tls_cert_file:
+            context.load_cert_chain(rmq.tls_cert_file, rmq.tls_key_file)
+        if not rmq.tls_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        params.ssl_options = pika.SSLOptions(context, server_hostname=parsed.hostname)
+    return params
+
+
+@dataclass(slots=True)
+class _Delivery:
+    tag: int
+    properties: pika.BasicProperties
+    body: bytes
+    exchange: str
+    routing_key: str
+    records: list[LineageRecord] | None = None
+
+
+class LineageCollector:
+    """Consumes the main queue until :meth:`stop`; see the module docstring for the algorithm.
+
+    ``run()`` blocks (call it on the main thread or any thread); ``stop()`` may be called from a
+    signal handler or another thread.
+    """
+
+    def __init__(
+        self,
+        config: LineageConfig,
+        manager: LineageManager | None = None,
+        *,
+        metrics: CollectorMetrics | None = None,
+        consumer_tag_prefix: str = "lineage-collector",
+    ) -> None:
+        self.config = config
+        self.topology = Topology.from_config(config)
+        self.manager = manager or LineageManager(config)
+        self.metrics = metrics or CollectorMetrics()
+        self.service = LineageCollectorService(self.manager, self.metrics)
+        self._params = connection_parameters(config)
+        self._stop = threading.Event()
+        self._connected = False
+        self._stores_open = False
+        self._alive = False
+        self._pending: list[_Delivery] = []
+        self._pending_events = 0
+        self._first_at = 0.0
+        self._retry_names = tuple(r.name for r in self.topology.retry_queues)
+        self._tag_prefix = consumer_tag_prefix
+        self._in_consume = False
+
+    # -- state for the health endpoint ----------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self._connected and self._stores_open and not self._stop.is_set()
+
+    @property
+    def alive(self) -> bool:
+        return self._alive
+
+    def stop(self) -> None:
+        """Ask the loop to finish the batch in flight, ack it, close and return."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # -- main loop --------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Open the stores, then consume, reconnecting with backoff, until stop()."""
+        self._alive = True
+        try:
+            self._open_stores()
+            if self._stop.is_set():
+                return
+            delay = self.config.rabbitmq.reconnect_initial_ms / 1000
+            max_delay = self.config.rabbitmq.reconnect_max_ms / 1000
+            while not self._stop.is_set():
+                try:
+                    self._session()
+                    delay = self.config.rabbitmq.reconnect_initial_ms / 1000
+                except _CONNECTION_ERRORS as exc:
+                    self._connected = False
+                    self.metrics.connected.set(0)
+                    if self._stop.is_set():
+                        break
+                    self.metrics.reconnects.inc()
+                    wait = random.uniform(delay / 2, delay)  # noqa: S311 - jitter, not crypto
+                    _log.warning(
+                        "broker connection lost (%s); reconnecting in %.1fs",
+                        redact(f"{type(exc).__name__}: {exc}"),
+                        wait,
+                    )
+                    self._stop.wait(wait)
+                    delay = min(delay * 2, max_delay)
+        finally:
+            self._connected = False
+            self._stores_open = False
+            self.manager.close()
+            self._alive = False
+
+    def _open_stores(self) -> None:
+        delay = 0.5
+        while not self._stop.is_set():
+            try:
+                self.manager.open()
+                self._stores_open = True
+                return
+            except StoreError as exc:
+                _log.warning("cannot open stores (%s); retrying in %.1fs", exc, delay)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 30.0)
+
+    def _session(self) -> None:
+        connection = pika.BlockingConnection(self._params)
+        try:
+            channel = connection.channel()
+            self.topology.declare(channel)
+            channel.basic_qos(prefetch_count=self.config.collector.prefetch)
+            publisher = connection.channel()
+            publisher.confirm_delivery()
+            self._pending = []
+            self._pending_events = 0
+            tag = channel.basic_consume(
+                self.topology.queue,
+                self._on_message,
+                consumer_tag=f"{self._tag_prefix}-{os.getpid()}-{random.getrandbits(32):08x}",
+            )
+            self._connected = True
+            self.metrics.connected.set(1)
+            _log.info(
+                "consuming %s (exchange %s, binding %s)",
+                self.topology.queue,
+                self.topology.exchange,
+                self.topology.binding_key,
+            )
+            batch_size = self.config.collector.batch_size
+            batch_timeout = self.config.collector.batch_timeout_ms / 1000
+            while not self._stop.is_set():
+                if self._pending:
+                    left = self._first_at + batch_timeout - time.monotonic()
+                    connection.process_data_events(time_limit=max(0.0, left))
+                else:
+                    connection.process_data_events(time_limit=0.2)
+                if self._pending and (
+                    self._pending_events >= batch_size
+                    or time.monotonic() - self._first_at >= batch_timeout
+                ):
+                    self._flush(channel, publisher)
+            # Graceful stop: no new deliveries; finish and ack what we hold. Deliveries pika
+            # received but did not hand to us are rejected back to the queue by basic_cancel.
+            channel.basic_cancel(tag)
+            if self._pending:
+                self._flush(channel, publisher)
+            self._connected = False
+            self.metrics.connected.set(0)
+            connection.close()
+        finally:
+            self._connected = False
+            if connection.is_open:
+                with contextlib.suppress(*_CONNECTION_ERRORS):
+                    connection.close()
+
+    def _on_message(
+        self, channel: Any, method: Any, properties: pika.BasicProperties, body: bytes
+    ) -> None:
+        if not self._pending:
+            self._first_at = time.monotonic()
+        self._pending.append(
+            _Delivery(method.delivery_tag, properties, body, method.exchange, method.routing_key)
+        )
+        # A batch message counts its events towards batch_size; estimate cheaply from the type.
+        ctype = properties.content_type or ""
+        self._pending_events += body.count(b'"eventTime"') if "batch" in ctype else 1
+        self.metrics.messages_consumed.inc()
+
+    # -- one batch --------------------------------------------------------------------------------
+
+    def _flush(self, channel: Any, publisher: Any) -> None:
+        deliveries, self._pending, self._pending_events = self._pending, [], 0
+        good: list[_Delivery] = []
+        for d in deliveries:
+            props = d.properties
+            try:
+                decoded = decode_message(
+                    d.body,
+                    props.content_type,
+                    content_encoding=props.content_encoding,
+                    max_bytes=self.config.collector.max_message_bytes,
+                )
+            except PoisonMessage as exc:
+                self._park(publisher, d, d.body, props, reason=exc.reason, error=exc.detail)
+                continue
+            for bad in decoded.rejected:
+                self._park(
+                    publisher,
+                    d,
+                    bad.body,
+                    _json_props(props),
+                    reason=bad.reason,
+                    error=bad.detail,
+                    batch_index=bad.index,
+                )
+            if decoded.records:
+                d.records = decoded.records
+                good.append(d)
+        records = [r for d in good for r in (d.records or ())]
+        if records:
+            self.metrics.events_consumed.inc(len(records))
+            try:
+                self.service.write(records)
+            except StoreError as exc:
+                self._on_store_failure(publisher, good, exc)
+        channel.basic_ack(delivery_tag=deliveries[-1].tag, multiple=True)
+
+    def _on_store_failure(self, publisher: Any, good: list[_Delivery], exc: StoreError) -> None:
+        _log.warning("store write of %d messages failed: %s", len(good), exc)
+        if not exc.permanent:
+            for d in good:
+                self._retry_or_park(publisher, d, exc)
+            return
+        # Permanent: find the events the store refuses; write the others.
+        for d in good:
+            records = d.records or []
+            refused: list[tuple[LineageRecord, StoreError]] = []
+            transient: StoreError | None = None
+            for record in records:
+                try:
+                    self.service.write([record])
+                except StoreError as write_error:
+                    if not write_error.permanent:
+                        transient = write_error
+                        break
+                    refused.append((record, write_error))
+            if transient is not None:
+                self._retry_or_park(publisher, d, transient)
+            elif len(refused) == len(records) and len(records) == 1:
+                self._park(
+                    publisher,
+                    d,
+                    d.body,
+                    d.properties,
+                    reason="store_rejected",
+                    error=str(refused[0][1]),
+                    store=refused[0][1].store,
+                    attempts=attempts_so_far(d.properties.headers, self._retry_names) + 1,
+                )
+            else:
+                for record, refusal in refused:
+                    index = records.index(record)
+                    self._park(
+                        publisher,
+                        d,
+                        orjson.dumps(record.event),
+                        _json_props(d.properties),
+                        reason="store_rejected",
+                        error=str(refusal),
+                        store=refusal.store,
+                        attempts=attempts_so_far(d.properties.headers, self._retry_names) + 1,
+                        batch_index=index,
+                    )
+
+    def _retry_or_park(self, publisher: Any, d: _Delivery, exc: StoreError) -> None:
+        attempt = attempts_so_far(d.properties.headers, self._retry_names) + 1
+        if attempt >= self.config.collector.max_attempts:
+            self._park(
+                publisher,
+                d,
+                d.body,
+                d.properties,
+                reason="retries_exhausted",
+                error=str(exc),
+                store=exc.store,
+                attempts=attempt,
+            )
+            return
+        retry = self.topology.retry_queue_for(attempt)
+        headers = dict(d.properties.headers or {})
+        headers[ATTEMPT_HEADER] = attempt
+        headers["x-lineage-last-error"] = _clip(str(exc))
+        headers["x-lineage-store"] = exc.store
+        headers.setdefault("x-lineage-original-exchange", d.exchange)
+        headers.setdefault("x-lineage-original-routing-key", d.routing_key)
+        publisher.basic_publish(
+            exchange="",
+            routing_key=retry.name,
+            body=d.body,
+            properties=_copy_props(d.properties, headers),
+            mandatory=True,
+        )
+        self.metrics.messages_retried.inc()
+
+    def _park(
+        self,
+        publisher: Any,
+        d: _Delivery,
+        body: bytes,
+        props: pika.BasicProperties,
+        *,
+        reason: str,
+        error: str,
+        store: str = "",
+        attempts: int | None = None,
+        batch_index: int | None = None,
+    ) -> None:
+        headers = dict(props.headers or {})
+        headers.update(
+            {
+                "x-lineage-reason": reason,
+                "x-lineage-error": _clip(error),
+                "x-lineage-store": store,
+                "x-lineage-attempts": attempts
+                if attempts is not None
+                else attempts_so_far(props.headers, self._retry_names),
+                "x-lineage-parked-at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                "x-lineage-source-queue": self.topology.queue,
+            }
+        )
+        headers.setdefault("x-lineage-original-exchange", d.exchange)
+        headers.setdefault("x-lineage-original-routing-key", d.routing_key)
+        if batch_index is not None:
+            headers["x-lineage-batch-index"] = batch_index
+        headers.pop("x-lineage-last-error", None)
+        publisher.basic_publish(
+            exchange="",
+            routing_key=self.topology.dead_letter_queue,
+            body=body,
+            properties=_copy_props(props, headers),
+            mandatory=True,
+        )
+        self.metrics.dead_lettered.labels(reason).inc()
+        _log.warning(
+            "parked a message in %s: %s: %s",
+            self.topology.dead_letter_queue,
+            reason,
+            _clip(error, 300),
+        )
+
+
+def _clip(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
+    text = redact(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _copy_props(props: pika.BasicProperties, headers: dict[str, Any]) -> pika.BasicProperties:
+    return pika.BasicProperties(
+        content_type=props.content_type,
+        content_encoding=props.content_encoding,
+        headers=headers,
+        delivery_mode=2,
+        message_id=props.message_id,
+        timestamp=props.timestamp,
+        type=props.type,
+        app_id=props.app_id,
+        correlation_id=props.correlation_id,
+    )
+
+
+def _json_props(props: pika.BasicProperties) -> pika.BasicProperties:
+    """Properties for one event cut out of a batch message: plain JSON, uncompressed."""
+    return pika.BasicProperties(
+        content_type="application/json",
+        headers=dict(props.headers or {}),
+        delivery_mode=2,
+        app_id=props.app_id,
+    )

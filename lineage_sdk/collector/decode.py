@@ -1,0 +1,176 @@
+"""Turning a broker message into validated records, or into a reason it can never succeed.
+
+A message that can never be stored (bad bytes, wrong content type, not an event, too big) must
+not be retried: it is a *poison* message and goes to the dead-letter queue at once with a reason.
+A batch message may hold good and bad events side by side: the good ones are stored and each bad
+one is parked on its own, so one bad event never costs its neighbours.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from lineage_sdk.collector.records import build_record
+from lineage_sdk.collector.store import LineageRecord
+from lineage_sdk.exceptions import InvalidEventError
+from lineage_sdk.models import MAX_DEPTH, parse_event
+from lineage_sdk.models import event_id as model_event_id
+
+__all__ = [
+    "BATCH_CONTENT_TYPE",
+    "JSON_CONTENT_TYPE",
+    "MAX_NESTING_DEPTH",
+    "DecodedMessage",
+    "PoisonMessage",
+    "RejectedEvent",
+    "decode_message",
+    "validate_event",
+]
+
+JSON_CONTENT_TYPE = "application/json"
+BATCH_CONTENT_TYPE = "application/vnd.lineage-sdk.batch+json"
+_ACCEPTED_TYPES = frozenset({JSON_CONTENT_TYPE, BATCH_CONTENT_TYPE, "text/json", ""})
+_IDENTITY_ENCODINGS = frozenset({"", "identity", "utf-8", "utf8"})
+# Real OpenLineage events nest ~10 levels (schema fields of structs of structs a little more);
+# anything this deep is an attack or a bug, and walking it costs the collector's time.
+MAX_NESTING_DEPTH = MAX_DEPTH
+
+
+class PoisonMessage(Exception):
+    """A message (or one event in it) that can never be stored; ``reason`` is a short code."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__(f"{reason}: {detail}")
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedEvent:
+    """One bad event of a batch message: its position, its JSON bytes and why it was refused."""
+
+    index: int
+    body: bytes
+    reason: str
+    detail: str
+
+
+@dataclass(slots=True)
+class DecodedMessage:
+    records: list[LineageRecord] = field(default_factory=list)
+    rejected: list[RejectedEvent] = field(default_factory=list)
+
+
+def _max_depth_exceeded(body: bytes) -> bool:
+    """True if JSON ``body`` nests deeper than MAX_NESTING_DEPTH (cheap pre-check first)."""
+    if body.count(b"[") + body.count(b"{") <= MAX_NESTING_DEPTH:
+        return False
+    depth = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+def validate_event(data: Any) -> LineageRecord:
+    """Validate one event (parsed JSON) and build its record; raises PoisonMessage if invalid."""
+    if not isinstance(data, dict):
+        raise PoisonMessage("not_an_event", f"expected a JSON object, got {type(data).__name__}")
+    try:
+        parse_event(data)
+        return build_record(data, event_id=model_event_id(data))
+    except InvalidEventError as exc:
+        raise PoisonMessage("invalid_event", str(exc)) from None
+    except (ValueError, TypeError) as exc:  # a validator that raised something unexpected
+        raise PoisonMessage("invalid_event", str(exc)[:500]) from None
+
+
+def _decompress(body: bytes, encoding: str, max_bytes: int) -> bytes:
+    if encoding not in ("gzip", "deflate"):
+        raise PoisonMessage(
+            "unsupported_encoding", f"content encoding {encoding!r} is not supported"
+        )
+    wbits = 31 if encoding == "gzip" else 15
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(body, max_bytes + 1)
+    except zlib.error as exc:
+        raise PoisonMessage("undecodable", f"{encoding} body does not decompress: {exc}") from None
+    if len(out) > max_bytes or inflater.unconsumed_tail:
+        raise PoisonMessage("too_large", f"decompressed body exceeds the {max_bytes}-byte cap")
+    return out
+
+
+def decode_message(
+    body: bytes,
+    content_type: str | None,
+    *,
+    content_encoding: str | None = None,
+    max_bytes: int = 4 << 20,
+) -> DecodedMessage:
+    """Decode a single-event (``application/json``) or batch message into records.
+
+    Raises :class:`PoisonMessage` when the whole message is unusable; bad events inside a batch
+    come back in ``rejected`` instead. A message without a content type is accepted when its body
+    is JSON (many OpenLineage producers leave it unset).
+    """
+    if len(body) > max_bytes:
+        raise PoisonMessage(
+            "too_large", f"message of {len(body)} bytes exceeds the {max_bytes}-byte cap"
+        )
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media not in _ACCEPTED_TYPES:
+        raise PoisonMessage(
+            "wrong_content_type",
+            f"content type {content_type!r} is not {JSON_CONTENT_TYPE} or {BATCH_CONTENT_TYPE}",
+        )
+    encoding = (content_encoding or "").strip().lower()
+    if encoding not in _IDENTITY_ENCODINGS:
+        body = _decompress(body, encoding, max_bytes)
+    if not body.strip():
+        raise PoisonMessage("undecodable", "message body is empty")
+    if b"\x00" in body or b"\\u0000" in body:
+        raise PoisonMessage("nul_byte", "message contains a NUL byte")
+    if _max_depth_exceeded(body):
+        raise PoisonMessage("too_deep", f"JSON nests deeper than {MAX_NESTING_DEPTH} levels")
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise PoisonMessage("undecodable", f"body is not UTF-8 JSON: {exc}") from None
+    if media == BATCH_CONTENT_TYPE and not isinstance(data, list):
+        raise PoisonMessage("not_a_batch", f"a {BATCH_CONTENT_TYPE} body must be a JSON array")
+    if not isinstance(data, list):
+        if not isinstance(data, dict):
+            raise PoisonMessage(
+                "not_an_event", f"JSON {type(data).__name__} is not an event object"
+            )
+        return DecodedMessage(records=[validate_event(data)])
+    if not data:
+        raise PoisonMessage("not_a_batch", "batch message holds no events")
+    decoded = DecodedMessage()
+    for index, item in enumerate(data):
+        try:
+            decoded.records.append(validate_event(item))
+        except PoisonMessage as exc:
+            decoded.rejected.append(
+                RejectedEvent(index, orjson.dumps(item), exc.reason, exc.detail)
+            )
+    return decoded

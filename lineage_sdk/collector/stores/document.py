@@ -1,0 +1,485 @@
+"""The ``document`` store: every raw OpenLineage event, once, in a MongoDB collection (audit trail).
+
+One document per event::
+
+    {_id: <event_id>,                 # the unique index: a redelivered event is a no-op
+     raw: "<the event as JSON text>", # the audit copy, read back by events_of_run
+     event: {...},                    # a queryable copy whose keys are escaped (see below)
+     kind, eventType, eventTime: <BSON date>, eventTimeRaw: "<the original string>",
+     runId, parentRunId, rootRunId, job: {namespace, name},
+     inputs: [{namespace, name}], outputs: [{namespace, name}], producer, storedAt: <BSON date>}
+
+Why both ``raw`` and ``event``: the text is the audit record, lossless for anything JSON can hold
+(integers beyond 64 bits, empty keys, key order) whatever BSON can or cannot represent, and it needs
+no decoding rules to read back. The escaped copy keeps every field queryable with ordinary filters
+(``{"event.run.facets.my%2Efacet.x": 1}``). Keys are escaped reversibly (``%`` -> ``%25``, ``$`` ->
+``%24``, ``.`` -> ``%2E``, NUL -> ``%00``), so no stored key starts with ``$`` or contains ``.``: no
+key can act as an operator or a path, on this server or any other. Queries are only ever built from
+fixed field names and typed values.
+
+Writes are ``insert_many(ordered=False)``: duplicate-key errors (E11000) are the idempotency working
+and are ignored; every other error raises :class:`~lineage_sdk.exceptions.StoreError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from lineage_sdk.collector.store import (
+    BaseLineageStore,
+    Direction,
+    LineageEdge,
+    LineageGraph,
+    LineageNode,
+    LineageRecord,
+    NodeType,
+    RunSummary,
+    node_id,
+    parse_node_id,
+)
+from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
+from lineage_sdk.exceptions import ConfigError, StoreError
+
+__all__ = [
+    "DocumentLineageStore",
+    "create_store",
+    "escape_key",
+    "escape_keys",
+    "unescape_key",
+    "unescape_keys",
+]
+
+_log = logging.getLogger(__name__)
+
+STORE_NAME = "document"
+DEFAULT_DATABASE = "lineage"
+DUPLICATE_KEY = 11000
+# Server error codes that will fail the same way on every retry.
+_PERMANENT_CODES = frozenset({2, 9, 14, 17, 52, 55, 121, 10334, 17419, 16733})
+_TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
+_STATE_ORDER = {"START": 1, "RUNNING": 2, "COMPLETE": 3, "FAIL": 3, "ABORT": 3}
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+# ---------------------------------------------------------------------------------------- escaping
+
+_ESCAPES = (("%", "%25"), ("$", "%24"), (".", "%2E"), ("\x00", "%00"))
+
+
+def escape_key(key: str) -> str:
+    """Reversible: ``%`` first, so an escaped key never collides with a literal one."""
+    for raw, esc in _ESCAPES:
+        if raw in key:
+            key = key.replace(raw, esc)
+    return key
+
+
+def unescape_key(key: str) -> str:
+    if "%" not in key:
+        return key
+    out: list[str] = []
+    i = 0
+    table = {esc: raw for raw, esc in _ESCAPES}
+    while i < len(key):
+        chunk = key[i:i + 3]
+        if chunk in table:
+            out.append(table[chunk])
+            i += 3
+        else:
+            out.append(key[i])
+            i += 1
+    return "".join(out)
+
+
+def escape_keys(value: Any) -> Any:
+    """The queryable copy: keys escaped, integers BSON cannot hold kept as their decimal text."""
+    if isinstance(value, Mapping):
+        return {escape_key(str(k)): escape_keys(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [escape_keys(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        return str(value)
+    return value
+
+
+def unescape_keys(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {unescape_key(k): unescape_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unescape_keys(v) for v in value]
+    return value
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # integers beyond 64 bits
+        return json.dumps(value, ensure_ascii=False)
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _text(value: object, what: str) -> str:
+    """Query values are plain strings, never documents: nothing a caller passes becomes an operator."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+# ------------------------------------------------------------------------------------------- store
+
+
+class DocumentLineageStore(BaseLineageStore):
+    """Raw events in one MongoDB collection; answers the lineage questions from them."""
+
+    name = STORE_NAME
+
+    def __init__(self, connection: ConnectionConfig, collection_name: str = "audit_lineage_events") -> None:
+        self._connection = connection
+        self._collection_name = collection_name
+        self._client: Any = None
+        self._collection: Any = None
+
+    @classmethod
+    def from_config(cls, config: LineageConfig) -> DocumentLineageStore:
+        conn_name = config.store.document.document_connection_name
+        connection = config.connections.get(conn_name)
+        if connection is None:
+            known = ", ".join(sorted(config.connections)) or "none"
+            raise ConfigError("store.document.document_connection_name", conn_name,
+                              f"must name a [lineage.connections.NAME] section (defined: {known})")
+        return cls(connection, config.store.document.collection_name)
+
+    # -- lifecycle
+
+    @property
+    def collection(self) -> Any:
+        """The pymongo collection (connects lazily)."""
+        if self._collection is None:
+            self._connect()
+        return self._collection
+
+    def _connect(self) -> None:
+        import pymongo
+        from pymongo.errors import ConfigurationError, InvalidURI
+
+        conn = self._connection
+        timeout = conn.timeout_ms
+        kwargs: dict[str, Any] = {
+            "serverSelectionTimeoutMS": timeout, "connectTimeoutMS": timeout, "socketTimeoutMS": timeout * 3,
+            "tz_aware": True, "retryWrites": True, "appname": "lineage-collector",
+        }
+        if conn.username is not None:
+            kwargs["username"] = conn.username
+        if conn.password is not None:
+            kwargs["password"] = conn.password
+        try:
+            client: Any = pymongo.MongoClient(conn.uri, **kwargs)
+        except (ConfigurationError, InvalidURI, ValueError, TypeError) as exc:
+            raise ConfigError("connections.<document_connection_name>.uri", _redact(conn.uri),
+                              f"not a usable MongoDB URI: {type(exc).__name__}") from exc
+        db_name = conn.database or _uri_database(conn.uri) or DEFAULT_DATABASE
+        self._client = client
+        self._collection = client[db_name][self._collection_name]
+
+    def open(self) -> None:
+        from pymongo import ASCENDING, DESCENDING
+
+        indexes = [
+            ([("runId", ASCENDING), ("eventTime", ASCENDING)], "run_time"),
+            ([("job.namespace", ASCENDING), ("job.name", ASCENDING), ("eventTime", DESCENDING)], "job_time"),
+            ([("inputs.namespace", ASCENDING), ("inputs.name", ASCENDING)], "inputs"),
+            ([("outputs.namespace", ASCENDING), ("outputs.name", ASCENDING)], "outputs"),
+            ([("parentRunId", ASCENDING)], "parent_run"),
+            ([("eventTime", DESCENDING)], "event_time"),
+        ]
+        with self._errors("create indexes"):
+            for keys, name in indexes:
+                self.collection.create_index(keys, name=f"lineage_{name}")
+
+    def check(self) -> None:
+        with self._errors("ping"):
+            self.collection.database.client.admin.command("ping")
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+            self._collection = None
+
+    # -- writes
+
+    @staticmethod
+    def to_document(rec: LineageRecord) -> dict[str, Any]:
+        """The stored form of one record (public so tools and tests can reason about it)."""
+        def refs(items: Sequence[Any]) -> list[dict[str, str]]:
+            return [{"namespace": r.namespace, "name": r.name} for r in items]
+
+        doc: dict[str, Any] = {
+            "_id": rec.event_id,
+            "raw": _json_text(rec.event),
+            "event": escape_keys(rec.event),
+            "kind": rec.kind,
+            "eventType": rec.event_type,
+            "eventTime": _utc(rec.event_time),
+            "eventTimeRaw": rec.event_time_raw,
+            "runId": rec.run_id,
+            "parentRunId": rec.parent_run_id,
+            "rootRunId": rec.root_run_id,
+            "inputs": refs(rec.inputs),
+            "outputs": refs(rec.outputs),
+            "producer": rec.producer,
+            "storedAt": datetime.now(UTC),
+        }
+        if rec.job_namespace is not None and rec.job_name is not None:
+            doc["job"] = {"namespace": rec.job_namespace, "name": rec.job_name}
+        if rec.parent_job_namespace is not None and rec.parent_job_name is not None:
+            doc["parentJob"] = {"namespace": rec.parent_job_namespace, "name": rec.parent_job_name}
+        return doc
+
+    def write_batch(self, records: Sequence[LineageRecord]) -> None:
+        if not records:
+            return
+        from pymongo.errors import BulkWriteError
+
+        seen: set[str] = set()
+        docs: list[dict[str, Any]] = []
+        for rec in records:
+            if rec.event_id not in seen:  # duplicates inside one batch cost nothing
+                seen.add(rec.event_id)
+                docs.append(self.to_document(rec))
+        try:
+            with self._errors("insert_many"):
+                self.collection.insert_many(docs, ordered=False)
+        except StoreError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, BulkWriteError):
+                raise
+            details = cause.details or {}
+            others = [e for e in details.get("writeErrors", []) if e.get("code") != DUPLICATE_KEY]
+            wce = details.get("writeConcernErrors") or []
+            if not others and not wce:
+                return  # every failure was a redelivered event: the idempotency working
+            codes = {e.get("code") for e in others}
+            permanent = bool(others) and not wce and codes <= _PERMANENT_CODES
+            first = (others or wce)[0]
+            raise StoreError(self.name, f"insert_many failed for {len(others) + len(wce)} event(s): "
+                             f"code {first.get('code')}: {str(first.get('errmsg', ''))[:200]}",
+                             permanent=permanent) from cause
+
+    # -- queries
+
+    def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
+        query = {"runId": _text(run_id, "run_id")}
+        with self._errors("find"):
+            docs = list(self.collection.find(query, {"raw": 1}).sort([("eventTime", 1), ("_id", 1)]))
+        return [json.loads(d["raw"]) for d in docs]
+
+    def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
+        if not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive integer, got {limit!r}")
+        match = {"job.namespace": _text(namespace, "namespace"), "job.name": _text(name, "name"),
+                 "runId": {"$type": "string"}}
+        pipeline = [
+            {"$match": match},
+            {"$group": {
+                "_id": "$runId",
+                "first": {"$min": "$eventTime"},
+                "events": {"$push": {"t": "$eventTime", "type": "$eventType", "id": "$_id"}},
+                "parent": {"$max": "$parentRunId"},
+            }},
+        ]
+        with self._errors("aggregate"):
+            groups = list(self.collection.aggregate(pipeline))
+        runs: list[tuple[datetime, RunSummary]] = []
+        for g in groups:
+            state, state_rank = None, None
+            started: datetime | None = None
+            ended: datetime | None = None
+            for e in g["events"]:
+                etype = (e.get("type") or "").upper()
+                t = _utc(e["t"])
+                order = _STATE_ORDER.get(etype)
+                if order is not None:
+                    rank = (etype in _TERMINAL, t, order, e["id"])
+                    if state_rank is None or rank > state_rank:
+                        state, state_rank = etype, rank
+                if etype == "START" and (started is None or t < started):
+                    started = t
+                if etype in _TERMINAL and (ended is None or t > ended):
+                    ended = t
+            sort_key = started or _utc(g["first"])
+            runs.append((sort_key, RunSummary(run_id=g["_id"], job_namespace=namespace, job_name=name,
+                                              state=state, started_at=started, ended_at=ended,
+                                              parent_run_id=g.get("parent"))))
+        runs.sort(key=lambda p: (p[0], p[1].run_id), reverse=True)
+        return [r for _, r in runs[:limit]]
+
+    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
+        """Same walk and semantics as the graph store, with one indexed query per job hop."""
+        kind, namespace, name = parse_node_id(node)
+        if depth < 0:
+            raise ValueError(f"depth must be >= 0, got {depth}")
+        root = node_id(kind, namespace, name)
+        graph = LineageGraph(root=root)
+        graph.nodes[root] = LineageNode(id=root, type=kind, namespace=namespace, name=name)
+        edges: set[tuple[str, str]] = set()
+        for way in (("upstream", "downstream") if direction == "both" else (direction,)):
+            self._walk(graph, edges, kind, (namespace, name), way == "upstream", depth)
+        for origin, destination in sorted(edges):
+            edge = LineageEdge(origin=origin, destination=destination)
+            graph.nodes[origin].out_edges.append(edge)
+            graph.nodes[destination].in_edges.append(edge)
+        return graph
+
+    def _job_datasets(self, jobs: list[tuple[str, str]], side: str) -> set[tuple[str, str, str, str]]:
+        """(job ns, job name, dataset ns, dataset name) for the ``side`` (inputs|outputs) of jobs."""
+        match = {"$or": [{"job.namespace": ns, "job.name": nm} for ns, nm in jobs]}
+        pipeline = [
+            {"$match": match},
+            {"$project": {"job": 1, side: 1}},
+            {"$unwind": f"${side}"},
+            {"$group": {"_id": {"j": "$job", "d": f"${side}"}}},
+        ]
+        with self._errors("aggregate"):
+            rows = list(self.collection.aggregate(pipeline))
+        return {(r["_id"]["j"]["namespace"], r["_id"]["j"]["name"],
+                 r["_id"]["d"]["namespace"], r["_id"]["d"]["name"]) for r in rows}
+
+    def _dataset_jobs(self, datasets: list[tuple[str, str]], side: str) -> set[tuple[str, str, str, str]]:
+        """(dataset ns, name, job ns, name): jobs having ``datasets`` on their ``side``."""
+        match = {"$or": [{side: {"$elemMatch": {"namespace": ns, "name": nm}}} for ns, nm in datasets],
+                 "job": {"$exists": True}}
+        pipeline = [
+            {"$match": match},
+            {"$project": {"job": 1, side: 1}},
+            {"$unwind": f"${side}"},
+            {"$group": {"_id": {"j": "$job", "d": f"${side}"}}},
+        ]
+        with self._errors("aggregate"):
+            rows = list(self.collection.aggregate(pipeline))
+        wanted = set(datasets)
+        out = set()
+        for r in rows:
+            d = (r["_id"]["d"]["namespace"], r["_id"]["d"]["name"])
+            if d in wanted:
+                out.add((*d, r["_id"]["j"]["namespace"], r["_id"]["j"]["name"]))
+        return out
+
+    def _walk(self, graph: LineageGraph, edges: set[tuple[str, str]], kind: NodeType,
+              key: tuple[str, str], upstream: bool, depth: int) -> None:
+        def add(node_type: NodeType, ns: str, nm: str) -> str:
+            nid = node_id(node_type, ns, nm)
+            if nid not in graph.nodes:
+                graph.nodes[nid] = LineageNode(id=nid, type=node_type, namespace=ns, name=nm)
+            return nid
+
+        near_side = "outputs" if upstream else "inputs"   # how a job touches the dataset we came from
+        far_side = "inputs" if upstream else "outputs"    # where the walk goes next
+
+        def job_edge(ds_id: str, job_id: str, *, far: bool) -> None:
+            if far:
+                edges.add((ds_id, job_id) if upstream else (job_id, ds_id))
+            else:
+                edges.add((job_id, ds_id) if upstream else (ds_id, job_id))
+
+        seen_datasets: set[tuple[str, str]] = set()
+        seen_jobs: set[tuple[str, str]] = set()
+        frontier: list[tuple[str, str]] = []
+        jobs: list[tuple[str, str]] = []
+        hops = 0
+        if kind == "JOB":
+            jobs = [key]
+            seen_jobs.add(key)
+        else:
+            seen_datasets.add(key)
+            frontier = [key]
+        while True:
+            if jobs:
+                for jns, jn, dns, dn in sorted(self._job_datasets(jobs, far_side)):
+                    job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=True)
+                    if (dns, dn) not in seen_datasets:
+                        seen_datasets.add((dns, dn))
+                        frontier.append((dns, dn))
+                jobs = []
+            if not frontier or hops >= depth:
+                return
+            hops += 1
+            for dns, dn, jns, jn in sorted(self._dataset_jobs(frontier, near_side)):
+                job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=False)
+                if (jns, jn) not in seen_jobs:
+                    seen_jobs.add((jns, jn))
+                    jobs.append((jns, jn))
+            frontier = []
+
+    # -- errors
+
+    def _errors(self, action: str) -> _ErrorMapper:
+        return _ErrorMapper(self.name, action)
+
+
+class _ErrorMapper:
+    """Turns pymongo errors into StoreError: network/timeouts retryable, bad documents permanent."""
+
+    def __init__(self, store: str, action: str) -> None:
+        self._store = store
+        self._action = action
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if exc is None or isinstance(exc, StoreError):
+            return False
+        from bson.errors import BSONError, InvalidDocument
+        from pymongo.errors import (
+            BulkWriteError,
+            ConnectionFailure,
+            DocumentTooLarge,
+            OperationFailure,
+            PyMongoError,
+        )
+
+        if isinstance(exc, BulkWriteError):
+            raise StoreError(self._store, f"{self._action}: bulk write failed") from exc
+        if isinstance(exc, DocumentTooLarge | InvalidDocument | BSONError | OverflowError):
+            raise StoreError(self._store, f"{self._action}: event cannot be stored: {exc}", permanent=True) from exc
+        if isinstance(exc, ConnectionFailure):
+            raise StoreError(self._store, f"{self._action}: server unreachable ({type(exc).__name__})") from exc
+        if isinstance(exc, OperationFailure):
+            raise StoreError(self._store, f"{self._action}: code {exc.code}: {str(exc)[:200]}",
+                             permanent=exc.code in _PERMANENT_CODES and exc.code != DUPLICATE_KEY) from exc
+        if isinstance(exc, PyMongoError):
+            raise StoreError(self._store, f"{self._action}: {type(exc).__name__}: {str(exc)[:200]}") from exc
+        return False
+
+
+def _uri_database(uri: str) -> str | None:
+    try:
+        path = urlsplit(uri).path
+    except ValueError:
+        return None
+    name = path.lstrip("/").split("?", 1)[0]
+    return name or None
+
+
+def _redact(uri: str) -> str:
+    scheme, sep, rest = uri.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return uri
+    creds, _, host = rest.partition("@")
+    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+
+
+def create_store(config: LineageConfig) -> DocumentLineageStore:
+    """Entry point ``document`` of ``lineage_sdk.stores``."""
+    return DocumentLineageStore.from_config(config)

@@ -1,0 +1,62 @@
+"""The ``logging`` store: one structured JSON log line per event.
+
+Useful in development and as a cheap audit trail shipped by the platform's log pipeline. A log
+line cannot be taken back, so idempotency here is best effort: event ids seen recently are
+remembered and a redelivered event is not logged twice within one process; after a crash a
+redelivered event may appear again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import orjson
+
+from lineage_sdk.collector.store import BaseLineageStore, LineageRecord
+from lineage_sdk.config.schema import LineageConfig
+
+__all__ = ["LoggingStore", "create_store"]
+
+
+class LoggingStore(BaseLineageStore):
+    """Logs ``{"event_id": ..., "eventType": ..., "eventTime": ..., "event": {...}}`` at INFO."""
+
+    name = "logging"
+
+    def __init__(self, logger_name: str = "lineage.events", *, remember: int = 100_000) -> None:
+        self.logger = logging.getLogger(logger_name)
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._remember = remember
+
+    def write_batch(self, records: Sequence[LineageRecord]) -> None:
+        log = self.logger
+        if not log.isEnabledFor(logging.INFO):
+            return
+        seen = self._seen
+        for record in records:
+            if record.event_id in seen:
+                continue
+            seen[record.event_id] = None
+            line = orjson.dumps(
+                {
+                    "event_id": record.event_id,
+                    "eventType": record.event_type,
+                    "eventTime": record.event_time_raw,
+                    "job": f"{record.job_namespace}:{record.job_name}" if record.job_name else None,
+                    "runId": record.run_id,
+                    "event": record.event,
+                }
+            ).decode()
+            log.info(line)
+        while len(seen) > self._remember:
+            seen.popitem(last=False)
+
+    def close(self) -> None:
+        self._seen.clear()
+
+
+def create_store(config: LineageConfig) -> LoggingStore:
+    """Entry point ``lineage_sdk.stores:logging``."""
+    return LoggingStore(config.store.logging.logger_name)

@@ -1,0 +1,34 @@
+"""Removing secrets from text before it reaches a log line or an error message."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["REDACTED", "redact"]
+
+REDACTED = "***"
+
+# scheme://user:password@host -> keep the user (useful when debugging), hide the password.
+# The password stops at the last "@" before whitespace, so an unescaped "/" or ":" in it is
+# still hidden (over-redacting a malformed URL is the safe side).
+_USERINFO = re.compile(
+    r"(?P<prefix>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*):(?P<secret>[^\s@]*)@"
+)
+# ?password=...&api_key=... and similar query or key=value pairs.
+_PAIRS = re.compile(
+    r"(?P<prefix>\b(?:password|passwd|pwd|api_key|apikey|api-key|token|access_token|secret)=)"
+    r"(?P<secret>[^&\s;,]+)",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"(?P<prefix>\bBearer\s+)(?P<secret>[^\s,;]+)", re.IGNORECASE)
+
+
+def redact(text_or_url: str) -> str:
+    """``text_or_url`` with every URL password, ``password=``-style pair and bearer token hidden.
+
+    >>> redact("amqp://user:secret@host:5672/%2F")
+    'amqp://user:***@host:5672/%2F'
+    """
+    text = _USERINFO.sub(lambda m: f"{m['prefix']}:{REDACTED}@", text_or_url)
+    text = _PAIRS.sub(lambda m: f"{m['prefix']}{REDACTED}", text)
+    return _BEARER.sub(lambda m: f"{m['prefix']}{REDACTED}", text)

@@ -1,0 +1,248 @@
+"""The reference of every configuration key and environment variable, rendered from the schema.
+
+This is the one place the variables are documented: ``docs/configuration.md`` is its output, and a
+test runs ``--check`` so the page cannot drift from the schema.
+
+    python -m lineage_sdk.config.reference > docs/configuration.md
+    python -m lineage_sdk.config.reference --check [docs/configuration.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from lineage_sdk.config._fields import NAME_PLACEHOLDER, map_sections, section_fields
+from lineage_sdk.config.keys import CONFIG_FILE_ENV, ENV_ALIASES, ConfigKey, config_keys
+from lineage_sdk.config.loader import DEFAULT_CONFIG_FILE, OPENLINEAGE_VARIABLES
+from lineage_sdk.config.schema import LineageConfig
+
+__all__ = ["DEFAULT_OUTPUT", "main", "render"]
+
+DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+
+_EXAMPLE = """\
+[lineage]
+enabled = true
+collector_topic = "platform.lineage.events"
+exporters = ["rabbitmq"]          # console | file | memory | rabbitmq | http, several allowed
+
+[lineage.producer]
+job_namespace = "my-service-ns"
+producer_uri = "https://github.com/my-org/my-service"
+
+[lineage.store]
+backend = "composite"
+backends = ["document", "graph"]
+
+    [lineage.store.document]
+    collection_name = "audit_lineage_events"
+    document_connection_name = "default_mongo"
+
+    [lineage.store.graph]
+    graph_connection_name = "analytics_graph"
+
+[lineage.connections.default_mongo]
+uri = "mongodb://127.0.0.1:27017/lineage"
+"""
+
+
+def _sections() -> list[tuple[str, type[BaseModel]]]:
+    """(TOML table name, model) for every table, in schema order."""
+    out: list[tuple[str, type[BaseModel]]] = []
+    maps = {section.path: section.model for section in map_sections()}
+
+    def walk(model: type[BaseModel], path: tuple[str, ...]) -> None:
+        out.append((".".join(("lineage", *path)), model))
+        for name, field in section_fields(model).items():
+            sub = (*path, name)
+            annotation = field.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                walk(annotation, sub)
+            elif sub in maps:
+                walk(maps[sub], (*sub, NAME_PLACEHOLDER))
+
+    walk(LineageConfig, ())
+    return out
+
+
+def _toml_literal(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_literal(item) for item in value) + "]"
+    return str(value)
+
+
+def _default_text(key: ConfigKey) -> str:
+    if key.required:
+        return "required"
+    if key.default is None:
+        return "unset"
+    return f"`{_toml_literal(key.default)}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _doc(model: type[BaseModel]) -> str:
+    return " ".join((model.__doc__ or "").split())
+
+
+def _precedence() -> list[str]:
+    return [
+        "## Where configuration comes from",
+        "",
+        "Sources, from lowest to highest precedence (a later one overrides an earlier one, "
+        "key by key):",
+        "",
+        "1. the defaults below;",
+        "2. the TOML file, its `[lineage]` table: the `path` given to `load_config`, else the "
+        f"file named by `{CONFIG_FILE_ENV}`, else `{DEFAULT_CONFIG_FILE}` in the working "
+        "directory if it exists (no file at all is fine);",
+        "3. the `OPENLINEAGE_*` variables of the OpenLineage client, listed below;",
+        "4. the `LINEAGE_*` variables;",
+        "5. explicit overrides: `load_config(overrides={\"rabbitmq.url\": ...})`, which is what "
+        "the command-line flags of `lineage-collector` and `lineage-instrument` produce.",
+        "",
+        "## Naming rules",
+        "",
+        "- Every key has an environment variable: its path under `lineage` joined with `_`, in "
+        "upper case. `lineage.store.document.collection_name` is "
+        "`LINEAGE_STORE_DOCUMENT_COLLECTION_NAME`.",
+        "- Every key has a command-line flag: the same path joined with `-`, underscores as "
+        "dashes. `lineage.rabbitmq.url` is `--rabbitmq-url`, `lineage.exporters` is "
+        "`--exporters`.",
+        "- Lists are comma-separated: `LINEAGE_EXPORTERS=console,file`, "
+        "`LINEAGE_COLLECTOR_RETRY_DELAYS_MS=1000,5000`.",
+        "- Booleans accept `true`/`false`, `1`/`0`, `yes`/`no` and `on`/`off`, in any case.",
+        "- An empty environment variable counts as unset.",
+        "- Connections are named tables: `LINEAGE_CONNECTIONS_<NAME>_<KEY>` sets "
+        "`[lineage.connections.<name>]`, with the name in lower case "
+        "(`LINEAGE_CONNECTIONS_DEFAULT_MONGO_URI` sets `connections.default_mongo.uri`).",
+        "- An unknown `LINEAGE_*` variable close to a known one is reported as a warning naming "
+        "the known one; it is not an error.",
+        "- A bad value is one error naming the key, where it came from (file, environment "
+        "variable or override), the value and what is allowed; passwords, API keys and URL "
+        "passwords are shown as `***`. `lineage-collector` exits non-zero with that message; "
+        "an application (`load_config_or_disabled`, the `lineage-instrument` bootstrap) logs it "
+        "once at ERROR on the `lineage_sdk` logger and runs on with lineage disabled.",
+        "",
+    ]
+
+
+def _special_variables() -> list[str]:
+    lines = [
+        "## Special variables",
+        "",
+        "| Environment variable | Meaning |",
+        "|---|---|",
+        f"| `{CONFIG_FILE_ENV}` | Path of the TOML file to read (see precedence above). |",
+    ]
+    for alias, target in ENV_ALIASES.items():
+        canonical = "LINEAGE_" + target.replace(".", "_").upper()
+        lines.append(
+            f"| `{alias}` | Alias of `{canonical}` (`lineage.{target}`); the canonical name wins "
+            "when both are set. |"
+        )
+    lines += [
+        "",
+        "## OpenLineage variables",
+        "",
+        "These variables of the OpenLineage client are honoured so an existing deployment keeps "
+        "working; `LINEAGE_*` variables and overrides win over them. `OPENLINEAGE_CONFIG` is not "
+        "read: it names the OpenLineage client's YAML file, whose format differs.",
+        "",
+        "| Environment variable | Effect |",
+        "|---|---|",
+    ]
+    lines += [f"| `{name}` | {_cell(effect)} |" for name, effect in OPENLINEAGE_VARIABLES.items()]
+    lines += ["", "## Example file", "", "```toml", _EXAMPLE.rstrip("\n"), "```", ""]
+    return lines
+
+
+def render() -> str:
+    """The Markdown reference page, deterministic for a given schema."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "<!-- Generated by `python -m lineage_sdk.config.reference > docs/configuration.md` "
+        "from lineage_sdk/config/schema.py. Do not edit by hand. -->",
+        "",
+        "lineage-sdk reads one `[lineage]` table of TOML, and an environment variable and a "
+        "command-line flag for every key. Applications and `lineage-instrument` load it with "
+        "`lineage_sdk.config.load_config_or_disabled()`, `lineage-collector` with "
+        "`load_config()`.",
+        "",
+        *_precedence(),
+        *_special_variables(),
+    ]
+    by_section: dict[str, list[ConfigKey]] = {}
+    for key in config_keys():
+        by_section.setdefault(key.section, []).append(key)
+    for table, model in _sections():
+        keys = by_section.get(table, [])
+        if not keys:
+            continue
+        lines += [f"## `[{table}]`", ""]
+        doc = _doc(model)
+        if doc:
+            lines += [doc, ""]
+        lines += [
+            "| Environment variable | TOML key | Type | Default | Description |",
+            "|---|---|---|---|---|",
+        ]
+        for key in keys:
+            env = f"`{key.env_var}`" + "".join(f"<br>`{alias}`" for alias in key.aliases)
+            description = key.description + (" Secret: never logged." if key.secret else "")
+            lines.append(
+                f"| {env} | `{key.path.rsplit('.', 1)[-1]}` | `{_cell(key.type)}` | "
+                f"{_cell(_default_text(key))} | {_cell(description)} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the page, write it (``--output``) or check it is current (``--check``)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m lineage_sdk.config.reference",
+        description="Render the configuration reference (docs/configuration.md) from the schema.",
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--check", nargs="?", const=str(DEFAULT_OUTPUT), metavar="FILE",
+                       help="exit 1 if FILE (default: docs/configuration.md) is not current")
+    group.add_argument("--output", "-o", metavar="FILE", help="write the page to FILE")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check is not None:
+        target = Path(args.check)
+        try:
+            current = target.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"{target}: cannot read ({exc.strerror or exc}); regenerate it with "
+                  "`python -m lineage_sdk.config.reference -o docs/configuration.md`",
+                  file=sys.stderr)
+            return 1
+        if current != text:
+            print(f"{target} is stale; regenerate it with "
+                  "`python -m lineage_sdk.config.reference -o docs/configuration.md`",
+                  file=sys.stderr)
+            return 1
+        return 0
+    if args.output is not None:
+        Path(args.output).write_text(text, encoding="utf-8")
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

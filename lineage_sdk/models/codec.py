@@ -1,0 +1,241 @@
+"""Decoding untrusted events, encoding models, and the content id of an event.
+
+:func:`parse_event` is what the collector runs on every message body from the broker, so it
+defends against hostile input cheaply (NUL bytes, nesting bombs, non-object JSON) before pydantic
+sees it, decodes once with orjson and validates the resulting dict once, and turns every failure
+into one :class:`~lineage_sdk.exceptions.InvalidEventError` with a short reason naming the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from lineage_sdk.exceptions import InvalidEventError
+from lineage_sdk.models._base import TOLERANT_CONTEXT
+from lineage_sdk.models.events import BaseEvent, DatasetEvent, EventType, JobEvent, RunEvent
+
+__all__ = [
+    "MAX_DEPTH",
+    "AnyEvent",
+    "event_id",
+    "event_kind",
+    "parse_event",
+    "to_dict",
+    "to_json",
+]
+
+#: Deepest nesting of objects and arrays accepted (a real event nests about 10 levels).
+MAX_DEPTH = 64
+#: How many validation problems one error message lists before "and N more".
+_MAX_REASONS = 3
+
+AnyEvent = RunEvent | DatasetEvent | JobEvent
+
+
+def event_kind(event: Mapping[str, Any]) -> type[RunEvent] | type[DatasetEvent] | type[JobEvent]:
+    """The event class for a decoded event, by the spec's rule (``run`` → RunEvent, ...).
+
+    A RunEvent has ``run``; a DatasetEvent has ``dataset`` (and no ``run``); a JobEvent has
+    ``job`` without ``run``.
+    """
+    if "run" in event:
+        return RunEvent
+    if "dataset" in event:
+        return DatasetEvent
+    if "job" in event:
+        return JobEvent
+    raise InvalidEventError("not an OpenLineage event: it has none of run, dataset or job")
+
+
+def parse_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any]) -> AnyEvent:
+    """Decode and validate one event from JSON bytes, a JSON string or an already decoded mapping.
+
+    Tolerant where the spec's producers differ (an offset-less timestamp is read as UTC, unknown
+    keys and facets are kept), strict where a consumer would break (ids, times, URIs, types).
+    Raises :class:`InvalidEventError` with a reason such as ``run.runId: not a UUID: 'abc'``.
+    """
+    if isinstance(data, bytes | bytearray | memoryview | str):
+        obj = _decode(data)
+    elif isinstance(data, Mapping):
+        _check_tree(data)
+        obj = data if isinstance(data, dict) else dict(data)
+    else:
+        kind = type(data).__name__
+        raise InvalidEventError(f"not an event: expected JSON bytes, str or a mapping, got {kind}")
+    model = event_kind(obj)
+    if "schemaURL" not in obj:  # required by the spec; the model's default is for building only
+        raise InvalidEventError("schemaURL: required")
+    try:
+        return model.model_validate(obj, context=TOLERANT_CONTEXT, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise InvalidEventError(_reason(exc)) from None
+
+
+def to_dict(event: BaseEvent) -> dict[str, Any]:
+    """The event as a JSON-ready dict, spelled as on the wire, with exactly the keys it was given.
+
+    Lossless for parsed events: unknown keys and facets come back unchanged. Times come back in
+    RFC 3339 with an offset (``Z`` for UTC), and run ids in lowercase canonical form.
+    """
+    return event.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def to_json(event: BaseEvent | Mapping[str, Any]) -> bytes:
+    """Sorted-key JSON bytes: the wire form (equal events give equal bytes, hence equal ids)."""
+    data = to_dict(event) if isinstance(event, BaseEvent) else _as_dict(event)
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+
+
+def event_id(event: BaseEvent | Mapping[str, Any]) -> str:
+    """The content id of an event: 32 hex chars = the first 128 bits of SHA-256.
+
+    Defined as ``sha256(orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]`` over
+    the event *as a JSON mapping*, which is exactly what the SDK pipeline hashes (its payload
+    bytes are that serialization), so ``event_id(orjson.loads(payload))`` equals the id the SDK
+    sent with ``payload``: decoding and re-encoding orjson's own output is byte-stable. Key order
+    does not matter. Compute it on the decoded mapping, not on a model: a model normalises times
+    (``.001Z`` becomes ``.001000Z``), which changes the bytes. A model is accepted for events
+    built in Python, and hashed via :func:`to_dict`.
+    """
+    return hashlib.sha256(to_json(event)).hexdigest()[:32]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_dict(event: Mapping[str, Any]) -> dict[str, Any]:
+    return event if isinstance(event, dict) else dict(event)
+
+
+def _decode(raw: bytes | bytearray | memoryview | str) -> dict[str, Any]:
+    """orjson-decode ``raw`` after cheap checks; precise checks only when the cheap ones can't tell.
+
+    ``{`` + ``[`` counts bound the nesting depth from above (brackets inside strings only make
+    the bound looser), so a typical event skips the depth walk entirely.
+    """
+    if isinstance(raw, str):
+        has_nul = "\x00" in raw
+        maybe_escaped_nul = "\\u0000" in raw
+        brackets = raw.count("{") + raw.count("[")
+    else:
+        if not isinstance(raw, bytes):
+            raw = bytes(raw)
+        has_nul = b"\x00" in raw
+        maybe_escaped_nul = b"\\u0000" in raw
+        brackets = raw.count(b"{") + raw.count(b"[")
+    if has_nul:
+        raise InvalidEventError("contains NUL bytes")
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "depth" in str(exc) or "recursion" in str(exc):
+            raise InvalidEventError(f"nesting deeper than {MAX_DEPTH} levels") from None
+        raise InvalidEventError(f"not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise InvalidEventError(f"not a JSON object: got {_json_type(obj)}")
+    if brackets > MAX_DEPTH or maybe_escaped_nul:
+        _check_tree(obj)
+    return obj
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def _check_tree(root: Mapping[str, Any]) -> None:
+    """Reject nesting deeper than :data:`MAX_DEPTH` and NUL characters, without recursion."""
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InvalidEventError(f"nesting deeper than {MAX_DEPTH} levels")
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if isinstance(key, str) and "\x00" in key:
+                    raise InvalidEventError("contains NUL bytes")
+                if isinstance(value, str):
+                    if "\x00" in value:
+                        raise InvalidEventError("contains NUL bytes")
+                elif isinstance(value, Mapping | list | tuple):
+                    stack.append((value, depth + 1))
+        elif isinstance(node, list | tuple):
+            for value in node:
+                if isinstance(value, str):
+                    if "\x00" in value:
+                        raise InvalidEventError("contains NUL bytes")
+                elif isinstance(value, Mapping | list | tuple):
+                    stack.append((value, depth + 1))
+
+
+_EVENT_TYPES = ", ".join(member.value for member in EventType)
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+_TYPE_MESSAGES = {
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "dict_type": "must be an object",
+    "list_type": "must be an array",
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "int_from_float": "must be an integer",
+    "bool_type": "must be a boolean",
+    "missing": "required",
+}
+
+
+def _message(error: ErrorDetails) -> str:
+    kind = error["type"]
+    if kind == "value_error":
+        return error["msg"].removeprefix("Value error, ")
+    if kind == "enum":
+        return f"must be one of {_EVENT_TYPES}, got {_short(error.get('input'))}"
+    if kind == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern", "")
+        return f"must match {pattern}, got {_short(error.get('input'))}"
+    fixed = _TYPE_MESSAGES.get(kind)
+    if fixed is not None:
+        if kind == "missing":
+            return fixed
+        return f"{fixed}, got {_short(error.get('input'))}"
+    return f"{error['msg']}, got {_short(error.get('input'))}"
+
+
+def _reason(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    parts = []
+    for error in errors[:_MAX_REASONS]:
+        where = _location(error["loc"])
+        message = _message(error)
+        parts.append(f"{where}: {message}" if where else message)
+    if len(errors) > _MAX_REASONS:
+        parts.append(f"and {len(errors) - _MAX_REASONS} more")
+    return "; ".join(parts)
