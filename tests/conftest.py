@@ -15,15 +15,8 @@ from lineage_sdk.sdk.exporters import InMemoryExporter
 def memory_exporter() -> Iterator[InMemoryExporter]:
     """Lineage configured for this test only, sending to memory; shut down afterwards."""
     exporter = InMemoryExporter()
-    lineage_sdk.configure(
-        LineageConfig(exporters=["memory"]), exporters=[exporter], strict=True
-    )
+    lineage_sdk.configure(LineageConfig(exporters=["memory"]), exporters=[exporter], strict=True)
     try:
         yield exporter
     finally:
         lineage_sdk.shutdown(10)
-
-
-def flushed_events(exporter: InMemoryExporter) -> list[dict]:
-    assert lineage_sdk.force_flush(30), "pipeline did not flush within 30 s"
-    return exporter.events

@@ -99,6 +99,9 @@ class EventBuilder:
             "version": __version__,
             "openlineageAdapterVersion": __version__,
         }
+        self._processing_engine_json = orjson.dumps(
+            self._processing_engine, option=orjson.OPT_SORT_KEYS
+        )
         self._job_type = {
             "_producer": producer_uri,
             "_schemaURL": JOB_TYPE_FACET_URL,
@@ -150,6 +153,23 @@ class EventBuilder:
         if extra_run_facets:
             run_facets.update(extra_run_facets)
         return run_facets
+
+    def _plain_run_facets_json(self, event_type: str, run: LineageRun) -> bytes:
+        """The run facets of an event with only the standard facets, serialized once per run.
+
+        START adds ``processing_engine``, which sorts after ``lineagesdk_trace`` and ``parent``,
+        so it is appended to the run's cached facets without serializing them again.
+        """
+        common_json = run.common_facets_json
+        if common_json is None:
+            self._run_facets("COMPLETE", run, None, None, None)  # fills run.common_facets
+            common_json = orjson.dumps(run.common_facets, option=orjson.OPT_SORT_KEYS)
+            run.common_facets_json = common_json
+        if event_type != "START":
+            return common_json
+        if common_json == b"{}":
+            return b'{"processing_engine":' + self._processing_engine_json + b"}"
+        return common_json[:-1] + b',"processing_engine":' + self._processing_engine_json + b"}"
 
     def _job(self, run: LineageRun, processing_type: str) -> dict[str, Any]:
         job_type = self._job_type
@@ -205,7 +225,11 @@ class EventBuilder:
     ) -> EncodedEvent:
         """``encode_event(self.run_event(...))``, spliced from cached sorted-key fragments."""
         event_time = self.iso_time(epoch_ns)
-        run_facets = self._run_facets(event_type, run, error, error_traceback, extra_run_facets)
+        if error is None and extra_run_facets is None and not run.run_facets:
+            facets_json = self._plain_run_facets_json(event_type, run)
+        else:
+            run_facets = self._run_facets(event_type, run, error, error_traceback, extra_run_facets)
+            facets_json = orjson.dumps(run_facets, option=orjson.OPT_SORT_KEYS)
         key = (run.job_namespace, run.job_name, id(run.job_facets), processing_type)
         cached = self._job_cache.get(key)
         if cached is None or cached[0] is not run.job_facets:
@@ -219,7 +243,7 @@ class EventBuilder:
                 b'{"eventTime":"',
                 event_time.encode(),
                 b'","eventType":',
-                orjson.dumps(event_type),
+                _EVENT_TYPE_JSON.get(event_type) or orjson.dumps(event_type),
                 b',"inputs":',
                 _datasets_json(inputs),
                 b',"job":',
@@ -229,7 +253,7 @@ class EventBuilder:
                 b',"producer":',
                 self._producer_json,
                 b',"run":{"facets":',
-                orjson.dumps(run_facets, option=orjson.OPT_SORT_KEYS),
+                facets_json,
                 b',"runId":',
                 orjson.dumps(run.run_id),
                 b'},"schemaURL":"',
@@ -253,6 +277,7 @@ class EventBuilder:
 
 
 _RUN_EVENT_SCHEMA_BYTES = OPENLINEAGE_RUN_EVENT_SCHEMA_URL.encode()
+_EVENT_TYPE_JSON = {t: orjson.dumps(t) for t in ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")}
 
 
 def _new_encoded(fields: tuple[Any, ...]) -> EncodedEvent:

@@ -40,6 +40,7 @@ class LineageRun:
 
     __slots__ = (
         "common_facets",
+        "common_facets_json",
         "error",
         "inputs",
         "job_facets",
@@ -79,6 +80,7 @@ class LineageRun:
         self.span_id = 0
         # The facets every event of this run repeats (parent, trace), built once by the worker.
         self.common_facets: dict[str, Any] | None = None
+        self.common_facets_json: bytes | None = None
 
     def add_input(self, dataset: LineageDataset) -> None:
         """Record a dataset this run read, discovered at run time."""

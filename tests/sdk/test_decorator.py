@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 from conformance import validate_event
-from conftest import flushed_events
+from sdk_helpers import flushed_events
 
 from lineage_sdk import LineageDataset, current_run, track_lineage
 from lineage_sdk.sdk.runs import NoopRun

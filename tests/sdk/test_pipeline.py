@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import orjson
 import pytest
-from conftest import flushed_events
+from sdk_helpers import flushed_events
 
 import lineage_sdk
 from lineage_sdk import LineageDataset, track_lineage

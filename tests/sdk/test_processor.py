@@ -8,7 +8,7 @@ import time
 import orjson
 import pytest
 from conformance import validate_event
-from conftest import flushed_events
+from sdk_helpers import flushed_events
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
@@ -61,15 +61,16 @@ def test_processor_on_the_applications_own_provider():
         with app_tracer.start_as_current_span("plain"):
             work()
         # Any tracer can make a lineage run by naming the job in the span's attributes.
-        with app_tracer.start_as_current_span(
-            "manual",
-            attributes={
-                ATTR_JOB_NAME: "manual_job",
-                ATTR_JOB_NAMESPACE: "manual-ns",
-                ATTR_RUN_ID: "01890a5d-ac96-774b-bcce-b302099a8057",
-            },
-        ), app_tracer.start_as_current_span(
-            "child", attributes={ATTR_JOB_NAME: "manual_child"}
+        with (
+            app_tracer.start_as_current_span(
+                "manual",
+                attributes={
+                    ATTR_JOB_NAME: "manual_job",
+                    ATTR_JOB_NAMESPACE: "manual-ns",
+                    ATTR_RUN_ID: "01890a5d-ac96-774b-bcce-b302099a8057",
+                },
+            ),
+            app_tracer.start_as_current_span("child", attributes={ATTR_JOB_NAME: "manual_child"}),
         ):
             pass
         with (
