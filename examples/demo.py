@@ -102,13 +102,20 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="also print every event as JSON")
     args = parser.parse_args()
 
-    config = LineageConfig(producer=ProducerConfig(job_namespace="demo", producer_uri="https://github.com/lineage-sdk/lineage-sdk/tree/main/examples"))
+    config = LineageConfig(
+        producer=ProducerConfig(
+            job_namespace="demo",
+            producer_uri="https://github.com/lineage-sdk/lineage-sdk/tree/main/examples",
+        )
+    )
     print("Running the example pipeline with lineage recorded in memory...")
     with capture_lineage(config) as captured:
         rows = pipeline()
     events = captured.events
     print(f"  report rows: {rows}")
-    print(f"\n{len(events)} OpenLineage events from {len({e['run']['runId'] for e in events})} runs:\n")
+    print(
+        f"\n{len(events)} OpenLineage events from {len({e['run']['runId'] for e in events})} runs:\n"
+    )
     print_run_tree(events)
     if args.json:
         import json

@@ -37,7 +37,11 @@ DEFAULT_PRODUCER_URI = "https://github.com/lineage-sdk/lineage-sdk"
 
 class _Section(BaseModel):
     # Unknown keys are a user mistake worth naming, not something to ignore silently.
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # hide_input_in_errors: a URL with a password must not leak through a pydantic error when a
+    # section is built directly in code (the loader redacts its own messages).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, hide_input_in_errors=True
+    )
 
 
 def _check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
@@ -419,6 +423,10 @@ class InstrumentationConfig(_Section):
     pika_streaming_interval_ms: int = Field(
         default=60000, ge=1,
         description="In streaming mode, how often a RUNNING event aggregates the datasets seen.",
+    )
+    pika_publisher_job_name: str | None = Field(
+        default=None,
+        description="Job of publishes made outside any run; defaults to the program's name.",
     )
 
 

@@ -97,9 +97,12 @@ class LineageSpanProcessor(SpanProcessor):
         time_ns: int,
         inputs: Sequence[LineageDataset],
         outputs: Sequence[LineageDataset],
+        processing_type: str = "BATCH",
     ) -> None:
-        """Queue a RUNNING event for a long run (used by streaming instrumentation)."""
-        self._pipeline.submit((_RUNNING, run, time_ns, tuple(inputs), tuple(outputs), None))
+        """Queue a RUNNING event for a long run (streaming instrumentation passes STREAMING)."""
+        self._pipeline.submit(
+            (_RUNNING, run, time_ns, tuple(inputs), tuple(outputs), processing_type)
+        )
 
     def emit_event(
         self, event_type: str, run: LineageRun, time_ns: int, builder: EventBuilder | None = None
@@ -153,7 +156,11 @@ class LineageSpanProcessor(SpanProcessor):
                 ),
             )
         if kind == _RUNNING:
-            return (self._builder.encode_run_event("RUNNING", run, time_ns, inputs, outputs),)
+            return (
+                self._builder.encode_run_event(
+                    "RUNNING", run, time_ns, inputs, outputs, processing_type=extra
+                ),
+            )
         if kind == _EXPLICIT:
             event_type, builder = extra
             return (builder.encode_run_event(event_type, run, time_ns, inputs, outputs),)

@@ -27,7 +27,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import orjson
@@ -74,7 +74,10 @@ _ESCAPES = (("%", "%25"), ("$", "%24"), (".", "%2E"), ("\x00", "%00"))
 
 
 def escape_key(key: str) -> str:
-    """Reversible: ``%`` first, so an escaped key never collides with a literal one."""
+    """Reversible: ``%`` first, so an escaped key never collides with a literal one; the empty key
+    (which not every server accepts) becomes a lone ``%``, which no escaped key can be."""
+    if not key:
+        return "%"
     for raw, esc in _ESCAPES:
         if raw in key:
             key = key.replace(raw, esc)
@@ -84,11 +87,13 @@ def escape_key(key: str) -> str:
 def unescape_key(key: str) -> str:
     if "%" not in key:
         return key
+    if key == "%":
+        return ""
     out: list[str] = []
     i = 0
     table = {esc: raw for raw, esc in _ESCAPES}
     while i < len(key):
-        chunk = key[i:i + 3]
+        chunk = key[i : i + 3]
         if chunk in table:
             out.append(table[chunk])
             i += 3
@@ -104,7 +109,11 @@ def escape_keys(value: Any) -> Any:
         return {escape_key(str(k)): escape_keys(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [escape_keys(v) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not _INT64[0] <= value <= _INT64[1]
+    ):
         return str(value)
     return value
 
@@ -129,7 +138,7 @@ def _utc(value: datetime) -> datetime:
 
 
 def _text(value: object, what: str) -> str:
-    """Query values are plain strings, never documents: nothing a caller passes becomes an operator."""
+    """Query values are plain strings, never documents: no argument can become an operator."""
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, got {type(value).__name__}")
     return value
@@ -143,7 +152,9 @@ class DocumentLineageStore(BaseLineageStore):
 
     name = STORE_NAME
 
-    def __init__(self, connection: ConnectionConfig, collection_name: str = "audit_lineage_events") -> None:
+    def __init__(
+        self, connection: ConnectionConfig, collection_name: str = "audit_lineage_events"
+    ) -> None:
         self._connection = connection
         self._collection_name = collection_name
         self._client: Any = None
@@ -155,8 +166,11 @@ class DocumentLineageStore(BaseLineageStore):
         connection = config.connections.get(conn_name)
         if connection is None:
             known = ", ".join(sorted(config.connections)) or "none"
-            raise ConfigError("store.document.document_connection_name", conn_name,
-                              f"must name a [lineage.connections.NAME] section (defined: {known})")
+            raise ConfigError(
+                "store.document.document_connection_name",
+                conn_name,
+                f"must name a [lineage.connections.NAME] section (defined: {known})",
+            )
         return cls(connection, config.store.document.collection_name)
 
     # -- lifecycle
@@ -175,8 +189,12 @@ class DocumentLineageStore(BaseLineageStore):
         conn = self._connection
         timeout = conn.timeout_ms
         kwargs: dict[str, Any] = {
-            "serverSelectionTimeoutMS": timeout, "connectTimeoutMS": timeout, "socketTimeoutMS": timeout * 3,
-            "tz_aware": True, "retryWrites": True, "appname": "lineage-collector",
+            "serverSelectionTimeoutMS": timeout,
+            "connectTimeoutMS": timeout,
+            "socketTimeoutMS": timeout * 3,
+            "tz_aware": True,
+            "retryWrites": True,
+            "appname": "lineage-collector",
         }
         if conn.username is not None:
             kwargs["username"] = conn.username
@@ -185,8 +203,11 @@ class DocumentLineageStore(BaseLineageStore):
         try:
             client: Any = pymongo.MongoClient(conn.uri, **kwargs)
         except (ConfigurationError, InvalidURI, ValueError, TypeError) as exc:
-            raise ConfigError("connections.<document_connection_name>.uri", _redact(conn.uri),
-                              f"not a usable MongoDB URI: {type(exc).__name__}") from exc
+            raise ConfigError(
+                "connections.<document_connection_name>.uri",
+                _redact(conn.uri),
+                f"not a usable MongoDB URI: {type(exc).__name__}",
+            ) from exc
         db_name = conn.database or _uri_database(conn.uri) or DEFAULT_DATABASE
         self._client = client
         self._collection = client[db_name][self._collection_name]
@@ -196,7 +217,10 @@ class DocumentLineageStore(BaseLineageStore):
 
         indexes = [
             ([("runId", ASCENDING), ("eventTime", ASCENDING)], "run_time"),
-            ([("job.namespace", ASCENDING), ("job.name", ASCENDING), ("eventTime", DESCENDING)], "job_time"),
+            (
+                [("job.namespace", ASCENDING), ("job.name", ASCENDING), ("eventTime", DESCENDING)],
+                "job_time",
+            ),
             ([("inputs.namespace", ASCENDING), ("inputs.name", ASCENDING)], "inputs"),
             ([("outputs.namespace", ASCENDING), ("outputs.name", ASCENDING)], "outputs"),
             ([("parentRunId", ASCENDING)], "parent_run"),
@@ -221,6 +245,7 @@ class DocumentLineageStore(BaseLineageStore):
     @staticmethod
     def to_document(rec: LineageRecord) -> dict[str, Any]:
         """The stored form of one record (public so tools and tests can reason about it)."""
+
         def refs(items: Sequence[Any]) -> list[dict[str, str]]:
             return [{"namespace": r.namespace, "name": r.name} for r in items]
 
@@ -272,31 +297,41 @@ class DocumentLineageStore(BaseLineageStore):
             codes = {e.get("code") for e in others}
             permanent = bool(others) and not wce and codes <= _PERMANENT_CODES
             first = (others or wce)[0]
-            raise StoreError(self.name, f"insert_many failed for {len(others) + len(wce)} event(s): "
-                             f"code {first.get('code')}: {str(first.get('errmsg', ''))[:200]}",
-                             permanent=permanent) from cause
+            raise StoreError(
+                self.name,
+                f"insert_many failed for {len(others) + len(wce)} event(s): "
+                f"code {first.get('code')}: {str(first.get('errmsg', ''))[:200]}",
+                permanent=permanent,
+            ) from cause
 
     # -- queries
 
     def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
         query = {"runId": _text(run_id, "run_id")}
         with self._errors("find"):
-            docs = list(self.collection.find(query, {"raw": 1}).sort([("eventTime", 1), ("_id", 1)]))
+            docs = list(
+                self.collection.find(query, {"raw": 1}).sort([("eventTime", 1), ("_id", 1)])
+            )
         return [json.loads(d["raw"]) for d in docs]
 
     def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
         if not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be a positive integer, got {limit!r}")
-        match = {"job.namespace": _text(namespace, "namespace"), "job.name": _text(name, "name"),
-                 "runId": {"$type": "string"}}
+        match = {
+            "job.namespace": _text(namespace, "namespace"),
+            "job.name": _text(name, "name"),
+            "runId": {"$type": "string"},
+        }
         pipeline = [
             {"$match": match},
-            {"$group": {
-                "_id": "$runId",
-                "first": {"$min": "$eventTime"},
-                "events": {"$push": {"t": "$eventTime", "type": "$eventType", "id": "$_id"}},
-                "parent": {"$max": "$parentRunId"},
-            }},
+            {
+                "$group": {
+                    "_id": "$runId",
+                    "first": {"$min": "$eventTime"},
+                    "events": {"$push": {"t": "$eventTime", "type": "$eventType", "id": "$_id"}},
+                    "parent": {"$max": "$parentRunId"},
+                }
+            },
         ]
         with self._errors("aggregate"):
             groups = list(self.collection.aggregate(pipeline))
@@ -318,10 +353,23 @@ class DocumentLineageStore(BaseLineageStore):
                 if etype in _TERMINAL and (ended is None or t > ended):
                     ended = t
             sort_key = started or _utc(g["first"])
-            runs.append((sort_key, RunSummary(run_id=g["_id"], job_namespace=namespace, job_name=name,
-                                              state=state, started_at=started, ended_at=ended,
-                                              parent_run_id=g.get("parent"))))
-        runs.sort(key=lambda p: (p[0], p[1].run_id), reverse=True)
+            runs.append(
+                (
+                    sort_key,
+                    RunSummary(
+                        run_id=g["_id"],
+                        job_namespace=namespace,
+                        job_name=name,
+                        state=state,
+                        started_at=started,
+                        ended_at=ended,
+                        parent_run_id=g.get("parent"),
+                    ),
+                )
+            )
+        # Most recent first (START time, else first event), ties by run id: as the sql store.
+        runs.sort(key=lambda p: p[1].run_id)
+        runs.sort(key=lambda p: p[0], reverse=True)
         return [r for _, r in runs[:limit]]
 
     def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
@@ -331,9 +379,15 @@ class DocumentLineageStore(BaseLineageStore):
             raise ValueError(f"depth must be >= 0, got {depth}")
         root = node_id(kind, namespace, name)
         graph = LineageGraph(root=root)
-        graph.nodes[root] = LineageNode(id=root, type=kind, namespace=namespace, name=name)
+        graph.nodes[root] = LineageNode(
+            id=root,
+            type=kind,
+            namespace=namespace,
+            name=name,
+            data={"namespace": namespace, "name": name},
+        )
         edges: set[tuple[str, str]] = set()
-        for way in (("upstream", "downstream") if direction == "both" else (direction,)):
+        for way in ("upstream", "downstream") if direction == "both" else (direction,):
             self._walk(graph, edges, kind, (namespace, name), way == "upstream", depth)
         for origin, destination in sorted(edges):
             edge = LineageEdge(origin=origin, destination=destination)
@@ -341,8 +395,10 @@ class DocumentLineageStore(BaseLineageStore):
             graph.nodes[destination].in_edges.append(edge)
         return graph
 
-    def _job_datasets(self, jobs: list[tuple[str, str]], side: str) -> set[tuple[str, str, str, str]]:
-        """(job ns, job name, dataset ns, dataset name) for the ``side`` (inputs|outputs) of jobs."""
+    def _job_datasets(
+        self, jobs: list[tuple[str, str]], side: str
+    ) -> set[tuple[str, str, str, str]]:
+        """(job ns, job name, dataset ns, dataset name) on the ``side`` (inputs|outputs) of jobs."""
         match = {"$or": [{"job.namespace": ns, "job.name": nm} for ns, nm in jobs]}
         pipeline = [
             {"$match": match},
@@ -352,13 +408,24 @@ class DocumentLineageStore(BaseLineageStore):
         ]
         with self._errors("aggregate"):
             rows = list(self.collection.aggregate(pipeline))
-        return {(r["_id"]["j"]["namespace"], r["_id"]["j"]["name"],
-                 r["_id"]["d"]["namespace"], r["_id"]["d"]["name"]) for r in rows}
+        return {
+            (
+                r["_id"]["j"]["namespace"],
+                r["_id"]["j"]["name"],
+                r["_id"]["d"]["namespace"],
+                r["_id"]["d"]["name"],
+            )
+            for r in rows
+        }
 
-    def _dataset_jobs(self, datasets: list[tuple[str, str]], side: str) -> set[tuple[str, str, str, str]]:
+    def _dataset_jobs(
+        self, datasets: list[tuple[str, str]], side: str
+    ) -> set[tuple[str, str, str, str]]:
         """(dataset ns, name, job ns, name): jobs having ``datasets`` on their ``side``."""
-        match = {"$or": [{side: {"$elemMatch": {"namespace": ns, "name": nm}}} for ns, nm in datasets],
-                 "job": {"$exists": True}}
+        match = {
+            "$or": [{side: {"$elemMatch": {"namespace": ns, "name": nm}}} for ns, nm in datasets],
+            "job": {"$exists": True},
+        }
         pipeline = [
             {"$match": match},
             {"$project": {"job": 1, side: 1}},
@@ -375,16 +442,31 @@ class DocumentLineageStore(BaseLineageStore):
                 out.add((*d, r["_id"]["j"]["namespace"], r["_id"]["j"]["name"]))
         return out
 
-    def _walk(self, graph: LineageGraph, edges: set[tuple[str, str]], kind: NodeType,
-              key: tuple[str, str], upstream: bool, depth: int) -> None:
+    def _walk(
+        self,
+        graph: LineageGraph,
+        edges: set[tuple[str, str]],
+        kind: NodeType,
+        key: tuple[str, str],
+        upstream: bool,
+        depth: int,
+    ) -> None:
         def add(node_type: NodeType, ns: str, nm: str) -> str:
             nid = node_id(node_type, ns, nm)
             if nid not in graph.nodes:
-                graph.nodes[nid] = LineageNode(id=nid, type=node_type, namespace=ns, name=nm)
+                graph.nodes[nid] = LineageNode(
+                    id=nid,
+                    type=node_type,
+                    namespace=ns,
+                    name=nm,
+                    data={"namespace": ns, "name": nm},
+                )
             return nid
 
-        near_side = "outputs" if upstream else "inputs"   # how a job touches the dataset we came from
-        far_side = "inputs" if upstream else "outputs"    # where the walk goes next
+        near_side = (
+            "outputs" if upstream else "inputs"
+        )  # how a job touches the dataset we came from
+        far_side = "inputs" if upstream else "outputs"  # where the walk goes next
 
         def job_edge(ds_id: str, job_id: str, *, far: bool) -> None:
             if far:
@@ -437,7 +519,9 @@ class _ErrorMapper:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> Literal[False]:
         if exc is None or isinstance(exc, StoreError):
             return False
         from bson.errors import BSONError, InvalidDocument
@@ -452,14 +536,23 @@ class _ErrorMapper:
         if isinstance(exc, BulkWriteError):
             raise StoreError(self._store, f"{self._action}: bulk write failed") from exc
         if isinstance(exc, DocumentTooLarge | InvalidDocument | BSONError | OverflowError):
-            raise StoreError(self._store, f"{self._action}: event cannot be stored: {exc}", permanent=True) from exc
+            raise StoreError(
+                self._store, f"{self._action}: event cannot be stored: {exc}", permanent=True
+            ) from exc
         if isinstance(exc, ConnectionFailure):
-            raise StoreError(self._store, f"{self._action}: server unreachable ({type(exc).__name__})") from exc
+            raise StoreError(
+                self._store, f"{self._action}: server unreachable ({type(exc).__name__})"
+            ) from exc
         if isinstance(exc, OperationFailure):
-            raise StoreError(self._store, f"{self._action}: code {exc.code}: {str(exc)[:200]}",
-                             permanent=exc.code in _PERMANENT_CODES and exc.code != DUPLICATE_KEY) from exc
+            raise StoreError(
+                self._store,
+                f"{self._action}: code {exc.code}: {str(exc)[:200]}",
+                permanent=exc.code in _PERMANENT_CODES and exc.code != DUPLICATE_KEY,
+            ) from exc
         if isinstance(exc, PyMongoError):
-            raise StoreError(self._store, f"{self._action}: {type(exc).__name__}: {str(exc)[:200]}") from exc
+            raise StoreError(
+                self._store, f"{self._action}: {type(exc).__name__}: {str(exc)[:200]}"
+            ) from exc
         return False
 
 

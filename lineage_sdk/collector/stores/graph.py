@@ -1,13 +1,13 @@
 """The ``graph`` store: OpenLineage events projected into a property graph, for impact analysis.
 
-Model (see docs/stores.md)::
+Model (see docs/stores.md; ``key`` is a hash of the node's names, see :func:`name_key`)::
 
-    (:Run {runId, state, startedAt, endedAt, facets})-[:INSTANCE_OF]->(:Job {namespace, name, facets})
+    (:Run {runId, state, startedAt, endedAt, facets})-[:INSTANCE_OF]->(:Job {key, namespace, name})
     (:Run)-[:READ]->(:Dataset {namespace, name, facets})     (:Run)-[:WROTE]->(:Dataset)
     (:Run)-[:CHILD_OF]->(:Run)                                 from the ``parent`` run facet
     (:Job)-[:CONSUMES]->(:Dataset)  (:Job)-[:PRODUCES]->(:Dataset)   job level, what lineage walks
     (:Dataset)-[:HAS_FIELD]->(:Field)-[:DERIVED_FROM]->(:Field)     from the ``columnLineage`` facet
-    (:Event {eventId, runId, eventTime, json})                      the raw events, for events_of_run
+    (:Event {eventId, runId, eventTime, json})       the raw events, for events_of_run
 
 Why it is written this way:
 
@@ -33,6 +33,7 @@ Why it is written this way:
 from __future__ import annotations
 
 import abc
+import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -64,6 +65,7 @@ __all__ = [
     "Neo4jRunner",
     "create_store",
     "format_time",
+    "name_key",
     "parse_time",
 ]
 
@@ -82,8 +84,10 @@ def format_time(value: datetime) -> str:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     v = value.astimezone(UTC)
-    return (f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
-            f".{v.microsecond:06d}Z")
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+        f".{v.microsecond:06d}Z"
+    )
 
 
 def parse_time(value: str | None) -> datetime | None:
@@ -93,7 +97,7 @@ def parse_time(value: str | None) -> datetime | None:
 
 
 def _json(value: Any) -> str:
-    """Lossless JSON text; orjson for speed, stdlib for what orjson refuses (ints beyond 64 bits)."""
+    """Lossless JSON text; orjson for speed, stdlib for what orjson refuses (ints past 64 bits)."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
@@ -105,6 +109,16 @@ def _facets_json(facets: Any) -> str | None:
     if not isinstance(facets, Mapping) or not facets:
         return None
     return _json(dict(facets))
+
+
+def name_key(*parts: str) -> str:
+    """The fixed-size identity of a (namespace, name[, field]) node.
+
+    Names are unbounded (a 10,000-character dataset name is valid), but index entries are not:
+    Neo4j refuses to index values past a few kilobytes and FalkorDB silently misses them, which
+    would break MERGE. Nodes are therefore merged on this hash and keep their names as properties.
+    """
+    return hashlib.sha256(orjson.dumps(parts)).hexdigest()[:32]
 
 
 def _section(event: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -157,15 +171,18 @@ class Neo4jRunner(GraphRunner):
                 keep_alive=True,
             )
         except (neo4j.exceptions.ConfigurationError, ValueError) as exc:
-            raise ConfigError("connections.<graph_connection_name>.uri", _redact(connection.uri),
-                              f"not a usable Bolt URI ({type(exc).__name__})") from exc
+            raise ConfigError(
+                "connections.<graph_connection_name>.uri",
+                _redact(connection.uri),
+                f"not a usable Bolt URI ({type(exc).__name__})",
+            ) from exc
 
     def run(self, query: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         neo4j = self._neo4j
         kwargs: dict[str, Any] = {"database_": self._database} if self._database else {}
         try:
             result = self._driver.execute_query(
-                neo4j.Query(query),  # type: ignore[arg-type]  # our statements are constants
+                neo4j.Query(query),  # our statements are constants
                 dict(parameters or {}),
                 routing_=neo4j.RoutingControl.WRITE,
                 **kwargs,
@@ -202,26 +219,27 @@ def _redact(uri: str) -> str:
 # --------------------------------------------------------------------------------------- statements
 
 _NEO4J_SCHEMA = (
-    "CREATE CONSTRAINT lineage_job_key IF NOT EXISTS FOR (n:Job) REQUIRE (n.namespace, n.name) IS UNIQUE",
-    "CREATE CONSTRAINT lineage_dataset_key IF NOT EXISTS FOR (n:Dataset) REQUIRE (n.namespace, n.name) IS UNIQUE",
+    "CREATE CONSTRAINT lineage_job_key IF NOT EXISTS FOR (n:Job) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT lineage_dataset_key IF NOT EXISTS FOR (n:Dataset) REQUIRE n.key IS UNIQUE",
+    "CREATE CONSTRAINT lineage_field_key IF NOT EXISTS FOR (n:Field) REQUIRE n.key IS UNIQUE",
     "CREATE CONSTRAINT lineage_run_key IF NOT EXISTS FOR (n:Run) REQUIRE n.runId IS UNIQUE",
     "CREATE CONSTRAINT lineage_event_key IF NOT EXISTS FOR (n:Event) REQUIRE n.eventId IS UNIQUE",
     "CREATE INDEX lineage_event_run IF NOT EXISTS FOR (n:Event) ON (n.runId)",
-    "CREATE INDEX lineage_field_key IF NOT EXISTS FOR (n:Field) ON (n.namespace, n.dataset, n.name)",
 )
 # openCypher servers without constraints (FalkorDB): plain indexes; "already indexed" is fine.
 _OPENCYPHER_SCHEMA = (
-    "CREATE INDEX FOR (n:Job) ON (n.namespace, n.name)",
-    "CREATE INDEX FOR (n:Dataset) ON (n.namespace, n.name)",
+    "CREATE INDEX FOR (n:Job) ON (n.key)",
+    "CREATE INDEX FOR (n:Dataset) ON (n.key)",
+    "CREATE INDEX FOR (n:Field) ON (n.key)",
     "CREATE INDEX FOR (n:Run) ON (n.runId)",
     "CREATE INDEX FOR (n:Event) ON (n.eventId)",
     "CREATE INDEX FOR (n:Event) ON (n.runId)",
-    "CREATE INDEX FOR (n:Field) ON (n.namespace, n.dataset, n.name)",
 )
 
 _MERGE_JOBS = """
 UNWIND $rows AS r
-MERGE (j:Job {namespace: r.namespace, name: r.name})
+MERGE (j:Job {key: r.key})
+ON CREATE SET j.namespace = r.namespace, j.name = r.name
 WITH j, r, (r.facets IS NOT NULL AND (j.facetsRank IS NULL OR r.rank > j.facetsRank)) AS newer
 SET j.facets = CASE WHEN newer THEN r.facets ELSE j.facets END,
     j.facetsRank = CASE WHEN newer THEN r.rank ELSE j.facetsRank END
@@ -229,7 +247,8 @@ SET j.facets = CASE WHEN newer THEN r.facets ELSE j.facets END,
 
 _MERGE_DATASETS = """
 UNWIND $rows AS r
-MERGE (d:Dataset {namespace: r.namespace, name: r.name})
+MERGE (d:Dataset {key: r.key})
+ON CREATE SET d.namespace = r.namespace, d.name = r.name
 WITH d, r, (r.facets IS NOT NULL AND (d.facetsRank IS NULL OR r.rank > d.facetsRank)) AS newer
 SET d.facets = CASE WHEN newer THEN r.facets ELSE d.facets END,
     d.facetsRank = CASE WHEN newer THEN r.rank ELSE d.facetsRank END
@@ -245,7 +264,8 @@ SET x.state = CASE WHEN newState THEN r.state ELSE x.state END,
     x.stateRank = CASE WHEN newState THEN r.stateRank ELSE x.stateRank END,
     x.facets = CASE WHEN newFacets THEN r.facets ELSE x.facets END,
     x.facetsRank = CASE WHEN newFacets THEN r.facetsRank ELSE x.facetsRank END,
-    x.startedAt = CASE WHEN r.startedAt IS NOT NULL AND (x.startedAt IS NULL OR r.startedAt < x.startedAt)
+    x.startedAt = CASE WHEN r.startedAt IS NOT NULL
+                            AND (x.startedAt IS NULL OR r.startedAt < x.startedAt)
                        THEN r.startedAt ELSE x.startedAt END,
     x.endedAt = CASE WHEN r.endedAt IS NOT NULL AND (x.endedAt IS NULL OR r.endedAt > x.endedAt)
                      THEN r.endedAt ELSE x.endedAt END,
@@ -253,10 +273,10 @@ SET x.state = CASE WHEN newState THEN r.state ELSE x.state END,
                           THEN r.firstEventAt ELSE x.firstEventAt END,
     x.lastEventAt = CASE WHEN x.lastEventAt IS NULL OR r.lastEventAt > x.lastEventAt
                          THEN r.lastEventAt ELSE x.lastEventAt END,
-    x.jobNamespace = r.jobNamespace,
-    x.jobName = r.jobName
+    x.jobKey = r.jobKey
 WITH x, r
-MERGE (j:Job {namespace: r.jobNamespace, name: r.jobName})
+MERGE (j:Job {key: r.jobKey})
+ON CREATE SET j.namespace = r.jobNamespace, j.name = r.jobName
 MERGE (x)-[:INSTANCE_OF]->(j)
 """
 
@@ -265,46 +285,57 @@ UNWIND $rows AS r
 MERGE (x:Run {runId: r.runId})
 MERGE (p:Run {runId: r.parentRunId})
 MERGE (x)-[:CHILD_OF]->(p)
-WITH p, r WHERE r.parentJobName IS NOT NULL AND r.parentJobNamespace IS NOT NULL
-MERGE (pj:Job {namespace: r.parentJobNamespace, name: r.parentJobName})
+WITH p, r WHERE r.parentJobKey IS NOT NULL
+MERGE (pj:Job {key: r.parentJobKey})
+ON CREATE SET pj.namespace = r.parentJobNamespace, pj.name = r.parentJobName
 MERGE (p)-[:INSTANCE_OF]->(pj)
-SET p.jobNamespace = r.parentJobNamespace, p.jobName = r.parentJobName
+SET p.jobKey = r.parentJobKey
 """
 
 _MERGE_READ = """
 UNWIND $rows AS r
 MERGE (x:Run {runId: r.runId})
-MERGE (d:Dataset {namespace: r.namespace, name: r.name})
+MERGE (d:Dataset {key: r.key})
+ON CREATE SET d.namespace = r.namespace, d.name = r.name
 MERGE (x)-[:READ]->(d)
 """
 
 _MERGE_WROTE = """
 UNWIND $rows AS r
 MERGE (x:Run {runId: r.runId})
-MERGE (d:Dataset {namespace: r.namespace, name: r.name})
+MERGE (d:Dataset {key: r.key})
+ON CREATE SET d.namespace = r.namespace, d.name = r.name
 MERGE (x)-[:WROTE]->(d)
 """
 
 _MERGE_CONSUMES = """
 UNWIND $rows AS r
-MERGE (j:Job {namespace: r.jobNamespace, name: r.jobName})
-MERGE (d:Dataset {namespace: r.namespace, name: r.name})
+MERGE (j:Job {key: r.jobKey})
+ON CREATE SET j.namespace = r.jobNamespace, j.name = r.jobName
+MERGE (d:Dataset {key: r.key})
+ON CREATE SET d.namespace = r.namespace, d.name = r.name
 MERGE (j)-[:CONSUMES]->(d)
 """
 
 _MERGE_PRODUCES = """
 UNWIND $rows AS r
-MERGE (j:Job {namespace: r.jobNamespace, name: r.jobName})
-MERGE (d:Dataset {namespace: r.namespace, name: r.name})
+MERGE (j:Job {key: r.jobKey})
+ON CREATE SET j.namespace = r.jobNamespace, j.name = r.jobName
+MERGE (d:Dataset {key: r.key})
+ON CREATE SET d.namespace = r.namespace, d.name = r.name
 MERGE (j)-[:PRODUCES]->(d)
 """
 
 _MERGE_FIELDS = """
 UNWIND $rows AS r
-MERGE (od:Dataset {namespace: r.outNamespace, name: r.outDataset})
-MERGE (idd:Dataset {namespace: r.inNamespace, name: r.inDataset})
-MERGE (o:Field {namespace: r.outNamespace, dataset: r.outDataset, name: r.outField})
-MERGE (i:Field {namespace: r.inNamespace, dataset: r.inDataset, name: r.inField})
+MERGE (od:Dataset {key: r.outKey})
+ON CREATE SET od.namespace = r.outNamespace, od.name = r.outDataset
+MERGE (idd:Dataset {key: r.inKey})
+ON CREATE SET idd.namespace = r.inNamespace, idd.name = r.inDataset
+MERGE (o:Field {key: r.outFieldKey})
+ON CREATE SET o.namespace = r.outNamespace, o.dataset = r.outDataset, o.name = r.outField
+MERGE (i:Field {key: r.inFieldKey})
+ON CREATE SET i.namespace = r.inNamespace, i.dataset = r.inDataset, i.name = r.inField
 MERGE (od)-[:HAS_FIELD]->(o)
 MERGE (idd)-[:HAS_FIELD]->(i)
 MERGE (o)-[:DERIVED_FROM]->(i)
@@ -321,38 +352,40 @@ ON CREATE SET e.json = r.json, e.runId = r.runId, e.eventTime = r.eventTime,
 # the far side; from a frontier of jobs, their datasets on the far side.
 _UP_FROM_DATASETS = """
 UNWIND $keys AS k
-MATCH (d:Dataset {namespace: k.namespace, name: k.name})
+MATCH (d:Dataset {key: k})
 MATCH (j:Job)-[:PRODUCES]->(d)
 OPTIONAL MATCH (j)-[:CONSUMES]->(o:Dataset)
-RETURN d.namespace AS dns, d.name AS dn, j.namespace AS jns, j.name AS jn, o.namespace AS ons, o.name AS on
+RETURN d.namespace AS dns, d.name AS dn, j.namespace AS jns, j.name AS jn,
+       o.key AS okey, o.namespace AS ons, o.name AS on
 """
 _DOWN_FROM_DATASETS = """
 UNWIND $keys AS k
-MATCH (d:Dataset {namespace: k.namespace, name: k.name})
+MATCH (d:Dataset {key: k})
 MATCH (j:Job)-[:CONSUMES]->(d)
 OPTIONAL MATCH (j)-[:PRODUCES]->(o:Dataset)
-RETURN d.namespace AS dns, d.name AS dn, j.namespace AS jns, j.name AS jn, o.namespace AS ons, o.name AS on
+RETURN d.namespace AS dns, d.name AS dn, j.namespace AS jns, j.name AS jn,
+       o.key AS okey, o.namespace AS ons, o.name AS on
 """
 _UP_FROM_JOBS = """
 UNWIND $keys AS k
-MATCH (j:Job {namespace: k.namespace, name: k.name})
+MATCH (j:Job {key: k})
 MATCH (j)-[:CONSUMES]->(o:Dataset)
-RETURN j.namespace AS jns, j.name AS jn, o.namespace AS ons, o.name AS on
+RETURN o.key AS okey, o.namespace AS ons, o.name AS on
 """
 _DOWN_FROM_JOBS = """
 UNWIND $keys AS k
-MATCH (j:Job {namespace: k.namespace, name: k.name})
+MATCH (j:Job {key: k})
 MATCH (j)-[:PRODUCES]->(o:Dataset)
-RETURN j.namespace AS jns, j.name AS jn, o.namespace AS ons, o.name AS on
+RETURN o.key AS okey, o.namespace AS ons, o.name AS on
 """
 
 _RUNS_OF_JOB = """
-MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {namespace: $namespace, name: $name})
+MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: $key})
 OPTIONAL MATCH (x)-[:CHILD_OF]->(p:Run)
 WITH x, collect(p.runId) AS parents, coalesce(x.startedAt, x.firstEventAt, '') AS sortKey
 RETURN x.runId AS runId, x.state AS state, x.startedAt AS startedAt, x.endedAt AS endedAt,
        parents, sortKey
-ORDER BY sortKey DESC, runId DESC
+ORDER BY sortKey DESC, runId
 LIMIT $limit
 """
 
@@ -370,15 +403,15 @@ OPTIONAL MATCH (j)-[:CONSUMES]->(i:Dataset)
 WITH j, collect(DISTINCT [i.namespace, i.name]) AS ins
 OPTIONAL MATCH (j)-[:PRODUCES]->(o:Dataset)
 WITH j, ins, collect(DISTINCT [o.namespace, o.name]) AS outs
-RETURN j.namespace AS namespace, j.name AS name, ins, outs
+RETURN j.key AS key, j.namespace AS namespace, j.name AS name, ins, outs
 """
 
 _LATEST_RUNS = """
 UNWIND $keys AS k
-MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {namespace: k.namespace, name: k.name})
-WITH j, x ORDER BY coalesce(x.startedAt, x.firstEventAt, '') DESC, x.runId DESC
+MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: k})
+WITH j, x ORDER BY coalesce(x.startedAt, x.firstEventAt, '') DESC, x.runId
 WITH j, collect([x.runId, x.state, x.startedAt, x.endedAt])[0] AS latest
-RETURN j.namespace AS namespace, j.name AS name, latest
+RETURN j.key AS key, latest
 """
 
 _DATASETS = """
@@ -409,21 +442,23 @@ class _Batch:
     """Rows for each statement, aggregated per key in Python so each UNWIND sees a key once."""
 
     def __init__(self) -> None:
-        self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
-        self.datasets: dict[tuple[str, str], dict[str, Any]] = {}
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.datasets: dict[str, dict[str, Any]] = {}
         self.runs: dict[str, dict[str, Any]] = {}
         self.parents: dict[tuple[str, str], dict[str, Any]] = {}
-        self.read: set[tuple[str, str, str]] = set()
-        self.wrote: set[tuple[str, str, str]] = set()
-        self.consumes: set[tuple[str, str, str, str]] = set()
-        self.produces: set[tuple[str, str, str, str]] = set()
-        self.fields: set[tuple[str, str, str, str, str, str]] = set()
+        self.read: dict[tuple[str, str], dict[str, Any]] = {}
+        self.wrote: dict[tuple[str, str], dict[str, Any]] = {}
+        self.consumes: dict[tuple[str, str], dict[str, Any]] = {}
+        self.produces: dict[tuple[str, str], dict[str, Any]] = {}
+        self.fields: dict[tuple[str, str], dict[str, Any]] = {}
         self.events: dict[str, dict[str, Any]] = {}
 
     @staticmethod
     def _keep_max(table: dict[Any, dict[str, Any]], key: Any, row: dict[str, Any]) -> None:
         old = table.get(key)
-        if old is None or (row["facets"] is not None and (old["facets"] is None or row["rank"] > old["rank"])):
+        if old is None or (
+            row["facets"] is not None and (old["facets"] is None or row["rank"] > old["rank"])
+        ):
             table[key] = row
 
     def add(self, rec: LineageRecord) -> None:
@@ -431,38 +466,71 @@ class _Batch:
         when = format_time(rec.event_time)
         rank = f"{when}|{rec.event_id}"
         self.events[rec.event_id] = {
-            "eventId": rec.event_id, "runId": rec.run_id, "json": _json(event), "eventTime": when,
-            "eventType": rec.event_type, "kind": rec.kind,
+            "eventId": rec.event_id,
+            "runId": rec.run_id,
+            "json": _json(event),
+            "eventTime": when,
+            "eventType": rec.event_type,
+            "kind": rec.kind,
         }
-        job_key: tuple[str, str] | None = None
+        job: dict[str, Any] | None = None
         if rec.job_namespace is not None and rec.job_name is not None:
-            job_key = (rec.job_namespace, rec.job_name)
+            job = {
+                "jobKey": name_key(rec.job_namespace, rec.job_name),
+                "jobNamespace": rec.job_namespace,
+                "jobName": rec.job_name,
+            }
             facets = _facets_json(_section(event, "job").get("facets"))
-            self._keep_max(self.jobs, job_key, {"namespace": job_key[0], "name": job_key[1],
-                                                "facets": facets, "rank": rank})
-        if rec.run_id is not None and job_key is not None:
-            self._add_run(rec, job_key, when, rank)
+            self._keep_max(
+                self.jobs,
+                job["jobKey"],
+                {
+                    "key": job["jobKey"],
+                    "namespace": rec.job_namespace,
+                    "name": rec.job_name,
+                    "facets": facets,
+                    "rank": rank,
+                },
+            )
+        if rec.run_id is not None and job is not None:
+            self._add_run(rec, job, when, rank)
         inputs, outputs = rec.inputs, rec.outputs
         if rec.kind == "dataset" and not inputs and not outputs:
             ds = _section(event, "dataset")
             if isinstance(ds.get("namespace"), str) and isinstance(ds.get("name"), str):
-                outputs = (DatasetRef(ds["namespace"], ds["name"], dict(_section(ds, "facets")), "output"),)
+                outputs = (
+                    DatasetRef(ds["namespace"], ds["name"], dict(_section(ds, "facets")), "output"),
+                )
         for ref in (*inputs, *outputs):
-            self._keep_max(self.datasets, (ref.namespace, ref.name), {
-                "namespace": ref.namespace, "name": ref.name, "facets": _facets_json(ref.facets), "rank": rank})
+            key = name_key(ref.namespace, ref.name)
+            self._keep_max(
+                self.datasets,
+                key,
+                {
+                    "key": key,
+                    "namespace": ref.namespace,
+                    "name": ref.name,
+                    "facets": _facets_json(ref.facets),
+                    "rank": rank,
+                },
+            )
             self._add_columns(ref)
-        for ref in inputs:
-            if rec.run_id is not None and job_key is not None:
-                self.read.add((rec.run_id, ref.namespace, ref.name))
-            if job_key is not None:
-                self.consumes.add((*job_key, ref.namespace, ref.name))
-        for ref in outputs:
-            if rec.run_id is not None and job_key is not None:
-                self.wrote.add((rec.run_id, ref.namespace, ref.name))
-            if job_key is not None:
-                self.produces.add((*job_key, ref.namespace, ref.name))
+        for refs, run_edges, job_edges in (
+            (inputs, self.read, self.consumes),
+            (outputs, self.wrote, self.produces),
+        ):
+            for ref in refs:
+                ds_row = {
+                    "key": name_key(ref.namespace, ref.name),
+                    "namespace": ref.namespace,
+                    "name": ref.name,
+                }
+                if rec.run_id is not None and job is not None:
+                    run_edges[(rec.run_id, ds_row["key"])] = {"runId": rec.run_id, **ds_row}
+                if job is not None:
+                    job_edges[(job["jobKey"], ds_row["key"])] = {**job, **ds_row}
 
-    def _add_run(self, rec: LineageRecord, job_key: tuple[str, str], when: str, rank: str) -> None:
+    def _add_run(self, rec: LineageRecord, job: dict[str, Any], when: str, rank: str) -> None:
         assert rec.run_id is not None
         etype = (rec.event_type or "").upper()
         order = _STATE_ORDER.get(etype)
@@ -470,9 +538,16 @@ class _Batch:
         row = self.runs.get(rec.run_id)
         if row is None:
             row = self.runs[rec.run_id] = {
-                "runId": rec.run_id, "jobNamespace": job_key[0], "jobName": job_key[1],
-                "state": None, "stateRank": None, "facets": None, "facetsRank": None,
-                "startedAt": None, "endedAt": None, "firstEventAt": when, "lastEventAt": when,
+                "runId": rec.run_id,
+                **job,
+                "state": None,
+                "stateRank": None,
+                "facets": None,
+                "facetsRank": None,
+                "startedAt": None,
+                "endedAt": None,
+                "firstEventAt": when,
+                "lastEventAt": when,
             }
         row["firstEventAt"] = min(row["firstEventAt"], when)
         row["lastEventAt"] = max(row["lastEventAt"], when)
@@ -489,11 +564,19 @@ class _Batch:
             row["facets"], row["facetsRank"] = facets, rank
         if rec.parent_run_id:
             key = (rec.run_id, rec.parent_run_id)
+            has_job = rec.parent_job_namespace is not None and rec.parent_job_name is not None
             prev = self.parents.get(key)
-            if prev is None or prev["parentJobName"] is None:
+            if prev is None or (prev["parentJobKey"] is None and has_job):
                 self.parents[key] = {
-                    "runId": rec.run_id, "parentRunId": rec.parent_run_id,
-                    "parentJobNamespace": rec.parent_job_namespace, "parentJobName": rec.parent_job_name,
+                    "runId": rec.run_id,
+                    "parentRunId": rec.parent_run_id,
+                    "parentJobKey": (
+                        name_key(rec.parent_job_namespace, rec.parent_job_name)  # type: ignore[arg-type]
+                        if has_job
+                        else None
+                    ),
+                    "parentJobNamespace": rec.parent_job_namespace,
+                    "parentJobName": rec.parent_job_name,
                 }
 
     def _add_columns(self, ref: DatasetRef) -> None:
@@ -508,27 +591,39 @@ class _Batch:
                     continue
                 ns, name, field = src.get("namespace"), src.get("name"), src.get("field")
                 if isinstance(ns, str) and isinstance(name, str) and isinstance(field, str):
-                    self.fields.add((ref.namespace, ref.name, str(out_field), ns, name, field))
+                    out_key = name_key(ref.namespace, ref.name, str(out_field))
+                    in_key = name_key(ns, name, field)
+                    self.fields[(out_key, in_key)] = {
+                        "outKey": name_key(ref.namespace, ref.name),
+                        "outFieldKey": out_key,
+                        "outNamespace": ref.namespace,
+                        "outDataset": ref.name,
+                        "outField": str(out_field),
+                        "inKey": name_key(ns, name),
+                        "inFieldKey": in_key,
+                        "inNamespace": ns,
+                        "inDataset": name,
+                        "inField": field,
+                    }
 
     def statements(self) -> Iterable[tuple[str, list[dict[str, Any]]]]:
-        yield _MERGE_JOBS, list(self.jobs.values())
-        yield _MERGE_DATASETS, list(self.datasets.values())
-        yield _MERGE_RUNS, list(self.runs.values())
-        yield _MERGE_PARENTS, list(self.parents.values())
-        yield _MERGE_READ, [{"runId": r, "namespace": n, "name": m} for r, n, m in sorted(self.read)]
-        yield _MERGE_WROTE, [{"runId": r, "namespace": n, "name": m} for r, n, m in sorted(self.wrote)]
-        yield _MERGE_CONSUMES, [{"jobNamespace": a, "jobName": b, "namespace": c, "name": d}
-                                for a, b, c, d in sorted(self.consumes)]
-        yield _MERGE_PRODUCES, [{"jobNamespace": a, "jobName": b, "namespace": c, "name": d}
-                                for a, b, c, d in sorted(self.produces)]
-        yield _MERGE_FIELDS, [{"outNamespace": a, "outDataset": b, "outField": c,
-                               "inNamespace": d, "inDataset": e, "inField": f}
-                              for a, b, c, d, e, f in sorted(self.fields)]
+        def rows(table: dict[Any, dict[str, Any]]) -> list[dict[str, Any]]:
+            return [table[k] for k in sorted(table)]  # a stable order: fewer lock conflicts
+
+        yield _MERGE_JOBS, rows(self.jobs)
+        yield _MERGE_DATASETS, rows(self.datasets)
+        yield _MERGE_RUNS, rows(self.runs)
+        yield _MERGE_PARENTS, rows(self.parents)
+        yield _MERGE_READ, rows(self.read)
+        yield _MERGE_WROTE, rows(self.wrote)
+        yield _MERGE_CONSUMES, rows(self.consumes)
+        yield _MERGE_PRODUCES, rows(self.produces)
+        yield _MERGE_FIELDS, rows(self.fields)
         # Raw events last: a batch that fails midway is retried whole, and MERGE makes it a no-op.
-        yield _MERGE_EVENTS, list(self.events.values())
+        yield _MERGE_EVENTS, rows(self.events)
 
 
-# ---------------------------------------------------------------------------------------------- store
+# ------------------------------------------------------------------------------------------ store
 
 
 class GraphLineageStore(BaseLineageStore):
@@ -536,10 +631,17 @@ class GraphLineageStore(BaseLineageStore):
 
     name = STORE_NAME
 
-    def __init__(self, connection: ConnectionConfig | None = None, *, runner: GraphRunner | None = None,
-                 max_rows_per_statement: int = 2000) -> None:
+    def __init__(
+        self,
+        connection: ConnectionConfig | None = None,
+        *,
+        runner: GraphRunner | None = None,
+        max_rows_per_statement: int = 2000,
+    ) -> None:
         if connection is None and runner is None:
-            raise ConfigError("store.graph.graph_connection_name", None, "a connection or a runner is required")
+            raise ConfigError(
+                "store.graph.graph_connection_name", None, "a connection or a runner is required"
+            )
         self._connection = connection
         self._runner = runner
         self._max_rows = max(1, max_rows_per_statement)
@@ -551,8 +653,11 @@ class GraphLineageStore(BaseLineageStore):
         connection = config.connections.get(conn_name)
         if connection is None:
             known = ", ".join(sorted(config.connections)) or "none"
-            raise ConfigError("store.graph.graph_connection_name", conn_name,
-                              f"must name a [lineage.connections.NAME] section (defined: {known})")
+            raise ConfigError(
+                "store.graph.graph_connection_name",
+                conn_name,
+                f"must name a [lineage.connections.NAME] section (defined: {known})",
+            )
         return cls(connection)
 
     # -- lifecycle
@@ -607,7 +712,7 @@ class GraphLineageStore(BaseLineageStore):
         runner = self.runner
         for statement, rows in batch.statements():
             for start in range(0, len(rows), self._max_rows):
-                chunk = rows[start:start + self._max_rows]
+                chunk = rows[start : start + self._max_rows]
                 if chunk:
                     runner.run(statement, {"rows": chunk})
 
@@ -619,7 +724,13 @@ class GraphLineageStore(BaseLineageStore):
             raise ValueError(f"depth must be >= 0, got {depth}")
         root = node_id(kind, namespace, name)
         graph = LineageGraph(root=root)
-        graph.nodes[root] = LineageNode(id=root, type=kind, namespace=namespace, name=name)
+        graph.nodes[root] = LineageNode(
+            id=root,
+            type=kind,
+            namespace=namespace,
+            name=name,
+            data={"namespace": namespace, "name": name},
+        )
         edges: set[tuple[str, str]] = set()
         directions = ("upstream", "downstream") if direction == "both" else (direction,)
         for way in directions:
@@ -630,66 +741,80 @@ class GraphLineageStore(BaseLineageStore):
             graph.nodes[destination].in_edges.append(edge)
         return graph
 
-    def _walk(self, graph: LineageGraph, edges: set[tuple[str, str]], kind: NodeType,
-              key: tuple[str, str], upstream: bool, depth: int) -> None:
+    def _walk(
+        self,
+        graph: LineageGraph,
+        edges: set[tuple[str, str]],
+        kind: NodeType,
+        key: tuple[str, str],
+        upstream: bool,
+        depth: int,
+    ) -> None:
         def add(node_type: NodeType, ns: str, nm: str) -> str:
             nid = node_id(node_type, ns, nm)
             if nid not in graph.nodes:
-                graph.nodes[nid] = LineageNode(id=nid, type=node_type, namespace=ns, name=nm)
+                graph.nodes[nid] = LineageNode(
+                    id=nid,
+                    type=node_type,
+                    namespace=ns,
+                    name=nm,
+                    data={"namespace": ns, "name": nm},
+                )
             return nid
 
-        def flow(dataset: str, job: str, *, job_side: bool) -> None:
+        def flow(dataset: str, job: str, *, far: bool) -> None:
             # Edges point with the data: upstream datasets feed jobs, jobs feed downstream ones.
-            if job_side:  # dataset on the far side of a job
+            if far:  # a dataset on the far side of a job
                 edges.add((dataset, job) if upstream else (job, dataset))
-            else:  # job on the far side of a dataset
+            else:  # a job on the far side of a dataset
                 edges.add((job, dataset) if upstream else (dataset, job))
 
-        seen_jobs: set[tuple[str, str]] = set()
-        seen_datasets: set[tuple[str, str]] = set()
-        frontier: list[tuple[str, str]] = []  # datasets whose far-side jobs are still to visit
+        seen: set[str] = set()
+        frontier: list[str] = []  # dataset keys whose far-side jobs are still to visit
         if kind == "JOB":
-            seen_jobs.add(key)
             job_id = node_id("JOB", *key)
-            rows = self.runner.run(_UP_FROM_JOBS if upstream else _DOWN_FROM_JOBS,
-                                   {"keys": [{"namespace": key[0], "name": key[1]}]})
+            rows = self.runner.run(
+                _UP_FROM_JOBS if upstream else _DOWN_FROM_JOBS, {"keys": [name_key(*key)]}
+            )
             for row in rows:
-                ds = (row["ons"], row["on"])
-                flow(add("DATASET", *ds), job_id, job_side=True)
-                if ds not in seen_datasets:
-                    seen_datasets.add(ds)
-                    frontier.append(ds)
+                flow(add("DATASET", row["ons"], row["on"]), job_id, far=True)
+                if row["okey"] not in seen:
+                    seen.add(row["okey"])
+                    frontier.append(row["okey"])
         else:
-            seen_datasets.add(key)
-            frontier.append(key)
+            seen.add(name_key(*key))
+            frontier.append(name_key(*key))
         query = _UP_FROM_DATASETS if upstream else _DOWN_FROM_DATASETS
         hops = 0
         while frontier and hops < depth:
             hops += 1
-            rows = self.runner.run(query, {"keys": [{"namespace": n, "name": m} for n, m in frontier]})
+            rows = self.runner.run(query, {"keys": frontier})
             frontier = []
             for row in rows:
-                ds_id = add("DATASET", row["dns"], row["dn"])
-                job = (row["jns"], row["jn"])
-                job_id = add("JOB", *job)
-                flow(ds_id, job_id, job_side=False)
-                seen_jobs.add(job)
-                if row["ons"] is None or row["on"] is None:
+                job_id = add("JOB", row["jns"], row["jn"])
+                flow(add("DATASET", row["dns"], row["dn"]), job_id, far=False)
+                if row["okey"] is None:
                     continue
-                far = (row["ons"], row["on"])
-                flow(add("DATASET", *far), job_id, job_side=True)
-                if far not in seen_datasets:
-                    seen_datasets.add(far)
-                    frontier.append(far)
+                flow(add("DATASET", row["ons"], row["on"]), job_id, far=True)
+                if row["okey"] not in seen:
+                    seen.add(row["okey"])
+                    frontier.append(row["okey"])
 
     def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
-        rows = self.runner.run(_RUNS_OF_JOB, {"namespace": _text(namespace), "name": _text(name),
-                                              "limit": _limit(limit)})
-        return [RunSummary(
-            run_id=row["runId"], job_namespace=namespace, job_name=name, state=row["state"],
-            started_at=parse_time(row["startedAt"]), ended_at=parse_time(row["endedAt"]),
-            parent_run_id=(sorted(row["parents"])[0] if row["parents"] else None),
-        ) for row in rows]
+        key = name_key(_text(namespace), _text(name))
+        rows = self.runner.run(_RUNS_OF_JOB, {"key": key, "limit": _limit(limit)})
+        return [
+            RunSummary(
+                run_id=row["runId"],
+                job_namespace=namespace,
+                job_name=name,
+                state=row["state"],
+                started_at=parse_time(row["startedAt"]),
+                ended_at=parse_time(row["endedAt"]),
+                parent_run_id=(sorted(row["parents"])[0] if row["parents"] else None),
+            )
+            for row in rows
+        ]
 
     def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
         rows = self.runner.run(_EVENTS_OF_RUN, {"runId": _text(run_id)})
@@ -706,31 +831,52 @@ class GraphLineageStore(BaseLineageStore):
         return sorted(n for n in found if isinstance(n, str))
 
     def jobs(self, namespace: str | None = None, *, limit: int = 100) -> list[JobSummary]:
-        params = {"namespace": None if namespace is None else _text(namespace), "limit": _limit(limit)}
+        params = {
+            "namespace": None if namespace is None else _text(namespace),
+            "limit": _limit(limit),
+        }
         rows = self.runner.run(_JOBS, params)
-        keys = [{"namespace": r["namespace"], "name": r["name"]} for r in rows]
-        latest: dict[tuple[str, str], RunSummary] = {}
-        if keys:
-            for row in self.runner.run(_LATEST_RUNS, {"keys": keys}):
+        latest: dict[str, RunSummary] = {}
+        names = {r["key"]: (r["namespace"], r["name"]) for r in rows}
+        if names:
+            for row in self.runner.run(_LATEST_RUNS, {"keys": list(names)}):
                 run = row["latest"]
-                if run and run[0] is not None:
-                    latest[(row["namespace"], row["name"])] = RunSummary(
-                        run_id=run[0], job_namespace=row["namespace"], job_name=row["name"], state=run[1],
-                        started_at=parse_time(run[2]), ended_at=parse_time(run[3]))
-        return [JobSummary(
-            namespace=r["namespace"], name=r["name"], latest_run=latest.get((r["namespace"], r["name"])),
-            inputs=_pairs(r["ins"]), outputs=_pairs(r["outs"]),
-        ) for r in rows]
+                if run and run[0] is not None and row["key"] in names:
+                    ns, nm = names[row["key"]]
+                    latest[row["key"]] = RunSummary(
+                        run_id=run[0],
+                        job_namespace=ns,
+                        job_name=nm,
+                        state=run[1],
+                        started_at=parse_time(run[2]),
+                        ended_at=parse_time(run[3]),
+                    )
+        return [
+            JobSummary(
+                namespace=r["namespace"],
+                name=r["name"],
+                latest_run=latest.get(r["key"]),
+                inputs=_pairs(r["ins"]),
+                outputs=_pairs(r["outs"]),
+            )
+            for r in rows
+        ]
 
     def datasets(self, namespace: str | None = None, *, limit: int = 100) -> list[tuple[str, str]]:
-        params = {"namespace": None if namespace is None else _text(namespace), "limit": _limit(limit)}
+        params = {
+            "namespace": None if namespace is None else _text(namespace),
+            "limit": _limit(limit),
+        }
         return [(r["namespace"], r["name"]) for r in self.runner.run(_DATASETS, params)]
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         params = {"text": _text(text).lower(), "limit": _limit(limit)}
         found: list[tuple[NodeType, str, str]] = []
         found += [("JOB", r["namespace"], r["name"]) for r in self.runner.run(_SEARCH_JOBS, params)]
-        found += [("DATASET", r["namespace"], r["name"]) for r in self.runner.run(_SEARCH_DATASETS, params)]
+        found += [
+            ("DATASET", r["namespace"], r["name"])
+            for r in self.runner.run(_SEARCH_DATASETS, params)
+        ]
         found.sort(key=lambda t: (t[0] != "DATASET", t[1], t[2]))
         return found[:limit]
 

@@ -1,0 +1,425 @@
+"""The on-disk spool: where events wait once the memory buffer is full and the broker is away.
+
+Layout: ``<spool_dir>/<instance>/`` per live process, locked with ``flock`` on ``.lock`` so two
+processes never share one. A process adopts the directories of dead processes (their lock is
+free) at start, so a restarted service replays what its predecessor left. Inside, append-only
+segment files named ``<seq>-<sub>.seg`` are replayed in (seq, sub) order; ``sub`` lets a segment
+be placed *before* the unread ones (memory contents spilled at shutdown are older than them).
+
+Record: ``b"LSP1"``, meta length, body length, CRC-32 of meta+body (big-endian u32 each), then
+meta (a JSON array of the message's routing fields) and body. A torn tail left by a crash fails
+the length or CRC check and ends that segment's replay.
+
+fsync policy: data is written with one ``write`` per export call (so a killed process loses
+nothing the kernel has), fsynced when a segment is sealed, at flush/shutdown, and at most about
+once a second while writing (so a power loss costs at most ~1 s of spooled events).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import socket
+import struct
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from lineage_exporters.rabbitmq._messages import OutboundMessage
+
+__all__ = ["Spool"]
+
+_LOG = logging.getLogger("lineage_exporters.rabbitmq")
+_HEADER = struct.Struct(">4sIII")
+_MAGIC = b"LSP1"
+_MIDDLE_SUB = 1 << 30
+_SUFFIX = ".seg"
+SegmentKey = tuple[int, int]
+
+
+@dataclass(slots=True)
+class _Segment:
+    key: SegmentKey
+    path: Path
+    size: int
+    read: bool = False  # handed to the publisher; deleted once ``outstanding`` reaches 0
+    outstanding: int = 0
+
+
+def _name(key: SegmentKey) -> str:
+    return f"{key[0]:016d}-{key[1]:010d}{_SUFFIX}"
+
+
+def _parse_name(name: str) -> SegmentKey | None:
+    if not name.endswith(_SUFFIX):
+        return None
+    try:
+        seq, sub = name[: -len(_SUFFIX)].split("-")
+        return int(seq), int(sub)
+    except ValueError:
+        return None
+
+
+def encode_record(msg: OutboundMessage) -> bytes:
+    """One spool record for ``msg``."""
+    meta = orjson.dumps(
+        [msg.routing_key, msg.message_id, msg.content_type, msg.event_type, msg.schema_url,
+         msg.producer, msg.event_count, msg.event_ids]
+    )
+    crc = zlib.crc32(msg.body, zlib.crc32(meta))
+    return _HEADER.pack(_MAGIC, len(meta), len(msg.body), crc) + meta + msg.body
+
+
+def decode_records(data: bytes, key: SegmentKey) -> tuple[list[OutboundMessage], bool]:
+    """Records of one segment's bytes; the flag is False when a torn or corrupt tail was cut."""
+    out: list[OutboundMessage] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        if end - pos < _HEADER.size:
+            return out, False
+        magic, meta_len, body_len, crc = _HEADER.unpack_from(data, pos)
+        start = pos + _HEADER.size
+        stop = start + meta_len + body_len
+        if magic != _MAGIC or stop > end:
+            return out, False
+        meta, body = data[start : start + meta_len], data[start + meta_len : stop]
+        if zlib.crc32(body, zlib.crc32(meta)) != crc:
+            return out, False
+        try:
+            rk, mid, ct, et, su, pr, count, ids = orjson.loads(meta)
+            out.append(OutboundMessage(str(rk), str(mid), str(ct), str(et), str(su), str(pr),
+                                       int(count), ids if ids is None else str(ids), body, key))
+        except (orjson.JSONDecodeError, TypeError, ValueError):
+            return out, False
+        pos = stop
+    return out, True
+
+
+class Spool:
+    """A size-capped FIFO of messages on disk, safe to use from the worker and the I/O thread.
+
+    Never raises: if the directory cannot be used, the spool reports itself unavailable (every
+    append is refused, so the exporter counts drops) after one clear log line.
+    """
+
+    def __init__(self, root: Path, max_bytes: int, *, segment_bytes: int | None = None,
+                 fsync_interval_s: float = 1.0) -> None:
+        self.root = root
+        self.max_bytes = max_bytes
+        self.segment_bytes = segment_bytes or max(64 << 10, min(8 << 20, max_bytes // 8))
+        self._fsync_interval = fsync_interval_s
+        self._lock = threading.Lock()
+        self._segments: dict[SegmentKey, _Segment] = {}
+        self._next_seq = 1 << 40
+        self._active: _Segment | None = None
+        self._fd: int | None = None
+        self._dirty = False
+        self._last_fsync = 0.0
+        self._lock_fd: int | None = None
+        self.dir: Path | None = None
+        self.available = False
+        self.corrupt_segments = 0
+        if max_bytes <= 0:
+            return
+        try:
+            self._open()
+            self.available = True
+        except OSError as exc:
+            _LOG.error("lineage RabbitMQ spool directory %s is not usable (%s); events that do not "
+                       "fit in memory while the broker is away will be dropped", root, exc)
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.dir = self.root / name
+        self.dir.mkdir()
+        self._lock_fd = os.open(self.dir / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for orphan in self._orphans():
+            self._adopt(orphan)
+
+    def _orphans(self) -> list[Path]:
+        """Instance directories of dead processes (their lock is free), oldest segments first."""
+        found: list[tuple[float, Path]] = []
+        for path in self.root.iterdir():
+            if path == self.dir or not path.is_dir():
+                continue
+            segs = sorted(p for p in path.iterdir() if _parse_name(p.name))
+            try:
+                mtime = segs[0].stat().st_mtime if segs else 0.0
+            except OSError:
+                continue
+            found.append((mtime, path))
+        return [p for _, p in sorted(found)]
+
+    def _adopt(self, path: Path) -> None:
+        """Move a dead process's segments into this spool, in their order, before anything new."""
+        try:
+            fd = os.open(path / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+        except OSError:
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return  # its owner is alive
+            assert self.dir is not None
+            keyed = [(k, p) for p in path.iterdir() if (k := _parse_name(p.name)) is not None]
+            for _, src in sorted(keyed):
+                key = (self._next_seq, _MIDDLE_SUB)
+                self._next_seq += 1
+                dst = self.dir / _name(key)
+                os.replace(src, dst)
+                self._segments[key] = _Segment(key, dst, dst.stat().st_size)
+            for leftover in path.iterdir():
+                leftover.unlink(missing_ok=True)
+            path.rmdir()
+            if keyed:
+                _LOG.info("lineage RabbitMQ spool adopted %d segment(s) left by a previous process "
+                          "in %s; they are replayed first", len(keyed), path)
+        except OSError as exc:
+            _LOG.warning("lineage RabbitMQ spool could not adopt %s: %s", path, exc)
+        finally:
+            os.close(fd)
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def total_bytes(self) -> int:
+        with self._lock:
+            return sum(s.size for s in self._segments.values())
+
+    def has_unread(self) -> bool:
+        """True while some segment has not been handed to the publisher yet."""
+        with self._lock:
+            return any(not s.read and s.size > 0 for s in self._segments.values())
+
+    # -- writing (worker thread, or shutdown) -------------------------------------------------
+
+    def append(self, messages: Sequence[OutboundMessage]) -> int:
+        """Append ``messages`` at the tail; returns how many fit (a prefix, to keep the order)."""
+        if not self.available or not messages:
+            return 0
+        with self._lock:
+            total = sum(s.size for s in self._segments.values())
+            chunks: list[bytes] = []
+            accepted = 0
+            try:
+                for msg in messages:
+                    rec = encode_record(msg)
+                    if total + len(rec) > self.max_bytes:
+                        break
+                    seg = self._writable(len(rec), chunks)
+                    chunks.append(rec)
+                    seg.size += len(rec)
+                    total += len(rec)
+                    accepted += 1
+                self._write(chunks)
+            except OSError as exc:
+                _LOG.error("lineage RabbitMQ spool write failed in %s: %s", self.dir, exc)
+                self.available = False
+                return 0
+            try:
+                self._maybe_fsync()
+            except OSError as exc:  # written but not synced: still in the kernel's hands
+                _LOG.warning("lineage RabbitMQ spool cannot sync %s: %s", self.dir, exc)
+            return accepted
+
+    def _writable(self, grow: int, pending: list[bytes]) -> _Segment:
+        """The active segment, sealing it and starting a new one when it would grow too big."""
+        seg = self._active
+        if seg is not None and seg.size > 0 and seg.size + grow > self.segment_bytes:
+            self._write(pending)
+            pending.clear()
+            self._seal()
+            seg = None
+        if seg is None:
+            assert self.dir is not None
+            key = (self._next_seq, _MIDDLE_SUB)
+            self._next_seq += 1
+            seg = _Segment(key, self.dir / _name(key), 0)
+            self._fd = os.open(seg.path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
+            self._segments[key] = seg
+            self._active = seg
+        return seg
+
+    def _write(self, chunks: list[bytes]) -> None:
+        if not chunks or self._fd is None:
+            return
+        data = memoryview(b"".join(chunks))
+        while data:
+            n = os.write(self._fd, data)
+            data = data[n:]
+        self._dirty = True
+
+    def _seal(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+        self._fd = None
+        self._active = None
+        self._dirty = False
+
+    def _maybe_fsync(self) -> None:
+        now = time.monotonic()
+        if self._dirty and self._fd is not None and now - self._last_fsync >= self._fsync_interval:
+            os.fsync(self._fd)
+            self._dirty = False
+            self._last_fsync = now
+
+    def sync_if_due(self) -> None:
+        """fsync if something was written and the last fsync is older than the interval."""
+        with self._lock:
+            try:
+                self._maybe_fsync()
+            except OSError as exc:
+                _LOG.error("lineage RabbitMQ spool cannot sync %s: %s", self.dir, exc)
+
+    def sync(self) -> None:
+        """fsync what was written; called by flush, shutdown and the I/O thread's timer."""
+        with self._lock:
+            if self._dirty and self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.fsync(self._fd)
+                self._dirty = False
+                self._last_fsync = time.monotonic()
+
+    def spill_front(self, messages: Sequence[OutboundMessage]) -> bool:
+        """Write ``messages`` as one segment placed before every unread one; all or nothing.
+
+        Used when memory is emptied to disk (flush while the broker is away, shutdown): the
+        memory holds everything older than the unread segments, including the unconfirmed rest
+        of segments already handed out, so those segments are deleted once this one is synced.
+        """
+        if not messages:
+            return True
+        if not self.available:
+            return False
+        with self._lock:
+            handed = [s for s in self._segments.values() if s.read]
+            unread = [s.key for s in self._segments.values() if not s.read]
+            budget = self.max_bytes - sum(s.size for s in self._segments.values() if not s.read)
+            data = b"".join(encode_record(m) for m in messages)
+            if len(data) > budget:
+                return False
+            if unread:
+                seq = min(unread)[0]
+                subs = [k[1] for k in self._segments if k[0] == seq]
+                key = (seq, min(subs) - 1)
+            else:
+                key = (self._next_seq, _MIDDLE_SUB)
+                self._next_seq += 1
+            assert self.dir is not None
+            path = self.dir / _name(key)
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                _LOG.error("lineage RabbitMQ spool write failed in %s: %s", self.dir, exc)
+                path.unlink(missing_ok=True)
+                return False
+            self._segments[key] = _Segment(key, path, len(data))
+            for seg in handed:
+                self._delete(seg)
+            return True
+
+    # -- reading (I/O thread) -----------------------------------------------------------------
+
+    def read_next(self) -> list[OutboundMessage] | None:
+        """The messages of the oldest unread segment (sealing the active one if need be)."""
+        while True:
+            with self._lock:
+                unread = sorted(k for k, s in self._segments.items() if not s.read)
+                if not unread:
+                    return None
+                seg = self._segments[unread[0]]
+                if seg is self._active:
+                    try:
+                        self._seal()
+                    except OSError as exc:
+                        _LOG.error("lineage RabbitMQ spool cannot seal %s: %s", seg.path, exc)
+                        self.available = False
+                seg.read = True
+            try:
+                data = seg.path.read_bytes()
+            except OSError as exc:
+                _LOG.error("lineage RabbitMQ spool cannot read %s: %s", seg.path, exc)
+                data = b""
+            messages, clean = decode_records(data, seg.key)
+            if not clean:
+                self.corrupt_segments += 1
+                _LOG.warning("lineage RabbitMQ spool segment %s ends with a torn or corrupt record "
+                             "(a crash mid-write); %d record(s) before it are replayed",
+                             seg.path.name, len(messages))
+            with self._lock:
+                seg.outstanding = len(messages)
+                if not messages:
+                    self._delete(seg)
+                    continue
+            return messages
+
+    def release(self, key: SegmentKey, count: int) -> None:
+        """``count`` messages read from segment ``key`` were confirmed; delete it when all were."""
+        with self._lock:
+            seg = self._segments.get(key)
+            if seg is None:
+                return
+            seg.outstanding -= count
+            if seg.outstanding <= 0 and seg.read:
+                self._delete(seg)
+
+    def _delete(self, seg: _Segment) -> None:
+        self._segments.pop(seg.key, None)
+        with contextlib.suppress(OSError):
+            seg.path.unlink(missing_ok=True)
+
+    # -- end ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Sync, release the lock, and remove the directory if nothing is left in it."""
+        with self._lock:
+            try:
+                if self._fd is not None:
+                    self._seal()
+            except OSError as exc:
+                _LOG.error("lineage RabbitMQ spool cannot sync %s: %s", self.dir, exc)
+            for seg in list(self._segments.values()):
+                if seg.size == 0:
+                    self._delete(seg)
+            if self.dir is not None and not self._segments:
+                with contextlib.suppress(OSError):
+                    (self.dir / ".lock").unlink(missing_ok=True)
+                    self.dir.rmdir()
+            if self._lock_fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._lock_fd)
+                self._lock_fd = None
+            self.available = False
+
+    def abandon_after_fork(self) -> None:
+        """In a forked child: forget the parent's spool without touching its files or lock."""
+        with contextlib.suppress(OSError):
+            if self._fd is not None:
+                os.close(self._fd)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+        self._fd = self._lock_fd = None
+        self._segments.clear()
+        self._active = None
+        self.available = False

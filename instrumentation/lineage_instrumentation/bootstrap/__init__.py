@@ -1,0 +1,1 @@
+"""The folder ``lineage-instrument`` puts first on ``PYTHONPATH``: only ``sitecustomize``."""

@@ -1,0 +1,326 @@
+"""``PikaInstrumentor``: lineage from pika consumers and publishers without code changes.
+
+Patched (and restored exactly by ``uninstrument()``):
+
+- ``BlockingChannel.basic_consume``: the ``on_message_callback`` runs inside the delivery's run;
+- ``BlockingChannel.consume``: the generator's loop body runs inside the delivery's run;
+- ``pika.channel.Channel.basic_consume``: callbacks of ``SelectConnection``, ``AsyncioConnection``
+  (and the other asynchronous adapters), which all use this channel class;
+- ``pika.channel.Channel.basic_publish``: inside a lineage run, adds the exchange and routing key
+  as an output dataset and puts the run context in the message headers (``BlockingChannel``
+  publishes through it too);
+- ``pika.channel.Channel.basic_cancel``: ends a streaming consumer's run.
+
+Nothing is recorded while ``is_instrumentation_suppressed()`` is true: the lineage pipeline's
+worker thread sets it, so the RabbitMQ exporter's own traffic is never instrumented.
+
+Importing this module does not import pika; ``instrument()`` does, after checking the version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement, Patcher
+from lineage_instrumentation.pika._consumers import (
+    STATE_PIKA,
+    Consumer,
+    Settings,
+    callable_name,
+    end_all_streams,
+    end_stream,
+    instrumented_consume,
+    warn_once,
+)
+from lineage_instrumentation.pika._naming import (
+    MESSAGING_FACET_KEY,
+    MESSAGING_FACET_URL,
+    dataset_name,
+    namespace_of,
+)
+from lineage_instrumentation.pika._publisher import (
+    end_publisher_stream,
+    prepare_publish,
+    publish_without_run,
+)
+from lineage_instrumentation.propagation import parent_from_environment
+from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.sdk.provider import STATE, get_sdk
+from lineage_sdk.sdk.runs import CURRENT_RUN
+from lineage_sdk.sdk.suppression import is_instrumentation_suppressed
+
+__all__ = [
+    "MESSAGING_FACET_KEY",
+    "MESSAGING_FACET_URL",
+    "PikaInstrumentor",
+    "dataset_name",
+    "namespace_of",
+]
+
+_MODES = ("per_message", "streaming")
+
+
+class PikaInstrumentor(BaseInstrumentor):
+    """Lineage for pika 1.x consumers and publishers (see the module docstring).
+
+    ``instrument(mode=..., consumer_job_name=..., streaming_interval_ms=...)`` overrides the
+    ``[lineage.instrumentation]`` settings (``pika_mode``, ``pika_consumer_job_name``,
+    ``pika_streaming_interval_ms``), which are otherwise read from the SDK's configuration when
+    each consumer starts.
+    """
+
+    name = "pika"
+
+    def instrumentation_dependencies(self) -> Collection[LibraryRequirement]:
+        # basic_consume(queue, on_message_callback) is the 1.x signature; 2.x is untested.
+        return (LibraryRequirement("pika>=1.1,<2", "pika"),)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        mode = kwargs.get("mode")
+        if mode is not None and mode not in _MODES:
+            raise ConfigError(
+                "instrumentation.pika_mode",
+                mode,
+                "per_message or streaming",
+                source="PikaInstrumentor.instrument()",
+            )
+        interval = kwargs.get("streaming_interval_ms")
+        if interval is not None and (not isinstance(interval, int) or interval < 1):
+            raise ConfigError(
+                "instrumentation.pika_streaming_interval_ms",
+                interval,
+                "an integer >= 1",
+                source="PikaInstrumentor.instrument()",
+            )
+        job_name = kwargs.get("consumer_job_name")
+        if job_name is not None and (not isinstance(job_name, str) or not job_name):
+            raise ConfigError(
+                "instrumentation.pika_consumer_job_name",
+                job_name,
+                "a non-empty string",
+                source="PikaInstrumentor.instrument()",
+            )
+
+        import pika.adapters.blocking_connection as blocking
+        import pika.channel
+        import pika.spec
+
+        STATE_PIKA.settings = Settings(mode, job_name, interval, parent_from_environment())
+        patcher = Patcher()
+        blocking_channel = blocking.BlockingChannel
+        patcher.patch(blocking_channel, "basic_consume", _blocking_basic_consume)
+        patcher.patch(blocking_channel, "consume", _blocking_consume)
+        patcher.patch(
+            pika.channel.Channel,
+            "basic_consume",
+            lambda original: _channel_basic_consume(original, blocking_channel),
+        )
+        patcher.patch(
+            pika.channel.Channel,
+            "basic_publish",
+            lambda original: _basic_publish(original, pika.spec.BasicProperties),
+        )
+        patcher.patch(pika.channel.Channel, "basic_cancel", _basic_cancel)
+        self._patcher = patcher
+        STATE_PIKA.active = True
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        STATE_PIKA.active = False  # callbacks wrapped earlier now pass straight through
+        self._patcher.restore()
+        end_all_streams()
+        end_publisher_stream()
+
+
+def _consumer_for(channel: Any, queue: str, callback: Any) -> tuple[Consumer | None, Any]:
+    try:
+        sdk = STATE.sdk or get_sdk()
+        return Consumer(channel, queue, callable_name(callback), sdk), sdk
+    except Exception as exc:  # noqa: BLE001 - lineage must never break the subscription
+        warn_once("setting up a consumer", exc)
+        return None, None
+
+
+def _blocking_basic_consume(original: Callable[..., Any]) -> Callable[..., Any]:
+    def basic_consume(
+        self: Any,
+        queue: str,
+        on_message_callback: Any,
+        auto_ack: bool = False,
+        exclusive: bool = False,
+        consumer_tag: str | None = None,
+        arguments: dict[str, Any] | None = None,
+    ) -> Any:
+        consumer, sdk = None, None
+        if (
+            STATE_PIKA.active
+            and not is_instrumentation_suppressed()
+            and callable(on_message_callback)
+        ):
+            consumer, sdk = _consumer_for(self._impl, queue, on_message_callback)
+        if consumer is None:
+            return original(
+                self,
+                queue=queue,
+                on_message_callback=on_message_callback,
+                auto_ack=auto_ack,
+                exclusive=exclusive,
+                consumer_tag=consumer_tag,
+                arguments=arguments,
+            )
+        tag = original(
+            self,
+            queue=queue,
+            on_message_callback=consumer.wrap(on_message_callback),
+            auto_ack=auto_ack,
+            exclusive=exclusive,
+            consumer_tag=consumer_tag,
+            arguments=arguments,
+        )
+        consumer.start_stream(sdk, tag)
+        return tag
+
+    return basic_consume
+
+
+def _blocking_consume(original: Callable[..., Any]) -> Callable[..., Any]:
+    def consume(
+        self: Any,
+        queue: str,
+        auto_ack: bool = False,
+        exclusive: bool = False,
+        arguments: dict[str, Any] | None = None,
+        inactivity_timeout: float | None = None,
+        consumer_tag: str | None = None,
+    ) -> Any:
+        inner = original(
+            self,
+            queue=queue,
+            auto_ack=auto_ack,
+            exclusive=exclusive,
+            arguments=arguments,
+            inactivity_timeout=inactivity_timeout,
+            consumer_tag=consumer_tag,
+        )
+        if not STATE_PIKA.active or is_instrumentation_suppressed():
+            return inner
+        consumer, sdk = _consumer_for(self._impl, queue, "consume")
+        if consumer is None:
+            return inner
+        return instrumented_consume(inner, consumer, sdk)
+
+    return consume
+
+
+def _channel_basic_consume(
+    original: Callable[..., Any], blocking_channel: type[Any]
+) -> Callable[..., Any]:
+    def basic_consume(
+        self: Any,
+        queue: str,
+        on_message_callback: Any,
+        auto_ack: bool = False,
+        exclusive: bool = False,
+        consumer_tag: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        callback: Any = None,
+    ) -> Any:
+        consumer, sdk = None, None
+        if (
+            STATE_PIKA.active
+            and not is_instrumentation_suppressed()
+            and callable(on_message_callback)
+            # BlockingChannel subscribes its own dispatcher here; its callbacks are wrapped above.
+            and not isinstance(getattr(on_message_callback, "__self__", None), blocking_channel)
+        ):
+            consumer, sdk = _consumer_for(self, queue, on_message_callback)
+        if consumer is None:
+            return original(
+                self,
+                queue=queue,
+                on_message_callback=on_message_callback,
+                auto_ack=auto_ack,
+                exclusive=exclusive,
+                consumer_tag=consumer_tag,
+                arguments=arguments,
+                callback=callback,
+            )
+        tag = original(
+            self,
+            queue=queue,
+            on_message_callback=consumer.wrap(on_message_callback),
+            auto_ack=auto_ack,
+            exclusive=exclusive,
+            consumer_tag=consumer_tag,
+            arguments=arguments,
+            callback=callback,
+        )
+        consumer.start_stream(sdk, tag)
+        return tag
+
+    return basic_consume
+
+
+def _basic_publish(original: Callable[..., Any], basic_properties: type[Any]) -> Callable[..., Any]:
+    def basic_publish(
+        self: Any,
+        exchange: str,
+        routing_key: str,
+        body: bytes,
+        properties: Any = None,
+        mandatory: bool = False,
+    ) -> Any:
+        if not STATE_PIKA.active or is_instrumentation_suppressed():
+            return original(
+                self,
+                exchange=exchange,
+                routing_key=routing_key,
+                body=body,
+                properties=properties,
+                mandatory=mandatory,
+            )
+        run = CURRENT_RUN.get()
+        if run is None:
+            return publish_without_run(
+                lambda props: original(
+                    self,
+                    exchange=exchange,
+                    routing_key=routing_key,
+                    body=body,
+                    properties=props,
+                    mandatory=mandatory,
+                ),
+                self,
+                exchange,
+                routing_key,
+                properties,
+                basic_properties,
+            )
+        try:
+            properties = prepare_publish(
+                self, exchange, routing_key, properties, run, basic_properties
+            )
+        except Exception as exc:  # noqa: BLE001 - publish as the caller asked
+            warn_once("recording a publish", exc)
+        return original(
+            self,
+            exchange=exchange,
+            routing_key=routing_key,
+            body=body,
+            properties=properties,
+            mandatory=mandatory,
+        )
+
+    return basic_publish
+
+
+def _basic_cancel(original: Callable[..., Any]) -> Callable[..., Any]:
+    def basic_cancel(self: Any, consumer_tag: str = "", callback: Any = None) -> Any:
+        if STATE_PIKA.active:
+            try:
+                end_stream(self, consumer_tag)
+            except Exception as exc:  # noqa: BLE001
+                warn_once("ending a cancelled consumer's run", exc)
+        return original(self, consumer_tag=consumer_tag, callback=callback)
+
+    return basic_cancel

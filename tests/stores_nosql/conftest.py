@@ -1,0 +1,139 @@
+"""Session-scoped servers for the document and graph stores, and fresh, isolated stores per test.
+
+Servers come from tests/servers.py: SecantusDB and FalkorDB started on free loopback ports, or a
+real MongoDB / Neo4j when LINEAGE_TEST_MONGODB_URI / LINEAGE_TEST_NEO4J_URI are set. Other test
+folders can import these fixtures with ``from stores_nosql.conftest import ...`` or, better, use the
+helpers of ``servers`` directly.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # nosql_events, for the test modules
+
+from servers import (
+    FalkorDBServer,
+    GraphTarget,
+    MongoTarget,
+    falkordb_server,
+    mongo_target,
+    neo4j_from_env,
+)
+
+from lineage_sdk.collector.stores.document import DocumentLineageStore
+from lineage_sdk.collector.stores.graph import GraphLineageStore
+from lineage_sdk.config.schema import ConnectionConfig
+
+
+@pytest.fixture(scope="session")
+def mongo() -> Iterator[MongoTarget]:
+    """A MongoDB-wire server for the whole session (SecantusDB unless LINEAGE_TEST_MONGODB_URI)."""
+    with mongo_target() as target:
+        yield target
+
+
+@pytest.fixture(scope="session")
+def falkordb() -> Iterator[FalkorDBServer]:
+    """One FalkorDB for the session (RESP for the full suite, Bolt for the driver smoke tests)."""
+    with falkordb_server(persistent=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def graph_target(request: pytest.FixtureRequest) -> GraphTarget:
+    """Real Neo4j when LINEAGE_TEST_NEO4J_URI is set, else FalkorDB through its native protocol."""
+    env = neo4j_from_env()
+    if env is not None:
+        uri, user, password, database = env
+        return GraphTarget(
+            kind="neo4j", uri=uri, username=user, password=password, database=database
+        )
+    server: FalkorDBServer = request.getfixturevalue("falkordb")
+    return GraphTarget(kind="falkordb", uri=server.bolt_uri, server=server)
+
+
+@pytest.fixture(scope="session")
+def bolt_target(falkordb: FalkorDBServer) -> GraphTarget:
+    return GraphTarget(kind="falkordb-bolt", uri=falkordb.bolt_uri, server=falkordb)
+
+
+@pytest.fixture(scope="session")
+def bolt_store(bolt_target: GraphTarget) -> Iterator[GraphLineageStore]:
+    """One store (one neo4j driver) over FalkorDB's Bolt for the session: FalkorDB may stall a new
+    connection after a client disconnects, so the Bolt smoke tests share one long-lived driver."""
+    store = GraphLineageStore(ConnectionConfig(uri=bolt_target.uri, timeout_ms=5000))
+    store.open()
+    yield store
+    store.close()
+
+
+def mongo_connection(target: MongoTarget, *, timeout_ms: int = 5000) -> ConnectionConfig:
+    return ConnectionConfig(uri=target.uri, database="lineage_tests", timeout_ms=timeout_ms)
+
+
+@pytest.fixture
+def document_store(mongo: MongoTarget) -> Iterator[DocumentLineageStore]:
+    """A store on a collection of its own, dropped afterwards."""
+    import uuid
+
+    store = DocumentLineageStore(
+        mongo_connection(mongo), collection_name=f"t_{uuid.uuid4().hex[:12]}"
+    )
+    store.open()
+    try:
+        yield store
+    finally:
+        store.collection.drop()
+        store.close()
+
+
+def _wipe(store: GraphLineageStore) -> None:
+    store.runner.run("MATCH (n) DETACH DELETE n")
+
+
+@pytest.fixture
+def graph_store(graph_target: GraphTarget) -> Iterator[GraphLineageStore]:
+    """A store on an empty graph: a graph of its own on FalkorDB; on a real Neo4j, the (throwaway!)
+    database is wiped before and after."""
+    import uuid
+
+    if graph_target.kind == "falkordb":
+        runner = graph_target.runner(f"t_{uuid.uuid4().hex[:12]}")
+        store = GraphLineageStore(runner=runner)
+    else:
+        store = GraphLineageStore(
+            ConnectionConfig(
+                uri=graph_target.uri,
+                username=graph_target.username,
+                password=graph_target.password,
+                database=graph_target.database,
+                timeout_ms=5000,
+            )
+        )
+        store.open()
+        _wipe(store)
+    store.open()
+    try:
+        yield store
+    finally:
+        runner = store.runner
+        drop = getattr(runner, "drop", None)
+        if drop is not None:
+            drop()
+        else:
+            _wipe(store)
+        store.close()
+
+
+@pytest.fixture(params=["document", "graph"])
+def query_store(request: pytest.FixtureRequest) -> DocumentLineageStore | GraphLineageStore:
+    """The same questions asked of both stores."""
+    store: DocumentLineageStore | GraphLineageStore = request.getfixturevalue(
+        f"{request.param}_store"
+    )
+    return store

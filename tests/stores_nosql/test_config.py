@@ -1,0 +1,82 @@
+"""Building the stores from configuration: entry points, connection names, secrets kept out."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+import pytest
+
+from lineage_sdk.collector.stores import document, graph
+from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
+from lineage_sdk.exceptions import ConfigError, StoreError
+
+
+def config(**connections):
+    return LineageConfig.model_validate(
+        {
+            "store": {
+                "backend": "document",
+                "document": {"document_connection_name": "audit", "collection_name": "events"},
+                "graph": {"graph_connection_name": "impact"},
+            },
+            "connections": connections,
+        }
+    )
+
+
+def test_entry_points_point_at_the_creators():
+    eps = {ep.name: ep for ep in entry_points(group="lineage_sdk.stores")}
+    assert eps["document"].load() is document.create_store
+    assert eps["graph"].load() is graph.create_store
+
+
+def test_create_store_uses_the_named_connections():
+    cfg = config(
+        audit={"uri": "mongodb://127.0.0.1:1/auditdb"}, impact={"uri": "bolt://127.0.0.1:1"}
+    )
+    doc = document.create_store(cfg)
+    assert doc.name == "document" and doc.collection.name == "events"
+    assert doc.collection.database.name == "auditdb"
+    doc.close()
+    assert graph.create_store(cfg).name == "graph"
+
+
+@pytest.mark.parametrize(
+    ("creator", "key"),
+    [
+        (document.create_store, "document_connection_name"),
+        (graph.create_store, "graph_connection_name"),
+    ],
+)
+def test_a_missing_connection_is_a_clear_config_error(creator, key):
+    with pytest.raises(ConfigError) as info:
+        creator(config(other={"uri": "x://y"}))
+    assert key in str(info.value) and "other" in str(info.value)
+
+
+def test_unreachable_servers_raise_store_error_without_the_password():
+    conn = ConnectionConfig(
+        uri="mongodb://127.0.0.1:1/db", username="u", password="s3cret-pw", timeout_ms=200
+    )
+    store = document.DocumentLineageStore(conn)
+    with pytest.raises(StoreError) as info:
+        store.check()
+    assert "s3cret-pw" not in str(info.value) and not info.value.permanent
+    store.close()
+    gconn = ConnectionConfig(
+        uri="bolt://127.0.0.1:1", username="neo4j", password="s3cret-pw", timeout_ms=200
+    )
+    gstore = graph.GraphLineageStore(gconn)
+    with pytest.raises(StoreError) as ginfo:
+        gstore.open()
+    assert "s3cret-pw" not in str(ginfo.value) and not ginfo.value.permanent
+    gstore.close()
+
+
+def test_bad_uris_are_config_errors_without_the_password():
+    with pytest.raises(ConfigError) as info:
+        _ = document.DocumentLineageStore(ConnectionConfig(uri="mongodb://u:s3cret@/")).collection
+    assert "s3cret" not in str(info.value)
+    with pytest.raises(ConfigError) as ginfo:
+        _ = graph.GraphLineageStore(ConnectionConfig(uri="ftp://u:s3cret@host:7687")).runner
+    assert "s3cret" not in str(ginfo.value)

@@ -1,0 +1,168 @@
+"""The document store against a MongoDB-wire server (SecantusDB, or LINEAGE_TEST_MONGODB_URI)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from nosql_events import HOSTILE_KEYS, HOSTILE_STRINGS, facet, records, run_event, uid
+
+from lineage_sdk.collector.records import build_record
+from lineage_sdk.collector.stores.document import (
+    DocumentLineageStore,
+    escape_key,
+    escape_keys,
+    unescape_key,
+    unescape_keys,
+)
+from lineage_sdk.exceptions import StoreError
+
+pytestmark = pytest.mark.mongodb
+
+
+@pytest.mark.parametrize(
+    "key", ["", "%", "%%", "$", "$$x", "a.b", ".", "%24", "%2E", "\x00", "a%2", "😀.$%"]
+)
+def test_key_escaping_is_reversible_and_safe(key):
+    escaped = escape_key(key)
+    assert unescape_key(escaped) == key
+    assert "." not in escaped and "$" not in escaped and "\x00" not in escaped and escaped
+
+
+def test_escaped_keys_never_collide():
+    keys = ["a.b", "a%2Eb", "a%252Eb", "$x", "%24x", "", "%", "%25"]
+    assert len({escape_key(k) for k in keys}) == len(keys)
+    nested = {"$a": [{"b.c": {"": 1}}, 2**70], "d": {"%": "x.y$"}}
+    assert unescape_keys(escape_keys(nested)) == {
+        "$a": [{"b.c": {"": 1}}, str(2**70)],
+        "d": {"%": "x.y$"},
+    }
+
+
+def test_each_event_is_stored_once(document_store):
+    ns = f"ns-{uid()}"
+    events = [run_event(job="j", namespace=ns, seconds=i) for i in range(50)]
+    document_store.write_batch(records(*events, *events[:10]))  # duplicates inside the batch
+    document_store.write_batch(records(*events[20:30]))  # redelivery: duplicate-key errors ignored
+    document_store.write_batch(records(*events[25:], run_event(job="late", namespace=ns)))
+    assert document_store.collection.count_documents({}) == 51
+    ids = {build_record(e).event_id for e in events}
+    assert {d["_id"] for d in document_store.collection.find({"job.name": "j"}, {"_id": 1})} == ids
+
+
+def test_document_shape_dates_and_indexes(document_store):
+    event = run_event(
+        job="shape",
+        namespace="ns",
+        inputs=[("db", "in")],
+        outputs=[("db", "out")],
+        parent=("cccccccc-0000-4000-8000-000000000001", "ns", "parent"),
+    )
+    event["eventTime"] = "2025-03-01T13:00:00.123456+01:00"
+    (rec,) = records(event)
+    document_store.write_batch([rec])
+    doc = document_store.collection.find_one({"_id": rec.event_id})
+    assert isinstance(doc["eventTime"], datetime)
+    assert doc["eventTime"].isoformat().startswith("2025-03-01T12:00:00.123")  # BSON date, UTC
+    assert doc["eventTimeRaw"] == "2025-03-01T13:00:00.123456+01:00"
+    assert doc["job"] == {"namespace": "ns", "name": "shape"}
+    assert doc["inputs"] == [{"namespace": "db", "name": "in"}]
+    assert doc["outputs"] == [{"namespace": "db", "name": "out"}]
+    assert doc["parentRunId"] == "cccccccc-0000-4000-8000-000000000001"
+    assert doc["runId"] == rec.run_id and doc["eventType"] == "COMPLETE" and doc["kind"] == "run"
+    keys = {
+        tuple(k for k, _ in ix["key"].items()) for ix in document_store.collection.list_indexes()
+    }
+    assert {
+        ("runId", "eventTime"),
+        ("job.namespace", "job.name", "eventTime"),
+        ("inputs.namespace", "inputs.name"),
+        ("outputs.namespace", "outputs.name"),
+    } <= keys
+    # the audit questions are answered by those indexes
+    assert (
+        document_store.collection.count_documents(
+            {"outputs": {"$elemMatch": {"namespace": "db", "name": "out"}}}
+        )
+        == 1
+    )
+
+
+def test_hostile_names_and_facets_are_stored_and_read_back_exactly(document_store):
+    run_id = "dddddddd-0000-4000-8000-000000000001"
+    hostile_facet = facet(
+        **{k: {k: HOSTILE_STRINGS} for k in HOSTILE_KEYS}, big=2**63 - 1, f=0.1, n=None
+    )
+    events = []
+    for i, text in enumerate(HOSTILE_STRINGS):
+        events.append(
+            run_event(
+                job=text,
+                namespace=text,
+                run_id=run_id,
+                seconds=i,
+                inputs=[(text, text)],
+                outputs=[("out", text)],
+                run_facets={"custom": hostile_facet, "$where": facet(js="sleep(1000)")},
+                job_facets={"a.b": facet(**{"$gt": text})},
+                dataset_facets={"%2E": facet(v=text)},
+            )
+        )
+    recs = records(*events)
+    document_store.write_batch(recs)
+    document_store.write_batch(recs)
+    assert document_store.events_of_run(run_id) == events
+
+    # the queryable copy holds no key that could be an operator or a path
+    def walk(value):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                assert not k.startswith("$") and "." not in k
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for doc in document_store.collection.find({}, {"event": 1}):
+        walk(doc["event"])
+    # and stays queryable by its escaped path
+    assert document_store.collection.count_documents(
+        {"event.run.facets.%24where.js": "sleep(1000)"}
+    ) == len(events)
+    for text in HOSTILE_STRINGS[:5]:
+        assert [r.run_id for r in document_store.runs_of_job(text, text)] == [run_id]
+
+
+def test_a_job_named_like_an_operator_matches_only_itself(document_store):
+    document_store.write_batch(
+        records(run_event(job="$ne", namespace="$ne"), run_event(job="x", namespace="y"))
+    )
+    assert len(document_store.runs_of_job("$ne", "$ne")) == 1
+    assert document_store.runs_of_job("$ne", "x") == []
+
+
+def test_errors_other_than_duplicates_raise_store_error(document_store):
+    ok = run_event(job="ok", namespace="ns")
+    document_store.write_batch(records(ok))
+    too_big = run_event(
+        job="big", namespace="ns", run_facets={"blob": facet(data="x" * (17 * 1024 * 1024))}
+    )
+    with pytest.raises(StoreError) as info:
+        document_store.write_batch(records(ok, too_big))
+    assert info.value.store == "document" and info.value.permanent
+
+
+def test_server_side_rejection_is_not_ignored(mongo):
+    """A write error that is not E11000 (here a validator's 121) must surface, not be swallowed."""
+    from conftest import mongo_connection
+
+    store = DocumentLineageStore(mongo_connection(mongo), collection_name=f"v_{uid()}")
+    db = store.collection.database
+    db.create_collection(store.collection.name, validator={"kind": {"$in": ["dataset"]}})
+    try:
+        with pytest.raises(StoreError) as info:
+            store.write_batch(records(run_event(job="j", namespace="n")))
+        assert "121" in str(info.value)
+    finally:
+        store.collection.drop()
+        store.close()
