@@ -44,7 +44,9 @@ def _ensure_postgres(session: nox.Session) -> None:
     versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
     if not versions:
         session.error("PostgreSQL is not installed; the SQL store tests need it on 127.0.0.1:5432")
-    session.run("pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start", external=True)
+    session.run(
+        "pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start", external=True
+    )
     for _ in range(30):
         if _port_open(5432):
             return
@@ -62,7 +64,16 @@ def _ensure_chromium(session: nox.Session) -> None:
     session.log("installing Debian's chromium for the graph-page tests")
     env = {"DEBIAN_FRONTEND": "noninteractive"}
     session.run("apt-get", "update", "-qq", external=True, env=env)
-    session.run("apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium", external=True, env=env)
+    session.run(
+        "apt-get",
+        "install",
+        "-y",
+        "-qq",
+        "--no-install-recommends",
+        "chromium",
+        external=True,
+        env=env,
+    )
 
 
 @nox.session(python=PYTHON)
@@ -97,7 +108,9 @@ def bench(session: nox.Session) -> None:
     _ensure_rabbitmq(session)
     os.makedirs(".bench-results", exist_ok=True)
     scripts = session.posargs or sorted(
-        f"bench/{name}" for name in os.listdir("bench") if name.startswith("bench_") and name.endswith(".py")
+        f"bench/{name}"
+        for name in os.listdir("bench")
+        if name.startswith("bench_") and name.endswith(".py")
     )
     for script in scripts:
         session.log(f"== {script}")
@@ -110,7 +123,9 @@ def docs(session: nox.Session) -> None:
     """Regenerate-check the configuration reference and build the Sphinx site into docs/_build."""
     session.install("-e", ".[all]", "sphinx>=7", "furo", "myst-parser>=3")
     session.run("python", "-m", "lineage_sdk.config.reference", "--check", "docs/configuration.md")
-    session.run("sphinx-build", "-q", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
+    session.run(
+        "sphinx-build", "-q", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html"
+    )
 
 
 @nox.session(python=PYTHON)
