@@ -25,10 +25,10 @@ from typing import Any
 
 import pika
 import pika.exceptions
-from lineage_instrumentation.pika import PikaInstrumentor
-from lineage_instrumentation.propagation import inject
 
 import lineage_sdk
+from lineage_instrumentation.pika import PikaInstrumentor
+from lineage_instrumentation.propagation import inject
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.sdk.runs import LineageRun

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pika
+
+import lineage_sdk
 from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_exporters.rabbitmq._messages import (
     HEADER_EVENT_COUNT,
@@ -41,8 +43,6 @@ from lineage_exporters.rabbitmq._messages import (
     OutboundMessage,
     build_messages,
 )
-
-import lineage_sdk
 from lineage_sdk import LineageDataset, track_lineage
 from lineage_sdk.config.schema import LineageConfig, PipelineConfig, RabbitMQConfig
 from lineage_sdk.sdk.export import EncodedEvent

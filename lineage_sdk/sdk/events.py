@@ -277,7 +277,9 @@ class EventBuilder:
 
 
 _RUN_EVENT_SCHEMA_BYTES = OPENLINEAGE_RUN_EVENT_SCHEMA_URL.encode()
-_EVENT_TYPE_JSON = {t: orjson.dumps(t) for t in ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")}
+_EVENT_TYPE_JSON = {
+    t: orjson.dumps(t) for t in ("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER")
+}
 
 
 def _new_encoded(fields: tuple[Any, ...]) -> EncodedEvent:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from lineage_exporters.http import HttpExporter
 
+from lineage_exporters.http import HttpExporter
 from lineage_sdk import LineageDataset, configure, shutdown, track_lineage
 from lineage_sdk.config.schema import HttpExporterConfig, LineageConfig
 from lineage_sdk.exceptions import ConfigError

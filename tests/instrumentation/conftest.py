@@ -13,8 +13,8 @@ from typing import Any
 import pika
 import pika.exceptions
 import pytest
-from lineage_instrumentation.pika import PikaInstrumentor
 
+from lineage_instrumentation.pika import PikaInstrumentor
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.exporters import InMemoryExporter
 from lineage_sdk.sdk.provider import configure, shutdown

@@ -7,6 +7,8 @@ from collections.abc import Collection
 from typing import Any
 
 import pytest
+from opentelemetry import trace
+
 from lineage_instrumentation.auto import load_instrumentors
 from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement, Patcher
 from lineage_instrumentation.pika._naming import dataset_name, namespace_of
@@ -17,8 +19,6 @@ from lineage_instrumentation.propagation import (
     inject,
     parent_from_environment,
 )
-from opentelemetry import trace
-
 from lineage_sdk.sdk.runs import LineageRun, ParentRef
 
 RUN = "0190a5a1-7c2e-7cc3-8f51-0d9b8c1d2e3f"

@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 import pika
 import pytest
-from lineage_exporters.rabbitmq import RabbitMQExporter
 
+from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_sdk.config.schema import RabbitMQConfig
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.sdk.export import EncodedEvent

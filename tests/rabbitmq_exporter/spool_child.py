@@ -11,8 +11,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rabbitmq_support import make_events
-from lineage_exporters.rabbitmq import RabbitMQExporter
 
+from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_sdk.config.schema import RabbitMQConfig
 
 

@@ -7,8 +7,8 @@ import socket
 
 import pytest
 from rabbitmq_support import make_events, wait_for
-from lineage_exporters.rabbitmq import RabbitMQExporter
 
+from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_sdk import LineageDataset, configure, shutdown, track_lineage
 from lineage_sdk.config.schema import LineageConfig, RabbitMQConfig
 from lineage_sdk.exceptions import ConfigError

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import orjson
 import pytest
 from rabbitmq_support import Topology, validate_event, wait_for
-from lineage_exporters.rabbitmq import RabbitMQExporter
 
 import lineage_sdk
+from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_sdk import LineageDataset, configure, track_lineage
 from lineage_sdk.config.schema import LineageConfig, PipelineConfig, RabbitMQConfig
 from lineage_sdk.sdk.exporters import InMemoryExporter

@@ -5,9 +5,10 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 import orjson
-from rabbitmq_support import make_event, make_events
 from hypothesis import given
 from hypothesis import strategies as st
+from rabbitmq_support import make_event, make_events
+
 from lineage_exporters.rabbitmq import (
     BATCH_CONTENT_TYPE,
     JSON_CONTENT_TYPE,

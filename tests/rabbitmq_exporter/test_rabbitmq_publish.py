@@ -15,6 +15,7 @@ from rabbitmq_support import (
     make_events,
     validate_event,
 )
+
 from lineage_exporters.rabbitmq import (
     BATCH_CONTENT_TYPE,
     HEADER_EVENT_COUNT,
@@ -27,7 +28,6 @@ from lineage_exporters.rabbitmq import (
     batch_message_id,
     routing_key,
 )
-
 from lineage_sdk.config.schema import LineageConfig, RabbitMQConfig
 from lineage_sdk.sdk.export import ExportResult
 

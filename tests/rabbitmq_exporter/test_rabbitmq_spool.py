@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from rabbitmq_support import make_events
+
 from lineage_exporters.rabbitmq._messages import OutboundMessage, build_messages
 from lineage_exporters.rabbitmq._spool import Spool, encode_record
 

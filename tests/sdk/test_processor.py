@@ -8,10 +8,10 @@ import time
 import orjson
 import pytest
 from conformance import validate_event
-from sdk_helpers import flushed_events
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from sdk_helpers import flushed_events
 
 import lineage_sdk
 from lineage_sdk import LineageDataset, LineageProducer, current_run, track_lineage

@@ -1,0 +1,168 @@
+"""Collector throughput: events/s from a pre-filled queue into the sql (SQLite) and logging stores,
+against raw pika consume-and-ack (prefetch 100) of the same messages, in the same run.
+
+    python bench/bench_collector.py [--events 20000] [--rounds 1]
+
+Targets (issue 4): sql >= 0.5x raw, logging >= 0.8x raw. Uses the broker on 127.0.0.1:5672 with
+unique queue names, and deletes them afterwards. Take figures only on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+import pika
+
+from lineage_sdk.collector.consumer import LineageCollector
+from lineage_sdk.collector.topology import Topology
+from lineage_sdk.config.schema import LineageConfig
+
+URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
+
+
+def make_events(n: int) -> list[bytes]:
+    """SDK-shaped RunEvents (~1 KB): START/COMPLETE pairs with inputs, outputs and facets."""
+    out = []
+    for i in range(n):
+        run_id = str(uuid.UUID(int=(i // 2) + 1, version=4))
+        event = {
+            "eventType": "START" if i % 2 == 0 else "COMPLETE",
+            "eventTime": f"2025-01-01T00:{(i // 60) % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z",
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+            "run": {"runId": run_id, "facets": {
+                "processing_engine": {
+                    "_producer": PRODUCER,
+                    "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/"
+                                  "ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet",
+                    "name": "lineage-sdk", "version": "0.1.0", "openlineageAdapterVersion": "1.0"},
+            }},
+            "job": {"namespace": "bench", "name": f"pipeline.step{i % 50}", "facets": {
+                "jobType": {
+                    "_producer": PRODUCER,
+                    "_schemaURL": "https://openlineage.io/spec/facets/2-0-3/JobTypeJobFacet.json"
+                                  "#/$defs/JobTypeJobFacet",
+                    "processingType": "BATCH", "integration": "LINEAGE_SDK", "jobType": "TASK"},
+            }},
+            "inputs": [{"namespace": "postgres://db:5432", "name": f"public.src{i % 40}",
+                        "facets": {}}],
+            "outputs": [{"namespace": "postgres://db:5432", "name": f"public.dst{i % 40}",
+                         "facets": {}}],
+        }
+        out.append(orjson.dumps(event, option=orjson.OPT_SORT_KEYS))
+    return out
+
+
+def prefill(exchange: str | None, queue: str, bodies: list[bytes]) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(URL))
+    ch = conn.channel()
+    props = pika.BasicProperties(content_type="application/json", delivery_mode=2)
+    for body in bodies:
+        ch.basic_publish(exchange or "", queue if exchange is None else "bench.key", body, props)
+    deadline = time.monotonic() + 60
+    while ch.queue_declare(queue, passive=True).method.message_count < len(bodies):
+        if time.monotonic() > deadline:
+            raise RuntimeError("broker did not take the messages in time")
+        time.sleep(0.05)
+    conn.close()
+
+
+def raw_pika(bodies: list[bytes]) -> float:
+    """Raw consume-and-ack of the same messages, prefetch 100; returns messages/s."""
+    queue = f"bench.raw.{uuid.uuid4().hex[:8]}"
+    conn = pika.BlockingConnection(pika.URLParameters(URL))
+    ch = conn.channel()
+    ch.queue_declare(queue, durable=True)
+    try:
+        prefill(None, queue, bodies)
+        ch.basic_qos(prefetch_count=100)
+        remaining = len(bodies)
+
+        def on_message(channel, method, _props, _body) -> None:
+            nonlocal remaining
+            channel.basic_ack(method.delivery_tag)
+            remaining -= 1
+            if remaining == 0:
+                channel.stop_consuming()
+
+        ch.basic_consume(queue, on_message)
+        start = time.perf_counter()
+        ch.start_consuming()
+        return len(bodies) / (time.perf_counter() - start)
+    finally:
+        ch.queue_delete(queue)
+        conn.close()
+
+
+def collector_rate(bodies: list[bytes], store: dict, workdir: Path) -> float:
+    topic = f"bench.lineage.{uuid.uuid4().hex[:8]}"
+    config = LineageConfig.model_validate({
+        "collector_topic": topic, "rabbitmq": {"url": URL}, "store": store,
+        "collector": {"retry_delays_ms": [1000]},
+    })
+    topo = Topology.from_config(config)
+    conn = pika.BlockingConnection(pika.URLParameters(URL))
+    ch = conn.channel()
+    try:
+        topo.declare(ch)
+        prefill(topic, topo.queue, bodies)
+        collector = LineageCollector(config)
+        collector.manager.open()  # open stores before timing (the SQLite file, its tables)
+        thread = threading.Thread(target=collector.run, daemon=True)
+        start = time.perf_counter()
+        thread.start()
+        stored = collector.metrics.events_stored
+        name = collector.manager.stores[0].name
+        while stored.labels(name)._value.get() < len(bodies):
+            if not thread.is_alive():
+                raise RuntimeError("collector stopped")
+            time.sleep(0.002)
+        elapsed = time.perf_counter() - start
+        collector.stop()
+        thread.join(30)
+        return len(bodies) / elapsed
+    finally:
+        topo.delete(ch)
+        ch.exchange_delete(topic)
+        conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    bodies = make_events(args.events)
+    events_log = logging.getLogger("bench.lineage.events")
+    events_log.propagate = False
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        handler = logging.FileHandler(workdir / "events.jsonl")
+        events_log.addHandler(handler)
+        events_log.setLevel(logging.INFO)
+        print(f"{args.events} messages of ~{sum(map(len, bodies)) // len(bodies)} bytes, "
+              f"{args.rounds} round(s)")
+        for round_no in range(1, args.rounds + 1):
+            raw = raw_pika(bodies)
+            sql = collector_rate(bodies, {"backend": "sql", "sql": {
+                "url": f"sqlite:///{workdir}/bench-{round_no}.db"}}, workdir)
+            log = collector_rate(bodies, {"backend": "logging", "logging": {
+                "logger_name": "bench.lineage.events"}}, workdir)
+            print(f"round {round_no}: raw pika consume+ack (prefetch 100): {raw:8.0f} msg/s")
+            print(f"round {round_no}: collector -> sql (SQLite):          {sql:8.0f} events/s"
+                  f"  = {sql / raw:.2f}x raw (target >= 0.50x)")
+            print(f"round {round_no}: collector -> logging:               {log:8.0f} events/s"
+                  f"  = {log / raw:.2f}x raw (target >= 0.80x)")
+        handler.close()
+
+
+if __name__ == "__main__":
+    main()
