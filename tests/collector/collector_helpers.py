@@ -1,0 +1,189 @@
+"""Event factories and broker helpers shared by the collector tests."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import pika
+
+from lineage_sdk.collector.consumer import LineageCollector
+from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.config.schema import LineageConfig
+
+RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests"
+RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+PARENT_FACET_SCHEMA = "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"
+BATCH_CONTENT_TYPE = "application/vnd.lineage-sdk.batch+json"
+_BASE_TIME = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def run_event(
+    *,
+    job: str = "job",
+    namespace: str = "tests",
+    event_type: str = "COMPLETE",
+    run_id: str | None = None,
+    inputs: Sequence[tuple[str, str]] = (),
+    outputs: Sequence[tuple[str, str]] = (),
+    parent: tuple[str, str, str] | None = None,
+    seconds: float = 0.0,
+    extra_run_facets: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A valid OpenLineage 2-0-2 RunEvent; ``parent`` is (run_id, namespace, name)."""
+    facets: dict[str, Any] = dict(extra_run_facets or {})
+    if parent is not None:
+        facets["parent"] = {
+            "_producer": PRODUCER,
+            "_schemaURL": PARENT_FACET_SCHEMA,
+            "run": {"runId": parent[0]},
+            "job": {"namespace": parent[1], "name": parent[2]},
+        }
+    return {
+        "eventType": event_type,
+        "eventTime": (_BASE_TIME + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z"),
+        "run": {"runId": run_id or str(uuid.uuid4()), "facets": facets},
+        "job": {"namespace": namespace, "name": job, "facets": {}},
+        "inputs": [{"namespace": ns, "name": n, "facets": {}} for ns, n in inputs],
+        "outputs": [{"namespace": ns, "name": n, "facets": {}} for ns, n in outputs],
+        "producer": PRODUCER,
+        "schemaURL": RUN_EVENT_SCHEMA,
+    }
+
+
+def many_events(count: int, *, prefix: str = "job") -> list[dict[str, Any]]:
+    """``count`` distinct events: START/COMPLETE pairs over a few jobs and datasets."""
+    events = []
+    for i in range(count):
+        run = str(uuid.UUID(int=i // 2 + 1, version=4))
+        events.append(run_event(job=f"{prefix}{i % 17}", run_id=run,
+                                event_type="START" if i % 2 == 0 else "COMPLETE",
+                                inputs=[("db", f"in{i % 13}")], outputs=[("db", f"out{i % 11}")],
+                                seconds=i))
+    return events
+
+
+def event_id(event: dict[str, Any]) -> str:
+    from lineage_sdk.models import event_id as model_event_id
+
+    return model_event_id(event)
+
+
+def connect() -> pika.BlockingConnection:
+    return pika.BlockingConnection(pika.URLParameters(RABBIT_URL))
+
+
+def publish(
+    exchange: str,
+    messages: Iterable[bytes | tuple[bytes, pika.BasicProperties]],
+    *,
+    routing_key: str = "tests.job.COMPLETE",
+) -> int:
+    """Publish with confirms (fast: BlockingChannel waits per message, fine for tests)."""
+    conn = connect()
+    try:
+        ch = conn.channel()
+        ch.exchange_declare(exchange, "topic", durable=True)
+        ch.confirm_delivery()
+        n = 0
+        for item in messages:
+            body, props = item if isinstance(item, tuple) else (
+                item, pika.BasicProperties(content_type="application/json", delivery_mode=2))
+            ch.basic_publish(exchange, routing_key, body, props, mandatory=True)
+            n += 1
+        return n
+    finally:
+        conn.close()
+
+
+def publish_fast(exchange: str, bodies: Sequence[bytes], *, content_type: str = "application/json",
+                 routing_key: str = "tests.job.COMPLETE") -> None:
+    """Publish many messages with one confirm round at the end (select-based confirms are
+    per-message in BlockingConnection, so publish on a non-confirm channel and then confirm a
+    marker on a confirm channel; both are on one connection and ordered by the broker)."""
+    conn = connect()
+    try:
+        ch = conn.channel()
+        ch.exchange_declare(exchange, "topic", durable=True)
+        props = pika.BasicProperties(content_type=content_type, delivery_mode=2)
+        for body in bodies:
+            ch.basic_publish(exchange, routing_key, body, props)
+        conn.process_data_events(0)
+    finally:
+        conn.close()
+
+
+def json_props(**kwargs: Any) -> pika.BasicProperties:
+    kwargs.setdefault("content_type", "application/json")
+    return pika.BasicProperties(delivery_mode=2, **kwargs)
+
+
+def dumps(event: Any) -> bytes:
+    return orjson.dumps(event, option=orjson.OPT_SORT_KEYS)
+
+
+def queue_depth(queue: str) -> int:
+    conn = connect()
+    try:
+        return int(conn.channel().queue_declare(queue, passive=True).method.message_count)
+    finally:
+        conn.close()
+
+
+def drain(queue: str, limit: int = 10_000) -> list[tuple[pika.BasicProperties, bytes]]:
+    """Take (and ack) every message of ``queue``."""
+    out = []
+    conn = connect()
+    try:
+        ch = conn.channel()
+        while len(out) < limit:
+            method, props, body = ch.basic_get(queue, auto_ack=True)
+            if method is None:
+                break
+            out.append((props, body))
+    finally:
+        conn.close()
+    return out
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, interval: float = 0.05,
+               message: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+@contextlib.contextmanager
+def running(config: LineageConfig, manager: LineageManager | None = None
+            ) -> Iterator[LineageCollector]:
+    """A collector consuming on a thread; stopped (graceful) on exit."""
+    collector = LineageCollector(config, manager)
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            collector.run()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="test-collector", daemon=True)
+    thread.start()
+    wait_until(lambda: collector.ready or bool(errors), 20, message="collector ready")
+    try:
+        yield collector
+    finally:
+        collector.stop()
+        thread.join(30)
+        assert not thread.is_alive(), "collector did not stop"
+    if errors:
+        raise errors[0]
