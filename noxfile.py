@@ -56,7 +56,7 @@ def _ensure_postgres(session: nox.Session) -> None:
 
 def _ensure_chromium(session: nox.Session) -> None:
     """The graph page is tested in Debian's chromium; install it where we may (CI runs as root)."""
-    if shutil.which("chromium"):
+    if shutil.which("chromium") and shutil.which("chromedriver"):
         return
     if os.geteuid() != 0:
         session.warn("chromium is missing and we are not root: the browser tests will be skipped")
@@ -71,6 +71,7 @@ def _ensure_chromium(session: nox.Session) -> None:
         "-qq",
         "--no-install-recommends",
         "chromium",
+        "chromium-driver",
         external=True,
         env=env,
     )
@@ -126,6 +127,14 @@ def docs(session: nox.Session) -> None:
     session.run(
         "sphinx-build", "-q", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html"
     )
+
+
+@nox.session(python=False)
+def web(session: nox.Session) -> None:
+    """Rebuild the graph page's bundled cytoscape + dagre (committed, so installs need no npm)."""
+    session.chdir("web")
+    session.run("npm", "ci", "--no-audit", "--no-fund", external=True)
+    session.run("npm", "run", "build", external=True)
 
 
 @nox.session(python=PYTHON)

@@ -29,7 +29,7 @@ from lineage_sdk.exceptions import ConfigError, LineageError
 
 __all__ = ["app", "main"]
 
-_SECTIONS = ("collector_topic", "rabbitmq.", "store.", "collector.", "connections.")
+_SECTIONS = ("collector_topic", "rabbitmq.", "store.", "collector.", "connections.", "api.")
 F = TypeVar("F", bound=Callable[..., Any])
 
 app = typer.Typer(
@@ -207,6 +207,22 @@ def check(config: LineageConfig) -> None:
         raise typer.Exit(1)
 
 
+@app.command()
+@with_config_flags
+def serve(
+    config: LineageConfig,
+    host: Annotated[str | None, typer.Option(help="Listen address (default: api.host).")] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port (default: api.port).")] = None,
+    log_level: LogLevel = "INFO",
+) -> None:
+    """Serve the HTTP API: OpenLineage ingest, Marquez-compatible reads, the graph page at /."""
+    from lineage_sdk.collector.api import serve as serve_api
+    from lineage_sdk.collector.logs import configure_logging
+
+    configure_logging(log_level, events_logger=config.store.logging.logger_name)
+    serve_api(config, host, port, log_level=log_level)
+
+
 @dlq_app.command("list")
 @with_config_flags
 def dlq_list(
@@ -300,7 +316,7 @@ def dlq_purge(
     out.print(f"purged {dlq.purge()} message(s)")
 
 
-_COMMANDS = frozenset({"run", "check", "dlq"})
+_COMMANDS = frozenset({"run", "check", "dlq", "serve"})
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticCustomError
 
 __all__ = [
+    "ApiConfig",
     "CollectorConfig",
     "ConnectionConfig",
     "ConsoleExporterConfig",
@@ -430,6 +431,21 @@ class InstrumentationConfig(_Section):
     )
 
 
+class ApiConfig(_Section):
+    """The collector's HTTP API (`lineage-collector serve`): ingest, reads and the graph page."""
+
+    host: str = Field(default="127.0.0.1", min_length=1, description="Listen address of the API.")
+    port: int = Field(default=5000, ge=1, le=65535, description="Listen port of the API.")
+    api_key: str | None = Field(
+        default=None,
+        description="Key required on ingest (`Authorization: Bearer` or `X-API-Key`).",
+    )
+    protect_reads: bool = Field(default=False, description="Require the API key on reads too.")
+    max_body_bytes: int = Field(
+        default=4 << 20, ge=1, description="Largest request body accepted (after decompression)."
+    )
+
+
 class LineageConfig(_Section):
     """The whole `[lineage]` table."""
 
@@ -458,6 +474,7 @@ class LineageConfig(_Section):
     connections: dict[str, ConnectionConfig] = Field(default_factory=dict)
     collector: CollectorConfig = Field(default_factory=CollectorConfig)
     instrumentation: InstrumentationConfig = Field(default_factory=InstrumentationConfig)
+    api: ApiConfig = Field(default_factory=ApiConfig)
 
     @field_validator("exporters")
     @classmethod

@@ -11,6 +11,7 @@ client will not resend (the OpenLineage client retries 5xx, and stores are idemp
 from __future__ import annotations
 
 import logging
+import zlib
 from typing import Any
 
 from lineage_sdk.collector.api.errors import ApiError
@@ -37,14 +38,32 @@ class Ingestor:
             raise ApiError(503, "no_store", "this API has no store to write events to")
         return self.service
 
-    def _decode(self, body: bytes, content_encoding: str | None) -> Any:
-        try:
-            return decode_message(
-                body,
-                JSON_CONTENT_TYPE,
-                content_encoding=content_encoding,
-                max_bytes=self.max_body_bytes,
+    def inflate(self, body: bytes, content_encoding: str | None) -> bytes:
+        """The body without its ``Content-Encoding`` (gzip or deflate, as the OpenLineage client
+        sends with ``compression="gzip"``), refusing to inflate past the body limit."""
+        encoding = (content_encoding or "").strip().lower()
+        if encoding in ("", "identity"):
+            return body
+        if encoding not in ("gzip", "deflate"):
+            raise ApiError(
+                415, "unsupported_encoding", f"Content-Encoding {encoding!r} is not supported"
             )
+        inflater = zlib.decompressobj(31 if encoding == "gzip" else 15)
+        try:
+            out = inflater.decompress(body, self.max_body_bytes + 1)
+        except zlib.error as exc:
+            raise ApiError(
+                400, "malformed_body", f"{encoding} body does not inflate: {exc}"
+            ) from None
+        if len(out) > self.max_body_bytes or inflater.unconsumed_tail:
+            raise ApiError(
+                413, "too_large", f"inflated body exceeds the {self.max_body_bytes}-byte limit"
+            )
+        return out
+
+    def _decode(self, body: bytes) -> Any:
+        try:
+            return decode_message(body, JSON_CONTENT_TYPE, max_bytes=self.max_body_bytes)
         except PoisonMessage as exc:
             status = _STATUS_BY_REASON.get(exc.reason, 400)
             reason = exc.reason if exc.reason != "undecodable" else "malformed_json"
@@ -56,17 +75,22 @@ class Ingestor:
         except StoreError as exc:
             _log.warning("HTTP ingest: store failed: %s", exc)
             if exc.permanent:
-                raise ApiError(422, "store_rejected", f"the store refused the event: {exc}") from None
+                raise ApiError(
+                    422, "store_rejected", f"the store refused the event: {exc}"
+                ) from None
             raise ApiError(503, "store_unavailable", f"store unavailable, retry: {exc}") from None
 
     def single(self, body: bytes, content_encoding: str | None) -> dict[str, Any]:
         """``POST /api/v1/lineage``: one event object -> ``{"eventId": ...}``."""
         service = self._require_service()
-        if body.lstrip()[:1] == b"[":
+        body = self.inflate(body, content_encoding)
+        if _is_array(body):
             raise ApiError(
-                400, "not_an_event", "the body is a JSON array: POST arrays to /api/v1/lineage/batch"
+                400,
+                "not_an_event",
+                "the body is a JSON array: POST arrays to /api/v1/lineage/batch",
             )
-        decoded = self._decode(body, content_encoding)
+        decoded = self._decode(body)
         if decoded.rejected or len(decoded.records) != 1:  # pragma: no cover - objects only
             raise ApiError(400, "invalid_event", "the body is not one OpenLineage event")
         record = decoded.records[0]
@@ -80,10 +104,10 @@ class Ingestor:
         with its index and reason. 200 when at least one event was stored.
         """
         service = self._require_service()
-        decoded = self._decode(body, content_encoding)
-        if not decoded.rejected and len(decoded.records) == 1 and not _is_array(body):
-            # decode_message takes a lone object as a single event; the batch API wants arrays.
+        body = self.inflate(body, content_encoding)
+        if not _is_array(body):
             raise ApiError(400, "not_a_batch", "the body must be a JSON array of events")
+        decoded = self._decode(body)
         failed: list[dict[str, Any]] = [
             {"index": r.index, "reason": f"{r.reason}: {r.detail}", "retriable": False}
             for r in decoded.rejected

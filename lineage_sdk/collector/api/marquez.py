@@ -32,6 +32,7 @@ __all__ = [
     "dataset_data",
     "iso",
     "job_data",
+    "job_from_summary",
     "lineage_graph",
     "marquez_state",
     "run_from_events",

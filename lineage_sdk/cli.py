@@ -1,0 +1,642 @@
+"""``lineage``: ask the recorded lineage questions from a terminal.
+
+It reads either over HTTP from the collector's API (``--url`` or ``$LINEAGE_API_URL``) or directly
+from the configured querying store (``sql`` by default, else ``graph``; the same ``[lineage]``
+configuration the collector uses). Output is coloured on a terminal and plain when piped
+(rich decides; ``NO_COLOR`` is honoured), and every name is printed as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import sys
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import quote
+
+import orjson
+import typer
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from lineage_sdk.exceptions import LineageError
+
+__all__ = [
+    "HttpSource",
+    "LineageSource",
+    "SourceError",
+    "StoreSource",
+    "app",
+    "main",
+    "to_dot",
+    "to_mermaid",
+]
+
+Direction = Literal["both", "upstream", "downstream"]
+
+app = typer.Typer(
+    name="lineage",
+    help="Ask recorded lineage questions: graph, impact, runs and events.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class SourceError(LineageError):
+    """A question could not be answered; ``exit_code`` 1 for not found/unavailable, 2 for usage."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+# -------------------------------------------------------------------------------------------
+# Where answers come from
+
+
+class LineageSource(abc.ABC):
+    """The three questions the CLI asks, answered in Marquez's JSON shapes."""
+
+    @abc.abstractmethod
+    def lineage(self, node: str, direction: Direction, depth: int) -> dict[str, Any]:
+        """``{"graph": [GraphNode, ...]}`` around ``node``."""
+
+    @abc.abstractmethod
+    def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
+        """Marquez ``Run`` objects, most recent first."""
+
+    @abc.abstractmethod
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's raw OpenLineage events in event-time order."""
+
+    def close(self) -> None:
+        return None
+
+
+class HttpSource(LineageSource):
+    """The collector's HTTP API (``lineage-collector serve``)."""
+
+    def __init__(self, url: str, *, api_key: str | None = None, timeout: float = 30.0) -> None:
+        import httpx
+
+        headers = {"Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._httpx = httpx
+        self.url = url.rstrip("/")
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def _get(self, path: str, params: Mapping[str, str | int] | None = None) -> Any:
+        try:
+            response = self.client.get(path, params=params)
+        except self._httpx.HTTPError as exc:
+            raise SourceError(f"cannot reach {self.url}: {exc}") from None
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            if not isinstance(detail, str):
+                detail = orjson.dumps(detail).decode()
+            code = 2 if response.status_code in (400, 422) else 1
+            raise SourceError(f"{response.status_code}: {detail[:500]}", code)
+        return response.json()
+
+    def lineage(self, node: str, direction: Direction, depth: int) -> dict[str, Any]:
+        params: dict[str, str | int] = {"nodeId": node, "depth": depth, "direction": direction}
+        answer: dict[str, Any] = self._get("/api/v1/lineage", params)
+        return answer
+
+    def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/jobs/{quote(name, safe='')}/runs"
+        runs: list[dict[str, Any]] = self._get(path, {"limit": limit})["runs"]
+        return runs
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = self._get(
+            f"/api/v1/jobs/runs/{quote(run_id, safe='')}/events"
+        )["events"]
+        return events
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class StoreSource(LineageSource):
+    """The configured querying store, opened read-side only (no other store is touched)."""
+
+    def __init__(self, config_path: Path | None = None) -> None:
+        from lineage_sdk.collector.api.app import pick_query_store
+        from lineage_sdk.collector.manager import LineageManager
+        from lineage_sdk.config import load_config
+
+        config = load_config(path=config_path)
+        stores = LineageManager(config).build()
+        store = pick_query_store(stores)
+        if store is None:
+            names = ", ".join(getattr(s, "name", "?") for s in stores)
+            raise SourceError(
+                f"no configured store answers queries ({names}); configure the sql or graph "
+                "store, or pass --url of a collector API",
+                2,
+            )
+        _require_sqlite_file(getattr(store, "url", None))
+        opener = getattr(store, "open", None)
+        if callable(opener):
+            opener()
+        self.store = store
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        from lineage_sdk.collector.api.queries import NotFound
+
+        try:
+            yield
+        except NotFound as exc:
+            raise SourceError(str(exc)) from None
+        except ValueError as exc:
+            raise SourceError(str(exc), 2) from None
+
+    def lineage(self, node: str, direction: Direction, depth: int) -> dict[str, Any]:
+        from lineage_sdk.collector.api import queries
+
+        with self._guard():
+            return queries.lineage(self.store, node, direction=direction, depth=depth)
+
+    def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
+        from lineage_sdk.collector.api import queries
+
+        with self._guard():
+            return queries.runs(self.store, namespace, name, limit=limit)
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        from lineage_sdk.collector.api import queries
+
+        with self._guard():
+            return queries.run_events(self.store, run_id)
+
+    def close(self) -> None:
+        closer = getattr(self.store, "close", None)
+        if callable(closer):
+            closer()
+
+
+def _require_sqlite_file(url: Any) -> None:
+    """Reading must not create an empty SQLite database where none was (a typo'd path, or a
+    directory without the collector's lineage.db)."""
+    if not isinstance(url, str) or not url.startswith("sqlite:///"):
+        return
+    path = url[len("sqlite:///") :].split("?", 1)[0]
+    if path and path != ":memory:" and not Path(path).exists():
+        raise SourceError(
+            f"no lineage database at {path}; point --config at the collector's configuration "
+            "or pass --url of a collector API",
+            2,
+        )
+
+
+class _Options:
+    url: str | None = None
+    config: Path | None = None
+    api_key: str | None = None
+
+
+_options = _Options()
+
+
+def _source() -> LineageSource:
+    if _options.url:
+        return HttpSource(_options.url, api_key=_options.api_key)
+    return StoreSource(_options.config)
+
+
+@contextmanager
+def _open_source() -> Iterator[LineageSource]:
+    source = _source()
+    try:
+        yield source
+    finally:
+        source.close()
+
+
+# -------------------------------------------------------------------------------------------
+# Rendering
+
+
+def _nodes(graph: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {n["id"]: n for n in graph.get("graph", [])}
+
+
+def _state(node: Mapping[str, Any]) -> str | None:
+    run = node.get("data", {}).get("latestRun")
+    state = run.get("state") if isinstance(run, Mapping) else None
+    return state if isinstance(state, str) else None
+
+
+def _label(node: Mapping[str, Any]) -> Text:
+    data = node.get("data", {})
+    is_job = node.get("type") == "JOB"
+    text = Text()
+    text.append("job     " if is_job else "dataset ", style="bold blue" if is_job else "green")
+    text.append(str(data.get("namespace", "")), style="dim")
+    text.append(":", style="dim")
+    text.append(str(data.get("name", node.get("id", ""))), style="bold" if is_job else "")
+    state = _state(node)
+    if state:
+        failed = state in ("FAILED", "ABORTED")
+        style = "bold red" if failed else ("green" if state == "COMPLETED" else "yellow")
+        text.append(f"  {'✗ ' if failed else ''}{state}", style=style)
+    return text
+
+
+def _children(node: Mapping[str, Any], upstream: bool) -> list[str]:
+    if upstream:
+        return sorted(e["origin"] for e in node.get("inEdges", []))
+    return sorted(e["destination"] for e in node.get("outEdges", []))
+
+
+def _tree(graph: Mapping[str, Any], root: str, upstream: bool) -> Tree:
+    nodes = _nodes(graph)
+    title = Text("upstream of " if upstream else "downstream of ", style="italic")
+    tree = Tree(title.append_text(_label(nodes[root])) if root in nodes else Text(root))
+    shown: set[str] = {root}
+    # Iterative depth-first preorder, children sorted: each node is expanded once, and a later
+    # meeting (a diamond or a cycle) prints "(shown above)", which is then true on screen.
+    stack: list[tuple[Tree, str]] = [
+        (tree, child) for child in reversed(_children(nodes.get(root, {}), upstream))
+    ]
+    while stack:
+        parent, current = stack.pop()
+        if current not in nodes:
+            continue
+        label = _label(nodes[current])
+        if current in shown:
+            parent.add(label.append("  (shown above)", style="dim"))
+            continue
+        shown.add(current)
+        branch = parent.add(label)
+        stack.extend((branch, c) for c in reversed(_children(nodes[current], upstream)))
+    return tree
+
+
+def _dot_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def to_dot(graph: Mapping[str, Any], root: str) -> str:
+    """Graphviz DOT; every id and label is a quoted, escaped string."""
+    lines = [
+        "digraph lineage {",
+        "  rankdir=LR;",
+        '  node [fontname="Helvetica", fontsize=10];',
+    ]
+    nodes = _nodes(graph)
+    for nid in sorted(nodes):
+        node = nodes[nid]
+        name = str(node.get("data", {}).get("name", nid))
+        attrs = [f"label={_dot_string(name)}", f"tooltip={_dot_string(nid)}"]
+        if node.get("type") == "JOB":
+            attrs += ["shape=box", "style=filled", 'fillcolor="#2f6fbf"', "fontcolor=white"]
+        else:
+            attrs += ["shape=ellipse", "style=filled", 'fillcolor="#2e8b57"', "fontcolor=white"]
+        if _state(node) in ("FAILED", "ABORTED"):
+            attrs += ['color="#d62828"', "penwidth=3"]
+        if nid == root:
+            attrs += ["peripheries=2"]
+        lines.append(f"  {_dot_string(nid)} [{', '.join(attrs)}];")
+    for nid in sorted(nodes):
+        for dest in _children(nodes[nid], upstream=False):
+            if dest in nodes:
+                lines.append(f"  {_dot_string(nid)} -> {_dot_string(dest)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+_MERMAID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,/-+@")
+
+
+def _mermaid_text(value: str) -> str:
+    """Mermaid entity codes (``#35;``) for everything outside a small safe set, so quotes,
+    brackets, HTML and Markdown in names stay literal text."""
+    return "".join(ch if ch in _MERMAID_SAFE else f"#{ord(ch)};" for ch in value)
+
+
+def to_mermaid(graph: Mapping[str, Any], root: str) -> str:
+    """A Mermaid flowchart; node ids are generated (n0, n1, ...), names only appear as labels."""
+    nodes = _nodes(graph)
+    ids = {nid: f"n{i}" for i, nid in enumerate(sorted(nodes))}
+    lines = ["flowchart LR"]
+    for nid in sorted(nodes):
+        node = nodes[nid]
+        label = _mermaid_text(str(node.get("data", {}).get("name", nid)))
+        if node.get("type") == "JOB":
+            lines.append(f'  {ids[nid]}["{label}"]')
+        else:
+            lines.append(f'  {ids[nid]}[("{label}")]')
+    for nid in sorted(nodes):
+        for dest in _children(nodes[nid], upstream=False):
+            if dest in ids:
+                lines.append(f"  {ids[nid]} --> {ids[dest]}")
+    lines += [
+        "  classDef job fill:#2f6fbf,color:#fff",
+        "  classDef dataset fill:#2e8b57,color:#fff",
+        "  classDef failed stroke:#d62828,stroke-width:4px",
+        "  classDef root stroke:#f4a259,stroke-width:4px",
+    ]
+    for cls, members in (
+        ("job", [n for n in sorted(nodes) if nodes[n].get("type") == "JOB"]),
+        ("dataset", [n for n in sorted(nodes) if nodes[n].get("type") != "JOB"]),
+        ("failed", [n for n in sorted(nodes) if _state(nodes[n]) in ("FAILED", "ABORTED")]),
+        ("root", [root] if root in ids else []),
+    ):
+        if members:
+            lines.append(f"  class {','.join(ids[m] for m in members)} {cls}")
+    return "\n".join(lines) + "\n"
+
+
+def _print_json(value: Any) -> None:
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    if out.is_terminal:
+        out.print(Syntax(text, "json", theme="ansi_dark", background_color="default"))
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def _distances(graph: Mapping[str, Any], root: str) -> dict[str, int]:
+    """Job hops downstream of ``root`` for every node reached (datasets count with their job)."""
+    nodes = _nodes(graph)
+    dist = {root: 0}
+    queue: deque[str] = deque([root])
+    while queue:
+        current = queue.popleft()
+        for child in _children(nodes.get(current, {}), upstream=False):
+            if child in nodes and child not in dist:
+                hop = 1 if nodes[child].get("type") == "JOB" else 0
+                dist[child] = dist[current] + hop
+                queue.append(child)
+    return dist
+
+
+def _fmt_duration(ms: Any) -> str:
+    if not isinstance(ms, int):
+        return ""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    if ms < 3_600_000:
+        return f"{ms / 60_000:.1f} min"
+    return f"{ms / 3_600_000:.1f} h"
+
+
+def _state_text(state: str) -> Text:
+    style = {"FAILED": "bold red", "ABORTED": "red", "COMPLETED": "green", "RUNNING": "yellow"}
+    return Text(state, style=style.get(state, ""))
+
+
+# -------------------------------------------------------------------------------------------
+# Commands
+
+
+def _split_node(node: str, *, want: Literal["JOB"] | None = None) -> tuple[str, str, str]:
+    from lineage_sdk.collector.store import parse_node_id
+
+    try:
+        node_type, namespace, name = parse_node_id(node)
+    except ValueError as exc:
+        raise SourceError(str(exc), 2) from None
+    if want is not None and node_type != want:
+        raise SourceError(f"expected a job node id (job:<namespace>:<name>), got {node!r}", 2)
+    return node_type, namespace, name
+
+
+@app.callback()
+def _main(
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            envvar="LINEAGE_API_URL",
+            help="Collector API base URL, e.g. http://127.0.0.1:5000. "
+            "Without it the configured store is read directly.",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            dir_okay=False,
+            help="TOML file with a \\[lineage] table (default: $LINEAGE_CONFIG or ./lineage.toml).",
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(envvar="LINEAGE_API_KEY", help="API key for --url.", show_default=False),
+    ] = None,
+) -> None:
+    """Read lineage from the collector API (--url) or straight from the configured store."""
+    _options.url, _options.config, _options.api_key = url, config, api_key
+
+
+Depth = Annotated[int, typer.Option("--depth", "-d", min=0, max=100, help="Job hops to follow.")]
+
+
+@app.command()
+def graph(
+    node: Annotated[str, typer.Argument(help="dataset:<namespace>:<name> or job:<ns>:<name>")],
+    upstream: Annotated[bool, typer.Option("--upstream", help="Only what feeds the node.")] = False,
+    downstream: Annotated[
+        bool, typer.Option("--downstream", help="Only what the node feeds.")
+    ] = False,
+    depth: Depth = 5,
+    fmt: Annotated[
+        Literal["tree", "json", "dot", "mermaid"],
+        typer.Option("--format", "-f", help="tree (default), json (Marquez), dot or mermaid."),
+    ] = "tree",
+) -> None:
+    """Print the lineage graph around a job or dataset."""
+    _split_node(node)
+    direction: Direction = (
+        "upstream"
+        if upstream and not downstream
+        else "downstream"
+        if downstream and not upstream
+        else "both"
+    )
+    with _open_source() as source:
+        answer = source.lineage(node, direction, depth)
+    if fmt == "json":
+        _print_json(answer)
+    elif fmt == "dot":
+        sys.stdout.write(to_dot(answer, node))
+    elif fmt == "mermaid":
+        sys.stdout.write(to_mermaid(answer, node))
+    else:
+        for is_up in (True, False):
+            if direction == "both" or (direction == "upstream") == is_up:
+                out.print(_tree(answer, node, upstream=is_up))
+
+
+@app.command()
+def impact(
+    node: Annotated[str, typer.Argument(help="job:<namespace>:<name> or dataset:<ns>:<name>")],
+    depth: Depth = 20,
+    fmt: Annotated[
+        Literal["table", "json"], typer.Option("--format", "-f", help="table or json.")
+    ] = "table",
+) -> None:
+    """List everything downstream of a job or dataset: what breaks if it fails."""
+    _split_node(node)
+    with _open_source() as source:
+        answer = source.lineage(node, "downstream", depth)
+    nodes = _nodes(answer)
+    dist = _distances(answer, node)
+    affected = sorted(
+        (n for n in dist if n != node),
+        key=lambda n: (dist[n], nodes[n].get("type") != "JOB", n),
+    )
+    if fmt == "json":
+        _print_json(
+            [
+                {
+                    "nodeId": n,
+                    "type": nodes[n].get("type"),
+                    "namespace": nodes[n].get("data", {}).get("namespace"),
+                    "name": nodes[n].get("data", {}).get("name"),
+                    "hops": dist[n],
+                    "latestState": _state(nodes[n]),
+                }
+                for n in affected
+            ]
+        )
+        return
+    jobs = sum(1 for n in affected if nodes[n].get("type") == "JOB")
+    title = Text(f"{jobs} job(s) and {len(affected) - jobs} dataset(s) downstream of ")
+    title.append(node, style="bold")
+    table = Table(title=title, title_justify="left")
+    table.add_column("hops", justify="right")
+    table.add_column("type", no_wrap=True)
+    table.add_column("namespace", overflow="fold")
+    table.add_column("name", overflow="fold")
+    table.add_column("latest run", no_wrap=True)
+    for n in affected:
+        data = nodes[n].get("data", {})
+        is_job = nodes[n].get("type") == "JOB"
+        state = _state(nodes[n])
+        table.add_row(
+            str(dist[n]),
+            Text("job" if is_job else "dataset", style="blue" if is_job else "green"),
+            Text(str(data.get("namespace", ""))),
+            Text(str(data.get("name", ""))),
+            _state_text(state) if state else Text(""),
+        )
+    out.print(table)
+
+
+@app.command()
+def runs(
+    node: Annotated[str, typer.Argument(help="job:<namespace>:<name>")],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 20,
+    fmt: Annotated[
+        Literal["table", "json"], typer.Option("--format", "-f", help="table or json.")
+    ] = "table",
+) -> None:
+    """Show a job's recent runs with their state and duration."""
+    _, namespace, name = _split_node(node, want="JOB")
+    with _open_source() as source:
+        found = source.runs(namespace, name, limit)
+    if fmt == "json":
+        _print_json(found)
+        return
+    if not found:
+        raise SourceError(f"no runs are recorded for {node!r}")
+    table = Table(title=Text(f"runs of {node}"), title_justify="left")
+    for column in ("run id", "state", "started", "ended", "duration"):
+        table.add_column(column, no_wrap=column == "run id", overflow="fold")
+    for run in found:
+        table.add_row(
+            Text(str(run.get("id", ""))),
+            _state_text(str(run.get("state", ""))),
+            Text(str(run.get("startedAt", ""))),
+            Text(str(run.get("endedAt", ""))),
+            Text(_fmt_duration(run.get("durationMs"))),
+        )
+    out.print(table)
+
+
+@app.command()
+def events(
+    run_id: Annotated[str, typer.Argument(help="The run's UUID.")],
+    fmt: Annotated[
+        Literal["pretty", "jsonl"],
+        typer.Option("--format", "-f", help="pretty (indented) or jsonl (one event a line)."),
+    ] = "pretty",
+) -> None:
+    """Print a run's OpenLineage events in event-time order."""
+    with _open_source() as source:
+        found = source.events(run_id)
+    if fmt == "jsonl":
+        for event in found:
+            sys.stdout.write(orjson.dumps(event).decode() + "\n")
+        return
+    for event in found:
+        raw_job = event.get("job")
+        job: Mapping[str, Any] = raw_job if isinstance(raw_job, Mapping) else {}
+        header = Text()
+        header.append(str(event.get("eventTime", "")), style="dim")
+        header.append("  ")
+        header.append(str(event.get("eventType", event.get("schemaURL", "event"))), style="bold")
+        header.append(f"  {job.get('namespace', '')}:{job.get('name', '')}")
+        out.print(header)
+        _print_json(event)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console script. Exit 0 on success, 1 when nothing is found or a source is unavailable,
+    2 on usage errors (a bad node id, a bad option, a configuration error)."""
+    from lineage_sdk.config import redact
+    from lineage_sdk.exceptions import ConfigError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out.width = 200  # piped: no terminal to fit, so don't cut run ids and names short
+    try:
+        app(args=args, prog_name="lineage", standalone_mode=False)
+    except SourceError as exc:
+        err.print(Text(f"lineage: {redact(str(exc))}", style="red"))
+        raise SystemExit(exc.exit_code) from None
+    except ConfigError as exc:
+        err.print(Text(f"lineage: {redact(str(exc))}", style="red"))
+        raise SystemExit(2) from None
+    except LineageError as exc:
+        err.print(Text(f"lineage: {redact(str(exc))}", style="red"))
+        raise SystemExit(1) from None
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        raise SystemExit(1) from None
+    except typer.TyperException as exc:  # usage errors (typer vendors click; not `click.*`)
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            err.print(Text(f"lineage: {exc.format_message()}", style="red"))
+        raise SystemExit(exc.exit_code) from None
+    except BrokenPipeError:  # `lineage ... | head`
+        raise SystemExit(0) from None
+    raise SystemExit(0)
+
+
+if __name__ == "__main__":
+    main()

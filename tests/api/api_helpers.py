@@ -1,0 +1,215 @@
+"""Events, a known pipeline, Marquez/OpenLineage schema validators and a CLI runner for the API
+tests. Everything here talks to real things (files, subprocesses); nothing is mocked."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import conformance
+import yaml
+from jsonschema import Draft7Validator, Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests/api"
+RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+_BASE = datetime(2025, 3, 1, tzinfo=UTC)
+API_KEY = "test-key-0123456789"  # fixed on purpose: tests check it is never echoed
+
+# Names a browser would execute if they ever reached markup.
+HOSTILE_JOB = "<script>window.__pwned='job'</script>"
+HOSTILE_DATASET = "<img src=x onerror=\"window.__pwned='dataset'\">"
+
+
+def when(seconds: float) -> str:
+    return (_BASE + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def run_event(
+    job: str,
+    *,
+    namespace: str = "shop",
+    event_type: str = "COMPLETE",
+    run_id: str | None = None,
+    inputs: Sequence[tuple[str, str]] = (),
+    outputs: Sequence[tuple[str, str]] = (),
+    seconds: float = 0.0,
+) -> dict[str, Any]:
+    """A valid OpenLineage 2-0-2 RunEvent."""
+    return {
+        "eventType": event_type,
+        "eventTime": when(seconds),
+        "run": {"runId": run_id or str(uuid.uuid4()), "facets": {}},
+        "job": {"namespace": namespace, "name": job, "facets": {}},
+        "inputs": [{"namespace": ns, "name": n, "facets": {}} for ns, n in inputs],
+        "outputs": [{"namespace": ns, "name": n, "facets": {}} for ns, n in outputs],
+        "producer": PRODUCER,
+        "schemaURL": RUN_EVENT_SCHEMA,
+    }
+
+
+PG = "postgres://db.example:5432"  # a namespace with ':' and '/' in it, as real ones have
+
+
+def pipeline() -> dict[str, Any]:
+    """A known graph, each run a START and a terminal event a little later:
+
+    raw.orders -> [extract] -> stg.orders -> [clean] (FAILED) -> clean.orders -> [report]
+                                         \\-> [audit] -> audit.log                   |
+    HOSTILE_DATASET ------------------------------------------------------------> [report]
+    [report] -> mart.daily -> [HOSTILE_JOB] -> export.csv
+    """
+    runs = {name: str(uuid.uuid4()) for name in ("extract", "clean", "audit", "report", "hostile")}
+    spec = [
+        ("extract", "shop", [(PG, "raw.orders")], [(PG, "stg.orders")], "COMPLETE", 0, 65),
+        ("clean", "shop", [(PG, "stg.orders")], [(PG, "clean.orders")], "FAIL", 100, 112),
+        ("audit", "shop", [(PG, "stg.orders")], [(PG, "audit.log")], "COMPLETE", 100, 101),
+        (
+            "report",
+            "shop",
+            [(PG, "clean.orders"), (PG, HOSTILE_DATASET)],
+            [(PG, "mart.daily")],
+            "COMPLETE",
+            200,
+            230,
+        ),
+        (HOSTILE_JOB, "shop", [(PG, "mart.daily")], [(PG, "export.csv")], "COMPLETE", 300, 301),
+    ]
+    events: list[dict[str, Any]] = []
+    for job, ns, ins, outs, end, start_s, end_s in spec:
+        run_id = runs["hostile" if job == HOSTILE_JOB else job]
+        events.append(
+            run_event(job, namespace=ns, event_type="START", run_id=run_id, inputs=ins,
+                      outputs=outs, seconds=start_s)
+        )
+        events.append(
+            run_event(job, namespace=ns, event_type=end, run_id=run_id, inputs=ins,
+                      outputs=outs, seconds=end_s)
+        )
+    return {"events": events, "runs": runs}
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas
+
+
+def shared() -> Path:
+    return conformance.shared_dir()
+
+
+def _drop_null_types(node: Any) -> Any:
+    """Marquez's document writes ``type:`` with no value in SearchResult (YAML null), which is
+    not a JSON Schema type; it means "untyped" there, so the key is dropped."""
+    if isinstance(node, dict):
+        return {k: _drop_null_types(v) for k, v in node.items() if not (k == "type" and v is None)}
+    if isinstance(node, list):
+        return [_drop_null_types(v) for v in node]
+    return node
+
+
+@functools.cache
+def marquez_document() -> dict[str, Any]:
+    path = shared() / "marquez" / "openapi.yml"
+    with path.open(encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    doc = _drop_null_types(doc)
+    # GraphNode.data is `oneOf: [Dataset, Job]` with an OpenAPI discriminator mapping the node's
+    # type to the schema. Neither schema has required keys, so plain JSON Schema `oneOf` matches
+    # both and always fails; jsonschema has no discriminators. We apply it as Marquez means it:
+    # validate_marquez() checks each node's data against Dataset or Job by the node's type.
+    data = doc["components"]["schemas"]["GraphNode"]["properties"]["data"]
+    data.pop("oneOf", None)
+    data.pop("discriminator", None)
+    return doc
+
+
+def validate_marquez(component: str, instance: Any) -> None:
+    """Validate ``instance`` against ``#/components/schemas/<component>`` of Marquez's openapi.yml
+    (formats checked: date-time, uuid); raises ValidationError."""
+    doc = marquez_document()
+    schema = {"$ref": f"#/components/schemas/{component}", "components": doc["components"]}
+    Draft7Validator(schema, format_checker=conformance.FORMAT_CHECKER).validate(instance)
+    # Marquez's Run is `anyOf: [IncompleteRun, {object with optional extras}]`: the second branch
+    # accepts anything, so on its own the check is vacuous. A Run is an IncompleteRun with extras,
+    # so each Run is also checked against IncompleteRun (id a UUID, state in Marquez's enum).
+    if component == "Run":
+        validate_marquez("IncompleteRun", instance)
+    elif component == "RunList":
+        for run in instance.get("runs", []):
+            validate_marquez("Run", run)
+    elif component == "Job":
+        for run in [instance.get("latestRun"), *instance.get("latestRuns", [])]:
+            if run is not None:
+                validate_marquez("Run", run)
+    elif component == "JobList":
+        for job in instance.get("jobs", []):
+            validate_marquez("Job", job)
+    elif component == "LineageGraph":
+        for node in instance["graph"]:
+            validate_marquez("Dataset" if node["type"] == "DATASET" else "Job", node["data"])
+
+
+@functools.cache
+def openlineage_batch_response_schema() -> dict[str, Any]:
+    """The 200 answer of ``/lineage/batch`` in the spec's OpenLineage.yml."""
+    path = shared() / "openlineage-spec" / "published" / "OpenLineage.yml"
+    with path.open(encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    schema: dict[str, Any] = doc["paths"]["/lineage/batch"]["post"]["responses"]["200"][
+        "content"]["application/json"]["schema"]
+    return schema
+
+
+def validate_openapi_response(
+    openapi: Mapping[str, Any], path: str, method: str, status: int, body: Any
+) -> None:
+    """Validate ``body`` against the schema our own /openapi.json declares for that answer."""
+    op = openapi["paths"][path][method]
+    response = op["responses"][str(status)]
+    schema = response["content"]["application/json"]["schema"]
+    root = {**copy.deepcopy(schema), "components": openapi.get("components", {})}
+    Draft202012Validator(root, format_checker=conformance.FORMAT_CHECKER).validate(body)
+
+
+__all__ = [
+    "API_KEY",
+    "HOSTILE_DATASET",
+    "HOSTILE_JOB",
+    "PG",
+    "PRODUCER",
+    "ValidationError",
+    "openlineage_batch_response_schema",
+    "pipeline",
+    "run_cli",
+    "run_event",
+    "validate_marquez",
+    "validate_openapi_response",
+    "when",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# The CLI, as a user runs it (a real process, output piped)
+
+
+def run_cli(
+    *args: str, env: Mapping[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    unset = ("FORCE_COLOR", "NO_COLOR", "LINEAGE_API_URL", "LINEAGE_API_KEY", "LINEAGE_CONFIG")
+    base = {k: v for k, v in os.environ.items() if k not in unset}
+    return subprocess.run(
+        [sys.executable, "-m", "lineage_sdk.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**base, **(env or {})},
+        check=False,
+    )

@@ -1,0 +1,167 @@
+"""The ``lineage`` CLI as a user runs it (a real process): over HTTP (--url) and straight from the
+configured store (--config), every format, plain when piped and coloured when forced."""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+import pytest
+from api_helpers import HOSTILE_DATASET, HOSTILE_JOB, PG, run_cli
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _sources(api):
+    return {"http": ["--url", api.url], "store": ["--config", str(api.config_path)]}
+
+
+@pytest.mark.parametrize("source", ["http", "store"])
+def test_graph_tree_reads_the_same_from_api_and_store(api, loaded, source):
+    args = _sources(api)[source]
+    result = run_cli(*args, "graph", f"dataset:{PG}:mart.daily", "--upstream", "--depth", "3")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert not ANSI.search(out), "piped output must be plain"
+    assert out.startswith("upstream of dataset")
+    for text in ("report", "clean.orders", "clean", "FAILED", "stg.orders", "extract",
+                 "raw.orders", HOSTILE_DATASET):
+        assert text in out, text
+    assert "downstream of" not in out
+    # Depth is honoured: extract is 3 job hops up, audit is not upstream at all.
+    assert "audit" not in out
+
+    as_json = run_cli(*args, "graph", f"dataset:{PG}:mart.daily", "--upstream", "--depth", "3",
+                      "--format", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    from_cli = orjson.loads(as_json.stdout)
+    from_api = api.client.get(
+        "/api/v1/lineage",
+        params={"nodeId": f"dataset:{PG}:mart.daily", "depth": 3, "direction": "upstream"},
+    ).json()
+    assert from_cli == from_api
+
+
+def test_graph_both_directions_prints_two_trees_with_shared_nodes_once(api, loaded):
+    result = run_cli("--url", api.url, "graph", f"dataset:{PG}:stg.orders")
+    assert result.returncode == 0, result.stderr
+    assert "upstream of dataset" in result.stdout and "downstream of dataset" in result.stdout
+    down = result.stdout.split("downstream of", 1)[1]
+    assert down.count("mart.daily") == 1
+
+
+def test_dot_and_mermaid_escape_hostile_names(api, loaded):
+    dot = run_cli("--url", api.url, "graph", "job:shop:report", "--format", "dot", "--depth", "1")
+    assert dot.returncode == 0, dot.stderr
+    assert dot.stdout.startswith("digraph lineage {")
+    escaped = HOSTILE_DATASET.replace('"', '\\"')
+    assert f'label="{escaped}"' in dot.stdout
+    # Every quoted string is closed: quotes balance once escaped quotes are removed.
+    assert dot.stdout.replace('\\"', "").count('"') % 2 == 0
+    assert '"job:shop:report" [' in dot.stdout and "peripheries=2" in dot.stdout
+
+    mermaid = run_cli("--url", api.url, "graph", "job:shop:report", "--format", "mermaid",
+                      "--depth", "1")
+    assert mermaid.returncode == 0, mermaid.stderr
+    assert mermaid.stdout.startswith("flowchart LR")
+    assert "<" not in mermaid.stdout and '"x' not in mermaid.stdout
+    assert "#60;img src#61;x onerror#61;#34;window.__pwned#61;#39;dataset#39;#34;#62;" in (
+        mermaid.stdout
+    )
+    assert "class " in mermaid.stdout and " --> " in mermaid.stdout
+
+
+def test_impact_lists_everything_downstream(api, loaded):
+    result = run_cli("--url", api.url, "impact", "job:shop:extract", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = orjson.loads(result.stdout)
+    by_name = {r["name"]: r for r in rows}
+    assert set(by_name) == {
+        "stg.orders", "clean", "audit", "clean.orders", "audit.log", "report", "mart.daily",
+        HOSTILE_JOB, "export.csv",
+    }
+    assert by_name["clean"]["hops"] == 1 and by_name["clean"]["latestState"] == "FAILED"
+    assert by_name["report"]["hops"] == 2
+    assert by_name[HOSTILE_JOB]["hops"] == 3
+    assert [r["hops"] for r in rows] == sorted(r["hops"] for r in rows)
+
+    table = run_cli("--config", str(api.config_path), "impact", "job:shop:extract")
+    assert table.returncode == 0, table.stderr
+    assert "4 job(s) and 5 dataset(s) downstream of job:shop:extract" in table.stdout
+    assert HOSTILE_JOB in table.stdout
+
+
+def test_runs_shows_state_and_duration(api, loaded):
+    result = run_cli("--url", api.url, "runs", "job:shop:clean")
+    assert result.returncode == 0, result.stderr
+    assert loaded["runs"]["clean"] in result.stdout
+    assert "FAILED" in result.stdout and "12.0 s" in result.stdout
+    direct = run_cli("--config", str(api.config_path), "runs", "job:shop:extract", "-f", "json")
+    assert direct.returncode == 0, direct.stderr
+    (run,) = orjson.loads(direct.stdout)
+    assert run["state"] == "COMPLETED" and run["durationMs"] == 65000
+
+
+def test_events_prints_the_runs_events(api, loaded):
+    run_id = loaded["runs"]["report"]
+    sent = [e for e in loaded["events"] if e["run"]["runId"] == run_id]
+    jsonl = run_cli("--config", str(api.config_path), "events", run_id, "--format", "jsonl")
+    assert jsonl.returncode == 0, jsonl.stderr
+    assert [orjson.loads(line) for line in jsonl.stdout.splitlines()] == sent
+    pretty = run_cli("--url", api.url, "events", run_id)
+    assert pretty.returncode == 0, pretty.stderr
+    assert "START" in pretty.stdout and "COMPLETE" in pretty.stdout
+    assert f'"runId": "{run_id}"' in pretty.stdout
+    assert not ANSI.search(pretty.stdout)
+
+
+def test_colour_when_the_terminal_allows_it(api, loaded):
+    forced = run_cli("--url", api.url, "graph", "job:shop:clean", "--depth", "0",
+                     env={"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120"})
+    assert forced.returncode == 0, forced.stderr
+    assert ANSI.search(forced.stdout)
+    assert "FAILED" in ANSI.sub("", forced.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["graph", "orders"], 2, "node id must be"),
+        (["graph", f"dataset:{PG}:nothing-here"], 1, "nothing is recorded"),
+        (["runs", f"dataset:{PG}:stg.orders"], 2, "expected a job node id"),
+        (["runs", "job:shop:never-ran"], 1, "no runs"),
+        (["events", "00000000-0000-4000-8000-000000000000"], 1, "no events"),
+        (["graph", "job:shop:x", "--depth", "-1"], 2, "depth"),
+    ],
+)
+def test_errors_are_one_clear_line_and_an_exit_code(api, loaded, args, code, message):
+    for source in _sources(api).values():
+        result = run_cli(*source, *args)
+        assert result.returncode == code, (source, result.stdout, result.stderr)
+        assert message in result.stderr.lower() or message in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_unreachable_api_is_a_clear_error():
+    result = run_cli("--url", "http://127.0.0.1:9", "graph", "job:a:b")
+    assert result.returncode == 1
+    assert "cannot reach http://127.0.0.1:9" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_store_without_queries_is_a_clear_error(tmp_path):
+    toml = tmp_path / "lineage.toml"
+    toml.write_text('[lineage.store]\nbackend = "logging"\n', encoding="utf-8")
+    result = run_cli("--config", str(toml), "graph", "job:a:b")
+    assert result.returncode == 2
+    assert "no configured store answers queries" in result.stderr
+
+
+def test_missing_sqlite_database_is_an_error_not_a_new_empty_file(tmp_path):
+    db = tmp_path / "absent.db"
+    toml = tmp_path / "lineage.toml"
+    toml.write_text(f'[lineage.store.sql]\nurl = "sqlite:///{db}"\n', encoding="utf-8")
+    result = run_cli("--config", str(toml), "graph", "job:a:b")
+    assert result.returncode == 2
+    assert "no lineage database" in result.stderr
+    assert not db.exists()
