@@ -91,11 +91,18 @@ def run_select() -> None:
 
     def on_channel(channel) -> None:
         channel.add_on_close_callback(lambda *_: connection.close())
-        channel.exchange_declare(EXCHANGE, exchange_type="topic", auto_delete=False,
-                                 callback=lambda _f: channel.queue_declare(
-                                     QUEUE, auto_delete=False, callback=lambda _f: channel.queue_bind(
-                                         QUEUE, EXCHANGE, routing_key=ROUTING_KEY,
-                                         callback=lambda _f: subscribe(channel))))
+        channel.exchange_declare(
+            EXCHANGE,
+            exchange_type="topic",
+            auto_delete=False,
+            callback=lambda _f: channel.queue_declare(
+                QUEUE,
+                auto_delete=False,
+                callback=lambda _f: channel.queue_bind(
+                    QUEUE, EXCHANGE, routing_key=ROUTING_KEY, callback=lambda _f: subscribe(channel)
+                ),
+            ),
+        )
 
     def subscribe(channel) -> None:
         channel.basic_consume(QUEUE, on_message)

@@ -2,7 +2,9 @@
 
 It shows nested runs (each step is a child of the pipeline run), async steps running at once,
 a generator step, datasets found at run time, and a failing step whose FAIL event carries the
-error. The events are captured in memory, checked, and printed as a run tree.
+error. The events are captured in memory and printed as a run tree, then stored through the
+collector's LineageManager in the embedded SQLite store, and the lineage graph of the report is
+printed from that store. ``--serve`` then serves the graph page on http://127.0.0.1:5000/.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from collections import defaultdict
 from typing import Any
 
 import lineage_sdk
 from lineage_sdk import LineageDataset, current_run, track_lineage
+from lineage_sdk.config import load_config
 from lineage_sdk.config.schema import LineageConfig, ProducerConfig
 from lineage_sdk.testing import capture_lineage
 
@@ -97,9 +101,38 @@ def print_run_tree(events: list[dict[str, Any]]) -> None:
         show(root, 0)
 
 
+def store_in_sqlite(events: list[dict[str, Any]], workdir: Path) -> Path:
+    """Write the events through the collector's own path into the embedded SQLite store."""
+    from lineage_sdk.collector.manager import LineageManager
+    from lineage_sdk.collector.service import LineageCollectorService
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / "lineage.db"
+    config_file = workdir / "lineage.toml"
+    config_file.write_text(
+        '[lineage]\n[lineage.store]\nbackend = "sql"\n'
+        f'[lineage.store.sql]\nurl = "sqlite:///{db}"\n'
+    )
+    manager = LineageManager(load_config(path=config_file, environ={}))
+    manager.build()
+    manager.open()
+    try:
+        service = LineageCollectorService(manager)
+        for event in events:
+            service.handle_lineage_event(event)
+    finally:
+        manager.close()
+    return config_file
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true", help="also print every event as JSON")
+    parser.add_argument("--serve", action="store_true", help="serve the graph page afterwards")
+    parser.add_argument("--port", type=int, default=5000, help="port for --serve")
+    parser.add_argument(
+        "--workdir", type=Path, default=Path(".demo"), help="where the SQLite file goes"
+    )
     args = parser.parse_args()
 
     config = LineageConfig(
@@ -112,6 +145,7 @@ def main() -> int:
     with capture_lineage(config) as captured:
         rows = pipeline()
     events = captured.events
+    lineage_sdk.shutdown()
     print(f"  report rows: {rows}")
     print(
         f"\n{len(events)} OpenLineage events from {len({e['run']['runId'] for e in events})} runs:\n"
@@ -125,7 +159,32 @@ def main() -> int:
     failed = [e for e in events if e["eventType"] == "FAIL"]
     if failed:
         print(f"\nFAIL event error: {failed[0]['run']['facets']['errorMessage']['message']}")
-    lineage_sdk.shutdown()
+
+    config_file = store_in_sqlite(events, args.workdir.resolve())
+    node = f"dataset:{REPORT.namespace}:{REPORT.name}"
+    print(f"\nStored in the embedded SQLite store ({config_file.parent / 'lineage.db'}).")
+    print(f"Upstream lineage of {node}, read back from the store:\n")
+    from lineage_sdk.cli import app as lineage_cli
+
+    try:
+        lineage_cli(
+            ["--config", str(config_file), "graph", node, "--upstream", "--depth", "5"],
+            standalone_mode=False,
+        )
+    except SystemExit as exc:  # typer exits 0 after a command
+        if exc.code not in (0, None):
+            return int(exc.code)
+    if args.serve:
+        from lineage_sdk.collector.api import serve
+
+        print(f"\nGraph page: http://127.0.0.1:{args.port}/#nodeId={node}  (Ctrl-C to stop)")
+        serve(load_config(path=config_file, environ={}), "127.0.0.1", args.port)
+    else:
+        print(
+            "\nSee it as a graph: ./dev -s demo -- --serve, then open "
+            f"http://127.0.0.1:{args.port}/#nodeId={node}"
+        )
+        print(f"Or ask the CLI: lineage --config {config_file} impact job:demo:extract_orders")
     return 0
 
 

@@ -25,8 +25,9 @@ def main() -> int:
     channel.exchange_declare(exchange, exchange_type="topic", auto_delete=False)
     for number in range(count):
         body = json.dumps({"order": number}).encode()
-        channel.basic_publish(exchange, routing_key, body,
-                              pika.BasicProperties(content_type="application/json"))
+        channel.basic_publish(
+            exchange, routing_key, body, pika.BasicProperties(content_type="application/json")
+        )
     connection.close()
     print(f"published {count} orders to {exchange}:{routing_key}")
     return 0

@@ -9,6 +9,7 @@ entry-point group.
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -127,29 +128,30 @@ def node_id(node_type: NodeType, namespace: str, name: str) -> str:
 
 
 def parse_node_id(value: str) -> tuple[NodeType, str, str]:
-    """Split a node id; the namespace may itself hold ':' (``postgres://h:5432``), so the name is
-    everything after the last ':' that follows the namespace's scheme and authority. A namespace
-    with ``://`` keeps its authority's port."""
+    """Split ``dataset:<namespace>:<name>`` or ``job:<namespace>:<name>``.
+
+    A namespace may hold ':' itself. With a ``scheme://`` namespace (the naming spec's form), the
+    namespace ends at the first ':' after ``://`` unless that ':' starts a port (digits followed
+    by ':'): ``postgres://h:5432:db.s.t`` is namespace ``postgres://h:5432``, name ``db.s.t``, and
+    ``s3://lake:reports/daily`` is ``s3://lake`` and ``reports/daily``. Otherwise the namespace
+    ends at the first ':'.
+    """
     kind, sep, rest = value.partition(":")
-    if not sep or kind not in ("dataset", "job") or ":" not in rest:
+    if not sep or kind not in ("dataset", "job"):
         raise ValueError(
             f"node id must be dataset:<namespace>:<name> or job:<namespace>:<name>, got {value!r}"
         )
-    if "://" in rest:
-        scheme, _, after = rest.partition("://")
-        authority, slash, path_and_name = after.partition("/")
-        # namespace = scheme://authority[/path]; name follows the next ':' after the authority.
-        tail = slash + path_and_name
-        head, sep2, name = tail.partition(":") if tail else ("", "", "")
-        if not sep2:
-            host, sep3, name = authority.rpartition(":") if ":" in authority else ("", "", "")
-            namespace = f"{scheme}://{host}" if sep3 else ""
-            if not sep3 or not name:
-                raise ValueError(f"node id {value!r} has no name after the namespace")
-        else:
-            namespace = f"{scheme}://{authority}{head}"
+    scheme, has_scheme, after = rest.partition("://")
+    if has_scheme and scheme and ":" not in scheme:
+        offset = len(scheme) + 3
+        colon = after.find(":")
+        port = re.match(r"\d+:", after[colon + 1 :]) if colon >= 0 else None
+        if port is not None:
+            colon = after.find(":", colon + 1)
+        split = offset + colon if colon >= 0 else -1
     else:
-        namespace, _, name = rest.partition(":")
+        split = rest.find(":")
+    namespace, name = (rest[:split], rest[split + 1 :]) if split >= 0 else (rest, "")
     if not namespace or not name:
         raise ValueError(f"node id {value!r} needs both a namespace and a name")
     return ("DATASET" if kind == "dataset" else "JOB"), namespace, name
