@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import lineage_sdk
