@@ -21,7 +21,8 @@ class EncodedEvent(NamedTuple):
     """One OpenLineage event, already serialized off the application thread.
 
     ``payload`` is the event as JSON bytes (orjson, keys sorted, so equal events have equal bytes);
-    ``event_id`` is derived from those bytes, so a consumer can drop a redelivered duplicate.
+    ``event_id`` identifies the event (for a RunEvent: run id, event type and time), so a consumer
+    can drop a redelivered duplicate.
     The other fields are copies from the event that exporters use for routing and headers.
     A NamedTuple because the worker makes two per decorated call: it is the cheapest immutable
     record Python has.

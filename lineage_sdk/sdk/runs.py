@@ -44,6 +44,7 @@ class LineageRun:
         "error",
         "inputs",
         "job_facets",
+        "job_json",
         "job_name",
         "job_namespace",
         "outputs",
@@ -81,6 +82,7 @@ class LineageRun:
         # The facets every event of this run repeats (parent, trace), built once by the worker.
         self.common_facets: dict[str, Any] | None = None
         self.common_facets_json: bytes | None = None
+        self.job_json: bytes | None = None
 
     def add_input(self, dataset: LineageDataset) -> None:
         """Record a dataset this run read, discovered at run time."""
