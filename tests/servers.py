@@ -175,8 +175,13 @@ class SecantusServer:
         wait_for_port("127.0.0.1", self.port, proc=self.proc)
 
     def stop(self) -> None:
+        """A clean shutdown (SIGTERM): the data in ``storage_dir`` is there after ``start``."""
         _stop_process(self.proc)
         self.proc = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def close(self) -> None:
         self.stop()
@@ -225,8 +230,12 @@ def mongo_target() -> Iterator[MongoTarget]:
 class FalkorDBServer:
     """FalkorDB's redis-server with the graph module and a Bolt endpoint, on free ports.
 
-    ``persistent=True`` keeps an append-only file in the data directory, so ``stop`` then ``start``
-    (same ports) finds the graph as it was, like a real database coming back.
+    ``persistent=True`` makes ``stop`` write an RDB snapshot in the data directory as it shuts down
+    (``SHUTDOWN SAVE``, one atomic step: no write can slip in between the snapshot and the exit),
+    so ``start`` (same ports, same directory) finds the graph as it was, like a real database
+    coming back. Without it, a restart comes back empty: the server runs with ``--save ''`` and
+    no AOF (see ``start``). ``kill`` is a crash: whatever was written since the last snapshot is
+    gone.
     """
 
     def __init__(self, *, persistent: bool = True) -> None:
@@ -269,11 +278,25 @@ class FalkorDBServer:
         bolt_warmup("127.0.0.1", self.bolt_port)
 
     def stop(self) -> None:
-        """Stop the server; with ``persistent``, snapshot first so ``start`` finds the graph."""
+        """Stop the server; with ``persistent``, snapshot as it exits so ``start`` finds the graph."""
         if self.persistent and self.proc is not None and self.proc.poll() is None:
-            self._redis_command("SAVE")
+            with contextlib.suppress(OSError):
+                self._redis_command("SHUTDOWN", "SAVE")  # the server closes without answering
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=30)
         _stop_process(self.proc)
         self.proc = None
+
+    def kill(self) -> None:
+        """A crash (SIGKILL): no snapshot, so writes since the last one are lost."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def _redis_command(self, *args: str) -> bytes:
         payload = f"*{len(args)}\r\n".encode() + b"".join(

@@ -1,0 +1,389 @@
+"""A collector fed from the real RabbitMQ, writing to the composite document + graph + sql store.
+
+Used by ``test_collector_*.py``. Everything is real: the shared broker (with a unique exchange and
+queues, deleted afterwards), the SDK's RabbitMQ exporter as the publisher, the MongoDB-wire and
+graph servers of ``tests/servers.py`` and SQLite in a temporary directory. The graph store reaches
+FalkorDB through :class:`servers.FalkorDBRespRunner` (FalkorDB's Bolt endpoint cannot carry real
+events, see docs/stores.md), injected with ``LineageManager(creators=...)``; with
+``LINEAGE_TEST_NEO4J_URI`` set, the store's own neo4j driver is used instead.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pika
+import sqlalchemy as sa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))  # collector_helpers
+
+from collector_helpers import RABBIT_URL, running, wait_until
+from servers import GraphTarget
+
+from lineage_exporters.rabbitmq import RabbitMQExporter
+from lineage_sdk.collector.consumer import LineageCollector
+from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.store import LineageStoreProtocol
+from lineage_sdk.collector.stores.document import DocumentLineageStore
+from lineage_sdk.collector.stores.graph import GraphLineageStore
+from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.topology import Topology
+from lineage_sdk.config.schema import ConnectionConfig, LineageConfig, RabbitMQConfig
+from lineage_sdk.models import event_id as model_event_id
+from lineage_sdk.sdk.export import EncodedEvent
+
+__all__ = [
+    "BACKENDS",
+    "CollectorRig",
+    "collector_rig",
+    "expected_graph",
+    "graph_counts",
+    "graph_snapshot",
+    "parked",
+    "queue_depths",
+    "running",
+    "sample_value",
+    "store_id",
+    "wait_until",
+]
+
+BACKENDS = ("document", "graph", "sql")
+DATABASE = "lineage_tests"
+
+
+@dataclass
+class CollectorRig:
+    """One collector configuration (unique exchange, collection, graph and SQLite file) and
+    readers on what it wrote, each on connections of its own."""
+
+    config: LineageConfig
+    mongo_uri: str
+    graph: GraphTarget
+    graph_name: str
+    tmp_path: Path
+    mongo_timeout_ms: int = 5000
+    _readers: list[LineageStoreProtocol] = field(default_factory=list)
+
+    @property
+    def topic(self) -> str:
+        return self.config.collector_topic
+
+    @property
+    def topology(self) -> Topology:
+        return Topology.from_config(self.config)
+
+    def manager(self) -> LineageManager:
+        """A manager building the configured stores; the graph one on this rig's graph."""
+
+        def graph_creator(config: LineageConfig) -> GraphLineageStore:
+            runner = self.graph.runner(self.graph_name)
+            if runner is not None:
+                return GraphLineageStore(runner=runner)
+            return GraphLineageStore.from_config(config)
+
+        return LineageManager(self.config, creators={"graph": graph_creator})
+
+    # -- readers
+
+    def document(self) -> DocumentLineageStore:
+        store = DocumentLineageStore(
+            ConnectionConfig(uri=self.mongo_uri, database=DATABASE, timeout_ms=5000),
+            collection_name=self.config.store.document.collection_name,
+        )
+        store.open()
+        self._readers.append(store)
+        return store
+
+    def graph_store(self) -> GraphLineageStore:
+        runner = self.graph.runner(self.graph_name)
+        if runner is not None:
+            store = GraphLineageStore(runner=runner)
+        else:
+            store = GraphLineageStore(_graph_connection(self.graph))
+        store.open()
+        self._readers.append(store)
+        return store
+
+    def sql(self) -> SqlStore:
+        store = SqlStore(self.config.store.sql.url)
+        store.open()
+        self._readers.append(store)
+        return store
+
+    def readers(self) -> dict[str, Any]:
+        return {"document": self.document(), "graph": self.graph_store(), "sql": self.sql()}
+
+    # -- publishing
+
+    def declare(self) -> None:
+        """The collector's topology, so that nothing published before it starts is unroutable."""
+        conn = pika.BlockingConnection(pika.URLParameters(RABBIT_URL))
+        try:
+            self.topology.declare(conn.channel())
+        finally:
+            conn.close()
+
+    def exporter(self, *, events_per_message: int = 1) -> RabbitMQExporter:
+        """The SDK's RabbitMQ exporter, publishing to this rig's exchange."""
+        settings = RabbitMQConfig(
+            url=RABBIT_URL,
+            spool_dir=str(self.tmp_path / f"spool-{uuid.uuid4().hex[:6]}"),
+            reconnect_initial_ms=100,
+            reconnect_max_ms=1000,
+            events_per_message=events_per_message,
+        )
+        return RabbitMQExporter(settings, exchange=self.topic)
+
+    def publish(self, events: Sequence[EncodedEvent], *, events_per_message: int = 1) -> None:
+        """Publish through the SDK's exporter and wait for the broker's confirms."""
+        exporter = self.exporter(events_per_message=events_per_message)
+        try:
+            for start in range(0, len(events), 200):
+                exporter.export(events[start : start + 200])
+            assert exporter.force_flush(30), "the exporter did not deliver in time"
+            stats = exporter.stats()
+            assert stats.dropped == 0 and stats.unroutable == 0, stats
+        finally:
+            exporter.shutdown(10)
+
+    # -- checks
+
+    def sql_ids(self, sql: SqlStore) -> Counter[str]:
+        with sql.engine.connect() as conn:
+            rows = conn.execute(sa.select(sql.t["events"].c.event_id)).scalars().all()
+        return Counter(rows)
+
+    def document_ids(self, document: DocumentLineageStore) -> Counter[str]:
+        return Counter(d["_id"] for d in document.collection.find({}, {"_id": 1}))
+
+    def wait_stored(self, sql: SqlStore, count: int, timeout: float = 45.0) -> None:
+        """Until the last store of the composite holds ``count`` events."""
+        wait_until(
+            lambda: sql.count_events() >= count,
+            timeout,
+            interval=0.1,
+            message=f"{count} events in the sql store",
+        )
+
+    def close(self) -> None:
+        for store in self._readers:
+            with contextlib.suppress(Exception):
+                store.close()
+        self._readers.clear()
+
+
+def _graph_connection(target: GraphTarget) -> ConnectionConfig:
+    return ConnectionConfig(
+        uri=target.uri,
+        username=target.username,
+        password=target.password,
+        database=target.database,
+        timeout_ms=5000,
+    )
+
+
+@contextlib.contextmanager
+def collector_rig(
+    mongo_uri: str,
+    graph: GraphTarget,
+    tmp_path: Path,
+    *,
+    mongo_timeout_ms: int = 5000,
+    collector: dict[str, Any] | None = None,
+) -> Iterator[CollectorRig]:
+    """A rig on fresh names; the broker objects, collection, graph and SQLite file go afterwards."""
+    suffix = uuid.uuid4().hex[:10]
+    topic = f"test.lineage.nosql.{suffix}"
+    connections: dict[str, Any] = {
+        "mongo": {"uri": mongo_uri, "database": DATABASE, "timeout_ms": mongo_timeout_ms},
+    }
+    if graph.kind != "falkordb":
+        connections["graph"] = _graph_connection(graph).model_dump()
+    collector_cfg: dict[str, Any] = {
+        "retry_delays_ms": [100, 200],
+        "max_attempts": 10,
+        "prefetch": 200,
+        "batch_size": 50,
+        "batch_timeout_ms": 20,
+    }
+    collector_cfg.update(collector or {})
+    config = LineageConfig.model_validate(
+        {
+            "collector_topic": topic,
+            "rabbitmq": {"url": RABBIT_URL, "reconnect_initial_ms": 100, "reconnect_max_ms": 1000},
+            "store": {
+                "backend": "composite",
+                "backends": list(BACKENDS),
+                "document": {"collection_name": f"c_{suffix}", "document_connection_name": "mongo"},
+                "graph": {"graph_connection_name": "graph"},
+                "sql": {"url": f"sqlite:///{tmp_path}/lineage-{suffix}.db"},
+            },
+            "connections": connections,
+            "collector": collector_cfg,
+        }
+    )
+    rig = CollectorRig(
+        config=config,
+        mongo_uri=mongo_uri,
+        graph=graph,
+        graph_name=f"t_{suffix}",
+        tmp_path=tmp_path,
+        mongo_timeout_ms=mongo_timeout_ms,
+    )
+    rig.declare()
+    try:
+        yield rig
+    finally:
+        rig.close()
+        _cleanup(rig)
+
+
+def _cleanup(rig: CollectorRig) -> None:
+    with contextlib.suppress(Exception):
+        conn = pika.BlockingConnection(pika.URLParameters(RABBIT_URL))
+        try:
+            ch = conn.channel()
+            rig.topology.delete(ch)
+            ch.exchange_delete(rig.topic)
+        finally:
+            conn.close()
+    with contextlib.suppress(Exception):
+        document = rig.document()
+        document.collection.drop()
+    with contextlib.suppress(Exception):
+        graph = rig.graph_store()
+        drop = getattr(graph.runner, "drop", None)
+        if drop is not None:
+            drop()
+        else:  # a real Neo4j: the (throwaway) database is wiped, as in conftest.py
+            graph.runner.run("MATCH (n) DETACH DELETE n")
+    rig.close()
+
+
+def parked(collector: LineageCollector) -> float:
+    """Messages or events the collector sent to the dead-letter queue, whatever the reason."""
+    return sum(
+        s.value
+        for metric in collector.metrics.dead_lettered.collect()
+        for s in metric.samples
+        if s.name.endswith("_total")
+    )
+
+
+def store_id(payload: bytes) -> str:
+    """The id the stores key an event on (the collector's definition, a content hash of the
+    event), computed from the bytes that were published."""
+    return model_event_id(orjson.loads(payload))
+
+
+def queue_depths(rig: CollectorRig) -> dict[str, int]:
+    """Messages waiting in the main, retry and dead-letter queues."""
+    topo = rig.topology
+    names = [topo.queue, topo.dead_letter_queue, *(r.name for r in topo.retry_queues)]
+    conn = pika.BlockingConnection(pika.URLParameters(RABBIT_URL))
+    try:
+        ch = conn.channel()
+        return {n: int(ch.queue_declare(n, passive=True).method.message_count) for n in names}
+    finally:
+        conn.close()
+
+
+GRAPH_COUNTS = {
+    "Job": "MATCH (n:Job) RETURN count(n) AS c",
+    "Dataset": "MATCH (n:Dataset) RETURN count(n) AS c",
+    "Run": "MATCH (n:Run) RETURN count(n) AS c",
+    "Event": "MATCH (n:Event) RETURN count(n) AS c",
+    "Field": "MATCH (n:Field) RETURN count(n) AS c",
+    "INSTANCE_OF": "MATCH ()-[r:INSTANCE_OF]->() RETURN count(r) AS c",
+    "READ": "MATCH ()-[r:READ]->() RETURN count(r) AS c",
+    "WROTE": "MATCH ()-[r:WROTE]->() RETURN count(r) AS c",
+    "CHILD_OF": "MATCH ()-[r:CHILD_OF]->() RETURN count(r) AS c",
+    "CONSUMES": "MATCH ()-[r:CONSUMES]->() RETURN count(r) AS c",
+    "PRODUCES": "MATCH ()-[r:PRODUCES]->() RETURN count(r) AS c",
+    "HAS_FIELD": "MATCH ()-[r:HAS_FIELD]->() RETURN count(r) AS c",
+    "DERIVED_FROM": "MATCH ()-[r:DERIVED_FROM]->() RETURN count(r) AS c",
+}
+
+
+def graph_counts(store: GraphLineageStore) -> dict[str, int]:
+    """Nodes per label and relationships per type."""
+    return {name: int(store.runner.run(q)[0]["c"]) for name, q in GRAPH_COUNTS.items()}
+
+
+def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """The projection computed independently from the events (the model in docs/stores.md)."""
+    jobs: set[Any] = set()
+    datasets: set[Any] = set()
+    runs: set[Any] = set()
+    fields: set[Any] = set()
+    rels: dict[str, set[Any]] = collections.defaultdict(set)
+    for e in events:
+        job = (e["job"]["namespace"], e["job"]["name"])
+        run = e["run"]["runId"]
+        jobs.add(job)
+        runs.add(run)
+        rels["INSTANCE_OF"].add((run, job))
+        parent = e["run"].get("facets", {}).get("parent")
+        if parent:
+            runs.add(parent["run"]["runId"])
+            jobs.add((parent["job"]["namespace"], parent["job"]["name"]))
+            rels["CHILD_OF"].add((run, parent["run"]["runId"]))
+        for side, run_rel, job_rel in (
+            ("inputs", "READ", "CONSUMES"),
+            ("outputs", "WROTE", "PRODUCES"),
+        ):
+            for ds in e[side]:
+                key = (ds["namespace"], ds["name"])
+                datasets.add(key)
+                rels[run_rel].add((run, key))
+                rels[job_rel].add((job, key))
+                cl = ds.get("facets", {}).get("columnLineage")
+                for out, spec in (cl or {}).get("fields", {}).items():
+                    fields.add((*key, out))
+                    for src in spec["inputFields"]:
+                        source = (src["namespace"], src["name"], src["field"])
+                        fields.add(source)
+                        rels["DERIVED_FROM"].add(((*key, out), source))
+    rels["HAS_FIELD"] = fields
+    return {
+        "Job": len(jobs),
+        "Dataset": len(datasets),
+        "Run": len(runs),
+        "Event": len(events),
+        "Field": len(fields),
+        **{name: len(rels[name]) for name in GRAPH_COUNTS if name.isupper()},
+    }
+
+
+def graph_snapshot(store: GraphLineageStore) -> tuple[list[Any], list[Any]]:
+    """The whole graph as comparable data: every node's labels and properties, every relationship
+    with its ends (no internal ids), sorted."""
+    nodes = store.runner.run("MATCH (n) RETURN labels(n) AS labels, properties(n) AS props")
+    rels = store.runner.run(
+        "MATCH (a)-[r]->(b) RETURN labels(a) AS a, properties(a) AS ap, type(r) AS t,"
+        " labels(b) AS b, properties(b) AS bp"
+    )
+
+    def key(props: Any) -> str:
+        return json.dumps(dict(props), sort_keys=True)
+
+    return (
+        sorted((sorted(n["labels"]), key(n["props"])) for n in nodes),
+        sorted((sorted(r["a"]), key(r["ap"]), r["t"], sorted(r["b"]), key(r["bp"])) for r in rels),
+    )
+
+
+def sample_value(collector: LineageCollector, name: str, **labels: str) -> float:
+    """A collector metric's current value (0 when never set)."""
+    value = collector.metrics.registry.get_sample_value(name, labels or None)
+    return value or 0.0
