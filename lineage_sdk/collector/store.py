@@ -26,6 +26,7 @@ __all__ = [
     "LineageCatalogProtocol",
     "LineageEdge",
     "LineageGraph",
+    "LineageGraphBuilder",
     "LineageNode",
     "LineageQueryProtocol",
     "LineageRecord",
@@ -35,6 +36,7 @@ __all__ = [
     "StoreCreator",
     "node_id",
     "parse_node_id",
+    "walk_directions",
 ]
 
 EventKind = Literal["run", "dataset", "job"]
@@ -183,6 +185,57 @@ class LineageGraph:
 
     root: str
     nodes: dict[str, LineageNode] = field(default_factory=dict)
+
+
+class LineageGraphBuilder:
+    """Collects one lineage answer: each node once, each edge once, edges along the data flow.
+
+    Stores walk their own way (SQL, aggregation pipelines, Cypher) but answer in one shape:
+    datasets feed the jobs that read them, jobs feed the datasets they write.
+    """
+
+    def __init__(self, root_type: NodeType, namespace: str, name: str) -> None:
+        self.root = node_id(root_type, namespace, name)
+        self._graph = LineageGraph(root=self.root)
+        self._edges: set[tuple[str, str]] = set()
+        self.add(root_type, namespace, name)
+
+    def add(self, node_type: NodeType, namespace: str, name: str) -> str:
+        """The node's id, adding the node the first time it is seen."""
+        nid = node_id(node_type, namespace, name)
+        if nid not in self._graph.nodes:
+            self._graph.nodes[nid] = LineageNode(
+                id=nid,
+                type=node_type,
+                namespace=namespace,
+                name=name,
+                data={"namespace": namespace, "name": name},
+            )
+        return nid
+
+    def flow(self, dataset: str, job: str, *, upstream: bool, far: bool) -> None:
+        """Record the edge between a dataset and a job met while walking one way.
+
+        ``far`` says the dataset lies beyond the job (reached through it) rather than before it.
+        """
+        if far:
+            self._edges.add((dataset, job) if upstream else (job, dataset))
+        else:
+            self._edges.add((job, dataset) if upstream else (dataset, job))
+
+    def build(self) -> LineageGraph:
+        for origin, destination in sorted(self._edges):
+            edge = LineageEdge(origin=origin, destination=destination)
+            self._graph.nodes[origin].out_edges.append(edge)
+            self._graph.nodes[destination].in_edges.append(edge)
+        return self._graph
+
+
+def walk_directions(direction: Direction) -> tuple[bool, ...]:
+    """The walks a direction asks for, as ``upstream`` flags."""
+    if direction == "both":
+        return (True, False)
+    return (direction == "upstream",)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,14 +35,13 @@ import orjson
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     Direction,
-    LineageEdge,
     LineageGraph,
-    LineageNode,
+    LineageGraphBuilder,
     LineageRecord,
     NodeType,
     RunSummary,
-    node_id,
     parse_node_id,
+    walk_directions,
 )
 from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -378,23 +377,10 @@ class DocumentLineageStore(BaseLineageStore):
         kind, namespace, name = parse_node_id(node)
         if depth < 0:
             raise ValueError(f"depth must be >= 0, got {depth}")
-        root = node_id(kind, namespace, name)
-        graph = LineageGraph(root=root)
-        graph.nodes[root] = LineageNode(
-            id=root,
-            type=kind,
-            namespace=namespace,
-            name=name,
-            data={"namespace": namespace, "name": name},
-        )
-        edges: set[tuple[str, str]] = set()
-        for way in ("upstream", "downstream") if direction == "both" else (direction,):
-            self._walk(graph, edges, kind, (namespace, name), way == "upstream", depth)
-        for origin, destination in sorted(edges):
-            edge = LineageEdge(origin=origin, destination=destination)
-            graph.nodes[origin].out_edges.append(edge)
-            graph.nodes[destination].in_edges.append(edge)
-        return graph
+        builder = LineageGraphBuilder(kind, namespace, name)
+        for upstream in walk_directions(direction):
+            self._walk(builder, kind, (namespace, name), upstream, depth)
+        return builder.build()
 
     def _job_datasets(
         self, jobs: list[tuple[str, str]], side: str
@@ -445,24 +431,13 @@ class DocumentLineageStore(BaseLineageStore):
 
     def _walk(
         self,
-        graph: LineageGraph,
-        edges: set[tuple[str, str]],
+        builder: LineageGraphBuilder,
         kind: NodeType,
         key: tuple[str, str],
         upstream: bool,
         depth: int,
     ) -> None:
-        def add(node_type: NodeType, ns: str, nm: str) -> str:
-            nid = node_id(node_type, ns, nm)
-            if nid not in graph.nodes:
-                graph.nodes[nid] = LineageNode(
-                    id=nid,
-                    type=node_type,
-                    namespace=ns,
-                    name=nm,
-                    data={"namespace": ns, "name": nm},
-                )
-            return nid
+        add = builder.add
 
         near_side = (
             "outputs" if upstream else "inputs"
@@ -470,10 +445,7 @@ class DocumentLineageStore(BaseLineageStore):
         far_side = "inputs" if upstream else "outputs"  # where the walk goes next
 
         def job_edge(ds_id: str, job_id: str, *, far: bool) -> None:
-            if far:
-                edges.add((ds_id, job_id) if upstream else (job_id, ds_id))
-            else:
-                edges.add((job_id, ds_id) if upstream else (ds_id, job_id))
+            builder.flow(ds_id, job_id, upstream=upstream, far=far)
 
         seen_datasets: set[tuple[str, str]] = set()
         seen_jobs: set[tuple[str, str]] = set()

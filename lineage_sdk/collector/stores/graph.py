@@ -47,14 +47,14 @@ from lineage_sdk.collector.store import (
     DatasetRef,
     Direction,
     JobSummary,
-    LineageEdge,
     LineageGraph,
-    LineageNode,
+    LineageGraphBuilder,
     LineageRecord,
     NodeType,
     RunSummary,
     node_id,
     parse_node_id,
+    walk_directions,
 )
 from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -722,52 +722,23 @@ class GraphLineageStore(BaseLineageStore):
         kind, namespace, name = parse_node_id(node)
         if depth < 0:
             raise ValueError(f"depth must be >= 0, got {depth}")
-        root = node_id(kind, namespace, name)
-        graph = LineageGraph(root=root)
-        graph.nodes[root] = LineageNode(
-            id=root,
-            type=kind,
-            namespace=namespace,
-            name=name,
-            data={"namespace": namespace, "name": name},
-        )
-        edges: set[tuple[str, str]] = set()
-        directions = ("upstream", "downstream") if direction == "both" else (direction,)
-        for way in directions:
-            self._walk(graph, edges, kind, (namespace, name), way == "upstream", depth)
-        for origin, destination in sorted(edges):
-            edge = LineageEdge(origin=origin, destination=destination)
-            graph.nodes[origin].out_edges.append(edge)
-            graph.nodes[destination].in_edges.append(edge)
-        return graph
+        builder = LineageGraphBuilder(kind, namespace, name)
+        for upstream in walk_directions(direction):
+            self._walk(builder, kind, (namespace, name), upstream, depth)
+        return builder.build()
 
     def _walk(
         self,
-        graph: LineageGraph,
-        edges: set[tuple[str, str]],
+        builder: LineageGraphBuilder,
         kind: NodeType,
         key: tuple[str, str],
         upstream: bool,
         depth: int,
     ) -> None:
-        def add(node_type: NodeType, ns: str, nm: str) -> str:
-            nid = node_id(node_type, ns, nm)
-            if nid not in graph.nodes:
-                graph.nodes[nid] = LineageNode(
-                    id=nid,
-                    type=node_type,
-                    namespace=ns,
-                    name=nm,
-                    data={"namespace": ns, "name": nm},
-                )
-            return nid
+        add = builder.add
 
         def flow(dataset: str, job: str, *, far: bool) -> None:
-            # Edges point with the data: upstream datasets feed jobs, jobs feed downstream ones.
-            if far:  # a dataset on the far side of a job
-                edges.add((dataset, job) if upstream else (job, dataset))
-            else:  # a job on the far side of a dataset
-                edges.add((job, dataset) if upstream else (dataset, job))
+            builder.flow(dataset, job, upstream=upstream, far=far)
 
         seen: set[str] = set()
         frontier: list[str] = []  # dataset keys whose far-side jobs are still to visit
