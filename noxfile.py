@@ -116,7 +116,15 @@ def bench(session: nox.Session) -> None:
     for script in scripts:
         session.log(f"== {script}")
         name = os.path.splitext(os.path.basename(script))[0]
-        session.run("python", script, "--json", f".bench-results/{name}.json")
+        # Each script prints its own table of figures and ratios; keep a copy of what it printed.
+        session.run(
+            "bash",
+            "-o",
+            "pipefail",
+            "-c",
+            f'python {script} 2>&1 | tee ".bench-results/{name}.txt"',
+            external=True,
+        )
 
 
 @nox.session(python=PYTHON)
