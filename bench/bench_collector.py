@@ -1,7 +1,7 @@
 """Collector throughput: events/s from a pre-filled queue into the sql (SQLite) and logging stores,
 against raw pika consume-and-ack (prefetch 100) of the same messages, in the same run.
 
-    python bench/bench_collector.py [--events 20000] [--rounds 1]
+    python bench/bench_collector.py [--events 20000] [--rounds 3] [--json PATH]
 
 Targets (issue 4): sql >= 0.5x raw, logging >= 0.8x raw. Uses the broker on 127.0.0.1:5672 with
 unique queue names, and deletes them afterwards. Take figures only on a quiet machine.
@@ -10,6 +10,7 @@ unique queue names, and deletes them afterwards. Take figures only on a quiet ma
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import tempfile
 import threading
@@ -135,33 +136,72 @@ def collector_rate(bodies: list[bytes], store: dict, workdir: Path) -> float:
         conn.close()
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     bodies = make_events(args.events)
     events_log = logging.getLogger("bench.lineage.events")
     events_log.propagate = False
+    rounds: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         handler = logging.FileHandler(workdir / "events.jsonl")
         events_log.addHandler(handler)
         events_log.setLevel(logging.INFO)
         print(f"{args.events} messages of ~{sum(map(len, bodies)) // len(bodies)} bytes, "
-              f"{args.rounds} round(s)")
+              f"{args.rounds} round(s); each ratio is against the mean of the raw runs just "
+              "before and after it (the machine's load drifts)")
+        raw_before = raw_pika(bodies)
         for round_no in range(1, args.rounds + 1):
-            raw = raw_pika(bodies)
             sql = collector_rate(bodies, {"backend": "sql", "sql": {
                 "url": f"sqlite:///{workdir}/bench-{round_no}.db"}}, workdir)
+            raw_mid = raw_pika(bodies)
             log = collector_rate(bodies, {"backend": "logging", "logging": {
                 "logger_name": "bench.lineage.events"}}, workdir)
-            print(f"round {round_no}: raw pika consume+ack (prefetch 100): {raw:8.0f} msg/s")
+            raw_after = raw_pika(bodies)
+            figures = {
+                "raw_before": raw_before, "sql": sql, "raw_mid": raw_mid,
+                "logging": log, "raw_after": raw_after,
+                "sql_ratio": sql / ((raw_before + raw_mid) / 2),
+                "logging_ratio": log / ((raw_mid + raw_after) / 2),
+            }
+            rounds.append(figures)
+            print(f"round {round_no}: raw pika consume+ack (prefetch 100): "
+                  f"{raw_before:8.0f} / {raw_mid:8.0f} / {raw_after:8.0f} msg/s")
             print(f"round {round_no}: collector -> sql (SQLite):          {sql:8.0f} events/s"
-                  f"  = {sql / raw:.2f}x raw (target >= 0.50x)")
+                  f"  = {figures['sql_ratio']:.2f}x raw (target >= 0.50x)")
             print(f"round {round_no}: collector -> logging:               {log:8.0f} events/s"
-                  f"  = {log / raw:.2f}x raw (target >= 0.80x)")
+                  f"  = {figures['logging_ratio']:.2f}x raw (target >= 0.80x)")
+            raw_before = raw_after
         handler.close()
+    sql_ratios = [r["sql_ratio"] for r in rounds]
+    log_ratios = [r["logging_ratio"] for r in rounds]
+    summary = {
+        "events": args.events,
+        "rounds": rounds,
+        "sql_ratio_median": _median(sql_ratios),
+        "sql_ratio_min": min(sql_ratios),
+        "sql_ratio_max": max(sql_ratios),
+        "logging_ratio_median": _median(log_ratios),
+        "logging_ratio_min": min(log_ratios),
+        "logging_ratio_max": max(log_ratios),
+        "targets": {"sql": 0.5, "logging": 0.8},
+    }
+    print(f"sql/raw:     median {summary['sql_ratio_median']:.2f}x "
+          f"(range {min(sql_ratios):.2f}-{max(sql_ratios):.2f}, target >= 0.50x)")
+    print(f"logging/raw: median {summary['logging_ratio_median']:.2f}x "
+          f"(range {min(log_ratios):.2f}-{max(log_ratios):.2f}, target >= 0.80x)")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -14,11 +14,10 @@ from typing import Any
 
 import orjson
 
-from lineage_sdk.collector.records import build_record
+from lineage_sdk.collector.records import build_record, compute_event_id
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models import MAX_DEPTH, parse_event
-from lineage_sdk.models import event_id as model_event_id
+from lineage_sdk.models.codec import MAX_DEPTH, check_event
 
 __all__ = [
     "BATCH_CONTENT_TYPE",
@@ -93,16 +92,17 @@ def _max_depth_exceeded(body: bytes) -> bool:
 def validate_event(data: Any, body: bytes | None = None) -> LineageRecord:
     """Validate one event (parsed JSON) and build its record; raises PoisonMessage if invalid.
 
-    ``body``, when given, is the event's JSON bytes: validating from bytes lets
-    :func:`parse_event` skip its Python walk over the tree for NUL bytes and depth, which
-    :func:`decode_message` has already ruled out on the raw bytes (it saves a third of the
-    validation cost on the collector's hot path).
+    Validation is :func:`lineage_sdk.models.codec.check_event`: it accepts exactly what
+    :func:`parse_event` accepts, with parse_event's error message, but decides valid events with
+    a plain-Python check instead of building pydantic models (the collector's hot path).
+    ``body``, when given, says that the event's raw JSON bytes were already checked for NUL
+    bytes and nesting depth (as :func:`decode_message` does), so the tree walk is skipped.
     """
     if not isinstance(data, dict):
         raise PoisonMessage("not_an_event", f"expected a JSON object, got {type(data).__name__}")
     try:
-        parse_event(data if body is None else body)
-        return build_record(data, event_id=model_event_id(data))
+        check_event(data, tree_checked=body is not None)
+        return build_record(data, event_id=compute_event_id(data))
     except InvalidEventError as exc:
         raise PoisonMessage("invalid_event", str(exc)) from None
     except (ValueError, TypeError) as exc:  # a validator that raised something unexpected
@@ -174,8 +174,7 @@ def decode_message(
     decoded = DecodedMessage()
     for index, item in enumerate(data):
         try:
-            item_body = orjson.dumps(item)
-            decoded.records.append(validate_event(item, item_body))
+            decoded.records.append(validate_event(item, body))  # body: the checks cover items
         except PoisonMessage as exc:
             decoded.rejected.append(
                 RejectedEvent(index, orjson.dumps(item), exc.reason, exc.detail)

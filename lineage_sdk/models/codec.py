@@ -4,6 +4,8 @@
 defends against hostile input cheaply (NUL bytes, nesting bombs, non-object JSON) before pydantic
 sees it, decodes once with orjson and validates the resulting dict once, and turns every failure
 into one :class:`~lineage_sdk.exceptions.InvalidEventError` with a short reason naming the field.
+:func:`check_event` gives the same verdict and reason for an already decoded event without
+building a model (the collector's hot path; see :mod:`lineage_sdk.models.fast`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from pydantic_core import ErrorDetails
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models._base import TOLERANT_CONTEXT
 from lineage_sdk.models.events import BaseEvent, DatasetEvent, EventType, JobEvent, RunEvent
+from lineage_sdk.models.fast import is_valid_event
 
 __all__ = [
     "MAX_DEPTH",
     "AnyEvent",
+    "check_event",
     "event_id",
     "event_kind",
     "parse_event",
@@ -75,6 +79,25 @@ def parse_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any]) 
         return model.model_validate(obj, context=TOLERANT_CONTEXT, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise InvalidEventError(_reason(exc)) from None
+
+
+def check_event(data: Mapping[str, Any], *, tree_checked: bool = False) -> None:
+    """Validate a decoded event exactly as :func:`parse_event` does, without building a model.
+
+    For consumers that only need a verdict (the collector): the fast plain-Python check of
+    :mod:`lineage_sdk.models.fast` decides for valid events; anything it does not accept goes
+    through :func:`parse_event`, which raises :class:`InvalidEventError` with the same reason as
+    ever (or accepts, should the fast check ever be stricter than the models). Pass
+    ``tree_checked=True`` when NUL bytes and nesting depth were already ruled out on the raw
+    bytes, as the collector does.
+    """
+    if not isinstance(data, Mapping):
+        parse_event(data)  # JSON text, or the error parse_event gives for anything else
+        return
+    if not tree_checked:
+        _check_tree(data)
+    if not is_valid_event(data):
+        parse_event(data)
 
 
 def to_dict(event: BaseEvent) -> dict[str, Any]:
