@@ -158,26 +158,19 @@ def _blocking_basic_consume(original: Callable[..., Any]) -> Callable[..., Any]:
             and callable(on_message_callback)
         ):
             consumer, sdk = _consumer_for(self._impl, queue, on_message_callback)
-        if consumer is None:
-            return original(
-                self,
-                queue=queue,
-                on_message_callback=on_message_callback,
-                auto_ack=auto_ack,
-                exclusive=exclusive,
-                consumer_tag=consumer_tag,
-                arguments=arguments,
-            )
         tag = original(
             self,
             queue=queue,
-            on_message_callback=consumer.wrap(on_message_callback),
+            on_message_callback=on_message_callback
+            if consumer is None
+            else consumer.wrap(on_message_callback),
             auto_ack=auto_ack,
             exclusive=exclusive,
             consumer_tag=consumer_tag,
             arguments=arguments,
         )
-        consumer.start_stream(sdk, tag)
+        if consumer is not None:
+            consumer.start_stream(sdk, tag)
         return tag
 
     return basic_consume
@@ -234,28 +227,20 @@ def _channel_basic_consume(
             and not isinstance(getattr(on_message_callback, "__self__", None), blocking_channel)
         ):
             consumer, sdk = _consumer_for(self, queue, on_message_callback)
-        if consumer is None:
-            return original(
-                self,
-                queue=queue,
-                on_message_callback=on_message_callback,
-                auto_ack=auto_ack,
-                exclusive=exclusive,
-                consumer_tag=consumer_tag,
-                arguments=arguments,
-                callback=callback,
-            )
         tag = original(
             self,
             queue=queue,
-            on_message_callback=consumer.wrap(on_message_callback),
+            on_message_callback=on_message_callback
+            if consumer is None
+            else consumer.wrap(on_message_callback),
             auto_ack=auto_ack,
             exclusive=exclusive,
             consumer_tag=consumer_tag,
             arguments=arguments,
             callback=callback,
         )
-        consumer.start_stream(sdk, tag)
+        if consumer is not None:
+            consumer.start_stream(sdk, tag)
         return tag
 
     return basic_consume
