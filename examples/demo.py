@@ -184,7 +184,8 @@ def main() -> int:
             "\nSee it as a graph: ./dev -s demo -- --serve, then open "
             f"http://127.0.0.1:{args.port}/#nodeId={node}"
         )
-        print(f"Or ask the CLI: lineage --config {config_file} impact job:demo:extract_orders")
+        cli = Path(sys.executable).parent / "lineage"
+        print(f"Or ask the CLI: {cli} --config {config_file} impact job:demo:extract_orders")
     return 0
 
 
