@@ -259,10 +259,10 @@ class BatchPipeline(Generic[T]):
         """Flush, stop the worker and shut the exporters down. Safe to call more than once."""
         if self._shutdown_done:
             return
-        self._shutdown_done = True
         deadline = time.monotonic() + timeout
         if self._worker.is_alive():
-            self.force_flush(timeout)
+            self.force_flush(timeout)  # also flushes the exporters' own buffers
+        self._shutdown_done = True
         self._shutdown = True
         self._wake.set()
         self._worker.join(max(0.0, deadline - time.monotonic()))

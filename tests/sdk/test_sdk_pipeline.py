@@ -327,3 +327,21 @@ def test_burst_of_decorated_calls_loses_nothing_with_defaults():
         assert lineage_sdk.get_sdk().stats().dropped_queue_full == 0
     finally:
         lineage_sdk.shutdown()
+
+
+def test_shutdown_flushes_the_exporters_before_shutting_them_down():
+    calls: list[str] = []
+
+    class Recording(InMemoryExporter):
+        def force_flush(self, timeout: float = 30.0) -> bool:
+            calls.append(f"flush after {len(self.encoded)} events")
+            return True
+
+        def shutdown(self, timeout: float = 30.0) -> None:
+            calls.append("shutdown")
+
+    pipeline = _pipeline(Recording(), schedule_delay=60.0)
+    for i in range(3):
+        pipeline.submit(i)
+    pipeline.shutdown(10)
+    assert calls == ["flush after 3 events", "shutdown"]
