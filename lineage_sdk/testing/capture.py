@@ -8,7 +8,14 @@ from typing import Any
 
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.exporters import InMemoryExporter
-from lineage_sdk.sdk.provider import STATE, configure, shutdown
+from lineage_sdk.sdk.provider import (
+    _CONFIGURE_LOCK,
+    STATE,
+    LineageSDK,
+    _disabled,
+    _mark_disabled,
+    _mark_enabled,
+)
 
 __all__ = ["CapturedLineage", "capture_lineage"]
 
@@ -16,14 +23,13 @@ __all__ = ["CapturedLineage", "capture_lineage"]
 class CapturedLineage:
     """The events captured so far; reading ``events`` waits for the worker to catch up."""
 
-    def __init__(self, exporter: InMemoryExporter) -> None:
+    def __init__(self, exporter: InMemoryExporter, sdk: LineageSDK) -> None:
         self.exporter = exporter
+        self._sdk = sdk
 
     @property
     def events(self) -> list[dict[str, Any]]:
-        sdk = STATE.sdk
-        if sdk is not None:
-            sdk.force_flush(10.0)
+        self._sdk.force_flush(10.0)
         return self.exporter.events
 
     def of_type(self, event_type: str) -> list[dict[str, Any]]:
@@ -42,25 +48,31 @@ class CapturedLineage:
 
 @contextlib.contextmanager
 def capture_lineage(config: LineageConfig | None = None) -> Iterator[CapturedLineage]:
-    """Send lineage to memory inside the block; the previous setup is restored afterwards.
+    """Send lineage to memory inside the block; the previous setup is untouched and restored.
 
-    ``config`` defaults to the current one (or the defaults), with the exporters replaced.
+    ``config`` defaults to the current one (or the defaults), with the exporters replaced. The
+    setup in place before the block keeps its own exporters and pipeline; it just records nothing
+    while the block runs.
     """
-    previous = STATE.sdk
-    previous_config = previous.config if previous is not None else None
-    base = config or previous_config or LineageConfig()
-    exporter = InMemoryExporter()
-    configure(
-        base.model_copy(update={"enabled": True, "exporters": ["memory"]}),
-        exporters=[exporter],
-        strict=True,
-    )
-    captured = CapturedLineage(exporter)
+    with _CONFIGURE_LOCK:
+        previous = STATE.sdk
+        was_disabled = _disabled.is_set()
+        base = config or (previous.config if previous is not None else LineageConfig())
+        exporter = InMemoryExporter()
+        sdk = LineageSDK(
+            base.model_copy(update={"enabled": True, "exporters": ["memory"]}), [exporter]
+        )
+        STATE.sdk = sdk
+        _mark_enabled(sdk)
     try:
-        yield captured
+        yield CapturedLineage(exporter, sdk)
     finally:
-        if STATE.sdk is not None:
-            STATE.sdk.force_flush(10.0)
-        shutdown(10.0)  # the in-memory exporter keeps its events after shutdown
-        if previous_config is not None:
-            configure(previous_config)
+        with _CONFIGURE_LOCK:
+            sdk.shutdown(10.0)  # the in-memory exporter keeps its events after shutdown
+            STATE.sdk = previous
+            if previous is not None:
+                _mark_enabled(previous)
+            elif was_disabled:
+                _mark_disabled()
+            else:
+                _disabled.clear()  # not configured yet: the next run configures from the env

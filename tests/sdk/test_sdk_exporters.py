@@ -80,20 +80,29 @@ def test_file_exporter_unwritable_path_fails_without_raising(tmp_path):
 
 def test_capture_lineage_restores_the_previous_setup():
     outer = InMemoryExporter()
-    lineage_sdk.configure(LineageConfig(exporters=["memory"]), exporters=[outer], strict=True)
+    before = lineage_sdk.configure(LineageConfig(exporters=["memory"]), exporters=[outer], strict=True)
     try:
         with capture_lineage() as captured:
             exported()
         assert [e["eventType"] for e in captured.events] == ["START", "COMPLETE"]
         assert len(captured.of_type("COMPLETE")) == 1
         assert len(captured.runs("exported")) == 2
-        sdk = lineage_sdk.get_sdk()
-        assert sdk is not None and sdk.config.exporters == ["memory"]
+        assert lineage_sdk.get_sdk() is before  # the very same setup, with its own exporter
         exported()  # goes to the restored setup, not to the capture
         assert lineage_sdk.force_flush(10)
         assert len(captured.events) == 2
+        assert [e["eventType"] for e in outer.events] == ["START", "COMPLETE"]
     finally:
         lineage_sdk.shutdown()
+
+
+def test_capture_lineage_without_a_previous_setup_leaves_none():
+    lineage_sdk.shutdown()
+    with capture_lineage() as captured:
+        exported()
+    assert len(captured.events) == 2
+    assert lineage_sdk.sdk.provider.STATE.sdk is None
+    assert lineage_sdk.get_sdk() is None  # still shut down: nothing configures itself
 
 
 def test_exporters_are_discovered_through_entry_points(tmp_path, monkeypatch):
