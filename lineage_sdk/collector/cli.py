@@ -65,8 +65,11 @@ def with_config_flags(func: F) -> F:
     specs = _flag_keys()
     sig = inspect.signature(func)
     hints = typing.get_type_hints(func, include_extras=True)
-    params = [p.replace(annotation=hints.get(p.name, p.annotation))
-              for p in sig.parameters.values() if p.name != "config"]
+    params = [
+        p.replace(annotation=hints.get(p.name, p.annotation))
+        for p in sig.parameters.values()
+        if p.name != "config"
+    ]
     params.append(
         inspect.Parameter(
             "config_path",

@@ -150,6 +150,8 @@ class LineageManager:
         """Close every store, last opened first; never raises."""
         if self._stores is None:
             return
+        if isinstance(self._store, CompositeStore):
+            self._store.stop_writers()  # the manager closes the leaf stores itself, below
         for store in reversed(self._stores):
             self._close_one(store)
         self._opened = False

@@ -73,6 +73,7 @@ class CollectorRig:
     tmp_path: Path
     mongo_timeout_ms: int = 5000
     _readers: list[LineageStoreProtocol] = field(default_factory=list)
+    _waiters: tuple[DocumentLineageStore, GraphLineageStore] | None = None
 
     @property
     def topic(self) -> str:
@@ -166,14 +167,28 @@ class CollectorRig:
     def document_ids(self, document: DocumentLineageStore) -> Counter[str]:
         return Counter(d["_id"] for d in document.collection.find({}, {"_id": 1}))
 
-    def wait_stored(self, sql: SqlStore, count: int, timeout: float = 45.0) -> None:
-        """Until the last store of the composite holds ``count`` events."""
-        wait_until(
-            lambda: sql.count_events() >= count,
-            timeout,
-            interval=0.1,
-            message=f"{count} events in the sql store",
-        )
+    def wait_stored(
+        self, sql: SqlStore, count: int, timeout: float = 45.0, *, graph_events: int | None = None
+    ) -> None:
+        """Until every store of the composite holds ``count`` events (the graph ``graph_events``
+        where it is known to hold fewer, e.g. after a crash). The composite writes its stores
+        concurrently, so one store being complete says nothing about the others."""
+        if self._waiters is None:
+            self._waiters = (self.document(), self.graph_store())
+        document, graph = self._waiters
+        graph_wanted = count if graph_events is None else graph_events
+
+        def stored() -> bool:
+            try:
+                return (
+                    sql.count_events() >= count
+                    and document.collection.count_documents({}) >= count
+                    and int(graph.runner.run(GRAPH_COUNTS["Event"])[0]["c"]) >= graph_wanted
+                )
+            except Exception:  # a server restarting: ask again
+                return False
+
+        wait_until(stored, timeout, interval=0.1, message=f"{count} events in every store")
 
     def close(self) -> None:
         for store in self._readers:

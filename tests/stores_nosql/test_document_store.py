@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import pytest
 from nosql_events import HOSTILE_KEYS, HOSTILE_STRINGS, facet, records, run_event, uid
@@ -15,6 +16,7 @@ from lineage_sdk.collector.stores.document import (
     unescape_key,
     unescape_keys,
 )
+from lineage_sdk.config.schema import ConnectionConfig
 from lineage_sdk.exceptions import StoreError
 
 pytestmark = pytest.mark.mongodb
@@ -66,8 +68,10 @@ def test_document_shape_dates_and_indexes(document_store):
     assert doc["eventTime"].isoformat().startswith("2025-03-01T12:00:00.123")  # BSON date, UTC
     assert doc["eventTimeRaw"] == "2025-03-01T13:00:00.123456+01:00"
     assert doc["job"] == {"namespace": "ns", "name": "shape"}
-    assert doc["inputs"] == [{"namespace": "db", "name": "in"}]
-    assert doc["outputs"] == [{"namespace": "db", "name": "out"}]
+    assert doc["datasets"] == [
+        {"namespace": "db", "name": "in", "role": "input"},
+        {"namespace": "db", "name": "out", "role": "output"},
+    ]
     assert doc["parentRunId"] == "cccccccc-0000-4000-8000-000000000001"
     assert doc["runId"] == rec.run_id and doc["eventType"] == "COMPLETE" and doc["kind"] == "run"
     keys = {
@@ -76,16 +80,49 @@ def test_document_shape_dates_and_indexes(document_store):
     assert {
         ("runId", "eventTime"),
         ("job.namespace", "job.name", "eventTime"),
-        ("inputs.namespace", "inputs.name"),
-        ("outputs.namespace", "outputs.name"),
+        ("datasets.namespace", "datasets.name"),
     } <= keys
     # the audit questions are answered by those indexes
     assert (
         document_store.collection.count_documents(
-            {"outputs": {"$elemMatch": {"namespace": "db", "name": "out"}}}
+            {"datasets": {"$elemMatch": {"namespace": "db", "name": "out", "role": "output"}}}
         )
         == 1
     )
+
+
+def _plan_stages(plan: Any) -> set[str]:
+    """Every ``stage`` named anywhere in an explain() answer (mongod and SecantusDB shapes)."""
+    if isinstance(plan, dict):
+        found = {plan["stage"]} if isinstance(plan.get("stage"), str) else set()
+        return found.union(*(_plan_stages(v) for v in plan.values()))
+    if isinstance(plan, list):
+        return set().union(*(_plan_stages(v) for v in plan))
+    return set()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # The first $match of each read, exactly as the store builds it (events_of_run,
+        # runs_of_job, the lineage walk from jobs and from datasets).
+        {"runId": "eeeeeeee-0000-4000-8000-000000000001"},
+        {"job.namespace": "ns", "job.name": "idx"},
+        {"job.namespace": "ns", "job.name": {"$in": ["idx", "other"]}},
+        {"datasets.namespace": "db", "datasets.name": {"$in": ["in", "out"]}},
+    ],
+)
+def test_every_audit_query_uses_an_index(document_store, query):
+    event = run_event(
+        job="idx",
+        namespace="ns",
+        run_id="eeeeeeee-0000-4000-8000-000000000001",
+        inputs=[("db", "in")],
+        outputs=[("db", "out")],
+    )
+    document_store.write_batch(records(event))
+    stages = _plan_stages(document_store.collection.find(query).explain())
+    assert "IXSCAN" in stages and "COLLSCAN" not in stages, stages
 
 
 def test_hostile_names_and_facets_are_stored_and_read_back_exactly(document_store):
@@ -154,9 +191,9 @@ def test_errors_other_than_duplicates_raise_store_error(document_store):
 
 def test_server_side_rejection_is_not_ignored(mongo):
     """A write error that is not E11000 (here a validator's 121) must surface, not be swallowed."""
-    from conftest import mongo_connection
-
-    store = DocumentLineageStore(mongo_connection(mongo), collection_name=f"v_{uid()}")
+    # Not `from conftest import ...`: with tests/collector collected too, that name is ambiguous.
+    connection = ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000)
+    store = DocumentLineageStore(connection, collection_name=f"v_{uid()}")
     db = store.collection.database
     db.create_collection(store.collection.name, validator={"kind": {"$in": ["dataset"]}})
     try:

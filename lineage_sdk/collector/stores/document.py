@@ -7,7 +7,7 @@ One document per event::
      event: {...},                    # a queryable copy whose keys are escaped (see below)
      kind, eventType, eventTime: <BSON date>, eventTimeRaw: "<the original string>",
      runId, parentRunId, rootRunId, job: {namespace, name},
-     inputs: [{namespace, name}], outputs: [{namespace, name}], producer, storedAt: <BSON date>}
+     datasets: [{namespace, name, role: "input"|"output"}], producer, storedAt: <BSON date>}
 
 Why both ``raw`` and ``event``: the text is the audit record, lossless for anything JSON can hold
 (integers beyond 64 bits, empty keys, key order) whatever BSON can or cannot represent, and it needs
@@ -19,6 +19,11 @@ fixed field names and typed values.
 
 Writes are ``insert_many(ordered=False)``: duplicate-key errors (E11000) are the idempotency working
 and are ignored; every other error raises :class:`~lineage_sdk.exceptions.StoreError`.
+
+Reads are written so that a simple planner can use the indexes too: each ``$match`` that opens a
+pipeline holds only equality (and ``$in`` on the last field) over one index's fields, one query per
+namespace, and everything else is filtered in a later stage or in Python. SecantusDB, for one,
+scans the collection for ``$or``, ``$elemMatch`` or any predicate outside the index.
 """
 
 from __future__ import annotations
@@ -216,15 +221,15 @@ class DocumentLineageStore(BaseLineageStore):
 
         # Exactly the audit questions: a run's events, a job's runs over time, and the events that
         # read or wrote a dataset. Each secondary index costs the server about as much per insert
-        # as the document itself, so there is no index for questions nobody asked.
+        # as the document itself, so there is no index for questions nobody asked, and inputs and
+        # outputs share one multikey index (the role is checked after the lookup).
         indexes = [
             ([("runId", ASCENDING), ("eventTime", ASCENDING)], "run_time"),
             (
                 [("job.namespace", ASCENDING), ("job.name", ASCENDING), ("eventTime", DESCENDING)],
                 "job_time",
             ),
-            ([("inputs.namespace", ASCENDING), ("inputs.name", ASCENDING)], "inputs"),
-            ([("outputs.namespace", ASCENDING), ("outputs.name", ASCENDING)], "outputs"),
+            ([("datasets.namespace", ASCENDING), ("datasets.name", ASCENDING)], "datasets"),
         ]
         with self._errors("create indexes"):
             for keys, name in indexes:
@@ -246,9 +251,6 @@ class DocumentLineageStore(BaseLineageStore):
     def to_document(rec: LineageRecord) -> dict[str, Any]:
         """The stored form of one record (public so tools and tests can reason about it)."""
 
-        def refs(items: Sequence[Any]) -> list[dict[str, str]]:
-            return [{"namespace": r.namespace, "name": r.name} for r in items]
-
         doc: dict[str, Any] = {
             "_id": rec.event_id,
             "raw": _json_text(rec.event),
@@ -260,8 +262,11 @@ class DocumentLineageStore(BaseLineageStore):
             "runId": rec.run_id,
             "parentRunId": rec.parent_run_id,
             "rootRunId": rec.root_run_id,
-            "inputs": refs(rec.inputs),
-            "outputs": refs(rec.outputs),
+            "datasets": [
+                {"namespace": r.namespace, "name": r.name, "role": role}
+                for role, refs in (("input", rec.inputs), ("output", rec.outputs))
+                for r in refs
+            ],
             "producer": rec.producer,
             "storedAt": datetime.now(UTC),
         }
@@ -317,13 +322,10 @@ class DocumentLineageStore(BaseLineageStore):
     def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
         if not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be a positive integer, got {limit!r}")
-        match = {
-            "job.namespace": _text(namespace, "namespace"),
-            "job.name": _text(name, "name"),
-            "runId": {"$type": "string"},
-        }
+        match = {"job.namespace": _text(namespace, "namespace"), "job.name": _text(name, "name")}
         pipeline = [
-            {"$match": match},
+            {"$match": match},  # the index's fields only, so any planner uses it
+            {"$match": {"runId": {"$type": "string"}}},
             {
                 "$group": {
                     "_id": "$runId",
@@ -383,50 +385,48 @@ class DocumentLineageStore(BaseLineageStore):
         return builder.build()
 
     def _job_datasets(
-        self, jobs: list[tuple[str, str]], side: str
+        self, jobs: list[tuple[str, str]], role: str
     ) -> set[tuple[str, str, str, str]]:
-        """(job ns, job name, dataset ns, dataset name) on the ``side`` (inputs|outputs) of jobs."""
-        match = {"$or": [{"job.namespace": ns, "job.name": nm} for ns, nm in jobs]}
-        pipeline = [
-            {"$match": match},
-            {"$project": {"job": 1, side: 1}},
-            {"$unwind": f"${side}"},
-            {"$group": {"_id": {"j": "$job", "d": f"${side}"}}},
-        ]
-        with self._errors("aggregate"):
-            rows = list(self.collection.aggregate(pipeline))
-        return {
-            (
-                r["_id"]["j"]["namespace"],
-                r["_id"]["j"]["name"],
-                r["_id"]["d"]["namespace"],
-                r["_id"]["d"]["name"],
-            )
-            for r in rows
-        }
+        """(job ns, job name, dataset ns, dataset name): the datasets in ``role`` of ``jobs``."""
+        out: set[tuple[str, str, str, str]] = set()
+        for ns, names in _by_namespace(jobs).items():
+            pipeline = [
+                {"$match": {"job.namespace": ns, "job.name": {"$in": names}}},
+                {"$project": {"job": 1, "datasets": 1}},
+                {"$unwind": "$datasets"},
+                {"$match": {"datasets.role": role}},
+                {"$group": {"_id": {"j": "$job", "d": "$datasets"}}},
+            ]
+            with self._errors("aggregate"):
+                rows = list(self.collection.aggregate(pipeline))
+            for r in rows:
+                j, d = r["_id"]["j"], r["_id"]["d"]
+                if d.get("role") == role:
+                    out.add((j["namespace"], j["name"], d["namespace"], d["name"]))
+        return out
 
     def _dataset_jobs(
-        self, datasets: list[tuple[str, str]], side: str
+        self, datasets: list[tuple[str, str]], role: str
     ) -> set[tuple[str, str, str, str]]:
-        """(dataset ns, name, job ns, name): jobs having ``datasets`` on their ``side``."""
-        match = {
-            "$or": [{side: {"$elemMatch": {"namespace": ns, "name": nm}}} for ns, nm in datasets],
-            "job": {"$exists": True},
-        }
-        pipeline = [
-            {"$match": match},
-            {"$project": {"job": 1, side: 1}},
-            {"$unwind": f"${side}"},
-            {"$group": {"_id": {"j": "$job", "d": f"${side}"}}},
-        ]
-        with self._errors("aggregate"):
-            rows = list(self.collection.aggregate(pipeline))
+        """(dataset ns, name, job ns, name): jobs having ``datasets`` in ``role``."""
         wanted = set(datasets)
-        out = set()
-        for r in rows:
-            d = (r["_id"]["d"]["namespace"], r["_id"]["d"]["name"])
-            if d in wanted:
-                out.add((*d, r["_id"]["j"]["namespace"], r["_id"]["j"]["name"]))
+        out: set[tuple[str, str, str, str]] = set()
+        for ns, names in _by_namespace(datasets).items():
+            pipeline = [
+                {"$match": {"datasets.namespace": ns, "datasets.name": {"$in": names}}},
+                {"$match": {"job": {"$exists": True}}},
+                {"$project": {"job": 1, "datasets": 1}},
+                {"$unwind": "$datasets"},
+                {"$match": {"datasets.role": role}},
+                {"$group": {"_id": {"j": "$job", "d": "$datasets"}}},
+            ]
+            with self._errors("aggregate"):
+                rows = list(self.collection.aggregate(pipeline))
+            for r in rows:
+                j, d = r["_id"]["j"], r["_id"]["d"]
+                key = (d["namespace"], d["name"])
+                if key in wanted and d.get("role") == role:
+                    out.add((*key, j["namespace"], j["name"]))
         return out
 
     def _walk(
@@ -439,10 +439,8 @@ class DocumentLineageStore(BaseLineageStore):
     ) -> None:
         add = builder.add
 
-        near_side = (
-            "outputs" if upstream else "inputs"
-        )  # how a job touches the dataset we came from
-        far_side = "inputs" if upstream else "outputs"  # where the walk goes next
+        near_role = "output" if upstream else "input"  # how a job touches the dataset we came from
+        far_role = "input" if upstream else "output"  # where the walk goes next
 
         def job_edge(ds_id: str, job_id: str, *, far: bool) -> None:
             builder.flow(ds_id, job_id, upstream=upstream, far=far)
@@ -460,7 +458,7 @@ class DocumentLineageStore(BaseLineageStore):
             frontier = [key]
         while True:
             if jobs:
-                for jns, jn, dns, dn in sorted(self._job_datasets(jobs, far_side)):
+                for jns, jn, dns, dn in sorted(self._job_datasets(jobs, far_role)):
                     job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=True)
                     if (dns, dn) not in seen_datasets:
                         seen_datasets.add((dns, dn))
@@ -469,7 +467,7 @@ class DocumentLineageStore(BaseLineageStore):
             if not frontier or hops >= depth:
                 return
             hops += 1
-            for dns, dn, jns, jn in sorted(self._dataset_jobs(frontier, near_side)):
+            for dns, dn, jns, jn in sorted(self._dataset_jobs(frontier, near_role)):
                 job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=False)
                 if (jns, jn) not in seen_jobs:
                     seen_jobs.add((jns, jn))
@@ -527,6 +525,14 @@ class _ErrorMapper:
                 self._store, f"{self._action}: {type(exc).__name__}: {str(exc)[:200]}"
             ) from exc
         return False
+
+
+def _by_namespace(keys: list[tuple[str, str]]) -> dict[str, list[str]]:
+    """Names grouped by namespace, in a stable order: one indexed query per namespace."""
+    groups: dict[str, list[str]] = {}
+    for ns, name in sorted(set(keys)):
+        groups.setdefault(ns, []).append(name)
+    return groups
 
 
 def _uri_database(uri: str) -> str | None:
