@@ -137,8 +137,7 @@ def parse_node_id(value: str) -> tuple[NodeType, str, str]:
     by ':'): ``postgres://h:5432:db.s.t`` is namespace ``postgres://h:5432``, name ``db.s.t``, and
     ``s3://lake:reports/daily`` is ``s3://lake`` and ``reports/daily``. Otherwise the namespace
     ends at the first ':'. One case stays ambiguous: after a host without a port, a name that
-    starts with digits and a ':' (``s3://lake:2024:x``) is read as a port; ask for such a node by
-    the API's namespace and name parameters instead.
+    starts with digits and a ':' (``s3://lake:2024:x``) is read as a port.
     """
     kind, sep, rest = value.partition(":")
     if not sep or kind not in ("dataset", "job"):
