@@ -22,6 +22,7 @@ __all__ = [
     "DatasetRef",
     "Direction",
     "EventKind",
+    "HopByHopLineage",
     "JobSummary",
     "LineageCatalogProtocol",
     "LineageEdge",
@@ -237,6 +238,31 @@ def walk_directions(direction: Direction) -> tuple[bool, ...]:
     if direction == "both":
         return (True, False)
     return (direction == "upstream",)
+
+
+class HopByHopLineage(abc.ABC):
+    """``lineage()`` for stores that walk one job hop per query: they supply ``_walk``."""
+
+    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
+        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow."""
+        kind, namespace, name = parse_node_id(node)
+        if depth < 0:
+            raise ValueError(f"depth must be >= 0, got {depth}")
+        builder = LineageGraphBuilder(kind, namespace, name)
+        for upstream in walk_directions(direction):
+            self._walk(builder, kind, (namespace, name), upstream, depth)
+        return builder.build()
+
+    @abc.abstractmethod
+    def _walk(
+        self,
+        builder: LineageGraphBuilder,
+        kind: NodeType,
+        key: tuple[str, str],
+        upstream: bool,
+        depth: int,
+    ) -> None:
+        """Add to ``builder`` what lies ``depth`` hops one way from the node ``key``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,14 +39,11 @@ import orjson
 
 from lineage_sdk.collector.store import (
     BaseLineageStore,
-    Direction,
-    LineageGraph,
+    HopByHopLineage,
     LineageGraphBuilder,
     LineageRecord,
     NodeType,
     RunSummary,
-    parse_node_id,
-    walk_directions,
 )
 from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -151,7 +148,7 @@ def _text(value: object, what: str) -> str:
 # ------------------------------------------------------------------------------------------- store
 
 
-class DocumentLineageStore(BaseLineageStore):
+class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
     """Raw events in one MongoDB collection; answers the lineage questions from them."""
 
     name = STORE_NAME
@@ -373,16 +370,6 @@ class DocumentLineageStore(BaseLineageStore):
         runs.sort(key=lambda p: p[1].run_id)
         runs.sort(key=lambda p: p[0], reverse=True)
         return [r for _, r in runs[:limit]]
-
-    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
-        """Same walk and semantics as the graph store, with one indexed query per job hop."""
-        kind, namespace, name = parse_node_id(node)
-        if depth < 0:
-            raise ValueError(f"depth must be >= 0, got {depth}")
-        builder = LineageGraphBuilder(kind, namespace, name)
-        for upstream in walk_directions(direction):
-            self._walk(builder, kind, (namespace, name), upstream, depth)
-        return builder.build()
 
     def _job_datasets(
         self, jobs: list[tuple[str, str]], role: str

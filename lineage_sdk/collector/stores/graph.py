@@ -45,16 +45,13 @@ import orjson
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     DatasetRef,
-    Direction,
+    HopByHopLineage,
     JobSummary,
-    LineageGraph,
     LineageGraphBuilder,
     LineageRecord,
     NodeType,
     RunSummary,
     node_id,
-    parse_node_id,
-    walk_directions,
 )
 from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -626,7 +623,7 @@ class _Batch:
 # ------------------------------------------------------------------------------------------ store
 
 
-class GraphLineageStore(BaseLineageStore):
+class GraphLineageStore(BaseLineageStore, HopByHopLineage):
     """Projects events into a property graph over Bolt; answers lineage and catalog questions."""
 
     name = STORE_NAME
@@ -717,15 +714,6 @@ class GraphLineageStore(BaseLineageStore):
                     runner.run(statement, {"rows": chunk})
 
     # -- queries
-
-    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
-        kind, namespace, name = parse_node_id(node)
-        if depth < 0:
-            raise ValueError(f"depth must be >= 0, got {depth}")
-        builder = LineageGraphBuilder(kind, namespace, name)
-        for upstream in walk_directions(direction):
-            self._walk(builder, kind, (namespace, name), upstream, depth)
-        return builder.build()
 
     def _walk(
         self,
