@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from collector_helpers import RABBIT_URL, connect
 
 from lineage_sdk.collector.topology import Topology
-from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.schema import CollectorConfig, LineageConfig
 
 PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -51,7 +51,9 @@ _created_topologies: dict[str, set[str]] = {}
 
 
 def _queues_for(topic: str) -> set[str]:
-    return _created_topologies.pop(topic, set()) | {f"{topic}.collector", f"{topic}.dlq"}
+    # Collectors started in subprocesses or from a plain config declare the default retry queues.
+    defaults = {f"{topic}.collector.retry.{d}ms" for d in CollectorConfig().retry_delays_ms}
+    return _created_topologies.pop(topic, set()) | {f"{topic}.collector", f"{topic}.dlq"} | defaults
 
 
 @pytest.fixture
