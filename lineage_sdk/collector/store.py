@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
+from lineage_sdk.exceptions import ConfigError
 
 __all__ = [
     "BaseLineageStore",
@@ -35,6 +36,7 @@ __all__ = [
     "NodeType",
     "RunSummary",
     "StoreCreator",
+    "named_connection",
     "node_id",
     "parse_node_id",
     "walk_directions",
@@ -123,6 +125,17 @@ class BaseLineageStore(abc.ABC):
 
 
 StoreCreator = Callable[[LineageConfig], LineageStoreProtocol]
+
+
+def named_connection(config: LineageConfig, key: str, name: str) -> ConnectionConfig:
+    """The ``[lineage.connections.NAME]`` a store setting names; ConfigError when it is missing."""
+    connection = config.connections.get(name)
+    if connection is None:
+        known = ", ".join(sorted(config.connections)) or "none"
+        raise ConfigError(
+            key, name, f"must name a [lineage.connections.NAME] section (defined: {known})"
+        )
+    return connection
 
 
 def node_id(node_type: NodeType, namespace: str, name: str) -> str:

@@ -44,6 +44,7 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     NodeType,
     RunSummary,
+    named_connection,
 )
 from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -163,15 +164,11 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> DocumentLineageStore:
-        conn_name = config.store.document.document_connection_name
-        connection = config.connections.get(conn_name)
-        if connection is None:
-            known = ", ".join(sorted(config.connections)) or "none"
-            raise ConfigError(
-                "store.document.document_connection_name",
-                conn_name,
-                f"must name a [lineage.connections.NAME] section (defined: {known})",
-            )
+        connection = named_connection(
+            config,
+            "store.document.document_connection_name",
+            config.store.document.document_connection_name,
+        )
         return cls(connection, config.store.document.collection_name)
 
     # -- lifecycle

@@ -51,6 +51,7 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     NodeType,
     RunSummary,
+    named_connection,
     node_id,
 )
 from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
@@ -646,15 +647,9 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> GraphLineageStore:
-        conn_name = config.store.graph.graph_connection_name
-        connection = config.connections.get(conn_name)
-        if connection is None:
-            known = ", ".join(sorted(config.connections)) or "none"
-            raise ConfigError(
-                "store.graph.graph_connection_name",
-                conn_name,
-                f"must name a [lineage.connections.NAME] section (defined: {known})",
-            )
+        connection = named_connection(
+            config, "store.graph.graph_connection_name", config.store.graph.graph_connection_name
+        )
         return cls(connection)
 
     # -- lifecycle

@@ -42,6 +42,7 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     NodeType,
     RunSummary,
+    named_connection,
     node_id,
     parse_node_id,
 )
@@ -832,12 +833,5 @@ def create_store(config: LineageConfig) -> SqlStore:
     sql = config.store.sql
     url = sql.url
     if sql.connection_name:
-        conn = config.connections.get(sql.connection_name)
-        if conn is None:
-            raise ConfigError(
-                "store.sql.connection_name",
-                sql.connection_name,
-                f"no [lineage.connections.{sql.connection_name}] section is defined",
-            )
-        url = conn.uri
+        url = named_connection(config, "store.sql.connection_name", sql.connection_name).uri
     return SqlStore(url)
