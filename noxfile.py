@@ -90,7 +90,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check and format check."""
+    """ruff check: the lint rules in pyproject.toml."""
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
 

@@ -19,9 +19,10 @@ for the graph, both started here on loopback; see tests/servers.py):
 
 The graph store writes to FalkorDB through tests/servers.FalkorDBRespRunner: FalkorDB's Bolt
 endpoint crashes on parameters past ~4 KB (see docs/stores.md). SecantusDB is a MongoDB-compatible
-server written in Python and FalkorDB's Bolt layer adds ~40 ms per round trip: the figures are
-theirs, not mongod's or Neo4j's. ``--json PATH`` writes every figure (the nox ``bench`` session
-passes it). About 2 minutes with the defaults; take figures only on a quiet machine.
+server written in Python: the figures are theirs, not mongod's or Neo4j's. The document server's
+CPU per event, measured here, bounds what any client can reach; the report prints that ceiling.
+``--json PATH`` writes every figure; the nox ``bench`` session keeps the printed report in
+``.bench-results/``. About 2 minutes with the defaults; take figures only on a quiet machine.
 """
 
 from __future__ import annotations
@@ -343,6 +344,16 @@ def main() -> None:
             elif name != "sql" and "server_cpu_ms_per_event" in f:
                 cpu = f" (server {f['server_cpu_ms_per_event']:.3f} ms CPU per event)"
             print(f"direct write_batch -> {name:30s} {f['events_per_s']:8.0f} events/s{cpu}")
+        # A single-process server cannot take events faster than one core spends on each: the
+        # ceiling any client, the collector included, can reach into this document server.
+        server_ms = figures["direct"]["document"]["server_cpu_ms_per_event"]
+        if server_ms > 0:
+            ceiling = 1000.0 / server_ms
+            figures["document_server_ceiling_events_per_s"] = ceiling
+            print(
+                f"document server ceiling: {ceiling:8.0f} events/s "
+                f"(1 / {server_ms:.3f} ms of its CPU per event, with the store's indexes)"
+            )
 
         if not args.skip_lineage:
             figures["lineage"] = lineage_figures(args, falkor, Path(tmp))
@@ -385,9 +396,7 @@ def lineage_figures(args: argparse.Namespace, falkor: Any, tmp: Path) -> dict[st
         ):
             latencies[label] = {}
             for depth in DEPTHS:
-                # Bolt on FalkorDB costs ~40 ms per round trip: fewer repeats keep the run short.
-                repeat = max(3, args.repeat // 3) if label == "graph_bolt" else args.repeat
-                median, worst, size = latency_ms(store, root, depth, repeat)
+                median, worst, size = latency_ms(store, root, depth, args.repeat)
                 latencies[label][str(depth)] = {"median_ms": median, "max_ms": worst, "nodes": size}
                 target = f"  (target < {DEPTH10_TARGET_MS:.0f} ms)" if depth == 10 else ""
                 print(
@@ -395,9 +404,8 @@ def lineage_figures(args: argparse.Namespace, falkor: Any, tmp: Path) -> dict[st
                     f"{worst:8.2f} ms max, {size} nodes{target}"
                 )
         out["latency"] = latencies
-        out["depth10_met_graph_native"] = latencies["graph_native"]["10"]["median_ms"] < (
-            DEPTH10_TARGET_MS
-        )
+        for label in ("graph_native", "graph_bolt"):
+            out[f"depth10_met_{label}"] = latencies[label]["10"]["median_ms"] < DEPTH10_TARGET_MS
     finally:
         bolt.close()
         native.runner.run("MATCH (n) DETACH DELETE n")

