@@ -12,7 +12,9 @@ for the graph, both started here on loopback; see tests/servers.py):
 2. direct ``write_batch`` throughput (batches of 200) into each store, without the broker, with the
    CPU time split between this process (the store's client side) and the server process, and the
    document server's cost without its secondary indexes, to show where the time goes;
-3. a graph of ``--graph-events`` events (50 pipelines of 20 stages, so depth 10 is real) built in
+3. what the neo4j driver spends packing a batch's parameters (PackStream), its pure-Python codec
+   against the Rust one from ``neo4j-rust-ext`` (the ``neo4j`` extra installs it), per event;
+4. a graph of ``--graph-events`` events (50 pipelines of 20 stages, so depth 10 is real) built in
    the graph store and in the sql store (SQLite), then upstream lineage latency at depths 1, 5 and
    10 (target: depth 10 < 100 ms) through FalkorDB's native protocol, through the neo4j driver
    over Bolt, and from the sql store for comparison.
@@ -28,6 +30,7 @@ CPU per event, measured here, bounds what any client can reach; the report print
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import platform
@@ -56,7 +59,7 @@ from lineage_sdk.collector.manager import LineageManager  # noqa: E402
 from lineage_sdk.collector.records import build_record  # noqa: E402
 from lineage_sdk.collector.store import LineageRecord, node_id  # noqa: E402
 from lineage_sdk.collector.stores.document import DocumentLineageStore  # noqa: E402
-from lineage_sdk.collector.stores.graph import GraphLineageStore  # noqa: E402
+from lineage_sdk.collector.stores.graph import GraphLineageStore, batch_statements  # noqa: E402
 from lineage_sdk.collector.stores.sql import SqlStore  # noqa: E402
 from lineage_sdk.collector.topology import Topology  # noqa: E402
 from lineage_sdk.config.schema import ConnectionConfig, LineageConfig  # noqa: E402
@@ -195,6 +198,39 @@ def document_without_indexes(
     finally:
         store.collection.drop()
         store.close()
+
+
+def packstream_figures(records: list[LineageRecord], batch: int = 200) -> dict[str, float]:
+    """µs per event the driver spends packing the graph store's statement parameters, with its
+    pure-Python codec and (when ``neo4j-rust-ext`` is installed) its Rust one, in one process.
+
+    Reaches into the driver's private ``neo4j._codec`` (a bench, not product code): the Python
+    codec is always there as ``Packer._py_pack``; ``_rust_pack`` is None without the extension.
+    """
+    from neo4j._codec.packstream import v1
+
+    params = [
+        {"rows": rows}
+        for start in range(0, len(records), batch)
+        for _query, rows in batch_statements(records[start : start + batch])
+    ]
+
+    def best_us(pack: Callable[[Any], object]) -> float:
+        best = float("inf")
+        for _ in range(5):
+            started = time.perf_counter()
+            for p in params:
+                pack(p)
+            best = min(best, time.perf_counter() - started)
+        return best * 1e6 / len(records)
+
+    hooks = v1.Packer._inject_hooks()
+    out = {"python_us_per_event": best_us(lambda p: v1.Packer(io.BytesIO())._py_pack(p, hooks))}
+    if v1._rust_pack is not None:
+        rust = v1._rust_pack
+        out["rust_us_per_event"] = best_us(lambda p: rust(p, hooks))
+        out["rust_to_python"] = out["rust_us_per_event"] / out["python_us_per_event"]
+    return out
 
 
 def pipeline_events(total: int, pipelines: int = 50, stages: int = 20) -> list[dict[str, Any]]:
@@ -354,6 +390,17 @@ def main() -> None:
                 f"document server ceiling: {ceiling:8.0f} events/s "
                 f"(1 / {server_ms:.3f} ms of its CPU per event, with the store's indexes)"
             )
+
+        figures["packstream"] = pack = packstream_figures(records)
+        rust = (
+            f", Rust {pack['rust_us_per_event']:.1f} µs = {pack['rust_to_python']:.3f}x"
+            if "rust_us_per_event" in pack
+            else ", Rust codec not installed (pip install neo4j-rust-ext)"
+        )
+        print(
+            f"neo4j driver packing the graph parameters: Python "
+            f"{pack['python_us_per_event']:.1f} µs per event{rust}"
+        )
 
         if not args.skip_lineage:
             figures["lineage"] = lineage_figures(args, falkor, Path(tmp))

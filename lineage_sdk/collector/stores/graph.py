@@ -61,6 +61,7 @@ __all__ = [
     "GraphLineageStore",
     "GraphRunner",
     "Neo4jRunner",
+    "batch_statements",
     "create_store",
     "format_time",
     "name_key",
@@ -648,6 +649,17 @@ class _Batch:
         yield _MERGE_EVENTS, rows(self.events)
 
 
+def batch_statements(records: Iterable[LineageRecord]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The constant statements a batch becomes, in write order, each with its ``$rows``.
+
+    Raises TypeError or ValueError for an event that cannot be projected.
+    """
+    batch = _Batch()
+    for rec in records:
+        batch.add(rec)
+    return [(statement, rows) for statement, rows in batch.statements() if rows]
+
+
 # ------------------------------------------------------------------------------------------ store
 
 
@@ -722,16 +734,14 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
         if not records:
             return
-        batch = _Batch()
         try:
-            for rec in records:
-                batch.add(rec)
+            statements = batch_statements(records)
         except (TypeError, ValueError) as exc:
             raise StoreError(self.name, f"cannot project event: {exc}", permanent=True) from exc
         # One transaction per batch where the runner supports it: a batch lands whole or not at all.
         self.runner.run_all(
             (statement, {"rows": rows[start : start + self._max_rows]})
-            for statement, rows in batch.statements()
+            for statement, rows in statements
             for start in range(0, len(rows), self._max_rows)
         )
 
