@@ -262,9 +262,20 @@ class HopByHopLineage(abc.ABC):
         if depth < 0:
             raise ValueError(f"depth must be >= 0, got {depth}")
         builder = LineageGraphBuilder(kind, namespace, name)
-        for upstream in walk_directions(direction):
-            self._walk(builder, kind, (namespace, name), upstream, depth)
+        self._walks(builder, kind, (namespace, name), walk_directions(direction), depth)
         return builder.build()
+
+    def _walks(
+        self,
+        builder: LineageGraphBuilder,
+        kind: NodeType,
+        key: tuple[str, str],
+        directions: tuple[bool, ...],
+        depth: int,
+    ) -> None:
+        """Every walk of one answer; a store that can reads them all from one snapshot."""
+        for upstream in directions:
+            self._walk(builder, kind, key, upstream, depth)
 
     @abc.abstractmethod
     def _walk(

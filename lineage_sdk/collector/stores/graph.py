@@ -25,7 +25,7 @@ Why it is written this way:
   (FalkorDB, other openCypher servers) gets ``CREATE INDEX FOR (n:Label) ON (n.key)``.
 * ``database`` is only passed to the driver when configured (some Bolt servers misroute it).
 * Lineage walks the job-level edges breadth-first with one indexed query per job hop, so a depth-10
-  question costs ten small round trips, never a path enumeration.
+  question costs ten small round trips, never a path enumeration, all in one read transaction.
 * Failures raise :class:`~lineage_sdk.exceptions.StoreError`, retryable, after short timeouts and no
   driver-side retrying: the collector owns retries.
 """
@@ -61,6 +61,7 @@ __all__ = [
     "GraphLineageStore",
     "GraphRunner",
     "Neo4jRunner",
+    "StatementRunner",
     "batch_statements",
     "create_store",
     "format_time",
@@ -70,6 +71,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+# Runs one statement with its parameters and returns the rows: ``GraphRunner.run``, or the same
+# bound to one open transaction (``GraphRunner.read``).
+StatementRunner = Callable[[str, Mapping[str, Any] | None], list[dict[str, Any]]]
 
 STORE_NAME = "graph"
 TERMINAL_STATES = frozenset({"COMPLETE", "FAIL", "ABORT"})
@@ -146,6 +150,11 @@ class GraphRunner(abc.ABC):
         for query, parameters in statements:
             self.run(query, parameters)
 
+    def read(self, work: Callable[[StatementRunner], _T]) -> _T:
+        """``work(run)``; a runner that can runs all of ``work``'s statements in one transaction,
+        so an answer built from several queries sees one snapshot."""
+        return work(self.run)
+
     @abc.abstractmethod
     def verify(self) -> None:
         """Raise StoreError unless the server answers."""
@@ -207,6 +216,15 @@ class Neo4jRunner(GraphRunner):
             return [record.data() for record in tx.run(query, params)]
 
         return self._in_transaction(work)
+
+    def read(self, work: Callable[[StatementRunner], _T]) -> _T:
+        def in_transaction(tx: Any) -> _T:
+            def run(query: str, parameters: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+                return [record.data() for record in tx.run(query, dict(parameters or {}))]
+
+            return work(run)
+
+        return self._in_transaction(in_transaction)
 
     def run_all(self, statements: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
         pending = [(query, dict(parameters)) for query, parameters in statements]
@@ -747,8 +765,34 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
 
     # -- queries
 
+    def _walks(
+        self,
+        builder: LineageGraphBuilder,
+        kind: NodeType,
+        key: tuple[str, str],
+        directions: tuple[bool, ...],
+        depth: int,
+    ) -> None:
+        # Every hop of the answer in one read transaction: one snapshot, one session.
+        def walk_all(run: StatementRunner) -> None:
+            for upstream in directions:
+                self._walk_with(run, builder, kind, key, upstream, depth)
+
+        self.runner.read(walk_all)
+
     def _walk(
         self,
+        builder: LineageGraphBuilder,
+        kind: NodeType,
+        key: tuple[str, str],
+        upstream: bool,
+        depth: int,
+    ) -> None:
+        self._walk_with(self.runner.run, builder, kind, key, upstream, depth)
+
+    @staticmethod
+    def _walk_with(
+        run: StatementRunner,
         builder: LineageGraphBuilder,
         kind: NodeType,
         key: tuple[str, str],
@@ -764,9 +808,7 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
         frontier: list[str] = []  # dataset keys whose far-side jobs are still to visit
         if kind == "JOB":
             job_id = node_id("JOB", *key)
-            rows = self.runner.run(
-                _UP_FROM_JOBS if upstream else _DOWN_FROM_JOBS, {"keys": [name_key(*key)]}
-            )
+            rows = run(_UP_FROM_JOBS if upstream else _DOWN_FROM_JOBS, {"keys": [name_key(*key)]})
             for row in rows:
                 flow(add("DATASET", row["ons"], row["on"]), job_id, far=True)
                 if row["okey"] not in seen:
@@ -779,7 +821,7 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
         hops = 0
         while frontier and hops < depth:
             hops += 1
-            rows = self.runner.run(query, {"keys": frontier})
+            rows = run(query, {"keys": frontier})
             frontier = []
             for row in rows:
                 job_id = add("JOB", row["jns"], row["jn"])
