@@ -72,7 +72,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 # Runs one statement with its parameters and returns the rows: ``GraphRunner.run``, or the same
-# bound to one open transaction (``GraphRunner.read``).
+# bound to one open transaction (``GraphRunner.transaction``).
 StatementRunner = Callable[[str, Mapping[str, Any] | None], list[dict[str, Any]]]
 
 STORE_NAME = "graph"
@@ -145,15 +145,20 @@ class GraphRunner(abc.ABC):
     def run(self, query: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Execute ``query`` with ``parameters`` in its own transaction."""
 
-    def run_all(self, statements: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
-        """Execute write statements in order; a runner that can makes them one transaction."""
-        for query, parameters in statements:
-            self.run(query, parameters)
-
-    def read(self, work: Callable[[StatementRunner], _T]) -> _T:
+    def transaction(self, work: Callable[[StatementRunner], _T]) -> _T:
         """``work(run)``; a runner that can runs all of ``work``'s statements in one transaction,
-        so an answer built from several queries sees one snapshot."""
+        so a batch lands whole and an answer built from several queries sees one snapshot."""
         return work(self.run)
+
+    def run_all(self, statements: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+        """Execute write statements in order, in one transaction where the runner can."""
+        pending = list(statements)  # a transaction function may be run again
+
+        def write(run: StatementRunner) -> None:
+            for query, parameters in pending:
+                run(query, parameters)
+
+        self.transaction(write)
 
     @abc.abstractmethod
     def verify(self) -> None:
@@ -197,43 +202,27 @@ class Neo4jRunner(GraphRunner):
                 f"not a usable Bolt URI ({type(exc).__name__})",
             ) from exc
 
-    def _in_transaction(self, work: Callable[[Any], _T]) -> _T:
-        """``work(tx)`` in one managed transaction. Reads too go to the leader (write access):
-        a lineage answer must see the last batch written."""
+    def transaction(self, work: Callable[[StatementRunner], _T]) -> _T:
+        # A managed transaction with write access, reads included: they go to the leader, so a
+        # lineage answer sees the last batch written.
         neo4j = self._neo4j
         kwargs: dict[str, Any] = {"database": self._database} if self._database else {}
-        try:
-            with self._driver.session(**kwargs) as session:
-                return session.execute_write(work)
-        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
-            raise StoreError(self._name, f"{type(exc).__name__}: {_short(exc)}") from exc
 
-    def run(self, query: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        params = dict(parameters or {})
-
-        def work(tx: Any) -> list[dict[str, Any]]:
-            # Statements are module constants; event data only ever travels in ``params``.
-            return [record.data() for record in tx.run(query, params)]
-
-        return self._in_transaction(work)
-
-    def read(self, work: Callable[[StatementRunner], _T]) -> _T:
         def in_transaction(tx: Any) -> _T:
             def run(query: str, parameters: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+                # Statements are module constants; event data only ever travels as parameters.
                 return [record.data() for record in tx.run(query, dict(parameters or {}))]
 
             return work(run)
 
-        return self._in_transaction(in_transaction)
+        try:
+            with self._driver.session(**kwargs) as session:
+                return session.execute_write(in_transaction)
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
+            raise StoreError(self._name, f"{type(exc).__name__}: {_short(exc)}") from exc
 
-    def run_all(self, statements: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
-        pending = [(query, dict(parameters)) for query, parameters in statements]
-
-        def work(tx: Any) -> None:
-            for query, params in pending:
-                tx.run(query, params).consume()
-
-        self._in_transaction(work)
+    def run(self, query: str, parameters: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self.transaction(lambda run: run(query, parameters))
 
     def verify(self) -> None:
         self.run("RETURN 1 AS ok")
@@ -778,7 +767,7 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
             for upstream in directions:
                 self._walk_with(run, builder, kind, key, upstream, depth)
 
-        self.runner.read(walk_all)
+        self.runner.transaction(walk_all)
 
     def _walk(
         self,
