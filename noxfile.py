@@ -88,11 +88,16 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *args, env={"LINEAGE_SDK_TEST_CI": "1" if ON_CI else ""})
 
 
+# Pinned: a newer ruff may format differently, and the format check must not drift under us.
+LINT_TOOLS = ("ruff==0.17.6", "import-linter==2.17")
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff check: the lint rules in pyproject.toml."""
-    session.install("ruff>=0.6")
+    """ruff check, ruff format --check and the import-linter layer contracts (pyproject.toml)."""
+    session.install(*LINT_TOOLS)
     session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
 
 
 @nox.session(python=PYTHON)

@@ -44,8 +44,11 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def _dataset(layer: int, index: int) -> dict[str, Any]:
-    return {"namespace": "bench.db", "name": f"layer{layer:02d}.table{index % WIDTH:03d}",
-            "facets": {}}
+    return {
+        "namespace": "bench.db",
+        "name": f"layer{layer:02d}.table{index % WIDTH:03d}",
+        "facets": {},
+    }
 
 
 def events(total: int) -> Iterator[dict[str, Any]]:
@@ -60,11 +63,13 @@ def events(total: int) -> Iterator[dict[str, Any]]:
         for k, event_type in enumerate(("START", "COMPLETE")):
             yield {
                 "eventType": event_type,
-                "eventTime": (T0 + timedelta(seconds=2 * n + k)).isoformat().replace(
-                    "+00:00", "Z"),
+                "eventTime": (T0 + timedelta(seconds=2 * n + k)).isoformat().replace("+00:00", "Z"),
                 "run": {"runId": run_id, "facets": {}},
-                "job": {"namespace": "bench", "name": f"job.l{layer:02d}.j{index:03d}",
-                        "facets": {}},
+                "job": {
+                    "namespace": "bench",
+                    "name": f"job.l{layer:02d}.j{index:03d}",
+                    "facets": {},
+                },
                 "inputs": inputs,
                 "outputs": outputs,
                 "producer": PRODUCER,
@@ -74,7 +79,7 @@ def events(total: int) -> Iterator[dict[str, Any]]:
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def ingest_batches(url: str, bodies: list[bytes], clients: int) -> float:
@@ -84,8 +89,9 @@ def ingest_batches(url: str, bodies: list[bytes], clients: int) -> float:
     errors: list[str] = []
 
     def worker() -> None:
-        with httpx.Client(base_url=url, timeout=120,
-                          headers={"Content-Type": "application/json"}) as client:
+        with httpx.Client(
+            base_url=url, timeout=120, headers={"Content-Type": "application/json"}
+        ) as client:
             while True:
                 with lock:
                     if not queue:
@@ -109,8 +115,9 @@ def ingest_batches(url: str, bodies: list[bytes], clients: int) -> float:
 
 
 def ingest_single(url: str, bodies: list[bytes]) -> float:
-    with httpx.Client(base_url=url, timeout=60,
-                      headers={"Content-Type": "application/json"}) as client:
+    with httpx.Client(
+        base_url=url, timeout=60, headers={"Content-Type": "application/json"}
+    ) as client:
         start = time.perf_counter()
         for body in bodies:
             response = client.post("/api/v1/lineage", content=body)
@@ -138,8 +145,12 @@ def latencies_ms(fn: Callable[[int], Any], count: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000, help="events in the graph")
-    parser.add_argument("--http-events", type=int, default=20_000,
-                        help="of those, how many are ingested over HTTP (timed)")
+    parser.add_argument(
+        "--http-events",
+        type=int,
+        default=20_000,
+        help="of those, how many are ingested over HTTP (timed)",
+    )
     parser.add_argument("--batch", type=int, default=500, help="events per batch request")
     parser.add_argument("--clients", type=int, default=2, help="concurrent HTTP clients")
     parser.add_argument("--single", type=int, default=500, help="single-event POSTs (timed)")
@@ -149,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
 
     all_events = list(events(args.events))
     http_part = all_events[: args.http_events]
-    single_part = all_events[args.http_events: args.http_events + args.single]
-    rest = all_events[args.http_events + args.single:]
+    single_part = all_events[args.http_events : args.http_events + args.single]
+    rest = all_events[args.http_events + args.single :]
     results: dict[str, Any] = {"events_in_graph": len(all_events)}
 
     with tempfile.TemporaryDirectory(prefix="bench-api-") as folder:
@@ -165,17 +176,22 @@ def main(argv: list[str] | None = None) -> int:
                 bodies = [orjson.dumps(chunk) for chunk in _chunks(http_part, args.batch)]
                 elapsed = ingest_batches(server.url, bodies, args.clients)
                 results["ingest_batch"] = {
-                    "events": len(http_part), "batch": args.batch, "clients": args.clients,
+                    "events": len(http_part),
+                    "batch": args.batch,
+                    "clients": args.clients,
                     "seconds": round(elapsed, 2),
                     "events_per_s": round(len(http_part) / elapsed),
                 }
-                print(f"ingest, batches of {args.batch} x {args.clients} clients: "
-                      f"{len(http_part) / elapsed:,.0f} events/s ({len(http_part)} events)")
+                print(
+                    f"ingest, batches of {args.batch} x {args.clients} clients: "
+                    f"{len(http_part) / elapsed:,.0f} events/s ({len(http_part)} events)"
+                )
                 singles = [orjson.dumps(e) for e in single_part]
                 if singles:
                     elapsed = ingest_single(server.url, singles)
                     results["ingest_single"] = {
-                        "events": len(singles), "requests_per_s": round(len(singles) / elapsed),
+                        "events": len(singles),
+                        "requests_per_s": round(len(singles) / elapsed),
                     }
                     print(f"ingest, one event per request: {len(singles) / elapsed:,.0f} req/s")
 
@@ -185,48 +201,72 @@ def main(argv: list[str] | None = None) -> int:
                 for chunk in _chunks(rest, 2000):
                     service.write([validate_event(e) for e in chunk])
                 count = store.count_events()  # type: ignore[attr-defined]
-                print(f"graph filled: {count:,} events in the store "
-                      f"({time.perf_counter() - started:.1f} s direct)")
+                print(
+                    f"graph filled: {count:,} events in the store "
+                    f"({time.perf_counter() - started:.1f} s direct)"
+                )
                 results["events_stored"] = count
 
                 last = LAYERS  # the datasets the last layer of jobs writes
                 mid = LAYERS // 2
-                roots_up = [f"dataset:bench.db:layer{last:02d}.table{i:03d}"
-                            for i in range(WIDTH)]
-                roots_both = [f"dataset:bench.db:layer{mid:02d}.table{i:03d}"
-                              for i in range(WIDTH)]
+                roots_up = [f"dataset:bench.db:layer{last:02d}.table{i:03d}" for i in range(WIDTH)]
+                roots_both = [f"dataset:bench.db:layer{mid:02d}.table{i:03d}" for i in range(WIDTH)]
                 sizes = {
-                    "upstream": len(store.lineage(roots_up[0], direction="upstream",  # type: ignore[attr-defined]
-                                                  depth=10).nodes),
-                    "both": len(store.lineage(roots_both[0], direction="both",  # type: ignore[attr-defined]
-                                              depth=10).nodes),
+                    "upstream": len(
+                        store.lineage(
+                            roots_up[0],
+                            direction="upstream",  # type: ignore[attr-defined]
+                            depth=10,
+                        ).nodes
+                    ),
+                    "both": len(
+                        store.lineage(
+                            roots_both[0],
+                            direction="both",  # type: ignore[attr-defined]
+                            depth=10,
+                        ).nodes
+                    ),
                 }
                 with httpx.Client(base_url=server.url, timeout=60) as client:
                     for kind, roots in (("upstream", roots_up), ("both", roots_both)):
+
                         def http_query(i: int, roots: list[str] = roots, kind: str = kind) -> None:
-                            response = client.get("/api/v1/lineage", params={
-                                "nodeId": roots[i % len(roots)], "depth": 10, "direction": kind})
+                            response = client.get(
+                                "/api/v1/lineage",
+                                params={
+                                    "nodeId": roots[i % len(roots)],
+                                    "depth": 10,
+                                    "direction": kind,
+                                },
+                            )
                             response.raise_for_status()
 
-                        def store_query(i: int, roots: list[str] = roots, kind: str = kind
-                                        ) -> None:
-                            store.lineage(roots[i % len(roots)], direction=kind,  # type: ignore[attr-defined]
-                                          depth=10)
+                        def store_query(i: int, roots: list[str] = roots, kind: str = kind) -> None:
+                            store.lineage(
+                                roots[i % len(roots)],
+                                direction=kind,  # type: ignore[attr-defined]
+                                depth=10,
+                            )
 
-                        results[f"lineage_{kind}_depth10_http"] = latencies_ms(http_query,
-                                                                               args.queries)
-                        results[f"lineage_{kind}_depth10_store"] = latencies_ms(store_query,
-                                                                                args.queries)
+                        results[f"lineage_{kind}_depth10_http"] = latencies_ms(
+                            http_query, args.queries
+                        )
+                        results[f"lineage_{kind}_depth10_store"] = latencies_ms(
+                            store_query, args.queries
+                        )
                         results[f"lineage_{kind}_depth10_http"]["nodes"] = sizes[kind]
-                        print(f"lineage {kind:8} depth 10 ({sizes[kind]} nodes): HTTP "
-                              f"{results[f'lineage_{kind}_depth10_http']}, store "
-                              f"{results[f'lineage_{kind}_depth10_store']}")
+                        print(
+                            f"lineage {kind:8} depth 10 ({sizes[kind]} nodes): HTTP "
+                            f"{results[f'lineage_{kind}_depth10_http']}, store "
+                            f"{results[f'lineage_{kind}_depth10_store']}"
+                        )
         finally:
             manager.close()
 
     ok_ingest = results["ingest_batch"]["events_per_s"] >= 2000
-    ok_query = all(results[f"lineage_{k}_depth10_http"]["p95_ms"] < 100
-                   for k in ("upstream", "both"))
+    ok_query = all(
+        results[f"lineage_{k}_depth10_http"]["p95_ms"] < 100 for k in ("upstream", "both")
+    )
     results["targets"] = {"ingest_2000_events_per_s": ok_ingest, "query_p95_under_100ms": ok_query}
     print(json.dumps(results, indent=2))
     if args.json:

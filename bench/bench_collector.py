@@ -39,24 +39,39 @@ def make_events(n: int) -> list[bytes]:
             "eventTime": f"2025-01-01T00:{(i // 60) % 60:02d}:{i % 60:02d}.{i % 1000:03d}Z",
             "producer": PRODUCER,
             "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-            "run": {"runId": run_id, "facets": {
-                "processing_engine": {
-                    "_producer": PRODUCER,
-                    "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/"
-                                  "ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet",
-                    "name": "lineage-sdk", "version": "0.1.0", "openlineageAdapterVersion": "1.0"},
-            }},
-            "job": {"namespace": "bench", "name": f"pipeline.step{i % 50}", "facets": {
-                "jobType": {
-                    "_producer": PRODUCER,
-                    "_schemaURL": "https://openlineage.io/spec/facets/2-0-3/JobTypeJobFacet.json"
-                                  "#/$defs/JobTypeJobFacet",
-                    "processingType": "BATCH", "integration": "LINEAGE_SDK", "jobType": "TASK"},
-            }},
-            "inputs": [{"namespace": "postgres://db:5432", "name": f"public.src{i % 40}",
-                        "facets": {}}],
-            "outputs": [{"namespace": "postgres://db:5432", "name": f"public.dst{i % 40}",
-                         "facets": {}}],
+            "run": {
+                "runId": run_id,
+                "facets": {
+                    "processing_engine": {
+                        "_producer": PRODUCER,
+                        "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/"
+                        "ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet",
+                        "name": "lineage-sdk",
+                        "version": "0.1.0",
+                        "openlineageAdapterVersion": "1.0",
+                    },
+                },
+            },
+            "job": {
+                "namespace": "bench",
+                "name": f"pipeline.step{i % 50}",
+                "facets": {
+                    "jobType": {
+                        "_producer": PRODUCER,
+                        "_schemaURL": "https://openlineage.io/spec/facets/2-0-3/JobTypeJobFacet.json"
+                        "#/$defs/JobTypeJobFacet",
+                        "processingType": "BATCH",
+                        "integration": "LINEAGE_SDK",
+                        "jobType": "TASK",
+                    },
+                },
+            },
+            "inputs": [
+                {"namespace": "postgres://db:5432", "name": f"public.src{i % 40}", "facets": {}}
+            ],
+            "outputs": [
+                {"namespace": "postgres://db:5432", "name": f"public.dst{i % 40}", "facets": {}}
+            ],
         }
         out.append(orjson.dumps(event, option=orjson.OPT_SORT_KEYS))
     return out
@@ -105,10 +120,14 @@ def raw_pika(bodies: list[bytes]) -> float:
 
 def collector_rate(bodies: list[bytes], store: dict, workdir: Path) -> float:
     topic = f"bench.lineage.{uuid.uuid4().hex[:8]}"
-    config = LineageConfig.model_validate({
-        "collector_topic": topic, "rabbitmq": {"url": URL}, "store": store,
-        "collector": {"retry_delays_ms": [1000]},
-    })
+    config = LineageConfig.model_validate(
+        {
+            "collector_topic": topic,
+            "rabbitmq": {"url": URL},
+            "store": store,
+            "collector": {"retry_delays_ms": [1000]},
+        }
+    )
     topo = Topology.from_config(config)
     conn = pika.BlockingConnection(pika.URLParameters(URL))
     ch = conn.channel()
@@ -157,30 +176,47 @@ def main() -> None:
         handler = logging.FileHandler(workdir / "events.jsonl")
         events_log.addHandler(handler)
         events_log.setLevel(logging.INFO)
-        print(f"{args.events} messages of ~{sum(map(len, bodies)) // len(bodies)} bytes, "
-              f"{args.rounds} round(s); each ratio is against the mean of the raw runs just "
-              "before and after it (the machine's load drifts)")
+        print(
+            f"{args.events} messages of ~{sum(map(len, bodies)) // len(bodies)} bytes, "
+            f"{args.rounds} round(s); each ratio is against the mean of the raw runs just "
+            "before and after it (the machine's load drifts)"
+        )
         raw_before = raw_pika(bodies)
         for round_no in range(1, args.rounds + 1):
-            sql = collector_rate(bodies, {"backend": "sql", "sql": {
-                "url": f"sqlite:///{workdir}/bench-{round_no}.db"}}, workdir)
+            sql = collector_rate(
+                bodies,
+                {"backend": "sql", "sql": {"url": f"sqlite:///{workdir}/bench-{round_no}.db"}},
+                workdir,
+            )
             raw_mid = raw_pika(bodies)
-            log = collector_rate(bodies, {"backend": "logging", "logging": {
-                "logger_name": "bench.lineage.events"}}, workdir)
+            log = collector_rate(
+                bodies,
+                {"backend": "logging", "logging": {"logger_name": "bench.lineage.events"}},
+                workdir,
+            )
             raw_after = raw_pika(bodies)
             figures = {
-                "raw_before": raw_before, "sql": sql, "raw_mid": raw_mid,
-                "logging": log, "raw_after": raw_after,
+                "raw_before": raw_before,
+                "sql": sql,
+                "raw_mid": raw_mid,
+                "logging": log,
+                "raw_after": raw_after,
                 "sql_ratio": sql / ((raw_before + raw_mid) / 2),
                 "logging_ratio": log / ((raw_mid + raw_after) / 2),
             }
             rounds.append(figures)
-            print(f"round {round_no}: raw pika consume+ack (prefetch 100): "
-                  f"{raw_before:8.0f} / {raw_mid:8.0f} / {raw_after:8.0f} msg/s")
-            print(f"round {round_no}: collector -> sql (SQLite):          {sql:8.0f} events/s"
-                  f"  = {figures['sql_ratio']:.2f}x raw (target >= 0.50x)")
-            print(f"round {round_no}: collector -> logging:               {log:8.0f} events/s"
-                  f"  = {figures['logging_ratio']:.2f}x raw (target >= 0.80x)")
+            print(
+                f"round {round_no}: raw pika consume+ack (prefetch 100): "
+                f"{raw_before:8.0f} / {raw_mid:8.0f} / {raw_after:8.0f} msg/s"
+            )
+            print(
+                f"round {round_no}: collector -> sql (SQLite):          {sql:8.0f} events/s"
+                f"  = {figures['sql_ratio']:.2f}x raw (target >= 0.50x)"
+            )
+            print(
+                f"round {round_no}: collector -> logging:               {log:8.0f} events/s"
+                f"  = {figures['logging_ratio']:.2f}x raw (target >= 0.80x)"
+            )
             raw_before = raw_after
         handler.close()
     sql_ratios = [r["sql_ratio"] for r in rounds]
@@ -196,10 +232,14 @@ def main() -> None:
         "logging_ratio_max": max(log_ratios),
         "targets": {"sql": 0.5, "logging": 0.8},
     }
-    print(f"sql/raw:     median {summary['sql_ratio_median']:.2f}x "
-          f"(range {min(sql_ratios):.2f}-{max(sql_ratios):.2f}, target >= 0.50x)")
-    print(f"logging/raw: median {summary['logging_ratio_median']:.2f}x "
-          f"(range {min(log_ratios):.2f}-{max(log_ratios):.2f}, target >= 0.80x)")
+    print(
+        f"sql/raw:     median {summary['sql_ratio_median']:.2f}x "
+        f"(range {min(sql_ratios):.2f}-{max(sql_ratios):.2f}, target >= 0.50x)"
+    )
+    print(
+        f"logging/raw: median {summary['logging_ratio_median']:.2f}x "
+        f"(range {min(log_ratios):.2f}-{max(log_ratios):.2f}, target >= 0.80x)"
+    )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2), encoding="utf-8")
 

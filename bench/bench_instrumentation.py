@@ -91,9 +91,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     exporter = _NoopExporter()
     lineage_sdk.configure(
-        LineageConfig.model_validate({"exporters": ["memory"],
-                                      "producer": {"job_namespace": "bench"}}),
-        exporters=[exporter], strict=True,
+        LineageConfig.model_validate(
+            {"exporters": ["memory"], "producer": {"job_namespace": "bench"}}
+        ),
+        exporters=[exporter],
+        strict=True,
     )
     instrumentor = PikaInstrumentor()
     connection = pika.BlockingConnection(pika.URLParameters(URL))
@@ -127,8 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     base = statistics.median(results["uninstrumented"])
     figures: dict[str, Any] = {"messages_per_round": args.messages, "rounds": args.rounds}
-    print(f"consume-and-ack cost per message, median of {args.rounds} rounds "
-          f"of {args.messages} messages (BlockingChannel.basic_consume, prefetch 200):")
+    print(
+        f"consume-and-ack cost per message, median of {args.rounds} rounds "
+        f"of {args.messages} messages (BlockingChannel.basic_consume, prefetch 200):"
+    )
     for variant in variants:
         cost = statistics.median(results[variant])
         ratio = cost / base

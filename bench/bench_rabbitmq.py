@@ -55,6 +55,7 @@ REPORT = LineageDataset("s3://bucket", "reports/daily.parquet")
 
 # -- broker topology ---------------------------------------------------------------------------
 
+
 class Topology:
     """A unique exchange and a capped queue bound with '#', deleted at the end."""
 
@@ -84,13 +85,19 @@ class Topology:
 
 # -- raw pika baselines --------------------------------------------------------------------------
 
+
 def _props(msg: OutboundMessage) -> Any:
-    headers: dict[str, Any] = {HEADER_EVENT_TYPE: msg.event_type, HEADER_SCHEMA_URL: msg.schema_url,
-                               HEADER_PRODUCER: msg.producer, HEADER_EVENT_COUNT: msg.event_count}
+    headers: dict[str, Any] = {
+        HEADER_EVENT_TYPE: msg.event_type,
+        HEADER_SCHEMA_URL: msg.schema_url,
+        HEADER_PRODUCER: msg.producer,
+        HEADER_EVENT_COUNT: msg.event_count,
+    }
     if msg.event_ids is not None:
         headers[HEADER_EVENT_IDS] = msg.event_ids
-    return pika.BasicProperties(content_type=msg.content_type, delivery_mode=2,
-                                message_id=msg.message_id, headers=headers)
+    return pika.BasicProperties(
+        content_type=msg.content_type, delivery_mode=2, message_id=msg.message_id, headers=headers
+    )
 
 
 def raw_blocking(exchange: str, messages: Sequence[OutboundMessage]) -> float:
@@ -148,6 +155,7 @@ def raw_pipelined(exchange: str, messages: Sequence[OutboundMessage], window: in
 
 # -- the exporter, fed by decorated calls --------------------------------------------------------
 
+
 @track_lineage(job_name="bench.step", inputs=[ORDERS], outputs=[REPORT])
 def step(i: int) -> int:
     return i
@@ -204,6 +212,7 @@ def exporter_only(
 
 # -- latency while away ----------------------------------------------------------------------
 
+
 class Proxy:
     """Loopback TCP proxy to the broker; ``stop()`` makes the broker look away."""
 
@@ -258,8 +267,11 @@ def latency(exchange: str, calls: int, spool: Path) -> list[tuple[str, list[floa
         proxy = Proxy()
         config = LineageConfig(
             collector_topic=exchange,
-            rabbitmq=RabbitMQConfig(url=f"amqp://guest:guest@127.0.0.1:{proxy.port}/%2F",
-                                    spool_dir=str(spool / label), memory_buffer_events=memory),
+            rabbitmq=RabbitMQConfig(
+                url=f"amqp://guest:guest@127.0.0.1:{proxy.port}/%2F",
+                spool_dir=str(spool / label),
+                memory_buffer_events=memory,
+            ),
         )
         sdk = lineage_sdk.configure(config)
         assert sdk is not None
@@ -285,15 +297,16 @@ def latency(exchange: str, calls: int, spool: Path) -> list[tuple[str, list[floa
 
 # -- main --------------------------------------------------------------------------------------
 
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="few events: checks the script runs")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     scale = 0.05 if args.quick else 1.0
-    single_calls = int(10_000 * scale)      # 20,000 events
-    batch_calls = int(40_000 * scale)       # 80,000 events
-    blocking_msgs = int(4_000 * scale)     # events for the one-at-a-time baseline
+    single_calls = int(10_000 * scale)  # 20,000 events
+    batch_calls = int(40_000 * scale)  # 80,000 events
+    blocking_msgs = int(4_000 * scale)  # events for the one-at-a-time baseline
     latency_calls = int(20_000 * scale)
 
     topo = Topology()
@@ -301,21 +314,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             spool = Path(tmp)
-            for mode, calls, per_msg in (("single event per message", single_calls, 1),
-                                         ("batch, 20 events per message", batch_calls, 20)):
+            for mode, calls, per_msg in (
+                ("single event per message", single_calls, 1),
+                ("batch, 20 events per message", batch_calls, 20),
+            ):
                 print(f"{mode}: exporter fed by {calls:,} decorated calls ...", flush=True)
-                seconds, events, _ = exporter_run(topo.exchange, calls, spool / f"d{per_msg}",
-                                                  events_per_message=per_msg, max_in_flight=100)
+                seconds, events, _ = exporter_run(
+                    topo.exchange,
+                    calls,
+                    spool / f"d{per_msg}",
+                    events_per_message=per_msg,
+                    max_in_flight=100,
+                )
                 decorated_rate = len(events) / seconds
                 topo.purge()
                 print(f"{mode}: exporter alone, pre-encoded events ...", flush=True)
-                alone = exporter_only(topo.exchange, events, spool / f"a{per_msg}",
-                                      events_per_message=per_msg, max_in_flight=100)
+                alone = exporter_only(
+                    topo.exchange,
+                    events,
+                    spool / f"a{per_msg}",
+                    events_per_message=per_msg,
+                    max_in_flight=100,
+                )
                 alone_rate = len(events) / alone
                 # Raw pika publishes the same messages as the exporter built (chunks of 512 events
                 # per export call, as the pipeline hands them over).
-                messages = [m for i in range(0, len(events), 512)
-                            for m in build_messages(events[i : i + 512], per_msg)]
+                messages = [
+                    m
+                    for i in range(0, len(events), 512)
+                    for m in build_messages(events[i : i + 512], per_msg)
+                ]
                 topo.purge()
                 print(f"{mode}: raw pika, 100 confirms in flight ...", flush=True)
                 raw100 = len(events) / raw_pipelined(topo.exchange, messages, window=100)
@@ -331,13 +359,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         topo.delete()
 
     print()
-    print("Throughput, events/s until confirmed (exporter: max_in_flight=100). Ratios are against "
-          "raw pika with 100 confirms in flight.")
-    print(f"{'mode':30} {'raw 1 at a time':>15} {'raw 100 in flight':>17} "
-          f"{'from decorated calls':>21} {'ratio':>6} {'exporter alone':>15} {'ratio':>6}")
+    print(
+        "Throughput, events/s until confirmed (exporter: max_in_flight=100). Ratios are against "
+        "raw pika with 100 confirms in flight."
+    )
+    print(
+        f"{'mode':30} {'raw 1 at a time':>15} {'raw 100 in flight':>17} "
+        f"{'from decorated calls':>21} {'ratio':>6} {'exporter alone':>15} {'ratio':>6}"
+    )
     for mode, raw1, raw100, decorated, alone in rows:
-        print(f"{mode:30} {raw1:15,.0f} {raw100:17,.0f} {decorated:21,.0f} "
-              f"{decorated / raw100:6.2f} {alone:15,.0f} {alone / raw100:6.2f}")
+        print(
+            f"{mode:30} {raw1:15,.0f} {raw100:17,.0f} {decorated:21,.0f} "
+            f"{decorated / raw100:6.2f} {alone:15,.0f} {alone / raw100:6.2f}"
+        )
     print()
     print("Latency of one decorated call (START + COMPLETE), microseconds")
     print(f"{'phase':24} {'mean':>8} {'p50':>8} {'p99':>8} {'vs up (mean)':>13}")
@@ -346,9 +380,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         values = sorted(values)
         p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
         mean = statistics.fmean(values)
-        print(f"{label:24} {mean:8.1f} {statistics.median(values):8.1f} {p99:8.1f} {mean / up:13.2f}")
-    print("\nTargets: exporter >= 0.8x raw pika with 100 confirms in flight in each mode; "
-          "latency away <= 2x latency up.")
+        print(
+            f"{label:24} {mean:8.1f} {statistics.median(values):8.1f} {p99:8.1f} {mean / up:13.2f}"
+        )
+    print(
+        "\nTargets: exporter >= 0.8x raw pika with 100 confirms in flight in each mode; "
+        "latency away <= 2x latency up."
+    )
     return 0
 
 

@@ -107,7 +107,9 @@ def main() -> None:
         span_cpu.append(per_call_us(otel_span, args.calls, args.repeats, time.thread_time))
         deco_cpu.append(per_call_us(decorated, args.calls, args.repeats, time.thread_time))
         lineage_sdk.force_flush(60)
-    b, s, d, sc, dc = (statistics.median(x) for x in (bare_us, span_us, deco_us, span_cpu, deco_cpu))
+    b, s, d, sc, dc = (
+        statistics.median(x) for x in (bare_us, span_us, deco_us, span_cpu, deco_cpu)
+    )
     expected = 2 * 2 * 3 * args.calls * args.repeats  # 2 events x 2 clocks x 3 rounds
     assert noop.count == expected, f"benchmark lost events: {noop.count} != {expected}"
 
@@ -150,8 +152,12 @@ def main() -> None:
     for key, value in figures.items():
         print(f"{key:<{width}}  {value}")
     print()
-    print(f"target decorated/bare-span <= 1.2, wall clock incl. worker: {'PASS' if d / s <= 1.2 else 'FAIL'} ({d / s:.2f}x)")
-    print(f"target decorated/bare-span <= 1.2, caller thread CPU:      {'PASS' if dc / sc <= 1.2 else 'FAIL'} ({dc / sc:.2f}x)")
+    print(
+        f"target decorated/bare-span <= 1.2, wall clock incl. worker: {'PASS' if d / s <= 1.2 else 'FAIL'} ({d / s:.2f}x)"
+    )
+    print(
+        f"target decorated/bare-span <= 1.2, caller thread CPU:      {'PASS' if dc / sc <= 1.2 else 'FAIL'} ({dc / sc:.2f}x)"
+    )
     print(
         f"target disabled < 1 us:            {'PASS' if disabled_us < 1 else 'FAIL'} ({disabled_us:.3f} us)"
     )

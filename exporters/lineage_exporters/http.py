@@ -44,21 +44,24 @@ class HttpExporter(LineageExporter):
 
     def __init__(self, settings: HttpExporterConfig, *, report_interval_s: float = 60.0) -> None:
         if not settings.url:
-            raise ConfigError("lineage.http.url", settings.url,
-                              "the base URL of an OpenLineage HTTP endpoint, e.g. "
-                              "http://localhost:5000 (OPENLINEAGE_URL also sets it)")
+            raise ConfigError(
+                "lineage.http.url",
+                settings.url,
+                "the base URL of an OpenLineage HTTP endpoint, e.g. "
+                "http://localhost:5000 (OPENLINEAGE_URL also sets it)",
+            )
         try:
             scheme = urlsplit(settings.url).scheme
         except ValueError:
             scheme = ""
         if scheme not in ("http", "https"):
-            raise ConfigError("lineage.http.url", redact(settings.url),
-                              "a URL starting with http:// or https://")
+            raise ConfigError(
+                "lineage.http.url", redact(settings.url), "a URL starting with http:// or https://"
+            )
         self.endpoint_url = settings.url.rstrip("/") + "/" + settings.endpoint.lstrip("/")
         self.safe_url = redact(self.endpoint_url)
         self._api_key = settings.api_key
-        headers = {"Content-Type": "application/json",
-                   "User-Agent": f"lineage-sdk/{__version__}"}
+        headers = {"Content-Type": "application/json", "User-Agent": f"lineage-sdk/{__version__}"}
         if settings.api_key:
             headers["Authorization"] = f"Bearer {settings.api_key}"
         self._client = httpx.Client(timeout=settings.timeout_ms / 1000, headers=headers)
@@ -122,8 +125,12 @@ class HttpExporter(LineageExporter):
             now = time.monotonic()
             if self._unreported and now - self._last_report >= self._report_interval_s:
                 why = f": {self._scrub(reason)}" if reason else ""
-                _LOG.warning("lineage HTTP exporter could not deliver %d event(s) to %s%s",
-                             self._unreported, self.safe_url, why)
+                _LOG.warning(
+                    "lineage HTTP exporter could not deliver %d event(s) to %s%s",
+                    self._unreported,
+                    self.safe_url,
+                    why,
+                )
                 self._unreported = 0
                 self._last_report = now
 

@@ -39,8 +39,14 @@ NAME_PLACEHOLDER = "<name>"
 # Field names whose values are secrets: never shown, never given a default in the docs.
 SECRET_FIELD_NAMES = frozenset({"password", "api_key"})
 BOOL_WORDS: dict[str, bool] = {
-    "true": True, "false": False, "1": True, "0": False,
-    "yes": True, "no": False, "on": True, "off": False,
+    "true": True,
+    "false": False,
+    "1": True,
+    "0": False,
+    "yes": True,
+    "no": False,
+    "on": True,
+    "off": False,
 }
 _INT_RE = re.compile(r"[+-]?[0-9]+")
 

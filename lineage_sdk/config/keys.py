@@ -180,9 +180,12 @@ def _flag_to_path(flag: str) -> str:
         prefix = "-".join(section.path).replace("_", "-") + "-"
         if not name.startswith(prefix):
             continue
-        rest = name[len(prefix):]
-        suffixes = [key.path.rsplit(".", 1)[1] for key in _keys() if key.templated
-                    and key.path.startswith(".".join(section.path) + ".")]
+        rest = name[len(prefix) :]
+        suffixes = [
+            key.path.rsplit(".", 1)[1]
+            for key in _keys()
+            if key.templated and key.path.startswith(".".join(section.path) + ".")
+        ]
         for suffix in sorted(suffixes, key=len, reverse=True):
             dashed = "-" + suffix.replace("_", "-")
             if rest.endswith(dashed) and len(rest) > len(dashed):

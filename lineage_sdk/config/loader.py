@@ -57,12 +57,11 @@ IGNORED_ENV_PREFIXES = ("LINEAGE_TEST_", "LINEAGE_SHARED_DIR", "LINEAGE_BENCH_",
 # OpenLineage client variables honoured, with what they set (rendered into the reference page).
 OPENLINEAGE_VARIABLES: dict[str, str] = {
     "OPENLINEAGE_URL": "Sets `http.url`; when neither `LINEAGE_EXPORTERS` nor the file sets "
-    "`exporters`, also makes `exporters = [\"http\"]`.",
+    '`exporters`, also makes `exporters = ["http"]`.',
     "OPENLINEAGE_ENDPOINT": "Sets `http.endpoint` (only together with `OPENLINEAGE_URL`).",
     "OPENLINEAGE_API_KEY": "Sets `http.api_key` (only together with `OPENLINEAGE_URL`).",
     "OPENLINEAGE_NAMESPACE": "Sets `producer.job_namespace`.",
-    "OPENLINEAGE_DISABLED": "`true` (or 1/yes/on) sets `enabled = false`; `false` changes "
-    "nothing.",
+    "OPENLINEAGE_DISABLED": "`true` (or 1/yes/on) sets `enabled = false`; `false` changes nothing.",
 }
 
 _logger = logging.getLogger("lineage_sdk.config")
@@ -160,8 +159,11 @@ def _flatten_table(
         if field is None:
             raise _unknown_key(table_name, key, value, fields, source)
         annotation = field.annotation
-        nested_model = annotation if isinstance(annotation, type) and issubclass(
-            annotation, BaseModel) else None
+        nested_model = (
+            annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+            else None
+        )
         if nested_model is not None or path in maps:
             if not isinstance(value, Mapping):
                 raise ConfigError(
@@ -197,14 +199,17 @@ def _file_entries(doc: Mapping[str, Any], file: Path) -> list[_Entry]:
         strays = sorted(set(doc) & set(section_fields(LineageConfig)))
         if strays:
             raise ConfigError(
-                f"{strays[0]}", display_value(strays[0], doc[strays[0]]),
-                "keys must be inside a [lineage] table", source=source,
+                f"{strays[0]}",
+                display_value(strays[0], doc[strays[0]]),
+                "keys must be inside a [lineage] table",
+                source=source,
             )
         return []
     table = doc["lineage"]
     if not isinstance(table, Mapping):
-        raise ConfigError("lineage", display_value(None, table), "must be a table ([lineage])",
-                          source=source)
+        raise ConfigError(
+            "lineage", display_value(None, table), "must be a table ([lineage])", source=source
+        )
     return _flatten_table(LineageConfig, table, (), source)
 
 
@@ -213,7 +218,9 @@ def _text_entry(leaf: Leaf, parts: tuple[str, ...], text: str, source: str) -> _
         value = parse_text(leaf, text)
     except TextError as exc:
         raise ConfigError(
-            "lineage." + ".".join(parts), display_value(leaf.name, text), exc.allowed,
+            "lineage." + ".".join(parts),
+            display_value(leaf.name, text),
+            exc.allowed,
             source=source,
         ) from None
     return _Entry(parts, value, source, text)
@@ -225,7 +232,7 @@ def _connection_suffixes() -> list[tuple[tuple[str, ...], str, Leaf]]:
     for leaf in leaves():
         if NAME_PLACEHOLDER in leaf.path:
             idx = leaf.path.index(NAME_PLACEHOLDER)
-            out.append((leaf.path[:idx], "_" + "_".join(leaf.path[idx + 1:]).upper(), leaf))
+            out.append((leaf.path[:idx], "_" + "_".join(leaf.path[idx + 1 :]).upper(), leaf))
     return sorted(out, key=lambda item: len(item[1]), reverse=True)
 
 
@@ -261,9 +268,12 @@ def _env_entries(environ: Mapping[str, str]) -> list[_Entry]:
 def _named_table_entry(name: str, text: str) -> _Entry | None:
     for map_path, suffix, leaf in _connection_suffixes():
         prefix = ENV_PREFIX + "_".join(map_path).upper() + "_"
-        if name.startswith(prefix) and name.endswith(suffix) and len(name) > len(prefix) + len(
-                suffix):
-            conn = name[len(prefix): -len(suffix)].lower()
+        if (
+            name.startswith(prefix)
+            and name.endswith(suffix)
+            and len(name) > len(prefix) + len(suffix)
+        ):
+            conn = name[len(prefix) : -len(suffix)].lower()
             if not text.strip():
                 return _Entry((), None, "", None)  # empty: unset, but not a typo either
             parts = (*map_path, conn, leaf.name)
@@ -279,7 +289,7 @@ def _warn_unknown(name: str, known_names: list[str]) -> None:
         prefix = ENV_PREFIX + "_".join(map_path).upper() + "_"
         if name.startswith(prefix):
             # LINEAGE_CONNECTIONS_X_URL: compare against the keys of that connection name.
-            head = name[len(prefix):].rsplit("_", 1)[0]
+            head = name[len(prefix) :].rsplit("_", 1)[0]
             candidates.append(f"{prefix}{head}{suffix}")
     close = difflib.get_close_matches(name, candidates, n=1, cutoff=_TYPO_CUTOFF)
     if close:
@@ -288,9 +298,7 @@ def _warn_unknown(name: str, known_names: list[str]) -> None:
         )
 
 
-def _openlineage_entries(
-    environ: Mapping[str, str], file_entries: list[_Entry]
-) -> list[_Entry]:
+def _openlineage_entries(environ: Mapping[str, str], file_entries: list[_Entry]) -> list[_Entry]:
     entries: list[_Entry] = []
     url = environ.get("OPENLINEAGE_URL", "").strip()
     if url:
@@ -306,20 +314,28 @@ def _openlineage_entries(
             )
     namespace = environ.get("OPENLINEAGE_NAMESPACE", "")
     if namespace.strip():
-        entries.append(_Entry(("producer", "job_namespace"), namespace,
-                              "environment variable OPENLINEAGE_NAMESPACE", namespace))
+        entries.append(
+            _Entry(
+                ("producer", "job_namespace"),
+                namespace,
+                "environment variable OPENLINEAGE_NAMESPACE",
+                namespace,
+            )
+        )
     disabled = environ.get("OPENLINEAGE_DISABLED", "").strip()
     if disabled:
         flag = BOOL_WORDS.get(disabled.lower())
         if flag is None:
             raise ConfigError(
-                "lineage.enabled", disabled,
+                "lineage.enabled",
+                disabled,
                 "OPENLINEAGE_DISABLED must be a boolean: true/false, 1/0, yes/no or on/off",
                 source="environment variable OPENLINEAGE_DISABLED",
             )
         if flag:
-            entries.append(_Entry(("enabled",), False,
-                                  "environment variable OPENLINEAGE_DISABLED", disabled))
+            entries.append(
+                _Entry(("enabled",), False, "environment variable OPENLINEAGE_DISABLED", disabled)
+            )
     return entries
 
 
@@ -330,8 +346,9 @@ def _override_entries(overrides: Mapping[str, Any]) -> list[_Entry]:
         try:
             parts, leaf = resolve_path(key)
         except ConfigError as exc:
-            raise ConfigError(exc.key, display_value(key.rsplit(".", 1)[-1], value), exc.allowed,
-                              source=source) from None
+            raise ConfigError(
+                exc.key, display_value(key.rsplit(".", 1)[-1], value), exc.allowed, source=source
+            ) from None
         if isinstance(value, str):
             entries.append(_text_entry(leaf, parts, value, source))
         else:
@@ -480,6 +497,7 @@ def load_config_or_disabled(
     except Exception as exc:  # noqa: BLE001 - a bug here must not stop the application either
         _app_logger.error(
             "lineage is DISABLED because loading its configuration failed: %s: %s",
-            type(exc).__name__, redact(str(exc)),
+            type(exc).__name__,
+            redact(str(exc)),
         )
     return LineageConfig(enabled=False)

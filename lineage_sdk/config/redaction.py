@@ -11,9 +11,7 @@ REDACTED = "***"
 # scheme://user:password@host -> keep the user (useful when debugging), hide the password.
 # The password stops at the last "@" before whitespace, so an unescaped "/" or ":" in it is
 # still hidden (over-redacting a malformed URL is the safe side).
-_USERINFO = re.compile(
-    r"(?P<prefix>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*):(?P<secret>[^\s@]*)@"
-)
+_USERINFO = re.compile(r"(?P<prefix>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*):(?P<secret>[^\s@]*)@")
 # ?password=...&api_key=... and similar query or key=value pairs.
 _PAIRS = re.compile(
     r"(?P<prefix>\b(?:password|passwd|pwd|api_key|apikey|api-key|token|access_token|secret)=)"

@@ -109,7 +109,7 @@ def _precedence() -> list[str]:
         "directory if it exists (no file at all is fine);",
         "3. the `OPENLINEAGE_*` variables of the OpenLineage client, listed below;",
         "4. the `LINEAGE_*` variables;",
-        "5. explicit overrides: `load_config(overrides={\"rabbitmq.url\": ...})`, which is what "
+        '5. explicit overrides: `load_config(overrides={"rabbitmq.url": ...})`, which is what '
         "the command-line flags of `lineage-collector` and `lineage-instrument` produce.",
         "",
         "## Naming rules",
@@ -217,8 +217,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Render the configuration reference (docs/configuration.md) from the schema.",
     )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--check", nargs="?", const=str(DEFAULT_OUTPUT), metavar="FILE",
-                       help="exit 1 if FILE (default: docs/configuration.md) is not current")
+    group.add_argument(
+        "--check",
+        nargs="?",
+        const=str(DEFAULT_OUTPUT),
+        metavar="FILE",
+        help="exit 1 if FILE (default: docs/configuration.md) is not current",
+    )
     group.add_argument("--output", "-o", metavar="FILE", help="write the page to FILE")
     args = parser.parse_args(argv)
     text = render()
@@ -227,14 +232,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             current = target.read_text(encoding="utf-8")
         except OSError as exc:
-            print(f"{target}: cannot read ({exc.strerror or exc}); regenerate it with "
-                  "`python -m lineage_sdk.config.reference -o docs/configuration.md`",
-                  file=sys.stderr)
+            print(
+                f"{target}: cannot read ({exc.strerror or exc}); regenerate it with "
+                "`python -m lineage_sdk.config.reference -o docs/configuration.md`",
+                file=sys.stderr,
+            )
             return 1
         if current != text:
-            print(f"{target} is stale; regenerate it with "
-                  "`python -m lineage_sdk.config.reference -o docs/configuration.md`",
-                  file=sys.stderr)
+            print(
+                f"{target} is stale; regenerate it with "
+                "`python -m lineage_sdk.config.reference -o docs/configuration.md`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if args.output is not None:

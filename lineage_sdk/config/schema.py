@@ -51,8 +51,11 @@ def _check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
         return None
     parts = urlsplit(value)
     if parts.scheme.lower() not in schemes or not parts.hostname:
-        raise ValueError("must be a URL starting with " + " or ".join(f"{s}://" for s in schemes)
-                         + " and naming a host")
+        raise ValueError(
+            "must be a URL starting with "
+            + " or ".join(f"{s}://" for s in schemes)
+            + " and naming a host"
+        )
     return value
 
 
@@ -65,7 +68,8 @@ class ProducerConfig(_Section):
     """Identity of the events' source: the job namespace and the producer URI."""
 
     job_namespace: str = Field(
-        default="default", min_length=1,
+        default="default",
+        min_length=1,
         description="Namespace of the jobs this process runs (OPENLINEAGE_NAMESPACE also sets it).",
     )
     producer_uri: str = Field(
@@ -78,19 +82,23 @@ class PipelineConfig(_Section):
     """The bounded queue and batching worker between the application thread and the exporters."""
 
     max_queue_size: int = Field(
-        default=65536, ge=1,
+        default=65536,
+        ge=1,
         description="Events waiting between the application thread and the worker.",
     )
     max_export_batch_size: int = Field(
-        default=512, ge=1,
+        default=512,
+        ge=1,
         description="Largest batch handed to an exporter at once.",
     )
     schedule_delay_ms: int = Field(
-        default=200, ge=1,
+        default=200,
+        ge=1,
         description="Longest time an event waits before the worker exports a partial batch.",
     )
     export_timeout_ms: int = Field(
-        default=30000, ge=1,
+        default=30000,
+        ge=1,
         description="Time allowed for one export call.",
     )
     overflow: Literal["drop_newest", "drop_oldest", "block"] = Field(
@@ -101,11 +109,13 @@ class PipelineConfig(_Section):
         ),
     )
     block_timeout_ms: int = Field(
-        default=100, ge=0,
+        default=100,
+        ge=0,
         description="With overflow='block', the longest a caller waits for room.",
     )
     shutdown_timeout_ms: int = Field(
-        default=5000, ge=0,
+        default=5000,
+        ge=0,
         description="Time allowed to flush the queue at interpreter exit.",
     )
 
@@ -163,12 +173,12 @@ class RabbitMQConfig(_Section):
     connection_name: str | None = Field(
         default=None,
         description=(
-            "Connection name shown in the broker UI; defaults to `<job_namespace>/<process "
-            "name>`."
+            "Connection name shown in the broker UI; defaults to `<job_namespace>/<process name>`."
         ),
     )
     publish_timeout_ms: int = Field(
-        default=10000, ge=1,
+        default=10000,
+        ge=1,
         description="How long to wait for publisher confirms before treating a publish as failed.",
     )
     declare_exchange: bool = Field(
@@ -176,18 +186,22 @@ class RabbitMQConfig(_Section):
         description="Declare the durable topic exchange if it is missing.",
     )
     events_per_message: int = Field(
-        default=1, ge=1, le=10000,
+        default=1,
+        ge=1,
+        le=10000,
         description=(
             "1 sends one OpenLineage event per message; more enables batch mode (content type "
             "application/vnd.lineage-sdk.batch+json)."
         ),
     )
     max_in_flight: int = Field(
-        default=256, ge=1,
+        default=256,
+        ge=1,
         description="Unconfirmed publishes allowed at once.",
     )
     memory_buffer_events: int = Field(
-        default=100000, ge=0,
+        default=100000,
+        ge=0,
         description="Events held in memory while the broker is away before spilling to the spool.",
     )
     spool_dir: str | None = Field(
@@ -195,11 +209,13 @@ class RabbitMQConfig(_Section):
         description="Directory for the on-disk spool; defaults to a per-user cache directory.",
     )
     spool_max_bytes: int = Field(
-        default=1 << 30, ge=0,
+        default=1 << 30,
+        ge=0,
         description="Size cap of the spool; past both caps events are dropped and counted.",
     )
     reconnect_initial_ms: int = Field(
-        default=200, ge=1,
+        default=200,
+        ge=1,
         description="First reconnect delay; doubles with jitter up to `reconnect_max_ms`.",
     )
     reconnect_max_ms: int = Field(default=30000, ge=1, description="Longest reconnect delay.")
@@ -230,7 +246,8 @@ class ConnectionConfig(_Section):
     """
 
     uri: str = Field(
-        default=..., min_length=1,
+        default=...,
+        min_length=1,
         description="Server URI, e.g. mongodb://host:27017/db or neo4j://host:7687.",
     )
     username: str | None = Field(
@@ -246,7 +263,8 @@ class ConnectionConfig(_Section):
         description="Database name, where the URI does not carry it.",
     )
     timeout_ms: int = Field(
-        default=10000, ge=1,
+        default=10000,
+        ge=1,
         description="Connect and server-selection timeout.",
     )
 
@@ -277,11 +295,13 @@ class DocumentStoreConfig(_Section):
     """The collector's `document` store (MongoDB)."""
 
     collection_name: str = Field(
-        default="audit_lineage_events", min_length=1,
+        default="audit_lineage_events",
+        min_length=1,
         description="MongoDB collection for the raw events.",
     )
     document_connection_name: str = Field(
-        default="default_mongo", min_length=1,
+        default="default_mongo",
+        min_length=1,
         description="Name of the [lineage.connections.NAME] section with the MongoDB URI.",
     )
 
@@ -290,7 +310,8 @@ class GraphStoreConfig(_Section):
     """The collector's `graph` store (Neo4j or another Bolt server)."""
 
     graph_connection_name: str = Field(
-        default="default_graph", min_length=1,
+        default="default_graph",
+        min_length=1,
         description="Name of the [lineage.connections.NAME] section with the Bolt URI.",
     )
 
@@ -369,7 +390,8 @@ class CollectorConfig(_Section):
         description="Delay of each retry queue, growing; a failed event waits in the next one.",
     )
     max_attempts: int = Field(
-        default=5, ge=1,
+        default=5,
+        ge=1,
         description="Attempts before an event is parked in the dead-letter queue.",
     )
     dead_letter_queue: str | None = Field(
@@ -377,16 +399,19 @@ class CollectorConfig(_Section):
         description="Parking-lot queue; defaults to `<collector_topic>.dlq`.",
     )
     prefetch: int = Field(
-        default=500, ge=1,
+        default=500,
+        ge=1,
         description="Unacknowledged messages the broker sends ahead.",
     )
     batch_size: int = Field(
-        default=200, ge=1,
+        default=200,
+        ge=1,
         description="Events written to the stores in one batch.",
     )
     batch_timeout_ms: int = Field(default=50, ge=1, description="Longest wait to fill a batch.")
     max_message_bytes: int = Field(
-        default=4 << 20, ge=1,
+        default=4 << 20,
+        ge=1,
         description="Messages larger than this go straight to the dead-letter queue.",
     )
     health_host: str = Field(
@@ -394,7 +419,9 @@ class CollectorConfig(_Section):
         description="Address of the health, readiness and metrics endpoint.",
     )
     health_port: int = Field(
-        default=0, ge=0, le=65535,
+        default=0,
+        ge=0,
+        le=65535,
         description="Port of the health endpoint; 0 turns it off.",
     )
 
@@ -422,7 +449,8 @@ class InstrumentationConfig(_Section):
         description="Job name of consumers; defaults to `<queue>.<callback name>`.",
     )
     pika_streaming_interval_ms: int = Field(
-        default=60000, ge=1,
+        default=60000,
+        ge=1,
         description="In streaming mode, how often a RUNNING event aggregates the datasets seen.",
     )
     pika_publisher_job_name: str | None = Field(
@@ -454,7 +482,8 @@ class LineageConfig(_Section):
         description="Master switch; OPENLINEAGE_DISABLED=true also turns lineage off.",
     )
     collector_topic: str = Field(
-        default="platform.lineage.events", min_length=1,
+        default="platform.lineage.events",
+        min_length=1,
         description="Topic exchange events are published to.",
     )
     exporters: list[str] = Field(

@@ -87,12 +87,26 @@ def pipeline() -> dict[str, Any]:
     for job, ns, ins, outs, end, start_s, end_s in spec:
         run_id = runs["hostile" if job == HOSTILE_JOB else job]
         events.append(
-            run_event(job, namespace=ns, event_type="START", run_id=run_id, inputs=ins,
-                      outputs=outs, seconds=start_s)
+            run_event(
+                job,
+                namespace=ns,
+                event_type="START",
+                run_id=run_id,
+                inputs=ins,
+                outputs=outs,
+                seconds=start_s,
+            )
         )
         events.append(
-            run_event(job, namespace=ns, event_type=end, run_id=run_id, inputs=ins,
-                      outputs=outs, seconds=end_s)
+            run_event(
+                job,
+                namespace=ns,
+                event_type=end,
+                run_id=run_id,
+                inputs=ins,
+                outputs=outs,
+                seconds=end_s,
+            )
         )
     return {"events": events, "runs": runs}
 
@@ -163,8 +177,9 @@ def openlineage_batch_response_schema() -> dict[str, Any]:
     path = shared() / "openlineage-spec" / "published" / "OpenLineage.yml"
     with path.open(encoding="utf-8") as fh:
         doc = yaml.safe_load(fh)
-    schema: dict[str, Any] = doc["paths"]["/lineage/batch"]["post"]["responses"]["200"][
-        "content"]["application/json"]["schema"]
+    schema: dict[str, Any] = doc["paths"]["/lineage/batch"]["post"]["responses"]["200"]["content"][
+        "application/json"
+    ]["schema"]
     return schema
 
 

@@ -24,15 +24,24 @@ def test_graph_tree_reads_the_same_from_api_and_store(api, loaded, source):
     out = result.stdout
     assert not ANSI.search(out), "piped output must be plain"
     assert out.startswith("upstream of dataset")
-    for text in ("report", "clean.orders", "clean", "FAILED", "stg.orders", "extract",
-                 "raw.orders", HOSTILE_DATASET):
+    for text in (
+        "report",
+        "clean.orders",
+        "clean",
+        "FAILED",
+        "stg.orders",
+        "extract",
+        "raw.orders",
+        HOSTILE_DATASET,
+    ):
         assert text in out, text
     assert "downstream of" not in out
     # Depth is honoured: extract is 3 job hops up, audit is not upstream at all.
     assert "audit" not in out
 
-    as_json = run_cli(*args, "graph", f"dataset:{PG}:mart.daily", "--upstream", "--depth", "3",
-                      "--format", "json")
+    as_json = run_cli(
+        *args, "graph", f"dataset:{PG}:mart.daily", "--upstream", "--depth", "3", "--format", "json"
+    )
     assert as_json.returncode == 0, as_json.stderr
     from_cli = orjson.loads(as_json.stdout)
     from_api = api.client.get(
@@ -60,8 +69,9 @@ def test_dot_and_mermaid_escape_hostile_names(api, loaded):
     assert dot.stdout.replace('\\"', "").count('"') % 2 == 0
     assert '"job:shop:report" [' in dot.stdout and "peripheries=2" in dot.stdout
 
-    mermaid = run_cli("--url", api.url, "graph", "job:shop:report", "--format", "mermaid",
-                      "--depth", "1")
+    mermaid = run_cli(
+        "--url", api.url, "graph", "job:shop:report", "--format", "mermaid", "--depth", "1"
+    )
     assert mermaid.returncode == 0, mermaid.stderr
     assert mermaid.stdout.startswith("flowchart LR")
     assert "<" not in mermaid.stdout and '"x' not in mermaid.stdout
@@ -77,8 +87,15 @@ def test_impact_lists_everything_downstream(api, loaded):
     rows = orjson.loads(result.stdout)
     by_name = {r["name"]: r for r in rows}
     assert set(by_name) == {
-        "stg.orders", "clean", "audit", "clean.orders", "audit.log", "report", "mart.daily",
-        HOSTILE_JOB, "export.csv",
+        "stg.orders",
+        "clean",
+        "audit",
+        "clean.orders",
+        "audit.log",
+        "report",
+        "mart.daily",
+        HOSTILE_JOB,
+        "export.csv",
     }
     assert by_name["clean"]["hops"] == 1 and by_name["clean"]["latestState"] == "FAILED"
     assert by_name["report"]["hops"] == 2
@@ -116,8 +133,15 @@ def test_events_prints_the_runs_events(api, loaded):
 
 
 def test_colour_when_the_terminal_allows_it(api, loaded):
-    forced = run_cli("--url", api.url, "graph", "job:shop:clean", "--depth", "0",
-                     env={"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120"})
+    forced = run_cli(
+        "--url",
+        api.url,
+        "graph",
+        "job:shop:clean",
+        "--depth",
+        "0",
+        env={"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120"},
+    )
     assert forced.returncode == 0, forced.stderr
     assert ANSI.search(forced.stdout)
     assert "FAILED" in ANSI.sub("", forced.stdout)

@@ -46,8 +46,9 @@ def _client(url: str, *, key: str | None = API_KEY, gzip_body: bool = False) -> 
     return OpenLineageClient(transport=HttpTransport(config))
 
 
-def _ol_run(job: str, run_id: str, state: RunState, when: str, ins: list[str], outs: list[str]
-            ) -> RunEvent:
+def _ol_run(
+    job: str, run_id: str, state: RunState, when: str, ins: list[str], outs: list[str]
+) -> RunEvent:
     return RunEvent(
         eventType=state,
         eventTime=when,
@@ -63,14 +64,46 @@ def _ol_run(job: str, run_id: str, state: RunState, when: str, ins: list[str], o
 def test_openlineage_client_events_read_back_through_api_and_cli(api, gzip_body):
     client = _client(api.url, gzip_body=gzip_body)
     load_run, report_run = str(uuid.uuid4()), str(uuid.uuid4())
-    client.emit(_ol_run("load", load_run, RunState.START, "2025-03-01T10:00:00Z",
-                        ["landing.orders"], ["warehouse.orders"]))
-    client.emit(_ol_run("load", load_run, RunState.COMPLETE, "2025-03-01T10:00:42.500Z",
-                        ["landing.orders"], ["warehouse.orders"]))
-    client.emit(_ol_run("report", report_run, RunState.START, "2025-03-01T11:00:00Z",
-                        ["warehouse.orders"], ["reports.daily"]))
-    client.emit(_ol_run("report", report_run, RunState.FAIL, "2025-03-01T11:00:03Z",
-                        ["warehouse.orders"], ["reports.daily"]))
+    client.emit(
+        _ol_run(
+            "load",
+            load_run,
+            RunState.START,
+            "2025-03-01T10:00:00Z",
+            ["landing.orders"],
+            ["warehouse.orders"],
+        )
+    )
+    client.emit(
+        _ol_run(
+            "load",
+            load_run,
+            RunState.COMPLETE,
+            "2025-03-01T10:00:42.500Z",
+            ["landing.orders"],
+            ["warehouse.orders"],
+        )
+    )
+    client.emit(
+        _ol_run(
+            "report",
+            report_run,
+            RunState.START,
+            "2025-03-01T11:00:00Z",
+            ["warehouse.orders"],
+            ["reports.daily"],
+        )
+    )
+    client.emit(
+        _ol_run(
+            "report",
+            report_run,
+            RunState.FAIL,
+            "2025-03-01T11:00:03Z",
+            ["warehouse.orders"],
+            ["reports.daily"],
+        )
+    )
     client.close()
     assert api.count() == 4
 
@@ -81,8 +114,11 @@ def test_openlineage_client_events_read_back_through_api_and_cli(api, gzip_body)
     validate_marquez("LineageGraph", answer)
     ids = {n["id"] for n in answer["graph"]}
     assert ids == {
-        f"dataset:{PG}:reports.daily", "job:ol-client:report", f"dataset:{PG}:warehouse.orders",
-        "job:ol-client:load", f"dataset:{PG}:landing.orders",
+        f"dataset:{PG}:reports.daily",
+        "job:ol-client:report",
+        f"dataset:{PG}:warehouse.orders",
+        "job:ol-client:load",
+        f"dataset:{PG}:landing.orders",
     }
     nodes = {n["id"]: n for n in answer["graph"]}
     assert nodes["job:ol-client:report"]["data"]["latestRun"]["state"] == "FAILED"
@@ -155,8 +191,12 @@ def test_dataset_and_job_events_are_accepted(api):
         assert api.client.post("/api/v1/lineage", json=event).status_code == 201
     assert api.count() == 2
     found = api.client.get("/api/v1/search", params={"q": "static"}).json()
-    assert {"type": "DATASET", "name": "static.table", "namespace": "ns",
-            "nodeId": "dataset:ns:static.table"} in found["results"]
+    assert {
+        "type": "DATASET",
+        "name": "static.table",
+        "namespace": "ns",
+        "nodeId": "dataset:ns:static.table",
+    } in found["results"]
 
 
 def test_mixed_batch_gets_per_event_outcomes_as_the_spec_describes(api):
@@ -172,7 +212,11 @@ def test_mixed_batch_gets_per_event_outcomes_as_the_spec_describes(api):
     Draft7Validator(openlineage_batch_response_schema()).validate(body)
     assert body["status"] == "partial_success"
     assert body["summary"] == {
-        "received": 7, "successful": 3, "failed": 4, "retriable": 0, "non_retriable": 4,
+        "received": 7,
+        "successful": 3,
+        "failed": 4,
+        "retriable": 0,
+        "non_retriable": 4,
     }
     failed = {f["index"]: f for f in body["failed_events"]}
     assert sorted(failed) == [1, 3, 4, 5]
@@ -220,12 +264,24 @@ def test_store_down_answers_503_retriable_and_the_client_can_resend(api):
 def test_http_path_and_queue_path_store_identically(api, tmp_path):
     """The same events, posted over HTTP and decoded as a broker message, give equal stores."""
     events = [
-        run_event("a", event_type="START", run_id="0b6b3c1e-0000-4000-8000-000000000001",
-                  inputs=[("ns", "in")], outputs=[("ns", "mid")], seconds=1),
-        run_event("a", run_id="0b6b3c1e-0000-4000-8000-000000000001",
-                  inputs=[("ns", "in")], outputs=[("ns", "mid")], seconds=2),
-        run_event("b", event_type="FAIL", inputs=[("ns", "mid")], outputs=[("ns", "out")],
-                  seconds=3),
+        run_event(
+            "a",
+            event_type="START",
+            run_id="0b6b3c1e-0000-4000-8000-000000000001",
+            inputs=[("ns", "in")],
+            outputs=[("ns", "mid")],
+            seconds=1,
+        ),
+        run_event(
+            "a",
+            run_id="0b6b3c1e-0000-4000-8000-000000000001",
+            inputs=[("ns", "in")],
+            outputs=[("ns", "mid")],
+            seconds=2,
+        ),
+        run_event(
+            "b", event_type="FAIL", inputs=[("ns", "mid")], outputs=[("ns", "out")], seconds=3
+        ),
     ]
     assert api.client.post("/api/v1/lineage/batch", json=events).status_code == 200
 

@@ -49,8 +49,11 @@ def test_answers_match_the_declared_schemas(api, loaded, openapi):
         ("/api/v1/namespaces", "/api/v1/namespaces", None),
         ("/api/v1/namespaces/{namespace}/jobs", "/api/v1/namespaces/shop/jobs", None),
         ("/api/v1/namespaces/{namespace}/jobs/{job}", "/api/v1/namespaces/shop/jobs/clean", None),
-        ("/api/v1/namespaces/{namespace}/jobs/{job}/runs",
-         "/api/v1/namespaces/shop/jobs/clean/runs", None),
+        (
+            "/api/v1/namespaces/{namespace}/jobs/{job}/runs",
+            "/api/v1/namespaces/shop/jobs/clean/runs",
+            None,
+        ),
         ("/api/v1/namespaces/{namespace}/datasets", f"/api/v1/namespaces/{ns}/datasets", None),
         ("/api/v1/jobs/runs/{id}", f"/api/v1/jobs/runs/{run_id}", None),
         ("/api/v1/jobs/runs/{id}/events", f"/api/v1/jobs/runs/{run_id}/events", None),

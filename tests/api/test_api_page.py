@@ -45,9 +45,16 @@ def browser(tmp_path):
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1400,900",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        "--window-size=1400,900",
     ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -91,11 +98,14 @@ def _click_node(driver, node: str) -> None:
     assert pos is not None, f"{node} is not drawn"
     body = driver.find_element("tag name", "body")
     size = body.size
-    (ActionChains(driver)
-     .move_to_element_with_offset(body, int(pos["x"] - size["width"] / 2),
-                                  int(pos["y"] - size["height"] / 2))
-     .click()
-     .perform())
+    (
+        ActionChains(driver)
+        .move_to_element_with_offset(
+            body, int(pos["x"] - size["width"] / 2), int(pos["y"] - size["height"] / 2)
+        )
+        .click()
+        .perform()
+    )
 
 
 def test_graph_page_shows_the_known_graph_and_node_details(api, loaded, browser):
@@ -104,14 +114,23 @@ def test_graph_page_shows_the_known_graph_and_node_details(api, loaded, browser)
 
     drawn = set(driver.execute_script("return window.lineagePage.cy.nodes().map(n => n.id())"))
     expected = {
-        f"dataset:{PG}:raw.orders", "job:shop:extract", f"dataset:{PG}:stg.orders",
-        "job:shop:clean", f"dataset:{PG}:clean.orders", "job:shop:audit",
-        f"dataset:{PG}:audit.log", "job:shop:report", f"dataset:{PG}:mart.daily",
-        f"job:shop:{HOSTILE_JOB}", f"dataset:{PG}:export.csv",
+        f"dataset:{PG}:raw.orders",
+        "job:shop:extract",
+        f"dataset:{PG}:stg.orders",
+        "job:shop:clean",
+        f"dataset:{PG}:clean.orders",
+        "job:shop:audit",
+        f"dataset:{PG}:audit.log",
+        "job:shop:report",
+        f"dataset:{PG}:mart.daily",
+        f"job:shop:{HOSTILE_JOB}",
+        f"dataset:{PG}:export.csv",
     }
     assert drawn == expected
-    listed = {b.get_attribute("data-node-id")
-              for b in driver.find_elements("css selector", "#node-list button")}
+    listed = {
+        b.get_attribute("data-node-id")
+        for b in driver.find_elements("css selector", "#node-list button")
+    }
     assert listed == expected
     # Jobs and datasets are drawn differently; the failed job is marked; the root too.
     shapes = driver.execute_script(

@@ -25,10 +25,17 @@ def test_lineage_both_directions_in_marquez_shape(api, loaded):
     body = _lineage(api, f"dataset:{PG}:stg.orders", depth=20)
     assert body["graph"][0]["id"] == f"dataset:{PG}:stg.orders"  # the root first
     assert _ids(body) == {
-        f"dataset:{PG}:raw.orders", "job:shop:extract", f"dataset:{PG}:stg.orders",
-        "job:shop:clean", f"dataset:{PG}:clean.orders", "job:shop:audit",
-        f"dataset:{PG}:audit.log", "job:shop:report", f"dataset:{PG}:mart.daily",
-        f"job:shop:{HOSTILE_JOB}", f"dataset:{PG}:export.csv",
+        f"dataset:{PG}:raw.orders",
+        "job:shop:extract",
+        f"dataset:{PG}:stg.orders",
+        "job:shop:clean",
+        f"dataset:{PG}:clean.orders",
+        "job:shop:audit",
+        f"dataset:{PG}:audit.log",
+        "job:shop:report",
+        f"dataset:{PG}:mart.daily",
+        f"job:shop:{HOSTILE_JOB}",
+        f"dataset:{PG}:export.csv",
     }
     nodes = {n["id"]: n for n in body["graph"]}
     stg = nodes[f"dataset:{PG}:stg.orders"]
@@ -48,7 +55,9 @@ def test_lineage_both_directions_in_marquez_shape(api, loaded):
 def test_lineage_direction_and_depth(api, loaded):
     up = _lineage(api, f"dataset:{PG}:mart.daily", direction="upstream", depth=1)
     assert _ids(up) == {
-        f"dataset:{PG}:mart.daily", "job:shop:report", f"dataset:{PG}:clean.orders",
+        f"dataset:{PG}:mart.daily",
+        "job:shop:report",
+        f"dataset:{PG}:clean.orders",
         f"dataset:{PG}:{HOSTILE_DATASET}",
     }
     up2 = _lineage(api, f"dataset:{PG}:mart.daily", direction="upstream", depth=2)
@@ -98,7 +107,12 @@ def test_namespaces_jobs_and_datasets(api, loaded):
     datasets = api.client.get(f"/api/v1/namespaces/{quote(PG, safe='')}/datasets").json()
     validate_marquez("DatasetList", datasets)
     assert {d["name"] for d in datasets["datasets"]} == {
-        "raw.orders", "stg.orders", "clean.orders", "audit.log", "mart.daily", "export.csv",
+        "raw.orders",
+        "stg.orders",
+        "clean.orders",
+        "audit.log",
+        "mart.daily",
+        "export.csv",
         HOSTILE_DATASET,
     }
     assert api.client.get("/api/v1/namespaces/none/jobs").json() == {"jobs": [], "totalCount": 0}
@@ -167,5 +181,7 @@ def test_search_by_name(api, loaded, params, expected):
 
 def test_health_names_the_query_store(api):
     assert api.client.get("/api/v1/health").json() == {
-        "status": "ok", "ingest": True, "query_store": "sql",
+        "status": "ok",
+        "ingest": True,
+        "query_store": "sql",
     }

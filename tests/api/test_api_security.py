@@ -42,53 +42,193 @@ JSON = {"Content-Type": "application/json"}
 
 # (id, path, body bytes, extra headers, expected status, expected reason, text in detail)
 CASES = [
-    ("malformed-json", "/api/v1/lineage", b'{"eventType": "START",', JSON, 400,
-     "malformed_json", "JSON"),
+    (
+        "malformed-json",
+        "/api/v1/lineage",
+        b'{"eventType": "START",',
+        JSON,
+        400,
+        "malformed_json",
+        "JSON",
+    ),
     ("empty-body", "/api/v1/lineage", b"", JSON, 400, "malformed_json", "empty"),
     ("not-utf8", "/api/v1/lineage", b'{"a": "\xff\xfe"}', JSON, 400, "malformed_json", "UTF-8"),
     ("json-string", "/api/v1/lineage", b'"hello"', JSON, 400, "not_an_event", "str"),
     ("json-number", "/api/v1/lineage", b"42", JSON, 400, "not_an_event", "int"),
-    ("not-an-event", "/api/v1/lineage", b'{"hello": "world"}', JSON, 400, "invalid_event",
-     "run, dataset or job"),
-    ("array-to-single", "/api/v1/lineage", orjson.dumps([_valid()]), JSON, 400, "not_an_event",
-     "batch"),
-    ("runId-number", "/api/v1/lineage", orjson.dumps(_with("run.runId", 12345)), JSON, 400,
-     "invalid_event", "runId"),
-    ("runId-not-uuid", "/api/v1/lineage", orjson.dumps(_with("run.runId", "abc")), JSON, 400,
-     "invalid_event", "runId"),
-    ("eventTime-not-date", "/api/v1/lineage", orjson.dumps(_with("eventTime", "soon")), JSON,
-     400, "invalid_event", "eventTime"),
-    ("eventType-unknown", "/api/v1/lineage", orjson.dumps(_with("eventType", "EXPLODE")), JSON,
-     400, "invalid_event", "eventType"),
-    ("producer-not-uri", "/api/v1/lineage", orjson.dumps(_with("producer", "not a uri")), JSON,
-     400, "invalid_event", "producer"),
-    ("inputs-not-list", "/api/v1/lineage", orjson.dumps(_with("inputs", "everything")), JSON,
-     400, "invalid_event", "inputs"),
-    ("job-name-number", "/api/v1/lineage", orjson.dumps(_with("job.name", 7)), JSON, 400,
-     "invalid_event", "job.name"),
-    ("nul-byte", "/api/v1/lineage", orjson.dumps(_with("job.name", "a\x00b")), JSON, 400,
-     "nul_byte", "NUL"),
+    (
+        "not-an-event",
+        "/api/v1/lineage",
+        b'{"hello": "world"}',
+        JSON,
+        400,
+        "invalid_event",
+        "run, dataset or job",
+    ),
+    (
+        "array-to-single",
+        "/api/v1/lineage",
+        orjson.dumps([_valid()]),
+        JSON,
+        400,
+        "not_an_event",
+        "batch",
+    ),
+    (
+        "runId-number",
+        "/api/v1/lineage",
+        orjson.dumps(_with("run.runId", 12345)),
+        JSON,
+        400,
+        "invalid_event",
+        "runId",
+    ),
+    (
+        "runId-not-uuid",
+        "/api/v1/lineage",
+        orjson.dumps(_with("run.runId", "abc")),
+        JSON,
+        400,
+        "invalid_event",
+        "runId",
+    ),
+    (
+        "eventTime-not-date",
+        "/api/v1/lineage",
+        orjson.dumps(_with("eventTime", "soon")),
+        JSON,
+        400,
+        "invalid_event",
+        "eventTime",
+    ),
+    (
+        "eventType-unknown",
+        "/api/v1/lineage",
+        orjson.dumps(_with("eventType", "EXPLODE")),
+        JSON,
+        400,
+        "invalid_event",
+        "eventType",
+    ),
+    (
+        "producer-not-uri",
+        "/api/v1/lineage",
+        orjson.dumps(_with("producer", "not a uri")),
+        JSON,
+        400,
+        "invalid_event",
+        "producer",
+    ),
+    (
+        "inputs-not-list",
+        "/api/v1/lineage",
+        orjson.dumps(_with("inputs", "everything")),
+        JSON,
+        400,
+        "invalid_event",
+        "inputs",
+    ),
+    (
+        "job-name-number",
+        "/api/v1/lineage",
+        orjson.dumps(_with("job.name", 7)),
+        JSON,
+        400,
+        "invalid_event",
+        "job.name",
+    ),
+    (
+        "nul-byte",
+        "/api/v1/lineage",
+        orjson.dumps(_with("job.name", "a\x00b")),
+        JSON,
+        400,
+        "nul_byte",
+        "NUL",
+    ),
     ("nesting-bomb", "/api/v1/lineage", _nest(500), JSON, 400, "too_deep", "deeper"),
-    ("batch-object", "/api/v1/lineage/batch", orjson.dumps(_valid()), JSON, 400, "not_a_batch",
-     "array"),
+    (
+        "batch-object",
+        "/api/v1/lineage/batch",
+        orjson.dumps(_valid()),
+        JSON,
+        400,
+        "not_a_batch",
+        "array",
+    ),
     ("batch-empty", "/api/v1/lineage/batch", b"[]", JSON, 400, "not_a_batch", "no events"),
     ("batch-malformed", "/api/v1/lineage/batch", b"[{", JSON, 400, "malformed_json", "JSON"),
-    ("text-plain", "/api/v1/lineage", orjson.dumps(_valid()), {"Content-Type": "text/plain"},
-     415, "unsupported_media_type", "application/json"),
-    ("form", "/api/v1/lineage", b"a=1", {"Content-Type": "application/x-www-form-urlencoded"},
-     415, "unsupported_media_type", "application/json"),
-    ("no-content-type", "/api/v1/lineage", orjson.dumps(_valid()), {}, 415,
-     "unsupported_media_type", "none"),
-    ("brotli", "/api/v1/lineage", orjson.dumps(_valid()),
-     {**JSON, "Content-Encoding": "br"}, 415, "unsupported_encoding", "br"),
-    ("bad-gzip", "/api/v1/lineage", b"not gzip at all", {**JSON, "Content-Encoding": "gzip"},
-     400, "malformed_body", "gzip"),
-    ("huge-body", "/api/v1/lineage", b"{" + b" " * (LIMIT + 10) + b"}", JSON, 413, "too_large",
-     "limit"),
-    ("gzip-bomb", "/api/v1/lineage", gzip.compress(b"[" + b" " * (LIMIT * 20) + b"]"),
-     {**JSON, "Content-Encoding": "gzip"}, 413, "too_large", "limit"),
-    ("deflate-bomb", "/api/v1/lineage/batch", zlib.compress(b"[" + b" " * (LIMIT * 20) + b"]"),
-     {**JSON, "Content-Encoding": "deflate"}, 413, "too_large", "limit"),
+    (
+        "text-plain",
+        "/api/v1/lineage",
+        orjson.dumps(_valid()),
+        {"Content-Type": "text/plain"},
+        415,
+        "unsupported_media_type",
+        "application/json",
+    ),
+    (
+        "form",
+        "/api/v1/lineage",
+        b"a=1",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        415,
+        "unsupported_media_type",
+        "application/json",
+    ),
+    (
+        "no-content-type",
+        "/api/v1/lineage",
+        orjson.dumps(_valid()),
+        {},
+        415,
+        "unsupported_media_type",
+        "none",
+    ),
+    (
+        "brotli",
+        "/api/v1/lineage",
+        orjson.dumps(_valid()),
+        {**JSON, "Content-Encoding": "br"},
+        415,
+        "unsupported_encoding",
+        "br",
+    ),
+    (
+        "bad-gzip",
+        "/api/v1/lineage",
+        b"not gzip at all",
+        {**JSON, "Content-Encoding": "gzip"},
+        400,
+        "malformed_body",
+        "gzip",
+    ),
+    (
+        "huge-body",
+        "/api/v1/lineage",
+        b"{" + b" " * (LIMIT + 10) + b"}",
+        JSON,
+        413,
+        "too_large",
+        "limit",
+    ),
+    (
+        "gzip-bomb",
+        "/api/v1/lineage",
+        gzip.compress(b"[" + b" " * (LIMIT * 20) + b"]"),
+        {**JSON, "Content-Encoding": "gzip"},
+        413,
+        "too_large",
+        "limit",
+    ),
+    (
+        "deflate-bomb",
+        "/api/v1/lineage/batch",
+        zlib.compress(b"[" + b" " * (LIMIT * 20) + b"]"),
+        {**JSON, "Content-Encoding": "deflate"},
+        413,
+        "too_large",
+        "limit",
+    ),
 ]
 
 
@@ -103,8 +243,9 @@ def small(make_api):
     [case[1:] for case in CASES],
     ids=[case[0] for case in CASES],
 )
-def test_bad_input_is_a_clear_4xx_and_stores_nothing(small, path, body, headers, status, reason,
-                                                     detail):
+def test_bad_input_is_a_clear_4xx_and_stores_nothing(
+    small, path, body, headers, status, reason, detail
+):
     response = small.client.post(path, content=body, headers=headers)
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")
@@ -143,13 +284,13 @@ def test_missing_or_wrong_api_key_is_401_and_the_key_is_never_echoed(small):
         assert response.json()["reason"] == "unauthorized"
         assert response.headers["www-authenticate"].startswith("Bearer")
         assert API_KEY not in response.text
-        batch = httpx.post(f"{small.url}/api/v1/lineage/batch", content=b"[" + body + b"]",
-                           headers=headers)
+        batch = httpx.post(
+            f"{small.url}/api/v1/lineage/batch", content=b"[" + body + b"]", headers=headers
+        )
         assert batch.status_code == 401
     assert small.count() == 0
     for good in ({"Authorization": f"Bearer {API_KEY}"}, {"X-API-Key": API_KEY}):
-        response = httpx.post(f"{small.url}/api/v1/lineage", content=body,
-                              headers={**bare, **good})
+        response = httpx.post(f"{small.url}/api/v1/lineage", content=body, headers={**bare, **good})
         assert response.status_code == 201
     assert small.count() == 1
     # Reads are open unless protect_reads; then they need the key too.

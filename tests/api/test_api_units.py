@@ -24,8 +24,15 @@ from lineage_sdk.collector.stores.composite import CompositeStore
 
 @pytest.mark.parametrize(
     ("state", "expected"),
-    [("START", "RUNNING"), ("RUNNING", "RUNNING"), ("COMPLETE", "COMPLETED"),
-     ("FAIL", "FAILED"), ("ABORT", "ABORTED"), ("OTHER", "NEW"), (None, "NEW")],
+    [
+        ("START", "RUNNING"),
+        ("RUNNING", "RUNNING"),
+        ("COMPLETE", "COMPLETED"),
+        ("FAIL", "FAILED"),
+        ("ABORT", "ABORTED"),
+        ("OTHER", "NEW"),
+        (None, "NEW"),
+    ],
 )
 def test_states_map_to_marquez(state, expected):
     assert marquez_state(state) == expected
@@ -45,11 +52,21 @@ def test_run_state_folds_whatever_the_arrival_order():
 
 
 def test_run_summary_leaves_unknowns_out():
-    summary = RunSummary("22222222-2222-4222-8222-222222222222", "n", "j", "START",
-                         datetime(2025, 1, 1, tzinfo=UTC), None)
+    summary = RunSummary(
+        "22222222-2222-4222-8222-222222222222",
+        "n",
+        "j",
+        "START",
+        datetime(2025, 1, 1, tzinfo=UTC),
+        None,
+    )
     run = run_from_summary(summary)
-    assert run == {"id": summary.run_id, "state": "RUNNING",
-                   "startedAt": "2025-01-01T00:00:00Z", "facets": {}}
+    assert run == {
+        "id": summary.run_id,
+        "state": "RUNNING",
+        "startedAt": "2025-01-01T00:00:00Z",
+        "facets": {},
+    }
     validate_marquez("Run", run)
 
 
@@ -59,20 +76,40 @@ def test_marquez_validator_fails_on_wrong_shapes():
     with pytest.raises(ValidationError):
         validate_marquez("Run", {"id": "33333333-3333-4333-8333-333333333333", "state": "DONE"})
     with pytest.raises(ValidationError):
-        validate_marquez("LineageGraph", {"graph": [{"id": "x", "type": "TABLE", "data": {},
-                                                     "inEdges": [], "outEdges": []}]})
+        validate_marquez(
+            "LineageGraph",
+            {"graph": [{"id": "x", "type": "TABLE", "data": {}, "inEdges": [], "outEdges": []}]},
+        )
     with pytest.raises(ValidationError):  # a job's data must be a Job: inputs is a list
-        validate_marquez("LineageGraph", {"graph": [{"id": "job:a:b", "type": "JOB",
-                                                     "data": {"inputs": "x"}, "inEdges": [],
-                                                     "outEdges": []}]})
+        validate_marquez(
+            "LineageGraph",
+            {
+                "graph": [
+                    {
+                        "id": "job:a:b",
+                        "type": "JOB",
+                        "data": {"inputs": "x"},
+                        "inEdges": [],
+                        "outEdges": [],
+                    }
+                ]
+            },
+        )
 
 
 class _Named:
     def __init__(self, name: str, catalog: bool) -> None:
         self.name = name
         if catalog:
-            for method in ("lineage", "runs_of_job", "events_of_run", "namespaces", "jobs",
-                           "datasets", "search"):
+            for method in (
+                "lineage",
+                "runs_of_job",
+                "events_of_run",
+                "namespaces",
+                "jobs",
+                "datasets",
+                "search",
+            ):
                 setattr(self, method, lambda *a, **k: None)
 
     def open(self) -> None: ...
@@ -82,8 +119,12 @@ class _Named:
 
 
 def test_query_store_prefers_sql_then_graph_and_looks_into_composites():
-    logging_, document, graph, sql = (_Named("logging", False), _Named("document", True),
-                                      _Named("graph", True), _Named("sql", True))
+    logging_, document, graph, sql = (
+        _Named("logging", False),
+        _Named("document", True),
+        _Named("graph", True),
+        _Named("sql", True),
+    )
     assert pick_query_store([CompositeStore([document, graph, sql])]) is sql
     assert pick_query_store([logging_, graph, document]) is graph
     assert pick_query_store([logging_, document]) is document
@@ -101,11 +142,17 @@ class TinyCatalog:
     def lineage(self, node, *, direction="both", depth=5):
         graph = LineageGraph(root=node)
         edge = LineageEdge("job:n:j", "dataset:n:d")
-        graph.nodes["job:n:j"] = LineageNode("job:n:j", "JOB", "n", "j",
-                                             {"latestRun": {"runId": RUN, "state": "FAIL"}},
-                                             out_edges=[edge])
-        graph.nodes["dataset:n:d"] = LineageNode("dataset:n:d", "DATASET", "n", "d",
-                                                 in_edges=[edge])
+        graph.nodes["job:n:j"] = LineageNode(
+            "job:n:j",
+            "JOB",
+            "n",
+            "j",
+            {"latestRun": {"runId": RUN, "state": "FAIL"}},
+            out_edges=[edge],
+        )
+        graph.nodes["dataset:n:d"] = LineageNode(
+            "dataset:n:d", "DATASET", "n", "d", in_edges=[edge]
+        )
         return graph
 
     def runs_of_job(self, namespace, name, *, limit=100):
@@ -139,11 +186,20 @@ def test_read_only_app_answers_reads_and_refuses_ingest():
 
 HOSTILE_GRAPH = {
     "graph": [
-        {"id": 'job:n:a"b\\c', "type": "JOB",
-         "data": {"namespace": "n", "name": 'a"b\\c\n<x>', "latestRun": {"state": "FAILED"}},
-         "inEdges": [], "outEdges": [{"origin": 'job:n:a"b\\c', "destination": "dataset:n:]x["}]},
-        {"id": "dataset:n:]x[", "type": "DATASET", "data": {"namespace": "n", "name": ']x["};'},
-         "inEdges": [{"origin": 'job:n:a"b\\c', "destination": "dataset:n:]x["}], "outEdges": []},
+        {
+            "id": 'job:n:a"b\\c',
+            "type": "JOB",
+            "data": {"namespace": "n", "name": 'a"b\\c\n<x>', "latestRun": {"state": "FAILED"}},
+            "inEdges": [],
+            "outEdges": [{"origin": 'job:n:a"b\\c', "destination": "dataset:n:]x["}],
+        },
+        {
+            "id": "dataset:n:]x[",
+            "type": "DATASET",
+            "data": {"namespace": "n", "name": ']x["};'},
+            "inEdges": [{"origin": 'job:n:a"b\\c', "destination": "dataset:n:]x["}],
+            "outEdges": [],
+        },
     ]
 }
 
@@ -162,7 +218,8 @@ def test_mermaid_uses_generated_ids_and_entity_codes():
     assert "n0 --> n1" in text or "n1 --> n0" in text
     for raw in ('"b', "<x>", "]x[", "};"):
         assert raw not in text.split("classDef")[0].replace('["', "").replace('"]', "").replace(
-            '[("', "").replace('")]', "")
+            '[("', ""
+        ).replace('")]', "")
     assert "#34;" in text and "#60;x#62;" in text and "#93;x#91;" in text
     assert "class n1 failed" in text or "class n0 failed" in text
 

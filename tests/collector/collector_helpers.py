@@ -20,7 +20,9 @@ from lineage_sdk.config.schema import LineageConfig
 RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests"
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
-PARENT_FACET_SCHEMA = "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"
+PARENT_FACET_SCHEMA = (
+    "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"
+)
 BATCH_CONTENT_TYPE = "application/vnd.lineage-sdk.batch+json"
 _BASE_TIME = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -63,10 +65,16 @@ def many_events(count: int, *, prefix: str = "job") -> list[dict[str, Any]]:
     events = []
     for i in range(count):
         run = str(uuid.UUID(int=i // 2 + 1, version=4))
-        events.append(run_event(job=f"{prefix}{i % 17}", run_id=run,
-                                event_type="START" if i % 2 == 0 else "COMPLETE",
-                                inputs=[("db", f"in{i % 13}")], outputs=[("db", f"out{i % 11}")],
-                                seconds=i))
+        events.append(
+            run_event(
+                job=f"{prefix}{i % 17}",
+                run_id=run,
+                event_type="START" if i % 2 == 0 else "COMPLETE",
+                inputs=[("db", f"in{i % 13}")],
+                outputs=[("db", f"out{i % 11}")],
+                seconds=i,
+            )
+        )
     return events
 
 
@@ -94,8 +102,11 @@ def publish(
         ch.confirm_delivery()
         n = 0
         for item in messages:
-            body, props = item if isinstance(item, tuple) else (
-                item, pika.BasicProperties(content_type="application/json", delivery_mode=2))
+            body, props = (
+                item
+                if isinstance(item, tuple)
+                else (item, pika.BasicProperties(content_type="application/json", delivery_mode=2))
+            )
             ch.basic_publish(exchange, routing_key, body, props, mandatory=True)
             n += 1
         return n
@@ -103,8 +114,13 @@ def publish(
         conn.close()
 
 
-def publish_fast(exchange: str, bodies: Sequence[bytes], *, content_type: str = "application/json",
-                 routing_key: str = "tests.job.COMPLETE") -> None:
+def publish_fast(
+    exchange: str,
+    bodies: Sequence[bytes],
+    *,
+    content_type: str = "application/json",
+    routing_key: str = "tests.job.COMPLETE",
+) -> None:
     """Publish many messages with one confirm round at the end (select-based confirms are
     per-message in BlockingConnection, so publish on a non-confirm channel and then confirm a
     marker on a confirm channel; both are on one connection and ordered by the broker)."""
@@ -153,8 +169,12 @@ def drain(queue: str, limit: int = 10_000) -> list[tuple[pika.BasicProperties, b
     return out
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, interval: float = 0.05,
-               message: str = "condition") -> None:
+def wait_until(
+    predicate: Callable[[], bool],
+    timeout: float = 30.0,
+    interval: float = 0.05,
+    message: str = "condition",
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -164,8 +184,9 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, interval: f
 
 
 @contextlib.contextmanager
-def running(config: LineageConfig, manager: LineageManager | None = None
-            ) -> Iterator[LineageCollector]:
+def running(
+    config: LineageConfig, manager: LineageManager | None = None
+) -> Iterator[LineageCollector]:
     """A collector consuming on a thread; stopped (graceful) on exit."""
     collector = LineageCollector(config, manager)
     errors: list[BaseException] = []

@@ -28,8 +28,11 @@ PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in extra.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(
-            out.get(key), dict) else value
+        out[key] = (
+            _merge(out[key], value)
+            if isinstance(value, dict) and isinstance(out.get(key), dict)
+            else value
+        )
     return out
 
 
@@ -63,13 +66,19 @@ def make_config(topic: str, tmp_path: Path) -> Callable[..., LineageConfig]:
             "collector_topic": topic,
             "rabbitmq": {"url": RABBIT_URL, "reconnect_initial_ms": 100, "reconnect_max_ms": 1000},
             "store": {"backend": "sql", "sql": {"url": f"sqlite:///{tmp_path}/lineage.db"}},
-            "collector": {"retry_delays_ms": [200, 400], "max_attempts": 3, "prefetch": 200,
-                          "batch_size": 50, "batch_timeout_ms": 20},
+            "collector": {
+                "retry_delays_ms": [200, 400],
+                "max_attempts": 3,
+                "prefetch": 200,
+                "batch_size": 50,
+                "batch_timeout_ms": 20,
+            },
         }
         config = LineageConfig.model_validate(_merge(base, extra))
         topo = Topology.from_config(config)
         _created_topologies.setdefault(topic, set()).update(
-            {topo.queue, topo.dead_letter_queue, *(r.name for r in topo.retry_queues)})
+            {topo.queue, topo.dead_letter_queue, *(r.name for r in topo.retry_queues)}
+        )
         return config
 
     return factory

@@ -44,8 +44,11 @@ def _bad_messages(max_bytes: int) -> dict[str, tuple[bytes, object, str]]:
     nul = dumps(run_event(job="nul\u0000job"))
     shallow_bomb = b'{"eventType":"START","x":' + b"[" * 70 + b"]" * 70 + b"}"
     big = run_event()
-    big["run"]["facets"]["padding"] = {"_producer": "https://x", "_schemaURL": "https://x",
-                                       "data": "x" * max_bytes}
+    big["run"]["facets"]["padding"] = {
+        "_producer": "https://x",
+        "_schemaURL": "https://x",
+        "data": "x" * max_bytes,
+    }
     j = json_props
     return {
         "not json": (b"this is not json {", j(), "undecodable"),
@@ -64,13 +67,18 @@ def _bad_messages(max_bytes: int) -> dict[str, tuple[bytes, object, str]]:
         "deep nesting bomb": (_bomb(5000), j(), "too_deep"),
         "moderate nesting bomb": (shallow_bomb, j(), "too_deep"),
         "wrong content type": (dumps(good), j(content_type="text/plain"), "wrong_content_type"),
-        "batch type, not an array": (dumps(good), j(content_type=BATCH_CONTENT_TYPE),
-                                     "not_a_batch"),
+        "batch type, not an array": (
+            dumps(good),
+            j(content_type=BATCH_CONTENT_TYPE),
+            "not_a_batch",
+        ),
         "empty batch": (b"[]", j(content_type=BATCH_CONTENT_TYPE), "not_a_batch"),
-        "unknown content encoding": (dumps(good), j(content_encoding="br"),
-                                     "unsupported_encoding"),
-        "gzip bomb": (gzip.compress(b" " * (max_bytes * 4)), j(content_encoding="gzip"),
-                      "too_large"),
+        "unknown content encoding": (dumps(good), j(content_encoding="br"), "unsupported_encoding"),
+        "gzip bomb": (
+            gzip.compress(b" " * (max_bytes * 4)),
+            j(content_encoding="gzip"),
+            "too_large",
+        ),
     }
 
 
@@ -81,8 +89,12 @@ def test_each_kind_of_bad_message_is_parked_with_its_reason(make_config):
     bad = _bad_messages(max_bytes)
     assert len(bad) >= 12
     odd_names = [
-        run_event(namespace="mongo://h:27017", job="$where.{$gt}.job",
-                  inputs=[("s3://bucket", "a.b.$c")], outputs=[("weird", "名前 🚀 'quote\" `tick`")]),
+        run_event(
+            namespace="mongo://h:27017",
+            job="$where.{$gt}.job",
+            inputs=[("s3://bucket", "a.b.$c")],
+            outputs=[("weird", "名前 🚀 'quote\" `tick`")],
+        ),
         run_event(job="x" * 5000, outputs=[("db", "MATCH (n) DETACH DELETE n; DROP TABLE x;--")]),
     ]
     goods = [run_event(job=f"good{i}") for i in range(len(bad) + 1)] + odd_names
@@ -96,18 +108,32 @@ def test_each_kind_of_bad_message_is_parked_with_its_reason(make_config):
         messages[-1][1].headers = {"case": name}
     mixed_good = run_event(job="in-batch-good")
     mixed_bad = run_event(run_id="zzz")
-    messages.append((dumps([mixed_good, mixed_bad, {"no": "event"}]),
-                     json_props(content_type=BATCH_CONTENT_TYPE, headers={"case": "mixed batch"})))
+    messages.append(
+        (
+            dumps([mixed_good, mixed_bad, {"no": "event"}]),
+            json_props(content_type=BATCH_CONTENT_TYPE, headers={"case": "mixed batch"}),
+        )
+    )
     gz_good = run_event(job="gzipped")
     messages.append((gzip.compress(dumps(gz_good)), json_props(content_encoding="gzip")))
-    messages += [(dumps(e), json_props()) for e in goods[len(names):]]
+    messages += [(dumps(e), json_props()) for e in goods[len(names) :]]
     expected_good = [*goods, mixed_good, gz_good]
     with running(config) as collector:
         publish(config.collector_topic, messages)
         total = len(names) + 2  # one per bad message + two bad events of the mixed batch
-        wait_until(lambda: sum(s.value for m in collector.metrics.dead_lettered.collect()
-                               for s in m.samples if s.name.endswith("_total")) >= total, 30,
-                   message="parked messages")
+        wait_until(
+            lambda: (
+                sum(
+                    s.value
+                    for m in collector.metrics.dead_lettered.collect()
+                    for s in m.samples
+                    if s.name.endswith("_total")
+                )
+                >= total
+            ),
+            30,
+            message="parked messages",
+        )
         assert collector.alive
     parked = drain(topo.dead_letter_queue)
     by_case: dict[str, list] = {}
@@ -145,9 +171,11 @@ def test_poison_message_properties_survive_parking(make_config):
     topo = Topology.from_config(config)
     msg_id = uuid.uuid4().hex
     with running(config) as collector:
-        publish(config.collector_topic, [(b"nope", json_props(message_id=msg_id,
-                                                              headers={"x-app": "a"}))],
-                routing_key="ns.job.START")
+        publish(
+            config.collector_topic,
+            [(b"nope", json_props(message_id=msg_id, headers={"x-app": "a"}))],
+            routing_key="ns.job.START",
+        )
         wait_until(lambda: collector.metrics.dead_lettered.labels("undecodable")._value.get() >= 1)
     [(props, body)] = drain(topo.dead_letter_queue)
     assert body == b"nope"

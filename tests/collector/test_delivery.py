@@ -24,21 +24,31 @@ from lineage_sdk.collector.stores.sql import SqlStore
 pytestmark = pytest.mark.rabbitmq
 
 
-def test_single_and_batch_messages_reach_every_store_once(make_config, sink, tmp_path: Path,
-                                                          caplog: pytest.LogCaptureFixture):
-    config = make_config(store={"backend": "composite",
-                                "backends": ["sql", "logging", "openlineage_http"],
-                                "openlineage_http": {"url": sink.url, "api_key": "s3cret"},
-                                "logging": {"logger_name": "test.lineage.events"}})
+def test_single_and_batch_messages_reach_every_store_once(
+    make_config, sink, tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    config = make_config(
+        store={
+            "backend": "composite",
+            "backends": ["sql", "logging", "openlineage_http"],
+            "openlineage_http": {"url": sink.url, "api_key": "s3cret"},
+            "logging": {"logger_name": "test.lineage.events"},
+        }
+    )
     events = many_events(300)
     singles = [(dumps(e), json_props(message_id=event_id(e))) for e in events[:200]]
-    batches = [(dumps(events[i:i + 20]), json_props(content_type=BATCH_CONTENT_TYPE))
-               for i in range(200, 300, 20)]
+    batches = [
+        (dumps(events[i : i + 20]), json_props(content_type=BATCH_CONTENT_TYPE))
+        for i in range(200, 300, 20)
+    ]
     caplog.set_level(logging.INFO, logger="test.lineage.events")
     with running(config) as collector:
         publish(config.collector_topic, [*singles, *batches])
-        wait_until(lambda: len({event_id(e) for e in sink.events}) >= 300, 30,
-                   message="events in the HTTP sink")
+        wait_until(
+            lambda: len({event_id(e) for e in sink.events}) >= 300,
+            30,
+            message="events in the HTTP sink",
+        )
         wait_until(lambda: collector.metrics.messages_consumed._value.get() >= 205, 10)
     store = SqlStore(config.store.sql.url)
     store.open()
@@ -88,8 +98,14 @@ def test_several_collectors_share_one_queue(make_config):
         from collector_helpers import publish_fast
 
         publish_fast(config.collector_topic, [dumps(e) for e in events])
-        wait_until(lambda: first.metrics.messages_consumed._value.get()
-                   + second.metrics.messages_consumed._value.get() >= 2000, 60)
+        wait_until(
+            lambda: (
+                first.metrics.messages_consumed._value.get()
+                + second.metrics.messages_consumed._value.get()
+                >= 2000
+            ),
+            60,
+        )
         assert first.metrics.messages_consumed._value.get() > 0
         assert second.metrics.messages_consumed._value.get() > 0
     store = SqlStore(config.store.sql.url)
@@ -124,15 +140,18 @@ def test_events_from_the_sdk_rabbitmq_exporter(make_config, tmp_path, events_per
     from lineage_sdk.sdk.events import encode_event
     from lineage_sdk.sdk.export import ExportResult
 
-    config = make_config(rabbitmq={"events_per_message": events_per_message,
-                                   "spool_dir": str(tmp_path / "spool")})
+    config = make_config(
+        rabbitmq={"events_per_message": events_per_message, "spool_dir": str(tmp_path / "spool")}
+    )
     events = many_events(500, prefix=f"exported{events_per_message}")
     with running(config):
         exporter = exporter_mod.RabbitMQExporter.from_config(config)
         try:
             for i in range(0, len(events), 100):
-                assert exporter.export([encode_event(e) for e in events[i:i + 100]]) == \
-                    ExportResult.SUCCESS
+                assert (
+                    exporter.export([encode_event(e) for e in events[i : i + 100]])
+                    == ExportResult.SUCCESS
+                )
             assert exporter.force_flush(30)
         finally:
             exporter.shutdown(10)
@@ -142,7 +161,8 @@ def test_events_from_the_sdk_rabbitmq_exporter(make_config, tmp_path, events_per
             wait_until(lambda: store.count_events() >= 500, 30, message="exported events stored")
             assert store.count_events() == 500
             run = events[0]["run"]["runId"]
-            assert [event_id(e) for e in store.events_of_run(run)] == \
-                [event_id(e) for e in events[:2]]
+            assert [event_id(e) for e in store.events_of_run(run)] == [
+                event_id(e) for e in events[:2]
+            ]
         finally:
             store.close()

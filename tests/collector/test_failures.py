@@ -30,9 +30,13 @@ pytestmark = pytest.mark.rabbitmq
 
 
 def _http_config(make_config, sink, **collector):
-    return make_config(store={"backend": "openlineage_http",
-                              "openlineage_http": {"url": sink.url, "timeout_ms": 2000}},
-                       collector={"batch_size": 10, **collector})
+    return make_config(
+        store={
+            "backend": "openlineage_http",
+            "openlineage_http": {"url": sink.url, "timeout_ms": 2000},
+        },
+        collector={"batch_size": 10, **collector},
+    )
 
 
 def test_temporary_failure_is_retried_with_delays_then_stored(make_config, sink):
@@ -42,13 +46,19 @@ def test_temporary_failure_is_retried_with_delays_then_stored(make_config, sink)
     with running(config) as collector:
         publish(config.collector_topic, [(dumps(e), json_props()) for e in events])
         # ...long enough for each message to go through both retry queues (200 ms, 400 ms)
-        wait_until(lambda: collector.metrics.messages_retried._value.get() >= 2 * len(events),
-                   30, message="retries")
+        wait_until(
+            lambda: collector.metrics.messages_retried._value.get() >= 2 * len(events),
+            30,
+            message="retries",
+        )
         assert not sink.events
         with sink.lock:
             sink.fail_next = 0  # ...and comes back
-        wait_until(lambda: {event_id(e) for e in sink.events} == {event_id(e) for e in events},
-                   30, message="all events delivered after the outage")
+        wait_until(
+            lambda: {event_id(e) for e in sink.events} == {event_id(e) for e in events},
+            30,
+            message="all events delivered after the outage",
+        )
     assert queue_depth(Topology.from_config(config).dead_letter_queue) == 0
 
 
@@ -57,8 +67,11 @@ def test_store_that_keeps_failing_parks_after_max_attempts(make_config, sink):
     sink.fail_next = 10_000
     with running(config) as collector:
         publish(config.collector_topic, [(dumps(run_event(job="down")), json_props())])
-        wait_until(lambda: collector.metrics.dead_lettered.labels(
-            "retries_exhausted")._value.get() >= 1, 30, message="parked after retries")
+        wait_until(
+            lambda: collector.metrics.dead_lettered.labels("retries_exhausted")._value.get() >= 1,
+            30,
+            message="parked after retries",
+        )
         assert collector.metrics.messages_retried._value.get() == 2
     [(props, _)] = drain(Topology.from_config(config).dead_letter_queue)
     assert props.headers["x-lineage-store"] == "openlineage_http"
@@ -92,11 +105,23 @@ def test_permanent_refusal_parks_at_once_and_replay_brings_it_back(make_config, 
     refused = [run_event(job="refused", run_id=None) for _ in range(3)]
     sink.refuse.add("refused")
     with running(config) as collector:
-        interleaved = [good[0], refused[0], good[1], good[2], refused[1], good[3], good[4],
-                       refused[2], good[5]]
+        interleaved = [
+            good[0],
+            refused[0],
+            good[1],
+            good[2],
+            refused[1],
+            good[3],
+            good[4],
+            refused[2],
+            good[5],
+        ]
         publish(config.collector_topic, [(dumps(e), json_props()) for e in interleaved])
-        wait_until(lambda: collector.metrics.dead_lettered.labels(
-            "store_rejected")._value.get() >= 3, 30, message="refused events parked")
+        wait_until(
+            lambda: collector.metrics.dead_lettered.labels("store_rejected")._value.get() >= 3,
+            30,
+            message="refused events parked",
+        )
         wait_until(lambda: {event_id(e) for e in sink.events} == {event_id(e) for e in good}, 10)
         assert collector.metrics.messages_retried._value.get() == 0
     dlq = DeadLetterQueue(config)
@@ -112,13 +137,27 @@ def test_permanent_refusal_parks_at_once_and_replay_brings_it_back(make_config, 
     toml = _write_toml(tmp_path / "lineage.toml", config)
     with running(config):
         result = subprocess.run(
-            [sys.executable, "-m", "lineage_sdk.collector.cli", "dlq", "replay", "--config",
-             str(toml)], capture_output=True, text=True, timeout=60,
-            env={**os.environ, "COLUMNS": "120"})
+            [
+                sys.executable,
+                "-m",
+                "lineage_sdk.collector.cli",
+                "dlq",
+                "replay",
+                "--config",
+                str(toml),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "COLUMNS": "120"},
+        )
         assert result.returncode == 0, result.stderr
         assert "replayed 3 message(s)" in result.stdout
-        wait_until(lambda: {event_id(e) for e in sink.events} >= {event_id(e) for e in refused},
-                   30, message="replayed events stored")
+        wait_until(
+            lambda: {event_id(e) for e in sink.events} >= {event_id(e) for e in refused},
+            30,
+            message="replayed events stored",
+        )
     assert dlq.count() == 0
 
 
@@ -131,15 +170,42 @@ def test_dlq_list_and_purge_commands(make_config, tmp_path):
     toml = tmp_path / "c.toml"
     toml.write_text(f'[lineage]\ncollector_topic = "{config.collector_topic}"\n')
     env = {**os.environ, "COLUMNS": "200"}
-    listed = subprocess.run([sys.executable, "-m", "lineage_sdk.collector.cli", "dlq", "list",
-                             "--json", "-c", str(toml)], capture_output=True, text=True,
-                            timeout=60, env=env)
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lineage_sdk.collector.cli",
+            "dlq",
+            "list",
+            "--json",
+            "-c",
+            str(toml),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert listed.returncode == 0, listed.stderr
-    assert sorted(line.split('"reason":"')[1].split('"')[0]
-                  for line in listed.stdout.splitlines()) == ["invalid_event", "undecodable"]
-    purged = subprocess.run([sys.executable, "-m", "lineage_sdk.collector.cli", "dlq", "purge",
-                             "--yes", "-c", str(toml)], capture_output=True, text=True,
-                            timeout=60, env=env)
+    assert sorted(
+        line.split('"reason":"')[1].split('"')[0] for line in listed.stdout.splitlines()
+    ) == ["invalid_event", "undecodable"]
+    purged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lineage_sdk.collector.cli",
+            "dlq",
+            "purge",
+            "--yes",
+            "-c",
+            str(toml),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert purged.returncode == 0, purged.stderr
     assert "purged 2 message(s)" in purged.stdout
     assert DeadLetterQueue(config).count() == 0

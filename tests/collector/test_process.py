@@ -33,22 +33,29 @@ pytestmark = pytest.mark.rabbitmq
 
 def _env(config, tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LINEAGE_", "OPENLINEAGE_"))}
-    env.update({
-        "LINEAGE_COLLECTOR_TOPIC": config.collector_topic,
-        "LINEAGE_RABBITMQ_URL": RABBIT_URL,
-        "LINEAGE_STORE_BACKEND": "sql",
-        "LINEAGE_STORE_SQL_URL": config.store.sql.url,
-        "LINEAGE_COLLECTOR_RETRY_DELAYS_MS": "200,400",
-        "COLUMNS": "200",
-    })
+    env.update(
+        {
+            "LINEAGE_COLLECTOR_TOPIC": config.collector_topic,
+            "LINEAGE_RABBITMQ_URL": RABBIT_URL,
+            "LINEAGE_STORE_BACKEND": "sql",
+            "LINEAGE_STORE_SQL_URL": config.store.sql.url,
+            "LINEAGE_COLLECTOR_RETRY_DELAYS_MS": "200,400",
+            "COLUMNS": "200",
+        }
+    )
     env.update(extra)
     return env
 
 
 def _start(env: dict[str, str], tmp_path: Path, *args: str) -> subprocess.Popen[bytes]:
     log = open(tmp_path / f"collector-{time.monotonic_ns()}.log", "wb")  # noqa: SIM115
-    return subprocess.Popen([sys.executable, "-m", "lineage_sdk.collector.cli", *args], env=env,
-                            stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    return subprocess.Popen(
+        [sys.executable, "-m", "lineage_sdk.collector.cli", *args],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
+    )
 
 
 def _count(url: str) -> int:
@@ -72,8 +79,12 @@ def test_sigterm_mid_stream_loses_nothing_and_exits_zero(make_config, tmp_path):
     config = make_config()
     topo = Topology.from_config(config)
     port = _free_port()
-    env = _env(config, tmp_path, LINEAGE_COLLECTOR_HEALTH_PORT=str(port),
-               LINEAGE_COLLECTOR_BATCH_SIZE="100")
+    env = _env(
+        config,
+        tmp_path,
+        LINEAGE_COLLECTOR_HEALTH_PORT=str(port),
+        LINEAGE_COLLECTOR_BATCH_SIZE="100",
+    )
     from collector_helpers import connect
 
     conn = connect()
@@ -120,8 +131,9 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
     config = make_config()
     topo = Topology.from_config(config)
     events = many_events(20_000, prefix="crash")
-    env = _env(config, tmp_path, LINEAGE_COLLECTOR_BATCH_SIZE="200",
-               LINEAGE_COLLECTOR_PREFETCH="400")
+    env = _env(
+        config, tmp_path, LINEAGE_COLLECTOR_BATCH_SIZE="200", LINEAGE_COLLECTOR_PREFETCH="400"
+    )
     # Publish first and check the broker holds every message, so that a loss can only be the
     # collector's (other engineers' outage tests may close connections at any time).
     from collector_helpers import connect
@@ -130,32 +142,40 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
     topo.declare(conn.channel())
     conn.close()
     singles = [dumps(e) for e in events[:10_000]]
-    batches = [dumps(events[i:i + 25]) for i in range(10_000, 20_000, 25)]
+    batches = [dumps(events[i : i + 25]) for i in range(10_000, 20_000, 25)]
     publish_fast(config.collector_topic, singles)
     publish_fast(config.collector_topic, batches, content_type=BATCH_CONTENT_TYPE)
-    wait_until(lambda: queue_depth(topo.queue) == len(singles) + len(batches), 30,
-               message="all messages in the queue")
+    wait_until(
+        lambda: queue_depth(topo.queue) == len(singles) + len(batches),
+        30,
+        message="all messages in the queue",
+    )
     proc = _start(env, tmp_path)
     try:
         kills = 0
         for threshold in (2_000, 7_000, 12_000):
-            wait_until(lambda t=threshold: _count(config.store.sql.url) >= t, 60,
-                       message=f"{threshold} events stored")
+            wait_until(
+                lambda t=threshold: _count(config.store.sql.url) >= t,
+                60,
+                message=f"{threshold} events stored",
+            )
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
             assert _count(config.store.sql.url) < len(events), "the kill came after the stream"
             kills += 1
             proc = _start(env, tmp_path)
         try:
-            wait_until(lambda: _count(config.store.sql.url) >= len(events), 60,
-                       message="all stored")
+            wait_until(
+                lambda: _count(config.store.sql.url) >= len(events), 60, message="all stored"
+            )
         except AssertionError:
             logs = sorted(tmp_path.glob("collector-*.log"))
             tail = "".join(p.read_text()[-3000:] for p in logs)
             raise AssertionError(
                 f"stored {_count(config.store.sql.url)}, queued {queue_depth(topo.queue)}, "
                 f"parked {queue_depth(topo.dead_letter_queue)}, retrying "
-                f"{[queue_depth(r.name) for r in topo.retry_queues]}\n{tail}") from None
+                f"{[queue_depth(r.name) for r in topo.retry_queues]}\n{tail}"
+            ) from None
         wait_until(lambda: queue_depth(topo.queue) == 0, 30, message="queue drained")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
@@ -175,8 +195,12 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
         assert len(ids) == len(set(ids)) == 20_000
         assert set(ids) == {event_id(e) for e in events}
         assert runs == 10_000
-        expected_io = {(e["run"]["runId"], d["name"], role) for e in events
-                       for role in ("inputs", "outputs") for d in e[role]}
+        expected_io = {
+            (e["run"]["runId"], d["name"], role)
+            for e in events
+            for role in ("inputs", "outputs")
+            for d in e[role]
+        }
         assert io == len(expected_io)  # each run-dataset edge once
         assert all(r.state == "COMPLETE" for r in store.runs_of_job("tests", "crash3", limit=50))
     finally:
@@ -185,8 +209,14 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
 
 
 def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lineage_sdk.collector.cli", *args], env=env,
-                          cwd=cwd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "lineage_sdk.collector.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_check_succeeds_and_fails_with_exit_codes(make_config, tmp_path):
@@ -195,13 +225,19 @@ def test_check_succeeds_and_fails_with_exit_codes(make_config, tmp_path):
     ok = _cli("check", env=env, cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "store sql" in ok.stdout and "failed" not in ok.stdout
-    bad_store = _cli("check", "--store-sql-url", "postgresql+psycopg://nobody:hunter2@127.0.0.1:1/x",
-                     env=env, cwd=tmp_path)
+    bad_store = _cli(
+        "check",
+        "--store-sql-url",
+        "postgresql+psycopg://nobody:hunter2@127.0.0.1:1/x",
+        env=env,
+        cwd=tmp_path,
+    )
     assert bad_store.returncode == 1
     assert "failed" in bad_store.stdout
     assert "hunter2" not in bad_store.stdout + bad_store.stderr
-    bad_broker = _cli("check", "--rabbitmq-url", "amqp://guest:hunter2@127.0.0.1:1/%2F",
-                      env=env, cwd=tmp_path)
+    bad_broker = _cli(
+        "check", "--rabbitmq-url", "amqp://guest:hunter2@127.0.0.1:1/%2F", env=env, cwd=tmp_path
+    )
     assert bad_broker.returncode == 1
     assert "broker" in bad_broker.stdout and "hunter2" not in bad_broker.stdout
 
@@ -218,8 +254,9 @@ def test_check_succeeds_and_fails_with_exit_codes(make_config, tmp_path):
         (["check", "--store-backend", "openlineage_http"], {}, "store.openlineage_http.url"),
     ],
 )
-def test_invalid_configuration_exits_nonzero_with_one_clear_line(make_config, tmp_path, args,
-                                                                 extra_env, needle):
+def test_invalid_configuration_exits_nonzero_with_one_clear_line(
+    make_config, tmp_path, args, extra_env, needle
+):
     config = make_config()
     result = _cli(*args, env=_env(config, tmp_path, **extra_env), cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr

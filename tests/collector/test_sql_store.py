@@ -67,39 +67,61 @@ def test_run_state_converges_whatever_the_order(store):
 def test_parent_runs_are_linked(store):
     parent = str(uuid.uuid4())
     child = str(uuid.uuid4())
-    _write(store, run_event(job="dag", run_id=parent, event_type="START"),
-           run_event(job="dag.task", run_id=child, parent=(parent, "tests", "dag")))
+    _write(
+        store,
+        run_event(job="dag", run_id=parent, event_type="START"),
+        run_event(job="dag.task", run_id=child, parent=(parent, "tests", "dag")),
+    )
     [summary] = store.runs_of_job("tests", "dag.task")
     assert summary.parent_run_id == parent
 
 
 def _chain(store: SqlStore) -> None:
     # raw -> ingest -> staged -> transform -> mart -> report -> dashboard, plus a side input
-    _write(store,
-           run_event(job="ingest", inputs=[("s3", "raw")], outputs=[("pg", "staged")]),
-           run_event(job="transform", inputs=[("pg", "staged"), ("pg", "dim")],
-                     outputs=[("pg", "mart")]),
-           run_event(job="report", inputs=[("pg", "mart")], outputs=[("bi", "dashboard")]))
+    _write(
+        store,
+        run_event(job="ingest", inputs=[("s3", "raw")], outputs=[("pg", "staged")]),
+        run_event(
+            job="transform", inputs=[("pg", "staged"), ("pg", "dim")], outputs=[("pg", "mart")]
+        ),
+        run_event(job="report", inputs=[("pg", "mart")], outputs=[("bi", "dashboard")]),
+    )
 
 
 def test_lineage_upstream_and_downstream_to_depth(store):
     _chain(store)
     up1 = store.lineage("dataset:pg:mart", direction="upstream", depth=1)
-    assert set(up1.nodes) == {"dataset:pg:mart", "job:tests:transform", "dataset:pg:staged",
-                              "dataset:pg:dim"}
+    assert set(up1.nodes) == {
+        "dataset:pg:mart",
+        "job:tests:transform",
+        "dataset:pg:staged",
+        "dataset:pg:dim",
+    }
     up3 = store.lineage("dataset:bi:dashboard", direction="upstream", depth=3)
     assert {n for n in up3.nodes if n.startswith("job:")} == {
-        "job:tests:ingest", "job:tests:transform", "job:tests:report"}
+        "job:tests:ingest",
+        "job:tests:transform",
+        "job:tests:report",
+    }
     assert "dataset:s3:raw" in up3.nodes
     transform = up3.nodes["job:tests:transform"]
     assert {e.origin for e in transform.in_edges} == {"dataset:pg:staged", "dataset:pg:dim"}
     assert {e.destination for e in transform.out_edges} == {"dataset:pg:mart"}
     down = store.lineage("dataset:s3:raw", direction="downstream", depth=2)
-    assert set(down.nodes) == {"dataset:s3:raw", "job:tests:ingest", "dataset:pg:staged",
-                               "job:tests:transform", "dataset:pg:mart"}
+    assert set(down.nodes) == {
+        "dataset:s3:raw",
+        "job:tests:ingest",
+        "dataset:pg:staged",
+        "job:tests:transform",
+        "dataset:pg:mart",
+    }
     both = store.lineage("job:tests:transform", direction="both", depth=0)
-    assert set(both.nodes) == {"job:tests:transform", "dataset:pg:staged", "dataset:pg:dim",
-                               "dataset:pg:mart"}
+    assert set(both.nodes) == {
+        "job:tests:transform",
+        "dataset:pg:staged",
+        "dataset:pg:dim",
+        "dataset:pg:mart",
+    }
     assert both.nodes["job:tests:transform"].data["latestRun"]["state"] == "COMPLETE"
     unknown = store.lineage("dataset:nowhere:nothing", depth=3)
     assert list(unknown.nodes) == ["dataset:nowhere:nothing"]
@@ -119,26 +141,44 @@ def test_catalog_queries(store):
 
 def test_hostile_names_round_trip(store):
     long_name = "x" * 10_000
-    names = ["$where", "a.b.c", "it's \"quoted\"", "`tick`", "名前 🚀", "MATCH (n) DELETE n",
-             "<script>alert(1)</script>", long_name, "100%_done"]
-    _write(store, *[run_event(namespace="ns.$odd", job=f"job {name}", outputs=[("ds", name)])
-                    for name in names])
+    names = [
+        "$where",
+        "a.b.c",
+        'it\'s "quoted"',
+        "`tick`",
+        "名前 🚀",
+        "MATCH (n) DELETE n",
+        "<script>alert(1)</script>",
+        long_name,
+        "100%_done",
+    ]
+    _write(
+        store,
+        *[
+            run_event(namespace="ns.$odd", job=f"job {name}", outputs=[("ds", name)])
+            for name in names
+        ],
+    )
     assert {n for _, n in store.datasets("ds", limit=100)} == set(names)
     graph = store.lineage(f"dataset:ds:{long_name}", direction="upstream", depth=1)
     assert f"job:ns.$odd:job {long_name}" in graph.nodes
-    assert store.search("100%_") == [("JOB", "ns.$odd", "job 100%_done"),
-                                     ("DATASET", "ds", "100%_done")]
+    assert store.search("100%_") == [
+        ("JOB", "ns.$odd", "job 100%_done"),
+        ("DATASET", "ds", "100%_done"),
+    ]
     assert store.namespaces() == ["ds", "ns.$odd"]
 
 
 def test_dataset_and_job_events_are_stored(store):
     dataset_event = {
-        "eventTime": "2025-01-01T00:00:00Z", "producer": PRODUCER,
+        "eventTime": "2025-01-01T00:00:00Z",
+        "producer": PRODUCER,
         "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
         "dataset": {"namespace": "pg", "name": "static_table", "facets": {}},
     }
     job_event = {
-        "eventTime": "2025-01-01T00:00:00Z", "producer": PRODUCER,
+        "eventTime": "2025-01-01T00:00:00Z",
+        "producer": PRODUCER,
         "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent",
         "job": {"namespace": "tests", "name": "defined_job", "facets": {}},
         "inputs": [{"namespace": "pg", "name": "static_table", "facets": {}}],

@@ -92,7 +92,8 @@ def test_every_key_is_listed_with_its_names():
     assert by_path["collector.retry_delays_ms"].default == [1000, 5000, 30000]
     assert by_path["connections.<name>.uri"].required
     assert by_path["instrumentation.disabled_instrumentations"].aliases == (
-        "LINEAGE_DISABLED_INSTRUMENTATIONS",)
+        "LINEAGE_DISABLED_INSTRUMENTATIONS",
+    )
     for key in keys:
         assert key.description, key.path
         assert key.env_var == "LINEAGE_" + key.path.replace(".", "_").upper()
@@ -100,8 +101,9 @@ def test_every_key_is_listed_with_its_names():
 
 def test_secrets_have_no_default_shown():
     secrets = {key.path: key for key in config_keys() if key.secret}
-    assert {"http.api_key", "store.openlineage_http.api_key",
-            "connections.<name>.password"} <= set(secrets)
+    assert {"http.api_key", "store.openlineage_http.api_key", "connections.<name>.password"} <= set(
+        secrets
+    )
     assert all(key.default is None for key in secrets.values())
 
 
@@ -118,9 +120,11 @@ def test_every_env_var_round_trips(key: ConfigKey):
 @pytest.mark.parametrize("key", _concrete_keys(), ids=_ids(_concrete_keys()))
 def test_every_flag_round_trips(key: ConfigKey):
     text, expected = _non_default(key)
-    base = overrides_from_flags(
-        {f"connections-{CONNECTION.replace('_', '-')}-uri": "mongodb://h/db"}
-    ) if _base_env(key) else {}
+    base = (
+        overrides_from_flags({f"connections-{CONNECTION.replace('_', '-')}-uri": "mongodb://h/db"})
+        if _base_env(key)
+        else {}
+    )
     overrides = {**base, **overrides_from_flags({key.flag: text})}
     assert list(overrides_from_flags({key.flag: text})) == [key.path]
     via_overrides = load_config(environ={}, overrides=overrides)
@@ -141,8 +145,14 @@ def test_env_var_and_flag_for_paths():
 
 
 def test_env_for_flags_formats_typed_values():
-    assert env_for_flags({"--exporters": ["console", "file"], "enabled": False,
-                          "pipeline-max-queue-size": 5, "http-url": None}) == {
+    assert env_for_flags(
+        {
+            "--exporters": ["console", "file"],
+            "enabled": False,
+            "pipeline-max-queue-size": 5,
+            "http-url": None,
+        }
+    ) == {
         "LINEAGE_EXPORTERS": "console,file",
         "LINEAGE_ENABLED": "false",
         "LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "5",
@@ -156,13 +166,16 @@ def test_unknown_flag_names_the_nearest():
     assert "--rabbitmq-url" in str(info.value)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("console,file", ["console", "file"]),
-    (" console , file ", ["console", "file"]),
-    ("console,,file,", ["console", "file"]),
-    ("console", ["console"]),
-    (",", []),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("console,file", ["console", "file"]),
+        (" console , file ", ["console", "file"]),
+        ("console,,file,", ["console", "file"]),
+        ("console", ["console"]),
+        (",", []),
+    ],
+)
 def test_lists_are_comma_separated(text, expected):
     assert load_config(environ={"LINEAGE_EXPORTERS": text}).exporters == expected
 
@@ -174,9 +187,15 @@ def test_list_of_ints():
 
 @pytest.mark.parametrize("word", ["true", "TRUE", "True", "1", "yes", "YES", "on", "On", " true "])
 def test_true_words(word):
-    assert load_config(environ={"LINEAGE_RABBITMQ_TLS_VERIFY": "false",
-                                "LINEAGE_RABBITMQ_DECLARE_EXCHANGE": word}
-                       ).rabbitmq.declare_exchange is True
+    assert (
+        load_config(
+            environ={
+                "LINEAGE_RABBITMQ_TLS_VERIFY": "false",
+                "LINEAGE_RABBITMQ_DECLARE_EXCHANGE": word,
+            }
+        ).rabbitmq.declare_exchange
+        is True
+    )
     assert load_config(environ={"LINEAGE_RABBITMQ_TLS_VERIFY": word}).rabbitmq.tls_verify is True
 
 
@@ -187,8 +206,14 @@ def test_false_words(word):
 
 def test_empty_variable_counts_as_unset(write_toml):
     path = write_toml('[lineage]\nexporters = ["file"]\n[lineage.http]\nurl = "http://h"\n')
-    config = load_config(path=path, environ={"LINEAGE_EXPORTERS": "", "LINEAGE_HTTP_URL": " ",
-                                             "LINEAGE_PIPELINE_MAX_QUEUE_SIZE": ""})
+    config = load_config(
+        path=path,
+        environ={
+            "LINEAGE_EXPORTERS": "",
+            "LINEAGE_HTTP_URL": " ",
+            "LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "",
+        },
+    )
     assert config.exporters == ["file"]
     assert config.http.url == "http://h"
     assert config.pipeline.max_queue_size == LineageConfig().pipeline.max_queue_size
@@ -199,13 +224,16 @@ def test_optional_override_empty_text_means_none(write_toml):
     assert load_config(path=path, environ={}, overrides={"http.url": ""}).http.url is None
 
 
-@pytest.mark.parametrize(("var", "name", "field", "value"), [
-    ("LINEAGE_CONNECTIONS_DEFAULT_MONGO_URI", "default_mongo", "uri", "mongodb://h/x"),
-    ("LINEAGE_CONNECTIONS_A_TIMEOUT_MS", "a", "timeout_ms", 42),
-    ("LINEAGE_CONNECTIONS_MY_DB_USERNAME", "my_db", "username", "bob"),
-    ("LINEAGE_CONNECTIONS_X_PASSWORD_DATABASE", "x_password", "database", "lineage"),
-    ("LINEAGE_CONNECTIONS_TIMEOUT_MS", None, None, None),  # no name: not a connection key
-])
+@pytest.mark.parametrize(
+    ("var", "name", "field", "value"),
+    [
+        ("LINEAGE_CONNECTIONS_DEFAULT_MONGO_URI", "default_mongo", "uri", "mongodb://h/x"),
+        ("LINEAGE_CONNECTIONS_A_TIMEOUT_MS", "a", "timeout_ms", 42),
+        ("LINEAGE_CONNECTIONS_MY_DB_USERNAME", "my_db", "username", "bob"),
+        ("LINEAGE_CONNECTIONS_X_PASSWORD_DATABASE", "x_password", "database", "lineage"),
+        ("LINEAGE_CONNECTIONS_TIMEOUT_MS", None, None, None),  # no name: not a connection key
+    ],
+)
 def test_connection_variables(var, name, field, value):
     environ = {var: str(value) if value is not None else "5"}
     if name is None:
@@ -220,12 +248,14 @@ def test_connection_variables(var, name, field, value):
 
 def test_typo_warning_names_closest_variable(caplog):
     with caplog.at_level(logging.WARNING, logger="lineage_sdk.config"):
-        config = load_config(environ={"LINEAGE_PIPELNE_OVERFLOW": "drop_oldest",
-                                      "LINEAGE_EXPORTER": "console"})
+        config = load_config(
+            environ={"LINEAGE_PIPELNE_OVERFLOW": "drop_oldest", "LINEAGE_EXPORTER": "console"}
+        )
     assert config == LineageConfig()  # a warning, not an error, and the typo changes nothing
     messages = [record.getMessage() for record in caplog.records]
-    assert any("LINEAGE_PIPELNE_OVERFLOW" in m and "LINEAGE_PIPELINE_OVERFLOW" in m
-               for m in messages)
+    assert any(
+        "LINEAGE_PIPELNE_OVERFLOW" in m and "LINEAGE_PIPELINE_OVERFLOW" in m for m in messages
+    )
     assert any("LINEAGE_EXPORTER " in m and "LINEAGE_EXPORTERS" in m for m in messages)
     assert all(record.levelno == logging.WARNING for record in caplog.records)
 
@@ -238,7 +268,13 @@ def test_connection_key_typo_warns(caplog):
 
 def test_unrelated_variables_do_not_warn(caplog):
     with caplog.at_level(logging.WARNING, logger="lineage_sdk.config"):
-        load_config(environ={"LINEAGE_SHARED_DIR": "/x", "LINEAGE_TEST_MONGODB_URI": "mongodb://h",
-                             "LINEAGE_SOMETHING_ELSE_ENTIRELY": "1", "PATH": "/bin",
-                             "LINEAGE_CONFIG": ""})
+        load_config(
+            environ={
+                "LINEAGE_SHARED_DIR": "/x",
+                "LINEAGE_TEST_MONGODB_URI": "mongodb://h",
+                "LINEAGE_SOMETHING_ELSE_ENTIRELY": "1",
+                "PATH": "/bin",
+                "LINEAGE_CONFIG": "",
+            }
+        )
     assert caplog.records == []

@@ -13,37 +13,100 @@ SECRET = "hunter2-S3CRET"
 
 ENV_CASES = [
     # (environ, key, shown value, allowed phrase)
-    ({"LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "lots"}, "lineage.pipeline.max_queue_size", "'lots'",
-     "must be an integer >= 1"),
-    ({"LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "0"}, "lineage.pipeline.max_queue_size", "'0'",
-     "must be an integer >= 1"),
-    ({"LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "1.5"}, "lineage.pipeline.max_queue_size", "'1.5'",
-     "must be an integer >= 1"),
-    ({"LINEAGE_PIPELINE_OVERFLOW": "sideways"}, "lineage.pipeline.overflow", "'sideways'",
-     "must be one of drop_newest, drop_oldest, block"),
-    ({"LINEAGE_ENABLED": "maybe"}, "lineage.enabled", "'maybe'",
-     "must be a boolean: true/false, 1/0, yes/no or on/off"),
-    ({"LINEAGE_COLLECTOR_HEALTH_PORT": "70000"}, "lineage.collector.health_port", "'70000'",
-     "must be an integer between 0 and 65535"),
-    ({"LINEAGE_RABBITMQ_EVENTS_PER_MESSAGE": "0"}, "lineage.rabbitmq.events_per_message", "'0'",
-     "must be an integer between 1 and 10000"),
-    ({"LINEAGE_COLLECTOR_RETRY_DELAYS_MS": "1000,soon"}, "lineage.collector.retry_delays_ms",
-     "'1000,soon'", "must be a list of integers"),
-    ({"LINEAGE_COLLECTOR_RETRY_DELAYS_MS": "5000,1000"}, "lineage.collector.retry_delays_ms",
-     "'5000,1000'", "increasing order"),
-    ({"LINEAGE_CONSOLE_STREAM": "stdin"}, "lineage.console.stream", "'stdin'",
-     "must be one of stdout, stderr"),
-    ({"LINEAGE_RABBITMQ_URL": "http://broker:5672"}, "lineage.rabbitmq.url",
-     "'http://broker:5672'", "amqp:// or amqps://"),
-    ({"LINEAGE_HTTP_URL": "marquez:5000"}, "lineage.http.url", "'marquez:5000'",
-     "http:// or https://"),
-    ({"LINEAGE_EXPORTERS": "console,console"}, "lineage.exporters", "'console,console'",
-     "must not list an exporter twice"),
-    ({"LINEAGE_STORE_BACKEND": "composite"}, "lineage.store.backends", "[]",
-     "must list at least one store when backend = 'composite'"),
+    (
+        {"LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "lots"},
+        "lineage.pipeline.max_queue_size",
+        "'lots'",
+        "must be an integer >= 1",
+    ),
+    (
+        {"LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "0"},
+        "lineage.pipeline.max_queue_size",
+        "'0'",
+        "must be an integer >= 1",
+    ),
+    (
+        {"LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "1.5"},
+        "lineage.pipeline.max_queue_size",
+        "'1.5'",
+        "must be an integer >= 1",
+    ),
+    (
+        {"LINEAGE_PIPELINE_OVERFLOW": "sideways"},
+        "lineage.pipeline.overflow",
+        "'sideways'",
+        "must be one of drop_newest, drop_oldest, block",
+    ),
+    (
+        {"LINEAGE_ENABLED": "maybe"},
+        "lineage.enabled",
+        "'maybe'",
+        "must be a boolean: true/false, 1/0, yes/no or on/off",
+    ),
+    (
+        {"LINEAGE_COLLECTOR_HEALTH_PORT": "70000"},
+        "lineage.collector.health_port",
+        "'70000'",
+        "must be an integer between 0 and 65535",
+    ),
+    (
+        {"LINEAGE_RABBITMQ_EVENTS_PER_MESSAGE": "0"},
+        "lineage.rabbitmq.events_per_message",
+        "'0'",
+        "must be an integer between 1 and 10000",
+    ),
+    (
+        {"LINEAGE_COLLECTOR_RETRY_DELAYS_MS": "1000,soon"},
+        "lineage.collector.retry_delays_ms",
+        "'1000,soon'",
+        "must be a list of integers",
+    ),
+    (
+        {"LINEAGE_COLLECTOR_RETRY_DELAYS_MS": "5000,1000"},
+        "lineage.collector.retry_delays_ms",
+        "'5000,1000'",
+        "increasing order",
+    ),
+    (
+        {"LINEAGE_CONSOLE_STREAM": "stdin"},
+        "lineage.console.stream",
+        "'stdin'",
+        "must be one of stdout, stderr",
+    ),
+    (
+        {"LINEAGE_RABBITMQ_URL": "http://broker:5672"},
+        "lineage.rabbitmq.url",
+        "'http://broker:5672'",
+        "amqp:// or amqps://",
+    ),
+    (
+        {"LINEAGE_HTTP_URL": "marquez:5000"},
+        "lineage.http.url",
+        "'marquez:5000'",
+        "http:// or https://",
+    ),
+    (
+        {"LINEAGE_EXPORTERS": "console,console"},
+        "lineage.exporters",
+        "'console,console'",
+        "must not list an exporter twice",
+    ),
+    (
+        {"LINEAGE_STORE_BACKEND": "composite"},
+        "lineage.store.backends",
+        "[]",
+        "must list at least one store when backend = 'composite'",
+    ),
     ({"LINEAGE_PRODUCER_JOB_NAMESPACE": "   "}, None, None, None),  # blank = unset: no error
-    ({"LINEAGE_CONNECTIONS_MAIN_TIMEOUT_MS": "-1", "LINEAGE_CONNECTIONS_MAIN_URI": "mongodb://h"},
-     "lineage.connections.main.timeout_ms", "'-1'", "must be an integer >= 1"),
+    (
+        {
+            "LINEAGE_CONNECTIONS_MAIN_TIMEOUT_MS": "-1",
+            "LINEAGE_CONNECTIONS_MAIN_URI": "mongodb://h",
+        },
+        "lineage.connections.main.timeout_ms",
+        "'-1'",
+        "must be an integer >= 1",
+    ),
 ]
 
 
@@ -54,9 +117,11 @@ def _assert_clean(message: str) -> None:
     assert "\n" not in message
 
 
-@pytest.mark.parametrize(("environ", "key", "shown", "allowed"), ENV_CASES,
-                         ids=[next(iter(case[0])) + "=" + next(iter(case[0].values()))
-                              for case in ENV_CASES])
+@pytest.mark.parametrize(
+    ("environ", "key", "shown", "allowed"),
+    ENV_CASES,
+    ids=[next(iter(case[0])) + "=" + next(iter(case[0].values())) for case in ENV_CASES],
+)
 def test_bad_environment_value(environ, key, shown, allowed):
     if key is None:
         load_config(environ=environ)
@@ -78,43 +143,98 @@ def test_bad_environment_value(environ, key, shown, allowed):
 
 FILE_CASES = [
     # (toml, key, shown value, allowed phrase)
-    ('[lineage.pipeline]\noverflow = "sideways"\n', "lineage.pipeline.overflow", "'sideways'",
-     "must be one of drop_newest, drop_oldest, block"),
-    ('[lineage.pipeline]\nmax_queue_size = "many"\n', "lineage.pipeline.max_queue_size", "'many'",
-     "must be an integer >= 1"),
-    ("[lineage.pipeline]\nmax_queue_size = true\n", "lineage.pipeline.max_queue_size", "True",
-     "must be an integer >= 1"),
-    ("[lineage.pipeline]\nmax_queue_size = 2.5\n", "lineage.pipeline.max_queue_size", "2.5",
-     "must be an integer >= 1"),
+    (
+        '[lineage.pipeline]\noverflow = "sideways"\n',
+        "lineage.pipeline.overflow",
+        "'sideways'",
+        "must be one of drop_newest, drop_oldest, block",
+    ),
+    (
+        '[lineage.pipeline]\nmax_queue_size = "many"\n',
+        "lineage.pipeline.max_queue_size",
+        "'many'",
+        "must be an integer >= 1",
+    ),
+    (
+        "[lineage.pipeline]\nmax_queue_size = true\n",
+        "lineage.pipeline.max_queue_size",
+        "True",
+        "must be an integer >= 1",
+    ),
+    (
+        "[lineage.pipeline]\nmax_queue_size = 2.5\n",
+        "lineage.pipeline.max_queue_size",
+        "2.5",
+        "must be an integer >= 1",
+    ),
     ('[lineage]\nenabled = "perhaps"\n', "lineage.enabled", "'perhaps'", "must be a boolean"),
-    ('[lineage]\nexporters = "console"\n', "lineage.exporters", "'console'",
-     "must be a list of strings"),
-    ("[lineage.pipeline]\nmax_queue = 5\n", "lineage.pipeline.max_queue", "5",
-     "unknown key (did you mean max_queue_size?); known keys in [lineage.pipeline]: "
-     "max_queue_size, max_export_batch_size"),
-    ("[lineage.pipelines]\nmax_queue_size = 5\n", "lineage.pipelines", "'<table>'",
-     "unknown key (did you mean pipeline?); known keys in [lineage]: enabled, collector_topic"),
+    (
+        '[lineage]\nexporters = "console"\n',
+        "lineage.exporters",
+        "'console'",
+        "must be a list of strings",
+    ),
+    (
+        "[lineage.pipeline]\nmax_queue = 5\n",
+        "lineage.pipeline.max_queue",
+        "5",
+        "unknown key (did you mean max_queue_size?); known keys in [lineage.pipeline]: "
+        "max_queue_size, max_export_batch_size",
+    ),
+    (
+        "[lineage.pipelines]\nmax_queue_size = 5\n",
+        "lineage.pipelines",
+        "'<table>'",
+        "unknown key (did you mean pipeline?); known keys in [lineage]: enabled, collector_topic",
+    ),
     ("[lineage]\npipeline = 5\n", "lineage.pipeline", "5", "must be a table ([lineage.pipeline])"),
     ("enabled = false\n", "enabled", "False", "keys must be inside a [lineage] table"),
     ("lineage = 3\n", "lineage", "3", "must be a table ([lineage])"),
-    ('[lineage.connections.main]\nusername = "bob"\n', "lineage.connections.main.uri", "None",
-     "required: every [lineage.connections.main] table needs uri"),
-    ("[lineage.connections.main]\n", "lineage.connections.main.uri", "None",
-     "required: every [lineage.connections.main] table needs uri"),
+    (
+        '[lineage.connections.main]\nusername = "bob"\n',
+        "lineage.connections.main.uri",
+        "None",
+        "required: every [lineage.connections.main] table needs uri",
+    ),
+    (
+        "[lineage.connections.main]\n",
+        "lineage.connections.main.uri",
+        "None",
+        "required: every [lineage.connections.main] table needs uri",
+    ),
     ("[lineage.connections]\nmain = 1\n", "lineage.connections.main", "1", "must be a table"),
-    ('[lineage.store]\nbackend = "composite"\nbackends = ["sql", "sql"]\n',
-     "lineage.store.backends", "['sql', 'sql']", "must not list a store twice"),
-    ("[lineage.collector]\nretry_delays_ms = [1000, 0]\n", "lineage.collector.retry_delays_ms",
-     "[1000, 0]", ">= 1 in increasing order"),
-    ('[lineage.producer]\njob_namespace = ""\n', "lineage.producer.job_namespace", "''",
-     "must be a non-empty string"),
-    ("[lineage.producer]\njob_namespace = 2024-01-01\n", "lineage.producer.job_namespace",
-     "datetime.date(2024, 1, 1)", "must be a non-empty string"),
+    (
+        '[lineage.store]\nbackend = "composite"\nbackends = ["sql", "sql"]\n',
+        "lineage.store.backends",
+        "['sql', 'sql']",
+        "must not list a store twice",
+    ),
+    (
+        "[lineage.collector]\nretry_delays_ms = [1000, 0]\n",
+        "lineage.collector.retry_delays_ms",
+        "[1000, 0]",
+        ">= 1 in increasing order",
+    ),
+    (
+        '[lineage.producer]\njob_namespace = ""\n',
+        "lineage.producer.job_namespace",
+        "''",
+        "must be a non-empty string",
+    ),
+    (
+        "[lineage.producer]\njob_namespace = 2024-01-01\n",
+        "lineage.producer.job_namespace",
+        "datetime.date(2024, 1, 1)",
+        "must be a non-empty string",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("toml", "key", "shown", "allowed"), FILE_CASES,
-                         ids=[case[1] + ":" + case[3][:20] for case in FILE_CASES])
+@pytest.mark.parametrize(
+    ("toml", "key", "shown", "allowed"),
+    FILE_CASES,
+    ids=[case[1] + ":" + case[3][:20] for case in FILE_CASES],
+)
 def test_bad_file_value(write_toml, toml, key, shown, allowed):
     path = write_toml(toml)
     with pytest.raises(ConfigError) as info:
@@ -128,12 +248,15 @@ def test_bad_file_value(write_toml, toml, key, shown, allowed):
     _assert_clean(message)
 
 
-@pytest.mark.parametrize(("toml", "line"), [
-    ("[lineage]\nenabled = true\nexporters = [\"console\"\n", 3),
-    ("[lineage]\nenabled = true\n\n\nthis is not toml\n", 5),
-    ("[lineage]\nenabled = yes\n", 2),
-    ('[lineage]\nenabled = true\nenabled = false\n', 3),
-])
+@pytest.mark.parametrize(
+    ("toml", "line"),
+    [
+        ('[lineage]\nenabled = true\nexporters = ["console"\n', 3),
+        ("[lineage]\nenabled = true\n\n\nthis is not toml\n", 5),
+        ("[lineage]\nenabled = yes\n", 2),
+        ("[lineage]\nenabled = true\nenabled = false\n", 3),
+    ],
+)
 def test_toml_syntax_error_names_file_and_line(write_toml, toml, line):
     path = write_toml(toml)
     with pytest.raises(ConfigError) as info:
@@ -185,7 +308,8 @@ def test_bad_openlineage_url():
     with pytest.raises(ConfigError) as info:
         load_config(environ={"OPENLINEAGE_URL": "ftp://x"})
     assert "lineage.http.url='ftp://x' (from environment variable OPENLINEAGE_URL)" in str(
-        info.value)
+        info.value
+    )
 
 
 def test_several_problems_reported_as_one_message(write_toml):
@@ -197,19 +321,27 @@ def test_several_problems_reported_as_one_message(write_toml):
 
 # ------------------------------------------------------------------------------------- secrets
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("amqp://user:secret@host:5672/%2F", "amqp://user:***@host:5672/%2F"),
-    ("amqps://u:p%40ss@h", "amqps://u:***@h"),
-    ("mongodb://admin:pa:ss/wd@h1,h2/db", "mongodb://admin:***@h1,h2/db"),
-    ("amqp://guest@host", "amqp://guest@host"),
-    ("amqp://host:5672/vhost", "amqp://host:5672/vhost"),
-    ("postgresql://u@h/db?password=abc&sslmode=require",
-     "postgresql://u@h/db?password=***&sslmode=require"),
-    ("failed: connect to amqp://a:b@h1 then http://c:d@h2 ",
-     "failed: connect to amqp://a:***@h1 then http://c:***@h2 "),
-    ("Authorization: Bearer abc.def", "Authorization: Bearer ***"),
-    ("plain text", "plain text"),
-])
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("amqp://user:secret@host:5672/%2F", "amqp://user:***@host:5672/%2F"),
+        ("amqps://u:p%40ss@h", "amqps://u:***@h"),
+        ("mongodb://admin:pa:ss/wd@h1,h2/db", "mongodb://admin:***@h1,h2/db"),
+        ("amqp://guest@host", "amqp://guest@host"),
+        ("amqp://host:5672/vhost", "amqp://host:5672/vhost"),
+        (
+            "postgresql://u@h/db?password=abc&sslmode=require",
+            "postgresql://u@h/db?password=***&sslmode=require",
+        ),
+        (
+            "failed: connect to amqp://a:b@h1 then http://c:d@h2 ",
+            "failed: connect to amqp://a:***@h1 then http://c:***@h2 ",
+        ),
+        ("Authorization: Bearer abc.def", "Authorization: Bearer ***"),
+        ("plain text", "plain text"),
+    ],
+)
 def test_redact(text, expected):
     assert redact(text) == expected
 
@@ -246,9 +378,12 @@ def test_secret_in_bad_override_hidden():
 
 # ----------------------------------------------------------------------- load_config_or_disabled
 
+
 def test_or_disabled_logs_once_and_disables(caplog):
-    environ = {"LINEAGE_PIPELINE_OVERFLOW": "sideways",
-               "LINEAGE_RABBITMQ_URL": f"amqp://u:{SECRET}@h"}
+    environ = {
+        "LINEAGE_PIPELINE_OVERFLOW": "sideways",
+        "LINEAGE_RABBITMQ_URL": f"amqp://u:{SECRET}@h",
+    }
     with caplog.at_level(logging.DEBUG, logger="lineage_sdk"):
         config = load_config_or_disabled(environ=environ)
     assert config.enabled is False
@@ -278,8 +413,9 @@ def test_or_disabled_on_syntax_error(write_toml, caplog):
 def test_or_disabled_passes_good_config_through(write_toml, caplog):
     path = write_toml('[lineage]\nexporters = ["console"]\n')
     with caplog.at_level(logging.DEBUG, logger="lineage_sdk"):
-        config = load_config_or_disabled(path=path,
-                                         environ={"LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "9"})
+        config = load_config_or_disabled(
+            path=path, environ={"LINEAGE_PIPELINE_MAX_QUEUE_SIZE": "9"}
+        )
     assert config.enabled is True
     assert config.exporters == ["console"]
     assert config.pipeline.max_queue_size == 9

@@ -67,10 +67,16 @@ def test_issue_example_loads(write_toml):
     [
         ({}, {}, "from-file"),
         ({"OPENLINEAGE_NAMESPACE": "from-ol"}, {}, "from-ol"),
-        ({"OPENLINEAGE_NAMESPACE": "from-ol", "LINEAGE_PRODUCER_JOB_NAMESPACE": "from-env"}, {},
-         "from-env"),
-        ({"OPENLINEAGE_NAMESPACE": "from-ol", "LINEAGE_PRODUCER_JOB_NAMESPACE": "from-env"},
-         {"producer.job_namespace": "from-override"}, "from-override"),
+        (
+            {"OPENLINEAGE_NAMESPACE": "from-ol", "LINEAGE_PRODUCER_JOB_NAMESPACE": "from-env"},
+            {},
+            "from-env",
+        ),
+        (
+            {"OPENLINEAGE_NAMESPACE": "from-ol", "LINEAGE_PRODUCER_JOB_NAMESPACE": "from-env"},
+            {"producer.job_namespace": "from-override"},
+            "from-override",
+        ),
         ({}, {"lineage.producer.job_namespace": "from-override"}, "from-override"),
     ],
 )
@@ -130,16 +136,18 @@ def test_missing_named_file_is_an_error(tmp_path):
 
 
 def test_file_without_lineage_table_is_ignored(write_toml):
-    path = write_toml('[tool.other]\nx = 1\n')
+    path = write_toml("[tool.other]\nx = 1\n")
     assert load_config(path=path, environ={}) == LineageConfig()
 
 
 def test_openlineage_url_selects_http_exporter():
-    config = load_config(environ={
-        "OPENLINEAGE_URL": "http://marquez:5000",
-        "OPENLINEAGE_ENDPOINT": "api/v2/lineage",
-        "OPENLINEAGE_API_KEY": "k3y",
-    })
+    config = load_config(
+        environ={
+            "OPENLINEAGE_URL": "http://marquez:5000",
+            "OPENLINEAGE_ENDPOINT": "api/v2/lineage",
+            "OPENLINEAGE_API_KEY": "k3y",
+        }
+    )
     assert config.exporters == ["http"]
     assert config.http.url == "http://marquez:5000"
     assert config.http.endpoint == "api/v2/lineage"
@@ -153,21 +161,32 @@ def test_openlineage_url_keeps_exporters_from_file(write_toml):
 
 
 def test_openlineage_url_keeps_lineage_exporters():
-    config = load_config(environ={"OPENLINEAGE_URL": "http://m:5000",
-                                  "LINEAGE_EXPORTERS": "console,http"})
+    config = load_config(
+        environ={"OPENLINEAGE_URL": "http://m:5000", "LINEAGE_EXPORTERS": "console,http"}
+    )
     assert config.exporters == ["console", "http"]
 
 
 def test_lineage_http_url_beats_openlineage_url():
-    config = load_config(environ={"OPENLINEAGE_URL": "http://ol:5000",
-                                  "LINEAGE_HTTP_URL": "https://lineage:443"})
+    config = load_config(
+        environ={"OPENLINEAGE_URL": "http://ol:5000", "LINEAGE_HTTP_URL": "https://lineage:443"}
+    )
     assert config.http.url == "https://lineage:443"
 
 
-@pytest.mark.parametrize(("value", "enabled"), [
-    ("true", False), ("TRUE", False), ("1", False), ("yes", False), ("on", False),
-    ("false", True), ("0", True), ("", True),
-])
+@pytest.mark.parametrize(
+    ("value", "enabled"),
+    [
+        ("true", False),
+        ("TRUE", False),
+        ("1", False),
+        ("yes", False),
+        ("on", False),
+        ("false", True),
+        ("0", True),
+        ("", True),
+    ],
+)
 def test_openlineage_disabled(value, enabled):
     assert load_config(environ={"OPENLINEAGE_DISABLED": value}).enabled is enabled
 
@@ -180,17 +199,23 @@ def test_openlineage_disabled_false_does_not_reenable_file(write_toml):
 def test_openlineage_disabled_beats_file_but_not_lineage_enabled(write_toml):
     path = write_toml("[lineage]\nenabled = true\n")
     assert load_config(path=path, environ={"OPENLINEAGE_DISABLED": "true"}).enabled is False
-    assert load_config(path=path, environ={"OPENLINEAGE_DISABLED": "true",
-                                           "LINEAGE_ENABLED": "true"}).enabled is True
+    assert (
+        load_config(
+            path=path, environ={"OPENLINEAGE_DISABLED": "true", "LINEAGE_ENABLED": "true"}
+        ).enabled
+        is True
+    )
 
 
 def test_disabled_instrumentations_alias():
     config = load_config(environ={"LINEAGE_DISABLED_INSTRUMENTATIONS": "pika,requests"})
     assert config.instrumentation.disabled_instrumentations == ["pika", "requests"]
-    both = load_config(environ={
-        "LINEAGE_DISABLED_INSTRUMENTATIONS": "pika",
-        "LINEAGE_INSTRUMENTATION_DISABLED_INSTRUMENTATIONS": "other",
-    })
+    both = load_config(
+        environ={
+            "LINEAGE_DISABLED_INSTRUMENTATIONS": "pika",
+            "LINEAGE_INSTRUMENTATION_DISABLED_INSTRUMENTATIONS": "other",
+        }
+    )
     assert both.instrumentation.disabled_instrumentations == ["other"]
 
 
@@ -200,22 +225,36 @@ def test_connections_merge_file_env_and_overrides(write_toml):
     )
     config = load_config(
         path=path,
-        environ={"LINEAGE_CONNECTIONS_DEFAULT_MONGO_PASSWORD": "pw",
-                 "LINEAGE_CONNECTIONS_GRAPH_URI": "neo4j://g:7687"},
+        environ={
+            "LINEAGE_CONNECTIONS_DEFAULT_MONGO_PASSWORD": "pw",
+            "LINEAGE_CONNECTIONS_GRAPH_URI": "neo4j://g:7687",
+        },
         overrides={"connections.default_mongo.timeout_ms": "250"},
     )
     mongo = config.connections["default_mongo"]
     assert (mongo.uri, mongo.username, mongo.password, mongo.timeout_ms) == (
-        "mongodb://h:27017/db", "u", "pw", 250)
+        "mongodb://h:27017/db",
+        "u",
+        "pw",
+        250,
+    )
     assert config.connections["graph"].uri == "neo4j://g:7687"
 
 
 def test_typed_overrides_pass_through():
-    config = load_config(environ={}, overrides={
-        "exporters": ("console",), "pipeline.max_queue_size": 3, "enabled": False,
-    })
+    config = load_config(
+        environ={},
+        overrides={
+            "exporters": ("console",),
+            "pipeline.max_queue_size": 3,
+            "enabled": False,
+        },
+    )
     assert (config.exporters, config.pipeline.max_queue_size, config.enabled) == (
-        ["console"], 3, False)
+        ["console"],
+        3,
+        False,
+    )
 
 
 def test_result_is_frozen():

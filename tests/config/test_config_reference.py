@@ -39,12 +39,18 @@ def test_output_option_writes_what_check_accepts(tmp_path):
 def test_module_runs_as_a_script(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "lineage_sdk.config.reference"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
     )
     assert result.stdout == render()
     check = subprocess.run(
         [sys.executable, "-m", "lineage_sdk.config.reference", "--check", str(DOCS)],
-        capture_output=True, text=True, check=False, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
     )
     assert check.returncode == 0, check.stderr
 

@@ -29,15 +29,18 @@ TOKEN = "tok-3f9a-very-secret"
 
 
 def _event(i: int) -> EncodedEvent:
-    return encode_event({
-        "eventType": "COMPLETE",
-        "eventTime": f"2024-05-01T12:00:00.{i:06d}+00:00",
-        "producer": "https://github.com/lineage-sdk/lineage-sdk",
-        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-        "run": {"runId": str(uuid.uuid4())},
-        "job": {"namespace": "tests", "name": f"job{i}"},
-        "inputs": [], "outputs": [],
-    })
+    return encode_event(
+        {
+            "eventType": "COMPLETE",
+            "eventTime": f"2024-05-01T12:00:00.{i:06d}+00:00",
+            "producer": "https://github.com/lineage-sdk/lineage-sdk",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+            "run": {"runId": str(uuid.uuid4())},
+            "job": {"namespace": "tests", "name": f"job{i}"},
+            "inputs": [],
+            "outputs": [],
+        }
+    )
 
 
 class Recorder(http.server.ThreadingHTTPServer):
@@ -142,8 +145,11 @@ def test_bad_urls_are_config_errors() -> None:
     with pytest.raises(ConfigError, match=r"lineage\.http\.url"):
         HttpExporter(HttpExporterConfig())
     with pytest.raises(ConfigError) as info:
-        HttpExporter(HttpExporterConfig.model_construct(url=f"ftp://u:{TOKEN}@host/", endpoint="x",
-                                                        api_key=None, timeout_ms=100))
+        HttpExporter(
+            HttpExporterConfig.model_construct(
+                url=f"ftp://u:{TOKEN}@host/", endpoint="x", api_key=None, timeout_ms=100
+            )
+        )
     assert TOKEN not in str(info.value)
 
 
@@ -151,6 +157,7 @@ def test_decorated_functions_through_the_sdk(server: Recorder) -> None:
     config = LineageConfig(exporters=["http"], http=HttpExporterConfig(url=_url(server)))
     assert configure(config) is not None
     try:
+
         @track_lineage(job_name="http.job", inputs=[LineageDataset("file", "/in")])
         def work() -> int:
             return 1

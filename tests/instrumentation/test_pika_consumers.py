@@ -77,8 +77,14 @@ def consume_generator(names: Names, count: int, handle: Handler) -> None:
     assert len(seen) == count
 
 
-def _async_consume(names: Names, count: int, handle: Handler, make: Callable[..., Any],
-                   run_loop: Callable[[Any], None], stop_loop: Callable[[Any], None]) -> None:
+def _async_consume(
+    names: Names,
+    count: int,
+    handle: Handler,
+    make: Callable[..., Any],
+    run_loop: Callable[[Any], None],
+    stop_loop: Callable[[Any], None],
+) -> None:
     seen: list[bytes] = []
     problems: list[BaseException] = []
 
@@ -113,20 +119,30 @@ def consume_select(names: Names, count: int, handle: Handler) -> None:
         connection.ioloop.call_later(15, connection.ioloop.stop)
         connection.ioloop.start()
 
-    _async_consume(names, count, handle, pika.SelectConnection, run,
-                   lambda connection: connection.ioloop.stop())
+    _async_consume(
+        names,
+        count,
+        handle,
+        pika.SelectConnection,
+        run,
+        lambda connection: connection.ioloop.stop(),
+    )
 
 
 def consume_asyncio(names: Names, count: int, handle: Handler) -> None:
     loop = asyncio.new_event_loop()
     try:
+
         def run(_connection: Any) -> None:
             loop.call_later(15, loop.stop)
             loop.run_forever()
 
         _async_consume(
-            names, count, handle,
-            lambda *a, **kw: AsyncioConnection(*a, custom_ioloop=loop, **kw), run,
+            names,
+            count,
+            handle,
+            lambda *a, **kw: AsyncioConnection(*a, custom_ioloop=loop, **kw),
+            run,
             lambda _connection: loop.stop(),
         )
     finally:
@@ -242,7 +258,9 @@ def test_nested_runs_and_publishes_attach_to_the_delivery_run(names, captured, i
         channel.basic_publish(names.exchange, "orders.billed", b"done")
 
     consume_callback(names, 1, handle)
-    (consumer_run, consumer_events), = captured.runs(f"{names.queue}.consume_callback.on_message").items()
+    ((consumer_run, consumer_events),) = captured.runs(
+        f"{names.queue}.consume_callback.on_message"
+    ).items()
     (nested_events,) = captured.runs("test.write_invoice").values()
     assert nested_events[0]["run"]["facets"]["parent"]["run"]["runId"] == consumer_run
     outputs = [o["name"] for o in consumer_events[-1]["outputs"]]
@@ -255,7 +273,9 @@ def test_publish_outside_a_run_is_a_run_of_the_program(names, captured, instrume
     conn.channel().basic_publish(names.exchange, names.routing_key, b"x")
     conn.close()
     consume_callback(names, 1, lambda *_: None)
-    program_runs = [e for e in captured.events() if e["job"]["facets"]["jobType"]["jobType"] == "PRODUCER"]
+    program_runs = [
+        e for e in captured.events() if e["job"]["facets"]["jobType"]["jobType"] == "PRODUCER"
+    ]
     assert [e["eventType"] for e in program_runs] == ["START", "COMPLETE"]
     (consumer_events,) = captured.runs(f"{names.queue}.consume_callback.on_message").values()
     parent = consumer_events[-1]["run"]["facets"]["parent"]
@@ -274,8 +294,9 @@ def test_caller_properties_are_not_mutated(names, captured, instrument):
     assert bare.headers is None
     assert received[0].headers["app"] == "1"
     assert received[0].content_type == "text/plain"
-    assert all("openlineage-parent-run-id" in p.headers and "traceparent" in p.headers
-               for p in received)
+    assert all(
+        "openlineage-parent-run-id" in p.headers and "traceparent" in p.headers for p in received
+    )
 
 
 def test_suppressed_traffic_is_not_instrumented(names, captured, instrument):
@@ -309,7 +330,9 @@ def test_instrument_twice_is_harmless_and_uninstrument_restores(names, captured,
         assert owner.__dict__[name].__wrapped__ is original
     publish_in_run(names, 1)
     consume_callback(names, 1, lambda *_: None)
-    assert len(captured.runs(f"{names.queue}.consume_callback.on_message")) == 1  # wrapped once, not twice
+    assert (
+        len(captured.runs(f"{names.queue}.consume_callback.on_message")) == 1
+    )  # wrapped once, not twice
 
     assert instrumentor.uninstrument() is True
     assert instrumentor.uninstrument() is False

@@ -46,8 +46,11 @@ def test_a_run_without_parent_is_its_own_root():
 
 
 def test_traceparent_is_injected_from_the_given_context():
-    provider_span = trace.NonRecordingSpan(trace.SpanContext(
-        trace_id=0x1234, span_id=0x99, is_remote=False, trace_flags=trace.TraceFlags(1)))
+    provider_span = trace.NonRecordingSpan(
+        trace.SpanContext(
+            trace_id=0x1234, span_id=0x99, is_remote=False, trace_flags=trace.TraceFlags(1)
+        )
+    )
     ctx = trace.set_span_in_context(provider_span)
     headers: dict[str, Any] = {}
     inject(headers, make_run(), ctx)
@@ -57,25 +60,41 @@ def test_traceparent_is_injected_from_the_given_context():
     assert trace.get_current_span(extracted).get_span_context().trace_id == 0x1234
 
 
-@pytest.mark.parametrize("headers", [
-    None, {}, {PARENT_RUN_ID_HEADER: "not-a-uuid", "openlineage-parent-job-namespace": "n",
-               "openlineage-parent-job-name": "j"},
-    {PARENT_RUN_ID_HEADER: RUN},  # no job
-    {PARENT_RUN_ID_HEADER: 42, "openlineage-parent-job-namespace": "n",
-     "openlineage-parent-job-name": "j"},
-])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        None,
+        {},
+        {
+            PARENT_RUN_ID_HEADER: "not-a-uuid",
+            "openlineage-parent-job-namespace": "n",
+            "openlineage-parent-job-name": "j",
+        },
+        {PARENT_RUN_ID_HEADER: RUN},  # no job
+        {
+            PARENT_RUN_ID_HEADER: 42,
+            "openlineage-parent-job-namespace": "n",
+            "openlineage-parent-job-name": "j",
+        },
+    ],
+)
 def test_malformed_headers_give_no_parent(headers):
     assert extract_parent(headers) is None
 
 
 def test_parent_from_environment(caplog):
     assert parent_from_environment({}) is None
-    env = {"OPENLINEAGE_PARENT_ID": f"airflow/dag.task/{RUN}",
-           "OPENLINEAGE_ROOT_PARENT_ID": f"airflow/dag/{ROOT}"}
-    assert parent_from_environment(env) == ParentRef(RUN, "airflow", "dag.task",
-                                                     ParentRef(ROOT, "airflow", "dag"))
-    context = (f'{{"openlineage-parent-run-id": "{RUN}", "openlineage-parent-job-namespace": "a", '
-               '"openlineage-parent-job-name": "b"}')
+    env = {
+        "OPENLINEAGE_PARENT_ID": f"airflow/dag.task/{RUN}",
+        "OPENLINEAGE_ROOT_PARENT_ID": f"airflow/dag/{ROOT}",
+    }
+    assert parent_from_environment(env) == ParentRef(
+        RUN, "airflow", "dag.task", ParentRef(ROOT, "airflow", "dag")
+    )
+    context = (
+        f'{{"openlineage-parent-run-id": "{RUN}", "openlineage-parent-job-namespace": "a", '
+        '"openlineage-parent-job-name": "b"}'
+    )
     assert parent_from_environment({"OPENLINEAGE_CONTEXT": context}) == ParentRef(RUN, "a", "b")
     with caplog.at_level(logging.WARNING):
         assert parent_from_environment({"OPENLINEAGE_PARENT_ID": "nonsense"}) is None
@@ -145,10 +164,13 @@ def test_instrumentor_is_a_singleton_and_idempotent():
     assert Fake.calls == ["instrument", "uninstrument"]
 
 
-@pytest.mark.parametrize(("requirement", "missing"), [
-    (LibraryRequirement("no-such-lib>=1", "no_such_lib_xyz"), True),
-    (LibraryRequirement("pytest<1", "pytest"), False),
-])
+@pytest.mark.parametrize(
+    ("requirement", "missing"),
+    [
+        (LibraryRequirement("no-such-lib>=1", "no_such_lib_xyz"), True),
+        (LibraryRequirement("pytest<1", "pytest"), False),
+    ],
+)
 def test_unmet_dependency_skips_instrumenting(requirement, missing, monkeypatch):
     Fake.calls.clear()
     monkeypatch.setattr(Fake, "requirement", requirement)

@@ -21,13 +21,20 @@ pytestmark = pytest.mark.rabbitmq
 
 EXAMPLES = REPO / "examples"
 _SCRIPT = Path(sys.executable).parent / "lineage-instrument"
-WRAPPER = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "lineage_instrumentation.wrapper"]
+WRAPPER = (
+    [str(_SCRIPT)]
+    if _SCRIPT.exists()
+    else [sys.executable, "-m", "lineage_instrumentation.wrapper"]
+)
 NAMESPACE = "rabbitmq://127.0.0.1:5672"
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("LINEAGE_", "OPENLINEAGE_")) and k != "PYTHONPATH"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("LINEAGE_", "OPENLINEAGE_")) and k != "PYTHONPATH"
+    }
     env["LINEAGE_PRODUCER_JOB_NAMESPACE"] = "tests.instr.sub"
     env.update(extra)
     return env
@@ -45,19 +52,30 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 @pytest.fixture
 def service_env(names: Names, tmp_path: Path) -> dict[str, str]:
     return clean_env(
-        EXCHANGE=names.exchange, QUEUE=names.queue, ROUTING_KEY=names.routing_key, COUNT="3",
-        READY_FILE=str(tmp_path / "ready"), LINEAGE_EXPORTERS="file",
+        EXCHANGE=names.exchange,
+        QUEUE=names.queue,
+        ROUTING_KEY=names.routing_key,
+        COUNT="3",
+        READY_FILE=str(tmp_path / "ready"),
+        LINEAGE_EXPORTERS="file",
     )
 
 
-def run_pair(env: dict[str, str], tmp_path: Path, *, wrapped: bool = True,
-             consumer_env: dict[str, str] | None = None) -> tuple[Any, Any]:
+def run_pair(
+    env: dict[str, str],
+    tmp_path: Path,
+    *,
+    wrapped: bool = True,
+    consumer_env: dict[str, str] | None = None,
+) -> tuple[Any, Any]:
     """Start the consumer, wait until it is subscribed, run the producer, wait for both."""
     prefix = WRAPPER if wrapped else []
     consumer = subprocess.Popen(
         [*prefix, sys.executable, str(EXAMPLES / "consumer_service.py")],
         env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "consumer.jsonl"), **(consumer_env or {})},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 30
@@ -68,7 +86,9 @@ def run_pair(env: dict[str, str], tmp_path: Path, *, wrapped: bool = True,
         producer = subprocess.run(
             [*prefix, sys.executable, str(EXAMPLES / "producer_service.py")],
             env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "producer.jsonl")},
-            capture_output=True, text=True, timeout=60,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         out, err = consumer.communicate(timeout=60)
     finally:
@@ -78,10 +98,15 @@ def run_pair(env: dict[str, str], tmp_path: Path, *, wrapped: bool = True,
     return producer, subprocess.CompletedProcess(consumer.args, consumer.returncode, out, err)
 
 
-@pytest.mark.parametrize(("mode", "style"), [
-    ("per_message", "callback"), ("per_message", "generator"), ("per_message", "select"),
-    ("streaming", "callback"),
-])
+@pytest.mark.parametrize(
+    ("mode", "style"),
+    [
+        ("per_message", "callback"),
+        ("per_message", "generator"),
+        ("per_message", "select"),
+        ("streaming", "callback"),
+    ],
+)
 def test_producer_and_consumer_services_are_linked(mode, style, names, service_env, tmp_path):
     env = {**service_env, "LINEAGE_INSTRUMENTATION_PIKA_MODE": mode, "STYLE": style}
     producer, consumer = run_pair(env, tmp_path)
@@ -97,8 +122,11 @@ def test_producer_and_consumer_services_are_linked(mode, style, names, service_e
     consumer_runs = [e for e in consumed if e["eventType"] in ("COMPLETE", "FAIL")]
     assert {(d["namespace"], d["name"]) for e in consumer_runs for d in e["inputs"]} == expected
     assert {e["job"]["name"] for e in produced} == {"producer_service"}
-    callback = "consume" if style == "generator" else (
-        "run_select.on_message" if style == "select" else "on_order")
+    callback = (
+        "consume"
+        if style == "generator"
+        else ("run_select.on_message" if style == "select" else "on_order")
+    )
     assert {e["job"]["name"] for e in consumed} == {f"{names.queue}.{callback}"}
     assert {e["job"]["namespace"] for e in produced + consumed} == {"tests.instr.sub"}
     producer_runs = {e["run"]["runId"] for e in produced}
@@ -107,8 +135,9 @@ def test_producer_and_consumer_services_are_linked(mode, style, names, service_e
         assert len(consumer_runs) == 3
         parents = {e["run"]["facets"]["parent"]["run"]["runId"] for e in consumer_runs}
         assert parents == producer_runs  # each delivery's run is the child of its publish
-        assert all(e["run"]["facets"]["parent"]["job"]["name"] == "producer_service"
-                   for e in consumer_runs)
+        assert all(
+            e["run"]["facets"]["parent"]["job"]["name"] == "producer_service" for e in consumer_runs
+        )
     else:
         assert len(producer_runs) == 1
         assert len(consumer_runs) == 1
@@ -124,10 +153,17 @@ def test_events_travel_through_the_rabbitmq_exporter(names, service_env, tmp_pat
     collected = ch.queue_declare("", exclusive=True).method.queue
     ch.queue_bind(collected, topic, routing_key="#")
     try:
-        env = {**service_env, "LINEAGE_EXPORTERS": "rabbitmq", "LINEAGE_COLLECTOR_TOPIC": topic,
-               "LINEAGE_RABBITMQ_SPOOL_DIR": str(tmp_path / "spool")}
+        env = {
+            **service_env,
+            "LINEAGE_EXPORTERS": "rabbitmq",
+            "LINEAGE_COLLECTOR_TOPIC": topic,
+            "LINEAGE_RABBITMQ_SPOOL_DIR": str(tmp_path / "spool"),
+        }
         producer, consumer = run_pair(env, tmp_path)
-        assert (producer.returncode, consumer.returncode) == (0, 0), (producer.stderr, consumer.stderr)
+        assert (producer.returncode, consumer.returncode) == (0, 0), (
+            producer.stderr,
+            consumer.stderr,
+        )
         events = []
         deadline = time.monotonic() + 20
         while len(events) < 12 and time.monotonic() < deadline:
@@ -183,8 +219,9 @@ def test_bad_configuration_one_log_line_and_program_unchanged(names, service_env
 
 def run_python(code: str, env: dict[str, str], *, wrapped: bool = True) -> Any:
     prefix = WRAPPER if wrapped else []
-    return subprocess.run([*prefix, sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [*prefix, sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 PROBE = (
@@ -205,8 +242,9 @@ def test_missing_pika_is_skipped_quietly(tmp_path):
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, _NoPika())\n"
     )
-    env = clean_env(PYTHONPATH=str(app), LINEAGE_EXPORTERS="file",
-                    LINEAGE_FILE_PATH=str(tmp_path / "e.jsonl"))
+    env = clean_env(
+        PYTHONPATH=str(app), LINEAGE_EXPORTERS="file", LINEAGE_FILE_PATH=str(tmp_path / "e.jsonl")
+    )
     result = run_python(PROBE + "; import pika", env)
     assert result.stdout == "False False\n"
     assert result.returncode == 1
@@ -217,9 +255,12 @@ def test_missing_pika_is_skipped_quietly(tmp_path):
 def test_application_sitecustomize_still_runs(tmp_path):
     app = tmp_path / "app"
     app.mkdir()
-    (app / "sitecustomize.py").write_text("import os\nos.environ['APP_SITE'] = 'ran'\nMARKER = 42\n")
-    env = clean_env(PYTHONPATH=str(app), LINEAGE_EXPORTERS="file",
-                    LINEAGE_FILE_PATH=str(tmp_path / "e.jsonl"))
+    (app / "sitecustomize.py").write_text(
+        "import os\nos.environ['APP_SITE'] = 'ran'\nMARKER = 42\n"
+    )
+    env = clean_env(
+        PYTHONPATH=str(app), LINEAGE_EXPORTERS="file", LINEAGE_FILE_PATH=str(tmp_path / "e.jsonl")
+    )
     code = PROBE + "; import os, sitecustomize; print(os.environ['APP_SITE'], sitecustomize.MARKER)"
     result = run_python(code, env)
     assert result.returncode == 0, result.stderr
@@ -230,9 +271,16 @@ def test_application_sitecustomize_still_runs(tmp_path):
 def test_exit_code_and_pid_are_the_programs(tmp_path):
     env = clean_env(LINEAGE_EXPORTERS="file", LINEAGE_FILE_PATH=str(tmp_path / "e.jsonl"))
     proc = subprocess.Popen(
-        [*WRAPPER, sys.executable, "-c",
-         "import os, sys; print(os.getpid(), flush=True); sys.stdin.readline(); sys.exit(7)"],
-        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            *WRAPPER,
+            sys.executable,
+            "-c",
+            "import os, sys; print(os.getpid(), flush=True); sys.stdin.readline(); sys.exit(7)",
+        ],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     out, _ = proc.communicate("\n", timeout=60)
     assert int(out) == proc.pid  # exec: the wrapper became the program
@@ -243,7 +291,9 @@ def test_signals_reach_the_program(tmp_path):
     env = clean_env(LINEAGE_EXPORTERS="file", LINEAGE_FILE_PATH=str(tmp_path / "e.jsonl"))
     proc = subprocess.Popen(
         [*WRAPPER, sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
-        env=env, stdout=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -257,12 +307,26 @@ def test_signals_reach_the_program(tmp_path):
 
 def test_flags_become_environment_variables(tmp_path):
     events = tmp_path / "flags.jsonl"
-    code = ("import os; print(os.environ['LINEAGE_EXPORTERS'], os.environ['LINEAGE_FILE_PATH'] == "
-            f"{str(events)!r}, os.environ['LINEAGE_INSTRUMENTATION_DISABLED_INSTRUMENTATIONS'])")
+    code = (
+        "import os; print(os.environ['LINEAGE_EXPORTERS'], os.environ['LINEAGE_FILE_PATH'] == "
+        f"{str(events)!r}, os.environ['LINEAGE_INSTRUMENTATION_DISABLED_INSTRUMENTATIONS'])"
+    )
     result = subprocess.run(
-        [*WRAPPER, "--exporters", "file", f"--file-path={events}",
-         "--disabled-instrumentations", "pika", sys.executable, "-c", code],
-        env=clean_env(), capture_output=True, text=True, timeout=60,
+        [
+            *WRAPPER,
+            "--exporters",
+            "file",
+            f"--file-path={events}",
+            "--disabled-instrumentations",
+            "pika",
+            sys.executable,
+            "-c",
+            code,
+        ],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "file True pika\n"
@@ -272,7 +336,10 @@ def test_unknown_flag_is_a_clear_error_and_nothing_runs(tmp_path):
     marker = tmp_path / "ran"
     result = subprocess.run(
         [*WRAPPER, "--exporter", "file", sys.executable, "-c", f"open({str(marker)!r}, 'w')"],
-        env=clean_env(), capture_output=True, text=True, timeout=60,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "--exporter" in result.stderr and "did you mean --exporters" in result.stderr
@@ -284,18 +351,26 @@ def test_help_and_missing_command():
     shown = subprocess.run([*WRAPPER, "--help"], capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0
     assert "--exporters" in shown.stdout and "LINEAGE_RABBITMQ_URL" in shown.stdout
-    missing = subprocess.run([*WRAPPER, "no-such-command-xyz"], capture_output=True, text=True,
-                             timeout=60, env=clean_env())
+    missing = subprocess.run(
+        [*WRAPPER, "no-such-command-xyz"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
     assert missing.returncode == 127
     assert missing.stderr == "lineage-instrument: error: command not found: no-such-command-xyz\n"
 
 
 def test_wrapper_imports_little():
-    code = ("import sys, lineage_instrumentation.wrapper as w; "
-            "print(sorted(m for m in sys.modules if m.startswith(('lineage_sdk', 'pydantic', "
-            "'opentelemetry'))))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, env=clean_env())
+    code = (
+        "import sys, lineage_instrumentation.wrapper as w; "
+        "print(sorted(m for m in sys.modules if m.startswith(('lineage_sdk', 'pydantic', "
+        "'opentelemetry'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=clean_env()
+    )
     assert result.stdout == "[]\n", result.stderr
 
 

@@ -49,8 +49,9 @@ def blocking_connection(url: str = BROKER_URL, attempts: int = 20) -> Any:
     raise RuntimeError(f"broker unavailable: {last}")
 
 
-def make_event(i: int, *, namespace: str = "tests.ns", name: str | None = None,
-               event_type: str = "START") -> EncodedEvent:
+def make_event(
+    i: int, *, namespace: str = "tests.ns", name: str | None = None, event_type: str = "START"
+) -> EncodedEvent:
     """A valid OpenLineage 2-0-2 RunEvent, distinct per ``i``."""
     event = {
         "eventType": event_type,
@@ -90,8 +91,14 @@ class Topology:
         self.extra_queues.append(name)
         return name
 
-    def drain(self, queue: str | None = None, *, expected: int | None = None,
-              timeout: float = 20.0, idle: float = 0.3) -> list[tuple[Any, Any, bytes]]:
+    def drain(
+        self,
+        queue: str | None = None,
+        *,
+        expected: int | None = None,
+        timeout: float = 20.0,
+        idle: float = 0.3,
+    ) -> list[tuple[Any, Any, bytes]]:
         """All messages of ``queue``: until ``expected`` arrived, or ``idle`` s of silence."""
         out: list[tuple[Any, Any, bytes]] = []
         deadline = time.monotonic() + timeout
@@ -100,8 +107,9 @@ class Topology:
             ch = conn.channel()
             ch.basic_qos(prefetch_count=1000)
             last = time.monotonic()
-            for method, props, body in ch.consume(queue or self.queue, auto_ack=True,
-                                                  inactivity_timeout=0.05):
+            for method, props, body in ch.consume(
+                queue or self.queue, auto_ack=True, inactivity_timeout=0.05
+            ):
                 now = time.monotonic()
                 if method is not None:
                     out.append((method, props, body))
@@ -158,8 +166,9 @@ def make_exporter(tmp_path: Path) -> Iterator[Callable[..., RabbitMQExporter]]:
         settings.setdefault("spool_dir", str(tmp_path / "spool"))
         settings.setdefault("reconnect_initial_ms", 50)
         settings.setdefault("reconnect_max_ms", 500)
-        exporter = RabbitMQExporter(RabbitMQConfig(url=url, **settings), exchange=exchange,
-                                    job_namespace="tests")
+        exporter = RabbitMQExporter(
+            RabbitMQConfig(url=url, **settings), exchange=exchange, job_namespace="tests"
+        )
         made.append(exporter)
         return exporter
 

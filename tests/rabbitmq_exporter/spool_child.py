@@ -21,8 +21,9 @@ def main() -> None:
     if mode == "fill":
         n = int(sys.argv[6])
         exporter = RabbitMQExporter(
-            RabbitMQConfig(url=url, spool_dir=spool_dir, memory_buffer_events=0,
-                           reconnect_initial_ms=50),
+            RabbitMQConfig(
+                url=url, spool_dir=spool_dir, memory_buffer_events=0, reconnect_initial_ms=50
+            ),
             exchange=exchange,
         )
         events = make_events(n)
@@ -33,13 +34,21 @@ def main() -> None:
         print(json.dumps({"spooled": stats.spooled, "dropped": stats.dropped}), flush=True)
         time.sleep(600)  # killed with SIGKILL by the test, nothing flushed or closed
     else:
-        exporter = RabbitMQExporter(RabbitMQConfig(url=url, spool_dir=spool_dir),
-                                    exchange=exchange)
+        exporter = RabbitMQExporter(RabbitMQConfig(url=url, spool_dir=spool_dir), exchange=exchange)
         ok = exporter.force_flush(60)
         exporter.shutdown(10)
         stats = exporter.stats()
-        print(json.dumps({"flushed": ok, "replayed": stats.replayed, "exported": stats.exported,
-                          "spool_bytes": stats.spool_bytes}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "flushed": ok,
+                    "replayed": stats.replayed,
+                    "exported": stats.exported,
+                    "spool_bytes": stats.spool_bytes,
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

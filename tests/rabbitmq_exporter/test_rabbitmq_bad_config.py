@@ -28,18 +28,34 @@ def _closed_port() -> int:
 
 
 BAD = {
-    "wrong port": (lambda: f"amqp://guest:{SECRET}@127.0.0.1:{_closed_port()}/%2F", "connection refused"),
-    "wrong host": (lambda: f"amqp://guest:{SECRET}@no-such-host.invalid:5672/%2F", "does not resolve"),
-    "wrong credentials": (lambda: f"amqp://guest:{SECRET}@127.0.0.1:5672/%2F", "refused the credentials"),
-    "wrong vhost": (lambda: "amqp://guest:guest@127.0.0.1:5672/no-such-vhost", "virtual host 'no-such-vhost'"),
+    "wrong port": (
+        lambda: f"amqp://guest:{SECRET}@127.0.0.1:{_closed_port()}/%2F",
+        "connection refused",
+    ),
+    "wrong host": (
+        lambda: f"amqp://guest:{SECRET}@no-such-host.invalid:5672/%2F",
+        "does not resolve",
+    ),
+    "wrong credentials": (
+        lambda: f"amqp://guest:{SECRET}@127.0.0.1:5672/%2F",
+        "refused the credentials",
+    ),
+    "wrong vhost": (
+        lambda: "amqp://guest:guest@127.0.0.1:5672/no-such-vhost",
+        "virtual host 'no-such-vhost'",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_unreachable_or_refused_gives_one_line_and_events_are_kept(case: str, make_exporter, caplog) -> None:
+def test_unreachable_or_refused_gives_one_line_and_events_are_kept(
+    case: str, make_exporter, caplog
+) -> None:
     url_factory, phrase = BAD[case]
     caplog.set_level(logging.DEBUG)
-    exporter = make_exporter("test.lineage.rmq.badconfig", url=url_factory(), memory_buffer_events=10)
+    exporter = make_exporter(
+        "test.lineage.rmq.badconfig", url=url_factory(), memory_buffer_events=10
+    )
     events = make_events(30)
     assert exporter.export(events) is ExportResult.SUCCESS
     assert wait_for(lambda: exporter.stats().connection_failures >= 3, timeout=30)
@@ -64,7 +80,9 @@ def test_unreachable_or_refused_gives_one_line_and_events_are_kept(case: str, ma
         (f"amqp://guest:{SECRET}@127.0.0.1:5672/%2F?heartbeat=soon", "a valid AMQP URL"),
     ],
 )
-def test_malformed_url_is_a_config_error_without_the_password(url: str, fragment: str, tmp_path) -> None:
+def test_malformed_url_is_a_config_error_without_the_password(
+    url: str, fragment: str, tmp_path
+) -> None:
     # model_construct skips the schema's own URL check: this is the exporter's (for configs
     # built in code, or a future schema that lets more through).
     with pytest.raises(ConfigError) as info:
@@ -78,18 +96,25 @@ def test_malformed_url_is_a_config_error_without_the_password(url: str, fragment
 
 def test_missing_tls_file_is_a_config_error(tmp_path) -> None:
     with pytest.raises(ConfigError, match="tls_ca_file"):
-        RabbitMQExporter(RabbitMQConfig(url="amqps://guest:guest@127.0.0.1:5671/%2F",
-                                        tls_ca_file=str(tmp_path / "missing.pem"),
-                                        spool_dir=str(tmp_path)))
+        RabbitMQExporter(
+            RabbitMQConfig(
+                url="amqps://guest:guest@127.0.0.1:5671/%2F",
+                tls_ca_file=str(tmp_path / "missing.pem"),
+                spool_dir=str(tmp_path),
+            )
+        )
 
 
 def test_application_keeps_running_with_a_bad_broker(tmp_path, caplog) -> None:
     """Through configure() and the decorator: the calls work, the events wait in the spool."""
     config = LineageConfig(
         collector_topic="test.lineage.rmq.app",
-        rabbitmq=RabbitMQConfig(url=f"amqp://guest:{SECRET}@127.0.0.1:5672/%2F",
-                                spool_dir=str(tmp_path), reconnect_initial_ms=50,
-                                memory_buffer_events=0),
+        rabbitmq=RabbitMQConfig(
+            url=f"amqp://guest:{SECRET}@127.0.0.1:5672/%2F",
+            spool_dir=str(tmp_path),
+            reconnect_initial_ms=50,
+            memory_buffer_events=0,
+        ),
     )
     sdk = configure(config)
     try:
@@ -109,7 +134,9 @@ def test_application_keeps_running_with_a_bad_broker(tmp_path, caplog) -> None:
     assert SECRET not in caplog.text
 
 
-def test_malformed_url_through_configure_disables_lineage_only(tmp_path, monkeypatch, caplog) -> None:
+def test_malformed_url_through_configure_disables_lineage_only(
+    tmp_path, monkeypatch, caplog
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LINEAGE_EXPORTERS", "rabbitmq")
     monkeypatch.setenv("LINEAGE_RABBITMQ_URL", f"amqp://guest:{SECRET}@:5672/")

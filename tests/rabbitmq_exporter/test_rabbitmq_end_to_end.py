@@ -30,8 +30,9 @@ def sdk_to(topology: Topology, tmp_path) -> Iterator[tuple[RabbitMQExporter, InM
     """The SDK publishing to the test's exchange, with a memory exporter as the witness."""
     config = LineageConfig(
         collector_topic=topology.exchange,
-        rabbitmq=RabbitMQConfig(spool_dir=str(tmp_path / "spool"), reconnect_initial_ms=100,
-                                reconnect_max_ms=2000),
+        rabbitmq=RabbitMQConfig(
+            spool_dir=str(tmp_path / "spool"), reconnect_initial_ms=100, reconnect_max_ms=2000
+        ),
         pipeline=PipelineConfig(max_queue_size=200_000),
     )
     rabbit = RabbitMQExporter.from_config(config)

@@ -20,7 +20,10 @@ from lineage_exporters.rabbitmq._messages import MAX_BATCH_BODY_BYTES, MIXED, bu
 
 
 def test_plain_names_pass_through() -> None:
-    assert routing_key("my-service-ns", "load_orders", "COMPLETE") == "my-service-ns.load_orders.COMPLETE"
+    assert (
+        routing_key("my-service-ns", "load_orders", "COMPLETE")
+        == "my-service-ns.load_orders.COMPLETE"
+    )
 
 
 def test_dots_and_wildcards_stay_inside_one_word() -> None:
@@ -35,7 +38,11 @@ def test_percent_is_escaped_so_the_mapping_reverses() -> None:
     assert unquote(sanitize_word("100%.done")) == "100%.done"
 
 
-@given(st.text(), st.text(), st.sampled_from(["START", "RUNNING", "COMPLETE", "FAIL", "ABORT", "OTHER"]))
+@given(
+    st.text(),
+    st.text(),
+    st.sampled_from(["START", "RUNNING", "COMPLETE", "FAIL", "ABORT", "OTHER"]),
+)
 def test_any_name_gives_three_words_within_255_bytes(ns: str, name: str, kind: str) -> None:
     key = routing_key(ns, name, kind)
     words = key.split(".")
@@ -60,12 +67,16 @@ def test_single_mode_is_one_message_per_event() -> None:
     assert [m.body for m in messages] == [e.payload for e in events]
     assert [m.message_id for m in messages] == [e.event_id for e in events]
     assert all(m.content_type == JSON_CONTENT_TYPE and m.event_count == 1 for m in messages)
-    assert messages[0].routing_key == routing_key(events[0].job_namespace, events[0].job_name, "START")
+    assert messages[0].routing_key == routing_key(
+        events[0].job_namespace, events[0].job_name, "START"
+    )
 
 
 def test_batch_mode_groups_by_job_and_keeps_order() -> None:
-    events = [make_event(i, name=f"job{i % 2}", event_type="START" if i < 6 else "COMPLETE")
-              for i in range(10)]
+    events = [
+        make_event(i, name=f"job{i % 2}", event_type="START" if i < 6 else "COMPLETE")
+        for i in range(10)
+    ]
     messages = build_messages(events, 3)
     by_job: dict[str, list[str]] = {}
     for m in messages:
@@ -75,7 +86,9 @@ def test_batch_mode_groups_by_job_and_keeps_order() -> None:
         assert len(decoded) == m.event_count <= 3
         jobs = {d["job"]["name"] for d in decoded}
         assert len(jobs) == 1
-        by_job.setdefault(jobs.pop(), []).extend(orjson.dumps(d, option=orjson.OPT_SORT_KEYS).decode() for d in decoded)
+        by_job.setdefault(jobs.pop(), []).extend(
+            orjson.dumps(d, option=orjson.OPT_SORT_KEYS).decode() for d in decoded
+        )
     for job in ("job0", "job1"):
         expected = [e.payload.decode() for e in events if e.job_name == job]
         assert by_job[job] == expected

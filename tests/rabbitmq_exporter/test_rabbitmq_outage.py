@@ -84,8 +84,9 @@ def test_drops_only_past_both_caps_counted_and_logged_once(
     proxy.stop()
     events = make_events(400)
     one = len(events[0].payload) + 200
-    exporter = make_exporter(topology.exchange, url=proxy.url, memory_buffer_events=100,
-                             spool_max_bytes=100 * one)
+    exporter = make_exporter(
+        topology.exchange, url=proxy.url, memory_buffer_events=100, spool_max_bytes=100 * one
+    )
     with caplog.at_level(logging.WARNING, logger="lineage_exporters.rabbitmq"):
         results = [exporter.export(events[i : i + 50]) for i in range(0, 400, 50)]
     stats = exporter.stats()

@@ -55,7 +55,9 @@ def test_events_arrive_intact_once_each_and_valid(topology: Topology, make_expor
         assert props.headers[HEADER_PRODUCER] == event.producer
         assert props.headers[HEADER_EVENT_COUNT] == 1
         assert method.exchange == topology.exchange
-        assert method.routing_key == routing_key(event.job_namespace, event.job_name, event.event_type)
+        assert method.routing_key == routing_key(
+            event.job_namespace, event.job_name, event.event_type
+        )
     for _, _, body in got[:50]:
         validate_event(orjson.loads(body))
     stats = exporter.stats()
@@ -76,9 +78,13 @@ def test_routing_keys_select_with_topic_bindings(topology: Topology, make_export
     exporter.export(events)
     assert exporter.force_flush(20)
     assert {p.message_id for _, p, _ in topology.drain(completes, expected=2)} == {
-        events[1].event_id, events[2].event_id}
+        events[1].event_id,
+        events[2].event_id,
+    }
     assert {p.message_id for _, p, _ in topology.drain(dotted, expected=2)} == {
-        events[0].event_id, events[2].event_id}
+        events[0].event_id,
+        events[2].event_id,
+    }
 
 
 def test_batch_mode(topology: Topology, make_exporter) -> None:
@@ -105,7 +111,10 @@ def test_batch_mode(topology: Topology, make_exporter) -> None:
     assert collections.Counter(seen).most_common(1)[0][1] == 1
     by_id = {e.event_id: e.payload for e in events}
     _, props, body = got[0]
-    assert body == b"[" + b",".join(by_id[i] for i in props.headers[HEADER_EVENT_IDS].split(",")) + b"]"
+    assert (
+        body
+        == b"[" + b",".join(by_id[i] for i in props.headers[HEADER_EVENT_IDS].split(",")) + b"]"
+    )
     assert exporter.stats().exported == 500
 
 
@@ -147,14 +156,20 @@ def test_connection_name_is_visible_on_the_broker(topology: Topology, make_expor
     exporter = make_exporter(topology.exchange, connection_name=f"svc-{topology.exchange}")
     exporter.export(make_events(1))
     assert exporter.force_flush(20)
-    out = subprocess.run(["rabbitmqctl", "-q", "list_connections", "client_properties"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        ["rabbitmqctl", "-q", "list_connections", "client_properties"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert f"svc-{topology.exchange}" in out
 
 
 def test_from_config_uses_collector_topic_and_namespace(topology: Topology, tmp_path) -> None:
-    config = LineageConfig(collector_topic=topology.exchange,
-                           rabbitmq=RabbitMQConfig(spool_dir=str(tmp_path)))
+    config = LineageConfig(
+        collector_topic=topology.exchange, rabbitmq=RabbitMQConfig(spool_dir=str(tmp_path))
+    )
     exporter = RabbitMQExporter.from_config(config)
     try:
         assert exporter.exchange == topology.exchange
@@ -166,7 +181,9 @@ def test_from_config_uses_collector_topic_and_namespace(topology: Topology, tmp_
         exporter.shutdown(5)
 
 
-def test_shutdown_is_idempotent_and_export_after_it_fails_softly(topology: Topology, make_exporter) -> None:
+def test_shutdown_is_idempotent_and_export_after_it_fails_softly(
+    topology: Topology, make_exporter
+) -> None:
     exporter = make_exporter(topology.exchange)
     exporter.export(make_events(5))
     exporter.shutdown(10)

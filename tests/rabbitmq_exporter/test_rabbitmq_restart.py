@@ -27,14 +27,25 @@ def _closed_port_url() -> str:
     return f"amqp://guest:guest@127.0.0.1:{port}/%2F"
 
 
-def test_killed_process_spool_is_delivered_by_the_next_one(topology: Topology, tmp_path: Path) -> None:
+def test_killed_process_spool_is_delivered_by_the_next_one(
+    topology: Topology, tmp_path: Path
+) -> None:
     spool = tmp_path / "spool"
     ids_file = tmp_path / "ids.txt"
     n = 3000
     filler = subprocess.Popen(
-        [sys.executable, CHILD, "fill", _closed_port_url(), topology.exchange, str(spool),
-         str(ids_file), str(n)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            CHILD,
+            "fill",
+            _closed_port_url(),
+            topology.exchange,
+            str(spool),
+            str(ids_file),
+            str(n),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         line = filler.stdout.readline() if filler.stdout else ""
@@ -51,7 +62,10 @@ def test_killed_process_spool_is_delivered_by_the_next_one(topology: Topology, t
 
     out = subprocess.run(
         [sys.executable, CHILD, "deliver", BROKER_URL, topology.exchange, str(spool), "-"],
-        capture_output=True, text=True, timeout=90, check=True,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=True,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["flushed"] is True

@@ -80,7 +80,9 @@ def test_file_exporter_unwritable_path_fails_without_raising(tmp_path):
 
 def test_capture_lineage_restores_the_previous_setup():
     outer = InMemoryExporter()
-    before = lineage_sdk.configure(LineageConfig(exporters=["memory"]), exporters=[outer], strict=True)
+    before = lineage_sdk.configure(
+        LineageConfig(exporters=["memory"]), exporters=[outer], strict=True
+    )
     try:
         with capture_lineage() as captured:
             exported()

@@ -53,29 +53,40 @@ def _root(exc: BaseException) -> BaseException:
             exc = inner
             continue
         args = getattr(exc, "args", ())  # AMQPConnectionError(workflow error), connector errors
-        if isinstance(exc, (pika.exceptions.AMQPError, *_WORKFLOW_ERRORS)) and args and \
-                isinstance(args[0], BaseException):
+        if (
+            isinstance(exc, (pika.exceptions.AMQPError, *_WORKFLOW_ERRORS))
+            and args
+            and isinstance(args[0], BaseException)
+        ):
             exc = args[0]
             continue
         break
     return exc
 
 
-def describe_failure(exc: BaseException, *, host: str, port: int, vhost: str,
-                     user: str) -> tuple[str, bool]:
+def describe_failure(
+    exc: BaseException, *, host: str, port: int, vhost: str, user: str
+) -> tuple[str, bool]:
     """``(sentence, is_configuration_problem)`` for a connection or channel failure."""
     root = _root(exc)
-    auth_errors = (pika.exceptions.ProbableAuthenticationError,
-                   pika.exceptions.AuthenticationError)
+    auth_errors = (pika.exceptions.ProbableAuthenticationError, pika.exceptions.AuthenticationError)
     if isinstance(root, auth_errors):
-        return (f"the broker refused the credentials of user {user!r} (ACCESS_REFUSED); "
-                "check the user and password in lineage.rabbitmq.url", True)
+        return (
+            f"the broker refused the credentials of user {user!r} (ACCESS_REFUSED); "
+            "check the user and password in lineage.rabbitmq.url",
+            True,
+        )
     if isinstance(root, pika.exceptions.ProbableAccessDeniedError):
-        return (f"access to virtual host {vhost!r} was refused: it does not exist or user {user!r} "
-                "has no permission on it; check the vhost in lineage.rabbitmq.url", True)
+        return (
+            f"access to virtual host {vhost!r} was refused: it does not exist or user {user!r} "
+            "has no permission on it; check the vhost in lineage.rabbitmq.url",
+            True,
+        )
     if isinstance(root, ConnectionRefusedError):
-        return (f"connection refused by {host}:{port} (is the broker running, is the port right?)",
-                False)
+        return (
+            f"connection refused by {host}:{port} (is the broker running, is the port right?)",
+            False,
+        )
     if isinstance(root, socket.gaierror):
         return f"host name {host!r} does not resolve ({root.strerror})", True
     if isinstance(root, ssl.SSLError):
@@ -83,8 +94,10 @@ def describe_failure(exc: BaseException, *, host: str, port: int, vhost: str,
     if isinstance(root, TimeoutError | socket.timeout):
         return f"no answer from {host}:{port} in time (wrong host or port, or a firewall?)", False
     if isinstance(root, pika.exceptions.IncompatibleProtocolError):
-        return (f"{host}:{port} does not speak AMQP 0-9-1 (wrong port, or amqp:// to a TLS port?)",
-                True)
+        return (
+            f"{host}:{port} does not speak AMQP 0-9-1 (wrong port, or amqp:// to a TLS port?)",
+            True,
+        )
     if isinstance(root, pika.exceptions.ConnectionClosedByBroker):
         return (f"the broker closed the connection ({root.reply_code} {root.reply_text})", False)
     if isinstance(root, pika.exceptions.ChannelClosedByBroker):

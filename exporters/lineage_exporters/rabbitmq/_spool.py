@@ -71,8 +71,16 @@ def _parse_name(name: str) -> SegmentKey | None:
 def encode_record(msg: OutboundMessage) -> bytes:
     """One spool record for ``msg``."""
     meta = orjson.dumps(
-        [msg.routing_key, msg.message_id, msg.content_type, msg.event_type, msg.schema_url,
-         msg.producer, msg.event_count, msg.event_ids]
+        [
+            msg.routing_key,
+            msg.message_id,
+            msg.content_type,
+            msg.event_type,
+            msg.schema_url,
+            msg.producer,
+            msg.event_count,
+            msg.event_ids,
+        ]
     )
     crc = zlib.crc32(msg.body, zlib.crc32(meta))
     return _HEADER.pack(_MAGIC, len(meta), len(msg.body), crc) + meta + msg.body
@@ -95,8 +103,20 @@ def decode_records(data: bytes, key: SegmentKey) -> tuple[list[OutboundMessage],
             return out, False
         try:
             rk, mid, ct, et, su, pr, count, ids = orjson.loads(meta)
-            out.append(OutboundMessage(str(rk), str(mid), str(ct), str(et), str(su), str(pr),
-                                       int(count), ids if ids is None else str(ids), body, key))
+            out.append(
+                OutboundMessage(
+                    str(rk),
+                    str(mid),
+                    str(ct),
+                    str(et),
+                    str(su),
+                    str(pr),
+                    int(count),
+                    ids if ids is None else str(ids),
+                    body,
+                    key,
+                )
+            )
         except (orjson.JSONDecodeError, TypeError, ValueError):
             return out, False
         pos = stop
@@ -110,8 +130,14 @@ class Spool:
     append is refused, so the exporter counts drops) after one clear log line.
     """
 
-    def __init__(self, root: Path, max_bytes: int, *, segment_bytes: int | None = None,
-                 fsync_interval_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        max_bytes: int,
+        *,
+        segment_bytes: int | None = None,
+        fsync_interval_s: float = 1.0,
+    ) -> None:
         self.root = root
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes or max(64 << 10, min(8 << 20, max_bytes // 8))
@@ -133,8 +159,12 @@ class Spool:
             self._open()
             self.available = True
         except OSError as exc:
-            _LOG.error("lineage RabbitMQ spool directory %s is not usable (%s); events that do not "
-                       "fit in memory while the broker is away will be dropped", root, exc)
+            _LOG.error(
+                "lineage RabbitMQ spool directory %s is not usable (%s); events that do not "
+                "fit in memory while the broker is away will be dropped",
+                root,
+                exc,
+            )
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -185,8 +215,12 @@ class Spool:
                 leftover.unlink(missing_ok=True)
             path.rmdir()
             if keyed:
-                _LOG.info("lineage RabbitMQ spool adopted %d segment(s) left by a previous process "
-                          "in %s; they are replayed first", len(keyed), path)
+                _LOG.info(
+                    "lineage RabbitMQ spool adopted %d segment(s) left by a previous process "
+                    "in %s; they are replayed first",
+                    len(keyed),
+                    path,
+                )
         except OSError as exc:
             _LOG.warning("lineage RabbitMQ spool could not adopt %s: %s", path, exc)
         finally:
@@ -326,7 +360,7 @@ class Spool:
                 try:
                     view = memoryview(data)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
                     os.fsync(fd)
                 finally:
                     os.close(fd)
@@ -364,9 +398,12 @@ class Spool:
             messages, clean = decode_records(data, seg.key)
             if not clean:
                 self.corrupt_segments += 1
-                _LOG.warning("lineage RabbitMQ spool segment %s ends with a torn or corrupt record "
-                             "(a crash mid-write); %d record(s) before it are replayed",
-                             seg.path.name, len(messages))
+                _LOG.warning(
+                    "lineage RabbitMQ spool segment %s ends with a torn or corrupt record "
+                    "(a crash mid-write); %d record(s) before it are replayed",
+                    seg.path.name,
+                    len(messages),
+                )
             with self._lock:
                 seg.outstanding = len(messages)
                 if not messages:

@@ -120,8 +120,9 @@ def _install_pika_filter() -> None:
         if _FILTER_INSTALLED:
             return
         quiet = _QuietOnExporterThreads()
-        names = [n for n in logging.Logger.manager.loggerDict
-                 if n == "pika" or n.startswith("pika.")]
+        names = [
+            n for n in logging.Logger.manager.loggerDict if n == "pika" or n.startswith("pika.")
+        ]
         for name in names:
             logging.getLogger(name).addFilter(quiet)
         _FILTER_INSTALLED = True
@@ -238,8 +239,9 @@ class RabbitMQExporter(LineageExporter):
         self._publish_timeout_s = settings.publish_timeout_ms / 1000
         self._reconnect_initial_s = settings.reconnect_initial_ms / 1000
         self._reconnect_max_s = max(settings.reconnect_max_ms, settings.reconnect_initial_ms) / 1000
-        self.spool_dir = (Path(settings.spool_dir) if settings.spool_dir
-                          else _default_spool_dir(exchange))
+        self.spool_dir = (
+            Path(settings.spool_dir) if settings.spool_dir else _default_spool_dir(exchange)
+        )
         self._report_interval_s = report_interval_s
 
         self._lock = threading.Lock()
@@ -251,16 +253,27 @@ class RabbitMQExporter(LineageExporter):
         self._flush_waiters = 0
         self._state = _State.CONNECTING
         self._shut = False
-        self._counts = {"exported": 0, "retried": 0, "spooled": 0, "replayed": 0, "dropped": 0,
-                        "unroutable": 0, "connection_failures": 0}
+        self._counts = {
+            "exported": 0,
+            "retried": 0,
+            "spooled": 0,
+            "replayed": 0,
+            "dropped": 0,
+            "unroutable": 0,
+            "connection_failures": 0,
+        }
         self._drops = _RateLimitedReport(
-            report_interval_s, logging.WARNING,
+            report_interval_s,
+            logging.WARNING,
             "lineage RabbitMQ exporter dropped %d event(s): the memory buffer and the spool "
-            "(%s) are both full while the broker is unavailable")
+            "(%s) are both full while the broker is unavailable",
+        )
         self._unroutable = _RateLimitedReport(
-            report_interval_s, logging.WARNING,
+            report_interval_s,
+            logging.WARNING,
             "lineage RabbitMQ exporter: %d event(s) were unroutable (returned by the broker): no "
-            "queue bound to exchange %r matches their routing keys")
+            "queue bound to exchange %r matches their routing keys",
+        )
         self._start()
 
     # -- construction -------------------------------------------------------------------------
@@ -268,8 +281,11 @@ class RabbitMQExporter(LineageExporter):
     @classmethod
     def from_config(cls, config: LineageConfig) -> RabbitMQExporter:
         """The exporter for ``config.rabbitmq``, publishing to ``config.collector_topic``."""
-        return cls(config.rabbitmq, exchange=config.collector_topic,
-                   job_namespace=config.producer.job_namespace)
+        return cls(
+            config.rabbitmq,
+            exchange=config.collector_topic,
+            job_namespace=config.producer.job_namespace,
+        )
 
     @staticmethod
     def _parse_url(url: str) -> str | None:
@@ -279,26 +295,38 @@ class RabbitMQExporter(LineageExporter):
             password = unquote(parts.password) if parts.password else None
             port = parts.port
         except ValueError as exc:
-            raise ConfigError("lineage.rabbitmq.url", scrub(url, None),
-                              f"a URL like amqp://user:password@host:5672/vhost ({exc})") from None
+            raise ConfigError(
+                "lineage.rabbitmq.url",
+                scrub(url, None),
+                f"a URL like amqp://user:password@host:5672/vhost ({exc})",
+            ) from None
         if parts.scheme not in ("amqp", "amqps"):
-            raise ConfigError("lineage.rabbitmq.url", scrub(url, password),
-                              "a URL whose scheme is amqp:// or amqps://")
+            raise ConfigError(
+                "lineage.rabbitmq.url",
+                scrub(url, password),
+                "a URL whose scheme is amqp:// or amqps://",
+            )
         if not parts.hostname:
-            raise ConfigError("lineage.rabbitmq.url", scrub(url, password),
-                              "a URL that names the broker's host, e.g. "
-                              "amqp://guest:guest@127.0.0.1:5672/%2F")
+            raise ConfigError(
+                "lineage.rabbitmq.url",
+                scrub(url, password),
+                "a URL that names the broker's host, e.g. amqp://guest:guest@127.0.0.1:5672/%2F",
+            )
         if port == 0:
-            raise ConfigError("lineage.rabbitmq.url", scrub(url, password),
-                              "a port from 1 to 65535")
+            raise ConfigError(
+                "lineage.rabbitmq.url", scrub(url, password), "a port from 1 to 65535"
+            )
         return password
 
     def _build_parameters(self, s: RabbitMQConfig) -> Any:
         try:
             params = pika.URLParameters(s.url)
         except Exception as exc:  # noqa: BLE001 - pika raises several types on bad query args
-            raise ConfigError("lineage.rabbitmq.url", scrub(s.url, self._password),
-                              f"a valid AMQP URL ({scrub(str(exc), self._password)})") from None
+            raise ConfigError(
+                "lineage.rabbitmq.url",
+                scrub(s.url, self._password),
+                f"a valid AMQP URL ({scrub(str(exc), self._password)})",
+            ) from None
         params.heartbeat = s.heartbeat_s
         params.connection_attempts = 1
         params.retry_delay = 0
@@ -316,18 +344,25 @@ class RabbitMQExporter(LineageExporter):
 
     @staticmethod
     def _ssl_context(s: RabbitMQConfig) -> ssl.SSLContext:
-        for key, path in (("tls_ca_file", s.tls_ca_file), ("tls_cert_file", s.tls_cert_file),
-                          ("tls_key_file", s.tls_key_file)):
+        for key, path in (
+            ("tls_ca_file", s.tls_ca_file),
+            ("tls_cert_file", s.tls_cert_file),
+            ("tls_key_file", s.tls_key_file),
+        ):
             if path is not None and not Path(path).is_file():
-                raise ConfigError(f"lineage.rabbitmq.{key}", path,
-                                  "the path of a readable PEM file")
+                raise ConfigError(
+                    f"lineage.rabbitmq.{key}", path, "the path of a readable PEM file"
+                )
         try:
             ctx = ssl.create_default_context(cafile=s.tls_ca_file)
             if s.tls_cert_file:
                 ctx.load_cert_chain(s.tls_cert_file, s.tls_key_file)
         except (ssl.SSLError, OSError) as exc:
-            raise ConfigError("lineage.rabbitmq.tls_cert_file", s.tls_cert_file,
-                              f"a PEM certificate (and key) that load ({exc})") from None
+            raise ConfigError(
+                "lineage.rabbitmq.tls_cert_file",
+                s.tls_cert_file,
+                f"a PEM certificate (and key) that load ({exc})",
+            ) from None
         if not s.tls_verify:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
@@ -352,8 +387,9 @@ class RabbitMQExporter(LineageExporter):
         self._stopping = False
         self._pump_pending = False
         _install_pika_filter()
-        self._thread = threading.Thread(target=self._io_main, name="lineage-rabbitmq-io",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._io_main, name="lineage-rabbitmq-io", daemon=True
+        )
         self._thread.start()
 
     def _after_fork(self) -> None:
@@ -497,8 +533,12 @@ class RabbitMQExporter(LineageExporter):
             if not self._spill_locked():
                 lost = self._mem_events
                 self._counts["dropped"] += lost
-                _LOG.error("lineage RabbitMQ exporter lost %d unconfirmed event(s) at shutdown: "
-                           "the spool (%s) is full or unusable", lost, self.spool_dir)
+                _LOG.error(
+                    "lineage RabbitMQ exporter lost %d unconfirmed event(s) at shutdown: "
+                    "the spool (%s) is full or unusable",
+                    lost,
+                    self.spool_dir,
+                )
                 self._queue.clear()
                 self._mem_events = 0
             self._drops.maybe_log(self.spool_dir)
@@ -513,10 +553,17 @@ class RabbitMQExporter(LineageExporter):
             in_flight = len(self._inflight)
             connected = self._state is _State.READY
         return RabbitMQExporterStats(
-            exported=c["exported"], retried=c["retried"], spooled=c["spooled"],
-            replayed=c["replayed"], dropped=c["dropped"], unroutable=c["unroutable"],
-            buffered=buffered, in_flight=in_flight, spool_bytes=self._spool.total_bytes,
-            connected=connected, connection_failures=c["connection_failures"],
+            exported=c["exported"],
+            retried=c["retried"],
+            spooled=c["spooled"],
+            replayed=c["replayed"],
+            dropped=c["dropped"],
+            unroutable=c["unroutable"],
+            buffered=buffered,
+            in_flight=in_flight,
+            spool_bytes=self._spool.total_bytes,
+            connected=connected,
+            connection_failures=c["connection_failures"],
         )
 
     # -- the I/O thread -----------------------------------------------------------------------
@@ -588,8 +635,12 @@ class RabbitMQExporter(LineageExporter):
         channel.add_on_close_callback(self._on_channel_closed)
         channel.add_on_return_callback(self._on_return)
         if self.settings.declare_exchange:
-            channel.exchange_declare(exchange=self.exchange, exchange_type="topic", durable=True,
-                                     callback=self._on_exchange_ready)
+            channel.exchange_declare(
+                exchange=self.exchange,
+                exchange_type="topic",
+                durable=True,
+                callback=self._on_exchange_ready,
+            )
         else:
             self._on_exchange_ready(None)
 
@@ -597,20 +648,28 @@ class RabbitMQExporter(LineageExporter):
     def _on_exchange_ready(self, _frame: Any) -> None:
         if self._channel is None:
             return
-        self._channel.confirm_delivery(ack_nack_callback=self._on_confirm,
-                                       callback=self._on_confirm_mode)
+        self._channel.confirm_delivery(
+            ack_nack_callback=self._on_confirm, callback=self._on_confirm_mode
+        )
 
     @_guarded
     def _on_confirm_mode(self, _frame: Any) -> None:
         self._next_tag = 1
         self._attempt = 0
         if self._failure_key is not None:
-            _LOG.warning("lineage RabbitMQ exporter connected again to %s; %d buffered event(s) "
-                         "and the spool are being published", self.safe_url, self._mem_events)
+            _LOG.warning(
+                "lineage RabbitMQ exporter connected again to %s; %d buffered event(s) "
+                "and the spool are being published",
+                self.safe_url,
+                self._mem_events,
+            )
             self._failure_key = None
         else:
-            _LOG.debug("lineage RabbitMQ exporter connected to %s as %r", self.safe_url,
-                       self.connection_name)
+            _LOG.debug(
+                "lineage RabbitMQ exporter connected to %s as %r",
+                self.safe_url,
+                self.connection_name,
+            )
         self._set_state(_State.READY)
         self._pump()
 
@@ -653,18 +712,24 @@ class RabbitMQExporter(LineageExporter):
         """One clear line per new kind of failure; repeats of the same one go to DEBUG."""
         with self._lock:
             self._counts["connection_failures"] += 1
-        sentence, config = describe_failure(exc, host=self._host, port=self._port,
-                                            vhost=self._vhost, user=self._user)
+        sentence, config = describe_failure(
+            exc, host=self._host, port=self._port, vhost=self._vhost, user=self._user
+        )
         sentence = scrub(sentence, self._password)
         if self._quiet_next_failure or sentence == self._failure_key:
             self._quiet_next_failure = False
             _LOG.debug("lineage RabbitMQ exporter: %s (already reported)", sentence)
             return
         self._failure_key = sentence
-        _LOG.log(logging.ERROR if config else logging.WARNING,
-                 "lineage RabbitMQ exporter cannot publish to %s (exchange %r): %s; events wait in "
-                 "memory, then in the spool %s, and it keeps retrying with backoff",
-                 self.safe_url, self.exchange, sentence, self.spool_dir)
+        _LOG.log(
+            logging.ERROR if config else logging.WARNING,
+            "lineage RabbitMQ exporter cannot publish to %s (exchange %r): %s; events wait in "
+            "memory, then in the spool %s, and it keeps retrying with backoff",
+            self.safe_url,
+            self.exchange,
+            sentence,
+            self.spool_dir,
+        )
 
     def _schedule_reconnect(self) -> None:
         self._set_state(_State.WAITING)
@@ -717,11 +782,16 @@ class RabbitMQExporter(LineageExporter):
                 }
                 if msg.event_ids is not None:
                     headers[HEADER_EVENT_IDS] = msg.event_ids
-                props = pika.BasicProperties(content_type=msg.content_type, delivery_mode=2,
-                                             message_id=msg.message_id, headers=headers)
+                props = pika.BasicProperties(
+                    content_type=msg.content_type,
+                    delivery_mode=2,
+                    message_id=msg.message_id,
+                    headers=headers,
+                )
                 try:
-                    channel.basic_publish(self.exchange, msg.routing_key, msg.body, props,
-                                          mandatory=True)
+                    channel.basic_publish(
+                        self.exchange, msg.routing_key, msg.body, props, mandatory=True
+                    )
                 except Exception as exc:  # noqa: BLE001 - channel closing under us
                     with self._lock:
                         self._requeue_locked(batch[i:], count_retry=False)
@@ -736,7 +806,7 @@ class RabbitMQExporter(LineageExporter):
     def _take(self, n: int) -> list[OutboundMessage]:
         """Up to ``n`` messages from the head of the queue, refilling it from the spool first."""
         with self._lock:
-            refill = (len(self._queue) < n and not self._refilling and not self._stopping)
+            refill = len(self._queue) < n and not self._refilling and not self._stopping
             if refill:
                 self._refilling = True
         if refill:
@@ -830,9 +900,12 @@ class RabbitMQExporter(LineageExporter):
 
     def _abort_connection(self) -> None:
         """No confirm in time: drop the connection at once (a hung broker never sends Close-Ok)."""
-        _LOG.warning("lineage RabbitMQ exporter: no publisher confirm from %s within %.1f s; "
-                     "reconnecting and publishing the unconfirmed events again",
-                     self.safe_url, self._publish_timeout_s)
+        _LOG.warning(
+            "lineage RabbitMQ exporter: no publisher confirm from %s within %.1f s; "
+            "reconnecting and publishing the unconfirmed events again",
+            self.safe_url,
+            self._publish_timeout_s,
+        )
         self._aborting = True
         self._quiet_next_failure = True
         self._failure_key = "timeout"
