@@ -29,7 +29,8 @@ def available_stores() -> dict[str, StoreCreator]:
 
 
 class LineageManager:
-    """Creates, opens and closes the stores; ``get_store()`` is what the collector writes to.
+    """Creates, opens and closes the stores, each exactly once; ``get_store()`` is what the
+    collector writes to.
 
     ``creators`` adds or overrides store creators by name (tests, embedding applications);
     ``stores`` bypasses configuration entirely with ready-made stores.
@@ -46,7 +47,7 @@ class LineageManager:
         self._creators = dict(creators or {})
         self._stores: list[LineageStoreProtocol] | None = list(stores) if stores else None
         self._store: LineageStoreProtocol | None = None
-        self._opened = False
+        self._open_stores: list[LineageStoreProtocol] = []  # in opening order
 
     def backend_names(self) -> list[str]:
         """The leaf stores named by configuration, in write order."""
@@ -100,7 +101,8 @@ class LineageManager:
         return self.build()
 
     def get_store(self) -> LineageStoreProtocol:
-        """The single configured store, or a fail-fast composite of several."""
+        """What the collector writes to: the single configured store, or the composite of several
+        (written concurrently; it waits for all of them and raises if any failed)."""
         if self._store is None:
             stores = self.build()
             self._store = (
@@ -111,17 +113,30 @@ class LineageManager:
         return self._store
 
     def open(self) -> None:
-        """Open every store in order; on failure close those already open and raise."""
+        """Open every store once, in order, then the composite over them (its writer pool).
+
+        The manager is the one owner of the stores' lifecycles: the composite never opens or
+        closes its leaves. On failure, the stores opened so far (and the one that failed, to
+        release what it acquired) are closed, last first, and the error is raised. A second
+        ``open`` while open does nothing.
+        """
+        if self._open_stores:
+            return
+        stores = self.build()
         opened: list[LineageStoreProtocol] = []
         try:
-            for store in self.build():
-                store.open()
+            for store in stores:
                 opened.append(store)
+                store.open()
+            writer = self.get_store()
+            if isinstance(writer, CompositeStore):
+                opened.append(writer)
+                writer.open()
         except BaseException:
             for store in reversed(opened):
                 self._close_one(store)
             raise
-        self._opened = True
+        self._open_stores = opened
 
     def check(self) -> dict[str, str | None]:
         """Open and check each store independently: ``{name: None | error}``."""
@@ -147,14 +162,11 @@ class LineageManager:
             _log.exception("closing store %s failed", store.name)
 
     def close(self) -> None:
-        """Close every store, last opened first; never raises."""
-        if self._stores is None:
-            return
-        if isinstance(self._store, CompositeStore):
-            self._store.stop_writers()  # the manager closes the leaf stores itself, below
-        for store in reversed(self._stores):
+        """Close what :meth:`open` opened, once, last opened first (the composite's writer pool
+        before the stores it writes to); never raises."""
+        opened, self._open_stores = self._open_stores, []
+        for store in reversed(opened):
             self._close_one(store)
-        self._opened = False
 
     def __enter__(self) -> LineageManager:
         self.open()

@@ -1,7 +1,8 @@
 """Unit tests of the composite store's concurrency and failure logic, with in-process stores.
 
 The composite's integration with real stores and the real broker is covered by test_delivery.py
-and tests/stores_nosql/test_collector_*.py; here the stores are plain objects so that the
+and tests/stores_nosql/test_collector_*.py, and the lifecycle of its stores (owned by the
+LineageManager) by test_store_lifecycle.py; here the stores are plain objects so that the
 concurrency itself can be proved with barriers (no timing assertions).
 """
 
@@ -62,17 +63,24 @@ def test_stores_are_written_concurrently():
     assert first.batches == second.batches == [RECORDS] * 3
     assert first.threads == [threading.current_thread().name] * 3
     assert all(name.startswith("lineage-composite") for name in second.threads)
-    assert first.events == second.events == ["open", "close"]
+    assert first.events == second.events == []  # the manager opens and closes the stores
 
 
-def test_pool_starts_lazily_when_the_manager_opened_the_leaf_stores():
+def test_open_starts_the_writer_pool_and_close_ends_it_leaving_the_stores_alone():
     barrier = threading.Barrier(3, timeout=WAIT_S)
     stores = [FakeStore(f"s{i}", lambda: barrier.wait()) for i in range(3)]
     composite = CompositeStore(stores)
-    composite.write_batch(RECORDS)  # no open(): the leaves were opened elsewhere
+    with pytest.raises(RuntimeError, match="not open"):
+        composite.write_batch(RECORDS)
+    composite.open()
+    composite.write_batch(RECORDS)
+    names = {s.threads[0] for s in stores[1:]}
+    writers = [t for t in threading.enumerate() if t.name in names]
     composite.close()
     assert [s.batches for s in stores] == [[RECORDS]] * 3
     assert len({s.threads[0] for s in stores}) == 3
+    assert writers and not any(t.is_alive() for t in writers)
+    assert [s.events for s in stores] == [[], [], []]
 
 
 def test_a_failing_store_raises_store_error_naming_it_after_the_others_finished():
@@ -143,6 +151,7 @@ def test_a_retryable_failure_wins_over_a_permanent_one_then_store_order():
             composite.write_batch(RECORDS)
         assert info.value.store == "graph" and not info.value.permanent
         only_permanent = CompositeStore([FakeStore("ok"), stores[0]])
+        only_permanent.open()
         with pytest.raises(StoreError) as info:
             only_permanent.write_batch(RECORDS)
         only_permanent.close()
@@ -158,24 +167,7 @@ def test_a_single_store_composite_writes_inline_and_needs_no_pool():
     composite.write_batch(RECORDS)
     composite.close()
     assert store.threads == [threading.current_thread().name]
-    assert store.events == ["open", "close"]
-
-
-def test_close_closes_every_store_in_reverse_even_when_one_fails():
-    order: list[str] = []
-
-    class Closing(FakeStore):
-        def close(self) -> None:
-            order.append(self.name)
-            if self.name == "b":
-                raise OSError("stuck")
-
-    composite = CompositeStore([Closing("a"), Closing("b"), Closing("c")])
-    composite.open()
-    composite.write_batch(RECORDS)
-    with pytest.raises(StoreError, match="b: stuck"):
-        composite.close()
-    assert order == ["c", "b", "a"]
+    assert store.events == []
 
 
 def test_an_empty_composite_is_refused():

@@ -3,10 +3,15 @@
 The collector acks a message only after every store wrote it. The stores are independent servers,
 so a batch is written to all of them at once (the first store on the caller's thread, the others
 on a small pool owned by the composite) and takes about as long as the slowest, not the sum. The
-batch waits for every store before it returns, so no write of a failed batch is still in flight
-when the collector retries it. If any store fails, the batch raises StoreError naming that store
-and the message is retried as a whole; stores that succeeded see the events again and, being
-idempotent, keep one copy.
+batch waits for every store before it returns, even after one has failed, so no write of a failed
+batch is still in flight when the collector retries it. If any store fails, the batch raises one
+StoreError naming a failing store and the message goes to retry (or, when permanent or out of
+attempts, to the dead-letter queue) as a whole; the stores that succeeded see the events again
+and, being idempotent per event id, keep one copy.
+
+The composite does not own its stores: :class:`~lineage_sdk.collector.manager.LineageManager`
+opens them before it builds the composite and closes them after it. The composite's own
+``open`` and ``close`` start and end its writer pool, nothing else.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ def _write(store: LineageStoreProtocol, records: Sequence[LineageRecord]) -> Sto
 
 
 class CompositeStore(BaseLineageStore):
-    """Writes every batch to all ``stores`` concurrently; any failure raises StoreError.
+    """Writes every batch to all ``stores`` (already open) concurrently; any failure raises.
 
     The error raised names the failing store. When several fail, a retryable error wins over a
     permanent one (a later attempt may fix it, and the collector should retry rather than
@@ -50,33 +55,30 @@ class CompositeStore(BaseLineageStore):
             raise ValueError("a composite store needs at least one store")
         self.stores = list(stores)
         self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
+        self._lock = threading.Lock()
 
-    def _start_pool(self) -> ThreadPoolExecutor | None:
-        """The writer pool (one thread per store after the first), created once."""
+    def open(self) -> None:
+        """Start the writer pool (one thread per store after the first); the stores stay as
+        they are."""
         if len(self.stores) < 2:
-            return None
-        with self._pool_lock:
+            return
+        with self._lock:
             if self._pool is None:
                 pool = ThreadPoolExecutor(
                     max_workers=len(self.stores) - 1, thread_name_prefix="lineage-composite"
                 )
-                # A composite built outside a LineageManager may never be closed: its idle
-                # threads still end when it is collected.
+                # An opened composite that is never closed still ends its idle threads when
+                # it is collected.
                 weakref.finalize(self, pool.shutdown, False)
                 self._pool = pool
-            return self._pool
-
-    def open(self) -> None:
-        for store in self.stores:
-            store.open()
-        self._start_pool()
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
-        pool = self._start_pool()  # also when the manager opened the leaf stores itself
-        if pool is None:
+        if len(self.stores) == 1:
             errors = [_write(self.stores[0], records)]
         else:
+            pool = self._pool
+            if pool is None:
+                raise RuntimeError("the composite store is not open: call open() first")
             futures: list[Future[StoreError | None]] = [
                 pool.submit(_write, store, records) for store in self.stores[1:]
             ]
@@ -91,20 +93,9 @@ class CompositeStore(BaseLineageStore):
         for store in self.stores:
             store.check()
 
-    def stop_writers(self) -> None:
-        """End the writer threads without closing the stores (the manager closes those)."""
-        with self._pool_lock:
+    def close(self) -> None:
+        """End the writer pool, after the writes in flight; the stores are not closed."""
+        with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
-
-    def close(self) -> None:
-        self.stop_writers()
-        errors: list[str] = []
-        for store in reversed(self.stores):
-            try:
-                store.close()
-            except Exception as exc:  # noqa: BLE001 - close every store even if one fails
-                errors.append(f"{store.name}: {exc}")
-        if errors:
-            raise StoreError(self.name, "closing failed: " + "; ".join(errors))
