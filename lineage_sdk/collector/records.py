@@ -27,8 +27,9 @@ TERMINAL_STATES = frozenset({"COMPLETE", "FAIL", "ABORT"})
 def compute_event_id(event: Mapping[str, Any]) -> str:
     """The content identity of an event: first 32 hex chars of sha256 over sorted-key JSON.
 
-    The same definition as :func:`lineage_sdk.models.event_id` and the SDK's ``encode_event``,
-    so the id the exporter put in ``message_id`` and the id a store keys on agree.
+    The same definition as :func:`lineage_sdk.models.event_id`, so every path into the stores
+    keys an event alike. It is not the AMQP ``message_id``: the SDK's ``EncodedEvent.event_id``
+    names a RunEvent by run id, event type and time (see docs/architecture.md).
     """
     return hashlib.sha256(orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
 

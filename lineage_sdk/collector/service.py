@@ -55,7 +55,8 @@ class LineageCollectorService:
         return record
 
     def write(self, records: Sequence[LineageRecord]) -> None:
-        """Write a batch to the store (composite: all of them, fail-fast), counting per store."""
+        """Write a batch to the store (composite: all of them concurrently, raising if any
+        failed), counting per store."""
         if not records:
             return
         store = self.manager.get_store()

@@ -351,7 +351,11 @@ class StoreConfig(_Section):
     )
     backends: list[str] = Field(
         default_factory=list,
-        description="With backend='composite', the stores written to, fail-fast, in order.",
+        description=(
+            "With backend='composite', the stores written to: each batch goes to all of them"
+            " concurrently and waits for every one; if any fails, the whole batch goes to retry"
+            " (or the dead-letter queue), and the stores that succeeded keep one copy."
+        ),
     )
     logging: LoggingStoreConfig = Field(default_factory=LoggingStoreConfig)
     sql: SqlStoreConfig = Field(default_factory=SqlStoreConfig)

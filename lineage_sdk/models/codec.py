@@ -119,12 +119,14 @@ def event_id(event: BaseEvent | Mapping[str, Any]) -> str:
     """The content id of an event: 32 hex chars = the first 128 bits of SHA-256.
 
     Defined as ``sha256(orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]`` over
-    the event *as a JSON mapping*, which is exactly what the SDK pipeline hashes (its payload
-    bytes are that serialization), so ``event_id(orjson.loads(payload))`` equals the id the SDK
-    sent with ``payload``: decoding and re-encoding orjson's own output is byte-stable. Key order
-    does not matter. Compute it on the decoded mapping, not on a model: a model normalises times
-    (``.001Z`` becomes ``.001000Z``), which changes the bytes. A model is accepted for events
-    built in Python, and hashed via :func:`to_dict`.
+    the event *as a JSON mapping*. The SDK's payload bytes are that serialization, and decoding
+    and re-encoding orjson's own output is byte-stable, so ``event_id(orjson.loads(payload))``
+    is the hash of the payload as sent. It is not the AMQP ``message_id``
+    (``EncodedEvent.event_id``, which names a RunEvent by run id, event type and time); the
+    stores key on this content id. Key order does not matter. Compute it on the decoded
+    mapping, not on a model: a model normalises times (``.001Z`` becomes ``.001000Z``), which
+    changes the bytes. A model is accepted for events built in Python, and hashed via
+    :func:`to_dict`.
     """
     return hashlib.sha256(to_json(event)).hexdigest()[:32]
 
