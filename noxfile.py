@@ -18,7 +18,6 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
 PYTHON = None  # the interpreter nox runs on (requires-python >= 3.11)
-ON_CI = bool(os.environ.get("CI"))
 
 
 def _port_open(port: int) -> bool:
@@ -85,7 +84,7 @@ def tests(session: nox.Session) -> None:
     _ensure_postgres(session)
     _ensure_chromium(session)
     args = session.posargs or ["-q", "-p", "no:cacheprovider", "--durations=15"]
-    session.run("pytest", *args, env={"LINEAGE_SDK_TEST_CI": "1" if ON_CI else ""})
+    session.run("pytest", *args)
 
 
 # Pinned: a newer ruff may format differently, and the format check must not drift under us.

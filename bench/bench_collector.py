@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pika
@@ -150,9 +151,16 @@ def collector_rate(bodies: list[bytes], store: dict, workdir: Path) -> float:
         thread.join(30)
         return len(bodies) / elapsed
     finally:
-        topo.delete(ch)
+        delete_queues(ch, topo)
         ch.exchange_delete(topic)
         conn.close()
+
+
+def delete_queues(channel: Any, topology: Topology) -> None:
+    """Remove a collector's queues (not the exchange, which producers share)."""
+    retries = (r.name for r in topology.retry_queues)
+    for name in (topology.queue, *retries, topology.dead_letter_queue):
+        channel.queue_delete(queue=name)
 
 
 def _median(values: list[float]) -> float:

@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))  # bench_collector
 
 import orjson  # noqa: E402
 import pika  # noqa: E402
-from bench_collector import URL, make_events, prefill, raw_pika  # noqa: E402
+from bench_collector import URL, delete_queues, make_events, prefill, raw_pika  # noqa: E402
 from servers import FalkorDBRespRunner, falkordb_server, secantus_server  # noqa: E402
 
 from lineage_sdk.collector.consumer import LineageCollector  # noqa: E402
@@ -156,7 +156,7 @@ def collector_rate(
             if isinstance(s, GraphLineageStore) and isinstance(s.runner, FalkorDBRespRunner):
                 s.runner.drop()
             s.close()
-        topo.delete(ch)
+        delete_queues(ch, topo)
         ch.exchange_delete(topic)
         conn.close()
 

@@ -6,7 +6,8 @@ short time limit), so batching, stopping and reconnecting are plain code on one 
 1. deliveries are buffered until ``batch_size`` events or ``batch_timeout_ms`` have passed;
 2. each message is decoded; poison messages (and bad events of a batch message) are parked in
    the dead-letter queue at once, with a reason;
-3. the good events go to the store in one ``write_batch`` (composite: every store, fail-fast);
+3. the good events go to the store in one ``write_batch`` (composite: every store at once; it
+   waits for all of them and raises if any failed);
 4. on success everything is acked with one ``multiple`` ack. On a transient failure each message
    is republished to the retry queue of its attempt (delays grow) or, after ``max_attempts``,
    parked; on a permanent failure the batch is split so that only the events the store refuses
@@ -120,7 +121,6 @@ class LineageCollector:
         self._first_at = 0.0
         self._retry_names = tuple(r.name for r in self.topology.retry_queues)
         self._tag_prefix = consumer_tag_prefix
-        self._in_consume = False
 
     # -- state for the health endpoint ----------------------------------------------------------
 
@@ -135,10 +135,6 @@ class LineageCollector:
     def stop(self) -> None:
         """Ask the loop to finish the batch in flight, ack it, close and return."""
         self._stop.set()
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
 
     # -- main loop --------------------------------------------------------------------------------
 

@@ -92,11 +92,6 @@ class Topology:
             )
         channel.queue_declare(queue=self.dead_letter_queue, durable=True)
 
-    def delete(self, channel: Any) -> None:
-        """Remove every queue (not the exchange, which producers share); used by tests and tools."""
-        for name in (self.queue, *(r.name for r in self.retry_queues), self.dead_letter_queue):
-            channel.queue_delete(queue=name)
-
     def retry_queue_for(self, attempt: int) -> RetryQueue:
         """The queue a message waits in after its ``attempt``-th failure (1-based); the delays grow
         with each attempt and the last one repeats."""

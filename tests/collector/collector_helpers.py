@@ -15,6 +15,7 @@ import pika
 
 from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
 
 RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
@@ -143,6 +144,13 @@ def json_props(**kwargs: Any) -> pika.BasicProperties:
 
 def dumps(event: Any) -> bytes:
     return orjson.dumps(event, option=orjson.OPT_SORT_KEYS)
+
+
+def delete_queues(channel: Any, topology: Topology) -> None:
+    """Remove a collector's queues (not the exchange, which producers share)."""
+    retries = (r.name for r in topology.retry_queues)
+    for name in (topology.queue, *retries, topology.dead_letter_queue):
+        channel.queue_delete(queue=name)
 
 
 def queue_depth(queue: str) -> int:

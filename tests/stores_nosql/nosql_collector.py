@@ -27,7 +27,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))  # collector_helpers
 
-from collector_helpers import RABBIT_URL, running, wait_until
+from collector_helpers import RABBIT_URL, delete_queues, running, wait_until
 from servers import GraphTarget
 
 from lineage_exporters.rabbitmq import RabbitMQExporter
@@ -268,7 +268,7 @@ def _cleanup(rig: CollectorRig) -> None:
         conn = pika.BlockingConnection(pika.URLParameters(RABBIT_URL))
         try:
             ch = conn.channel()
-            rig.topology.delete(ch)
+            delete_queues(ch, rig.topology)
             ch.exchange_delete(rig.topic)
         finally:
             conn.close()

@@ -250,11 +250,6 @@ class SqlStore(BaseLineageStore):
     def close(self) -> None:
         self._dispose()
 
-    def drop_tables(self) -> None:
-        """Remove this store's tables (tests and tooling)."""
-        with self.engine.begin() as conn:
-            self.metadata.drop_all(conn, checkfirst=True)
-
     # -- writing ------------------------------------------------------------------------------
 
     def _statements(self, dialect: Dialect) -> dict[str, Any]:
