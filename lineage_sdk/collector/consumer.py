@@ -294,16 +294,16 @@ class LineageCollector:
         # Permanent: find the events the store refuses; write the others.
         for d in good:
             records = d.records or []
-            refused: list[tuple[LineageRecord, StoreError]] = []
+            refused: list[tuple[int, LineageRecord, StoreError]] = []  # with batch positions
             transient: StoreError | None = None
-            for record in records:
+            for index, record in enumerate(records):
                 try:
                     self.service.write([record])
                 except StoreError as write_error:
                     if not write_error.permanent:
                         transient = write_error
                         break
-                    refused.append((record, write_error))
+                    refused.append((index, record, write_error))
             if transient is not None:
                 self._retry_or_park(publisher, d, transient)
             elif len(refused) == len(records) and len(records) == 1:
@@ -313,13 +313,12 @@ class LineageCollector:
                     d.body,
                     d.properties,
                     reason="store_rejected",
-                    error=str(refused[0][1]),
-                    store=refused[0][1].store,
+                    error=str(refused[0][2]),
+                    store=refused[0][2].store,
                     attempts=attempts_so_far(d.properties.headers, self._retry_names) + 1,
                 )
             else:
-                for record, refusal in refused:
-                    index = records.index(record)
+                for index, record, refusal in refused:
                     self._park(
                         publisher,
                         d,

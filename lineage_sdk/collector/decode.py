@@ -37,6 +37,8 @@ _IDENTITY_ENCODINGS = frozenset({"", "identity", "utf-8", "utf8"})
 # Real OpenLineage events nest ~10 levels (schema fields of structs of structs a little more);
 # anything this deep is an attack or a bug, and walking it costs the collector's time.
 MAX_NESTING_DEPTH = MAX_DEPTH
+_CONTAINERS = (dict, list)  # the only container types orjson produces
+_TOO_DEEP = f"JSON nests deeper than {MAX_NESTING_DEPTH} levels"
 
 
 class PoisonMessage(Exception):
@@ -64,28 +66,23 @@ class DecodedMessage:
     rejected: list[RejectedEvent] = field(default_factory=list)
 
 
-def _max_depth_exceeded(body: bytes) -> bool:
-    """True if JSON ``body`` nests deeper than MAX_NESTING_DEPTH (cheap pre-check first)."""
-    if body.count(b"[") + body.count(b"{") <= MAX_NESTING_DEPTH:
-        return False
+def _too_deep(data: Any) -> bool:
+    """True if parsed JSON ``data`` nests objects and arrays deeper than MAX_NESTING_DEPTH.
+
+    Walks the tree one level at a time (no recursion), looking only at containers: after orjson
+    has parsed the message this costs a fraction of walking its bytes in Python.
+    """
+    level: list[Any] = [data] if type(data) in _CONTAINERS else []
     depth = 0
-    in_string = escaped = False
-    for byte in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            if depth > MAX_NESTING_DEPTH:
-                return True
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+    while level:
+        depth += 1
+        if depth > MAX_NESTING_DEPTH:
+            return True
+        deeper: list[Any] = []
+        for node in level:
+            values = node.values() if type(node) is dict else node
+            deeper += [value for value in values if type(value) in _CONTAINERS]
+        level = deeper
     return False
 
 
@@ -95,8 +92,8 @@ def validate_event(data: Any, body: bytes | None = None) -> LineageRecord:
     Validation is :func:`lineage_sdk.models.codec.check_event`: it accepts exactly what
     :func:`parse_event` accepts, with parse_event's error message, but decides valid events with
     a plain-Python check instead of building pydantic models (the collector's hot path).
-    ``body``, when given, says that the event's raw JSON bytes were already checked for NUL
-    bytes and nesting depth (as :func:`decode_message` does), so the tree walk is skipped.
+    ``body``, when given, says that the message it came from was already checked for NUL bytes
+    and nesting depth (as :func:`decode_message` does), so the tree walk is skipped.
     """
     if not isinstance(data, dict):
         raise PoisonMessage("not_an_event", f"expected a JSON object, got {type(data).__name__}")
@@ -155,12 +152,15 @@ def decode_message(
         raise PoisonMessage("undecodable", "message body is empty")
     if b"\x00" in body or b"\\u0000" in body:
         raise PoisonMessage("nul_byte", "message contains a NUL byte")
-    if _max_depth_exceeded(body):
-        raise PoisonMessage("too_deep", f"JSON nests deeper than {MAX_NESTING_DEPTH} levels")
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc):  # orjson's own limit (1024 levels), far past ours
+            raise PoisonMessage("too_deep", _TOO_DEEP) from None
         raise PoisonMessage("undecodable", f"body is not UTF-8 JSON: {exc}") from None
+    # A message with fewer brackets than the limit cannot nest past it: skip the walk.
+    if body.count(b"[") + body.count(b"{") > MAX_NESTING_DEPTH and _too_deep(data):
+        raise PoisonMessage("too_deep", _TOO_DEEP)
     if media == BATCH_CONTENT_TYPE and not isinstance(data, list):
         raise PoisonMessage("not_a_batch", f"a {BATCH_CONTENT_TYPE} body must be a JSON array")
     if not isinstance(data, list):
