@@ -139,11 +139,17 @@ class LineageManager:
         self._open_stores = opened
 
     def check(self) -> dict[str, str | None]:
-        """Open and check each store independently: ``{name: None | error}``."""
+        """Check each store independently: ``{name: None | error}``.
+
+        On a manager that is not open, each store is opened for its check and closed after it;
+        on an open one, the open stores are checked as they are.
+        """
         results: dict[str, str | None] = {}
+        already_open = bool(self._open_stores)
         for store in self.build():
             try:
-                store.open()
+                if not already_open:
+                    store.open()
                 store.check()
                 results[store.name] = None
             except (StoreError, ConfigError) as exc:
@@ -151,7 +157,8 @@ class LineageManager:
             except Exception as exc:  # noqa: BLE001 - report any failure of a plugin store
                 results[store.name] = f"{type(exc).__name__}: {exc}"
             finally:
-                self._close_one(store)
+                if not already_open:
+                    self._close_one(store)
         return results
 
     @staticmethod

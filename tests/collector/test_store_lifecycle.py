@@ -185,3 +185,15 @@ def test_close_goes_on_past_a_failing_store_last_opened_first(tmp_path, caplog):
         manager.close()  # never raises
     assert order == ["c", "b", "a"]
     assert "closing store b failed" in caplog.text
+
+
+def test_check_opens_and_closes_only_a_manager_that_is_not_open(tmp_path):
+    manager, built = _manager(tmp_path, ["sql", "memory"])
+    assert manager.check() == {"sql": None, "memory": None}
+    assert [_calls(built[name]) for name in ("sql", "memory")] == [["open", "close"]] * 2
+    with manager:
+        assert manager.check() == {"sql": None, "memory": None}
+        assert [_calls(built[name]) for name in ("sql", "memory")] == [
+            ["open", "close", "open"]
+        ] * 2
+    assert [_calls(built[name]) for name in ("sql", "memory")] == [["open", "close"] * 2] * 2
