@@ -43,8 +43,9 @@ from lineage_exporters.rabbitmq._messages import (
     OutboundMessage,
     build_messages,
 )
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk import LineageDataset, track_lineage
-from lineage_sdk.config.schema import LineageConfig, PipelineConfig, RabbitMQConfig
+from lineage_sdk.config.schema import LineageConfig, PipelineConfig
 from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.exporters import InMemoryExporter
 

@@ -57,12 +57,13 @@ from servers import FalkorDBRespRunner, falkordb_server, secantus_server  # noqa
 from lineage_sdk.collector.consumer import LineageCollector  # noqa: E402
 from lineage_sdk.collector.manager import LineageManager  # noqa: E402
 from lineage_sdk.collector.records import build_record  # noqa: E402
+from lineage_sdk.collector.settings import ConnectionConfig  # noqa: E402
 from lineage_sdk.collector.store import LineageRecord, node_id  # noqa: E402
 from lineage_sdk.collector.stores.document import DocumentLineageStore  # noqa: E402
 from lineage_sdk.collector.stores.graph import GraphLineageStore, batch_statements  # noqa: E402
 from lineage_sdk.collector.stores.sql import SqlStore  # noqa: E402
 from lineage_sdk.collector.topology import Topology  # noqa: E402
-from lineage_sdk.config.schema import ConnectionConfig, LineageConfig  # noqa: E402
+from lineage_sdk.config.schema import LineageConfig  # noqa: E402
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
 COMPOSITE_TARGET = 3000.0  # events/s

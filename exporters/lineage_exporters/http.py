@@ -14,17 +14,20 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 import httpx
+from pydantic import Field, field_validator
 
 from lineage_sdk.config.redaction import redact
-from lineage_sdk.config.schema import HttpExporterConfig, LineageConfig
+from lineage_sdk.config.schema import LineageConfig, check_url
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.version import __version__
 
-__all__ = ["HttpExporter", "HttpExporterStats"]
+__all__ = ["HttpExporter", "HttpExporterConfig", "HttpExporterStats"]
 
 _LOG = logging.getLogger("lineage_exporters.http")
 _MAX_BACKOFF_S = 30.0
@@ -39,8 +42,32 @@ class HttpExporterStats:
     failed: int
 
 
+class HttpExporterConfig(Section):
+    """The `http` exporter: POSTs events to an OpenLineage HTTP endpoint such as Marquez."""
+
+    url: str | None = Field(
+        default=None,
+        description="OpenLineage HTTP endpoint base URL (OPENLINEAGE_URL also sets it).",
+    )
+    endpoint: str = Field(default="api/v1/lineage", description="Path appended to `url`.")
+    api_key: str | None = Field(
+        default=None,
+        description=(
+            "Bearer token sent as `Authorization: Bearer ...` (OPENLINEAGE_API_KEY also sets it)."
+        ),
+    )
+    timeout_ms: int = Field(default=5000, ge=1, description="Timeout of one HTTP request.")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        return check_url(value, ("http", "https"))
+
+
 class HttpExporter(LineageExporter):
     """POSTs each event's JSON to ``{url}/{endpoint}``, with an optional bearer token."""
+
+    config_class: ClassVar[type[Section]] = HttpExporterConfig
 
     def __init__(self, settings: HttpExporterConfig, *, report_interval_s: float = 60.0) -> None:
         if not settings.url:
@@ -77,7 +104,7 @@ class HttpExporter(LineageExporter):
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> HttpExporter:
-        return cls(config.http)
+        return cls(config.section("http", HttpExporterConfig))
 
     def export(self, batch: Sequence[EncodedEvent]) -> ExportResult:
         """POST each event in turn; never raises."""

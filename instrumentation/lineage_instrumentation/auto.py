@@ -68,12 +68,20 @@ def initialize() -> list[str]:
     """
     try:
         _strip_bootstrap_from_pythonpath()
-        from lineage_sdk.sdk.provider import configure
+        from lineage_instrumentation.config import InstrumentationConfig
+        from lineage_sdk.exceptions import ConfigError
+        from lineage_sdk.sdk.provider import configure, shutdown
 
         sdk = configure()
         if sdk is None:
             return []
-        return load_instrumentors(sdk.config.instrumentation.disabled_instrumentations)
+        try:
+            settings = sdk.config.section("instrumentation", InstrumentationConfig)
+        except ConfigError as exc:  # the instrumentation's own table is validated here
+            _LOG.error("lineage disabled: %s", exc)
+            shutdown(1.0)
+            return []
+        return load_instrumentors(settings.disabled_instrumentations)
     except Exception as exc:  # noqa: BLE001 - telemetry never stops the program
         _LOG.error(
             "lineage auto-instrumentation failed, the program runs without lineage: %s: %s",

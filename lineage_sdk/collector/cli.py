@@ -23,7 +23,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.config import config_keys, load_config, redact
+from lineage_sdk.config.amqp import AmqpConnectionConfig
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, LineageError
 
@@ -118,6 +120,13 @@ def _load(path: Path | None, overrides: dict[str, Any]) -> LineageConfig:
     return load_config(path=path, overrides=overrides)
 
 
+def _events_logger(config: LineageConfig) -> str:
+    """The logging store's logger, so its JSON lines are routed apart from the collector's log."""
+    from lineage_sdk.collector.stores.logging import LoggingStoreConfig
+
+    return config.section("store.logging", LoggingStoreConfig).logger_name
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     err.print(
         f"[bold red]lineage-collector: error:[/] {redact(message)}",
@@ -139,7 +148,7 @@ def run(config: LineageConfig, log_level: LogLevel = "INFO") -> None:
     from lineage_sdk.collector.health import HealthServer
     from lineage_sdk.collector.logs import configure_logging
 
-    configure_logging(log_level, events_logger=config.store.logging.logger_name)
+    configure_logging(log_level, events_logger=_events_logger(config))
     collector = LineageCollector(config)
     collector.manager.build()  # configuration errors of the stores surface before connecting
 
@@ -149,10 +158,11 @@ def run(config: LineageConfig, log_level: LogLevel = "INFO") -> None:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     health = None
-    if config.collector.health_port:
+    settings = config.section("collector", CollectorConfig)
+    if settings.health_port:
         health = HealthServer(
-            config.collector.health_host,
-            config.collector.health_port,
+            settings.health_host,
+            settings.health_port,
             registry=collector.metrics.registry,
             live=lambda: collector.alive,
             ready=lambda: collector.ready,
@@ -175,6 +185,7 @@ def check(config: LineageConfig) -> None:
     from lineage_sdk.collector.manager import LineageManager
     from lineage_sdk.collector.topology import Topology
 
+    config.validate_sections()  # every table, not only those the collector builds
     table = Table(title="lineage-collector check")
     table.add_column("part")
     table.add_column("status")
@@ -190,7 +201,7 @@ def check(config: LineageConfig) -> None:
         table.add_row(
             "broker",
             "[green]ok[/]",
-            f"{redact(config.rabbitmq.url)} queue "
+            f"{redact(config.section('rabbitmq', AmqpConnectionConfig).url)} queue "
             f"{topology.queue}, dead-letter {topology.dead_letter_queue}",
         )
     except ConfigError:
@@ -222,7 +233,7 @@ def serve(
     from lineage_sdk.collector.api import serve as serve_api
     from lineage_sdk.collector.logs import configure_logging
 
-    configure_logging(log_level, events_logger=config.store.logging.logger_name)
+    configure_logging(log_level, events_logger=_events_logger(config))
     serve_api(config, host, port, log_level=log_level)
 
 

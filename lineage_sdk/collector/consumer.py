@@ -42,8 +42,10 @@ from lineage_sdk.collector.decode import PoisonMessage, decode_message
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.metrics import CollectorMetrics
 from lineage_sdk.collector.service import LineageCollectorService
+from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.collector.topology import ATTEMPT_HEADER, Topology, attempts_so_far
+from lineage_sdk.config.amqp import AmqpConnectionConfig
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -57,7 +59,7 @@ _CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError)
 
 def connection_parameters(config: LineageConfig, *, role: str = "collector") -> pika.URLParameters:
     """pika parameters from ``[lineage.rabbitmq]``: URL, heartbeat, connection name and TLS."""
-    rmq = config.rabbitmq
+    rmq = config.section("rabbitmq", AmqpConnectionConfig)
     parsed = urlparse(rmq.url)
     if parsed.scheme not in ("amqp", "amqps"):
         raise ConfigError("rabbitmq.url", redact(rmq.url), "an amqp:// or amqps:// URL")
@@ -107,6 +109,8 @@ class LineageCollector:
         consumer_tag_prefix: str = "lineage-collector",
     ) -> None:
         self.config = config
+        self.settings = config.section("collector", CollectorConfig)
+        self.amqp = config.section("rabbitmq", AmqpConnectionConfig)
         self.topology = Topology.from_config(config)
         self.manager = manager or LineageManager(config)
         self.metrics = metrics or CollectorMetrics()
@@ -145,12 +149,12 @@ class LineageCollector:
             self._open_stores()
             if self._stop.is_set():
                 return
-            delay = self.config.rabbitmq.reconnect_initial_ms / 1000
-            max_delay = self.config.rabbitmq.reconnect_max_ms / 1000
+            delay = self.amqp.reconnect_initial_ms / 1000
+            max_delay = self.amqp.reconnect_max_ms / 1000
             while not self._stop.is_set():
                 try:
                     self._session()
-                    delay = self.config.rabbitmq.reconnect_initial_ms / 1000
+                    delay = self.amqp.reconnect_initial_ms / 1000
                 except _CONNECTION_ERRORS as exc:
                     self._connected = False
                     self.metrics.connected.set(0)
@@ -188,7 +192,7 @@ class LineageCollector:
         try:
             channel = connection.channel()
             self.topology.declare(channel)
-            channel.basic_qos(prefetch_count=self.config.collector.prefetch)
+            channel.basic_qos(prefetch_count=self.settings.prefetch)
             publisher = connection.channel()
             publisher.confirm_delivery()
             self._pending = []
@@ -206,8 +210,8 @@ class LineageCollector:
                 self.topology.exchange,
                 self.topology.binding_key,
             )
-            batch_size = self.config.collector.batch_size
-            batch_timeout = self.config.collector.batch_timeout_ms / 1000
+            batch_size = self.settings.batch_size
+            batch_timeout = self.settings.batch_timeout_ms / 1000
             while not self._stop.is_set():
                 if self._pending:
                     left = self._first_at + batch_timeout - time.monotonic()
@@ -258,7 +262,7 @@ class LineageCollector:
                     d.body,
                     props.content_type,
                     content_encoding=props.content_encoding,
-                    max_bytes=self.config.collector.max_message_bytes,
+                    max_bytes=self.settings.max_message_bytes,
                 )
             except PoisonMessage as exc:
                 self._park(publisher, d, d.body, props, reason=exc.reason, error=exc.detail)
@@ -333,7 +337,7 @@ class LineageCollector:
 
     def _retry_or_park(self, publisher: Any, d: _Delivery, exc: StoreError) -> None:
         attempt = attempts_so_far(d.properties.headers, self._retry_names) + 1
-        if attempt >= self.config.collector.max_attempts:
+        if attempt >= self.settings.max_attempts:
             self._park(
                 publisher,
                 d,

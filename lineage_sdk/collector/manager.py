@@ -1,8 +1,9 @@
 """LineageManager: builds the configured stores from entry points and owns their lifecycle.
 
 Stores are found by name in the ``lineage_sdk.stores`` entry-point group, so a third-party
-package adds a store by registering a creator (``StoreCreator``: config -> store) there; nothing
-in the collector names a store class.
+package adds a store by registering its class there: ``from_config(config)`` builds it, and its
+``config_class`` is its ``[lineage.store.<name>]`` table. Nothing in the collector names a store
+class.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from types import TracebackType
 
+from lineage_sdk.collector.settings import StoreConfig
 from lineage_sdk.collector.store import LineageStoreProtocol, StoreCreator
 from lineage_sdk.collector.stores.composite import CompositeStore
 from lineage_sdk.config.schema import LineageConfig
@@ -49,25 +51,15 @@ class LineageManager:
         self._store: LineageStoreProtocol | None = None
         self._open_stores: list[LineageStoreProtocol] = []  # in opening order
 
+    @property
+    def settings(self) -> StoreConfig:
+        """``[lineage.store]``; its validator is where the composite's backend rules live."""
+        return self.config.section("store", StoreConfig)
+
     def backend_names(self) -> list[str]:
         """The leaf stores named by configuration, in write order."""
-        cfg = self.config.store
-        if cfg.backend == "composite":
-            if not cfg.backends:
-                raise ConfigError(
-                    "store.backends",
-                    [],
-                    "with store.backend='composite', list "
-                    'the stores to write to, e.g. ["sql", "logging"]',
-                )
-            if "composite" in cfg.backends:
-                raise ConfigError(
-                    "store.backends", cfg.backends, "a composite cannot contain 'composite'"
-                )
-            if len(set(cfg.backends)) != len(cfg.backends):
-                raise ConfigError("store.backends", cfg.backends, "each store at most once")
-            return list(cfg.backends)
-        return [cfg.backend]
+        cfg = self.settings
+        return list(cfg.backends) if cfg.backend == "composite" else [cfg.backend]
 
     def _creator(self, name: str) -> StoreCreator:
         if name in self._creators:
@@ -81,8 +73,8 @@ class LineageManager:
                     name,
                     f"the store's package cannot be imported ({exc}); install its extra",
                 ) from None
-            if not callable(loaded):
-                raise ConfigError("store.backend", name, f"entry point {ep.value} is not callable")
+            if not callable(getattr(loaded, "from_config", loaded)):
+                raise ConfigError("store.backend", name, f"entry point {ep.value} builds no store")
             return loaded  # type: ignore[no-any-return]
         known = sorted(
             {*self._creators, *(ep.name for ep in entry_points(group=STORE_ENTRY_POINT_GROUP))}
@@ -90,10 +82,16 @@ class LineageManager:
         )
         raise ConfigError("store.backend", name, "one of " + ", ".join(known))
 
+    def _create(self, name: str) -> LineageStoreProtocol:
+        """A store class's ``from_config`` (its entry point), or a creator called with config."""
+        creator = self._creator(name)
+        factory: StoreCreator = getattr(creator, "from_config", creator)
+        return factory(self.config)
+
     def build(self) -> list[LineageStoreProtocol]:
         """Create (not open) the configured stores; raises ConfigError naming a bad setting."""
         if self._stores is None:
-            self._stores = [self._creator(name)(self.config) for name in self.backend_names()]
+            self._stores = [self._create(name) for name in self.backend_names()]
         return self._stores
 
     @property
@@ -107,7 +105,7 @@ class LineageManager:
             stores = self.build()
             self._store = (
                 stores[0]
-                if len(stores) == 1 and self.config.store.backend != "composite"
+                if len(stores) == 1 and self.settings.backend != "composite"
                 else CompositeStore(stores)
             )
         return self._store

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
+from lineage_sdk.collector.settings import ConnectionConfig
+from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 
 __all__ = [
@@ -129,9 +130,10 @@ StoreCreator = Callable[[LineageConfig], LineageStoreProtocol]
 
 def named_connection(config: LineageConfig, key: str, name: str) -> ConnectionConfig:
     """The ``[lineage.connections.NAME]`` a store setting names; ConfigError when it is missing."""
-    connection = config.connections.get(name)
+    connections = config.named("connections", ConnectionConfig)
+    connection = connections.get(name)
     if connection is None:
-        known = ", ".join(sorted(config.connections)) or "none"
+        known = ", ".join(sorted(connections)) or "none"
         raise ConfigError(
             key, name, f"must name a [lineage.connections.NAME] section (defined: {known})"
         )

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.config.schema import LineageConfig
 
 __all__ = [
@@ -64,7 +65,7 @@ class Topology:
     @classmethod
     def from_config(cls, config: LineageConfig) -> Topology:
         topic = config.collector_topic
-        c = config.collector
+        c = config.section("collector", CollectorConfig)
         queue = c.queue or f"{topic}.collector"
         delays = c.retry_delays_ms or [1000]
         return cls(

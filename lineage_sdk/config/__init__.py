@@ -1,4 +1,7 @@
-"""Configuration of lineage-sdk: the ``[lineage]`` schema and how it is loaded.
+"""Configuration of lineage-sdk: the ``[lineage]`` core, component tables, and how they load.
+
+Each component (exporter, store, instrumentor, the collector's parts) owns its table's class, a
+:class:`Section` named by its entry point; ``config.section(path)`` validates it when built.
 
 Sources, lowest to highest precedence: defaults, the TOML file (``LINEAGE_CONFIG`` or
 ``./lineage.toml``), ``OPENLINEAGE_*`` variables, ``LINEAGE_*`` variables, then explicit overrides
@@ -16,47 +19,20 @@ from lineage_sdk.config.keys import (
     env_var_for,
     flag_for,
     overrides_from_flags,
+    refresh_registry,
 )
 from lineage_sdk.config.loader import load_config, load_config_or_disabled
 from lineage_sdk.config.redaction import redact
-from lineage_sdk.config.schema import (
-    CollectorConfig,
-    ConnectionConfig,
-    ConsoleExporterConfig,
-    DocumentStoreConfig,
-    FileExporterConfig,
-    GraphStoreConfig,
-    HttpExporterConfig,
-    HttpStoreConfig,
-    InstrumentationConfig,
-    LineageConfig,
-    LoggingStoreConfig,
-    PipelineConfig,
-    ProducerConfig,
-    RabbitMQConfig,
-    SqlStoreConfig,
-    StoreConfig,
-)
+from lineage_sdk.config.schema import LineageConfig, PipelineConfig, ProducerConfig
+from lineage_sdk.config.sections import Section
 
 __all__ = [
     "CONFIG_FILE_ENV",
-    "CollectorConfig",
     "ConfigKey",
-    "ConnectionConfig",
-    "ConsoleExporterConfig",
-    "DocumentStoreConfig",
-    "FileExporterConfig",
-    "GraphStoreConfig",
-    "HttpExporterConfig",
-    "HttpStoreConfig",
-    "InstrumentationConfig",
     "LineageConfig",
-    "LoggingStoreConfig",
     "PipelineConfig",
     "ProducerConfig",
-    "RabbitMQConfig",
-    "SqlStoreConfig",
-    "StoreConfig",
+    "Section",
     "config_keys",
     "env_for_flags",
     "env_var_for",
@@ -65,4 +41,5 @@ __all__ = [
     "load_config_or_disabled",
     "overrides_from_flags",
     "redact",
+    "refresh_registry",
 ]

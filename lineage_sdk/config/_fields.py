@@ -25,14 +25,12 @@ __all__ = [
     "SECRET_FIELD_NAMES",
     "Kind",
     "Leaf",
-    "MapSection",
     "TextError",
     "describe_allowed",
     "display_value",
-    "leaves",
-    "map_sections",
     "parse_text",
     "section_fields",
+    "walk_leaves",
 ]
 
 NAME_PLACEHOLDER = "<name>"
@@ -104,14 +102,6 @@ class Leaf:
         return f"{base} | None" if self.optional else base
 
 
-@dataclass(frozen=True)
-class MapSection:
-    """A field mapping free names to a section model (``connections``)."""
-
-    path: tuple[str, ...]
-    model: type[BaseModel]
-
-
 def _is_model(annotation: object) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
@@ -148,26 +138,13 @@ def section_fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
     return dict(model.model_fields)
 
 
-def _map_value_model(annotation: object) -> type[BaseModel] | None:
-    if typing.get_origin(annotation) is dict:
-        key, value = typing.get_args(annotation)
-        if key is str and _is_model(value):
-            return typing.cast(type[BaseModel], value)
-    return None
-
-
-def _walk(model: type[BaseModel], prefix: tuple[str, ...]) -> list[Leaf | MapSection]:
-    out: list[Leaf | MapSection] = []
+def _walk(model: type[BaseModel], prefix: tuple[str, ...]) -> list[Leaf]:
+    out: list[Leaf] = []
     for name, field in section_fields(model).items():
         path = (*prefix, name)
         annotation = field.annotation
         if _is_model(annotation):
             out.extend(_walk(typing.cast(type[BaseModel], annotation), path))
-            continue
-        value_model = _map_value_model(annotation)
-        if value_model is not None:
-            out.append(MapSection(path, value_model))
-            out.extend(_walk(value_model, (*path, NAME_PLACEHOLDER)))
             continue
         kind, optional, choices = _classify(annotation)
         out.append(Leaf(path, field, kind, optional, choices))
@@ -175,20 +152,9 @@ def _walk(model: type[BaseModel], prefix: tuple[str, ...]) -> list[Leaf | MapSec
 
 
 @cache
-def _walked() -> tuple[Leaf | MapSection, ...]:
-    from lineage_sdk.config.schema import LineageConfig
-
-    return tuple(_walk(LineageConfig, ()))
-
-
-def leaves() -> tuple[Leaf, ...]:
-    """Every key of ``LineageConfig``, in declaration order (depth first)."""
-    return tuple(item for item in _walked() if isinstance(item, Leaf))
-
-
-def map_sections() -> tuple[MapSection, ...]:
-    """Every named-table map (``connections``)."""
-    return tuple(item for item in _walked() if isinstance(item, MapSection))
+def walk_leaves(model: type[BaseModel], prefix: tuple[str, ...]) -> tuple[Leaf, ...]:
+    """Every key of one section model under ``prefix``, in declaration order (depth first)."""
+    return tuple(_walk(model, prefix))
 
 
 def _bounds(field: FieldInfo) -> tuple[int | None, int | None, int | None]:

@@ -8,12 +8,22 @@ with ``_`` in upper case is the environment variable, joined with ``-`` the flag
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from lineage_sdk.config._fields import NAME_PLACEHOLDER, Leaf, leaves, map_sections
+from pydantic import BaseModel
+
+from lineage_sdk.config._fields import NAME_PLACEHOLDER, Leaf, walk_leaves
+from lineage_sdk.config.sections import (
+    ENV_ALIASES,
+    ENV_PREFIX,
+    SECTION_GROUP,
+    env_name,
+    registered_sections,
+)
 from lineage_sdk.exceptions import ConfigError
 
 __all__ = [
@@ -21,20 +31,80 @@ __all__ = [
     "ENV_ALIASES",
     "ENV_PREFIX",
     "ConfigKey",
+    "Table",
     "config_keys",
     "env_for_flags",
     "env_var_for",
     "flag_for",
     "overrides_from_flags",
+    "refresh_registry",
     "resolve_path",
+    "tables",
 ]
 
-ENV_PREFIX = "LINEAGE_"
 CONFIG_FILE_ENV = "LINEAGE_CONFIG"
-# Extra names for a key, kept because an issue or a sibling project names them so.
-ENV_ALIASES: dict[str, str] = {
-    "LINEAGE_DISABLED_INSTRUMENTATIONS": "instrumentation.disabled_instrumentations",
-}
+_logger = logging.getLogger("lineage_sdk.config")
+
+
+@dataclass(frozen=True)
+class Table:
+    """One configuration table and the model of its keys (``named``: one table per free name)."""
+
+    path: tuple[str, ...]
+    model: type[BaseModel]
+    named: bool = False
+
+    @property
+    def name(self) -> str:
+        parts = (*self.path, NAME_PLACEHOLDER) if self.named else self.path
+        return ".".join(("lineage", *parts))
+
+    def leaves(self) -> tuple[Leaf, ...]:
+        if self.named:
+            return walk_leaves(self.model, (*self.path, NAME_PLACEHOLDER))
+        if not self.path:  # the core: its nested tables are tables of their own
+            return tuple(leaf for leaf in walk_leaves(self.model, ()) if len(leaf.path) == 1)
+        return walk_leaves(self.model, self.path)
+
+
+@cache
+def tables() -> tuple[Table, ...]:
+    """Every table whose class can be imported here: the core's, then the components'.
+
+    Imports every registered component (for the reference page, the CLI's flags and overrides;
+    an application never calls this). A component whose package cannot be imported (an extra
+    not installed) is left out.
+    """
+    from lineage_sdk.config.schema import LineageConfig
+
+    found = [Table((), LineageConfig)]
+    for name, field in LineageConfig.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found.append(Table((name,), annotation))
+    specs = list(registered_sections().values())
+    tops = list(dict.fromkeys(spec.path[0] for spec in specs if spec.group != SECTION_GROUP))
+    tops += [spec.path[0] for spec in specs if spec.group == SECTION_GROUP]
+    specs.sort(key=lambda spec: (tops.index(spec.path[0]), len(spec.path)))
+    for spec in specs:
+        try:
+            model = spec.model()
+        except (ImportError, ConfigError) as exc:
+            _logger.debug("configuration of %s left out: %s", spec.table, exc)
+            continue
+        if model is not None:
+            found.append(Table(spec.path, model, model.named_tables))
+    return tuple(found)
+
+
+def leaves() -> tuple[Leaf, ...]:
+    """Every key of every table, in table order."""
+    return tuple(leaf for table in tables() for leaf in table.leaves())
+
+
+def map_sections() -> tuple[Table, ...]:
+    """Every table of free names (``connections``)."""
+    return tuple(table for table in tables() if table.named)
 
 
 @dataclass(frozen=True)
@@ -88,10 +158,6 @@ class ConfigKey:
         )
 
 
-def _env_name(parts: tuple[str, ...] | list[str]) -> str:
-    return ENV_PREFIX + "_".join(parts).upper()
-
-
 def _flag_name(parts: tuple[str, ...] | list[str]) -> str:
     return "--" + "-".join(parts).replace("_", "-").lower()
 
@@ -103,7 +169,7 @@ def _key_for(leaf: Leaf) -> ConfigKey:
     description = (leaf.field.description or "").strip()
     return ConfigKey(
         path=path,
-        env_var=_env_name(leaf.path),
+        env_var=env_name(leaf.path),
         type=leaf.type_text(),
         default=default,
         description=description,
@@ -157,7 +223,7 @@ def env_var_for(path: str) -> str:
     """The environment variable of a dotted key: ``store.document.collection_name`` ->
     ``LINEAGE_STORE_DOCUMENT_COLLECTION_NAME``. Raises :class:`ConfigError` if unknown."""
     parts, _ = resolve_path(path)
-    return _env_name(parts)
+    return env_name(parts)
 
 
 def flag_for(path: str) -> str:
@@ -223,3 +289,13 @@ def env_for_flags(flags: Mapping[str, Any]) -> dict[str, str]:
         env_var_for(path): _as_env_text(value)
         for path, value in overrides_from_flags(flags).items()
     }
+
+
+def refresh_registry() -> None:
+    """Forget the tables found so far: call after installing a plugin while the process runs."""
+    from lineage_sdk.config import sections
+
+    sections.registered_sections.cache_clear()
+    sections.load_model.cache_clear()
+    for cached in (tables, _keys, _leaf_by_path, _path_by_flag):
+        cached.cache_clear()

@@ -16,10 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from lineage_sdk.config._fields import NAME_PLACEHOLDER, map_sections, section_fields
-from lineage_sdk.config.keys import CONFIG_FILE_ENV, ENV_ALIASES, ConfigKey, config_keys
+from lineage_sdk.config.keys import CONFIG_FILE_ENV, ENV_ALIASES, ConfigKey, config_keys, tables
 from lineage_sdk.config.loader import DEFAULT_CONFIG_FILE, OPENLINEAGE_VARIABLES
-from lineage_sdk.config.schema import LineageConfig
 
 __all__ = ["DEFAULT_OUTPUT", "main", "render"]
 
@@ -52,22 +50,8 @@ uri = "mongodb://127.0.0.1:27017/lineage"
 
 
 def _sections() -> list[tuple[str, type[BaseModel]]]:
-    """(TOML table name, model) for every table, in schema order."""
-    out: list[tuple[str, type[BaseModel]]] = []
-    maps = {section.path: section.model for section in map_sections()}
-
-    def walk(model: type[BaseModel], path: tuple[str, ...]) -> None:
-        out.append((".".join(("lineage", *path)), model))
-        for name, field in section_fields(model).items():
-            sub = (*path, name)
-            annotation = field.annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                walk(annotation, sub)
-            elif sub in maps:
-                walk(maps[sub], (*sub, NAME_PLACEHOLDER))
-
-    walk(LineageConfig, ())
-    return out
+    """(TOML table name, model) for every table: the core's, then each component's."""
+    return [(table.name, table.model) for table in tables()]
 
 
 def _toml_literal(value: object) -> str:
@@ -111,6 +95,30 @@ def _precedence() -> list[str]:
         "4. the `LINEAGE_*` variables;",
         '5. explicit overrides: `load_config(overrides={"rabbitmq.url": ...})`, which is what '
         "the command-line flags of `lineage-collector` and `lineage-instrument` produce.",
+        "",
+        "## Who validates what",
+        "",
+        "Each component owns its table and validates it when it is built, so a process checks "
+        "only what it uses:",
+        "",
+        "- every process validates the core: `[lineage]` itself, `[lineage.producer]` and "
+        "`[lineage.pipeline]`;",
+        "- an application also validates the tables of the exporters it lists in `exporters` "
+        "(`[lineage.rabbitmq]`, `[lineage.http]`, ...) and, under `lineage-instrument`, "
+        "`[lineage.instrumentation]`. A bad collector setting in its environment cannot turn its "
+        "lineage off;",
+        "- `lineage-collector` validates `[lineage.rabbitmq]` (its connection keys), "
+        "`[lineage.collector]`, `[lineage.store]`, the tables of the stores it writes to, the "
+        "connections they name and, for `serve`, `[lineage.api]`; `lineage-collector check` "
+        "validates every table;",
+        "- a plugin (an exporter, store or instrumentor registered by entry point) brings its own "
+        "table through its `config_class` (a `lineage_sdk.config.Section`): `[lineage.<kind>]` "
+        "for an exporter, `[lineage.store.<kind>]` for a store, "
+        "`[lineage.instrumentation.<kind>]` for an instrumentor, with `LINEAGE_<PATH>_*` "
+        "variables and a section on this page.",
+        "",
+        'An unknown table or key in a table that is validated is an error with a "did you '
+        'mean" hint.',
         "",
         "## Naming rules",
         "",

@@ -11,10 +11,12 @@ import sys
 import threading
 from collections.abc import Sequence
 from importlib.metadata import entry_points
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import orjson
+from pydantic import Field
 
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 
@@ -24,8 +26,10 @@ if TYPE_CHECKING:
 __all__ = [
     "EXPORTER_ENTRY_POINT_GROUP",
     "ConsoleExporter",
+    "ConsoleExporterConfig",
     "ExporterFactory",
     "FileExporter",
+    "FileExporterConfig",
     "InMemoryExporter",
     "available_exporters",
     "create_exporter",
@@ -35,9 +39,32 @@ EXPORTER_ENTRY_POINT_GROUP = "lineage_sdk.exporters"
 
 
 class ExporterFactory(Protocol):
-    """What an entry point must name: a class (or object) building an exporter from config."""
+    """What an entry point must name: a class (or object) building an exporter from config.
+
+    ``config_class`` (optional) is the exporter's own table, ``[lineage.<kind>]``: its keys get
+    ``LINEAGE_<KIND>_*`` variables and a place in the reference, and ``from_config`` reads it with
+    ``config.section(kind, config_class)``, so only the exporters a process uses are validated.
+    """
 
     def from_config(self, config: LineageConfig) -> LineageExporter: ...
+
+
+class ConsoleExporterConfig(Section):
+    """The `console` exporter: JSON lines on a standard stream."""
+
+    stream: Literal["stdout", "stderr"] = Field(
+        default="stdout",
+        description="Where the console exporter writes JSON lines.",
+    )
+
+
+class FileExporterConfig(Section):
+    """The `file` exporter: JSON lines appended to a file."""
+
+    path: str = Field(
+        default="lineage-events.jsonl",
+        description="File the file exporter appends JSON lines to.",
+    )
 
 
 class ConsoleExporter(LineageExporter):
@@ -46,9 +73,12 @@ class ConsoleExporter(LineageExporter):
     def __init__(self, stream: IO[str] | None = None) -> None:
         self._stream = stream
 
+    config_class: ClassVar[type[Section]] = ConsoleExporterConfig
+
     @classmethod
     def from_config(cls, config: LineageConfig) -> ConsoleExporter:
-        return cls(sys.stderr if config.console.stream == "stderr" else None)
+        settings = config.section("console", ConsoleExporterConfig)
+        return cls(sys.stderr if settings.stream == "stderr" else None)
 
     def export(self, batch: Sequence[EncodedEvent]) -> ExportResult:
         stream = self._stream or sys.stdout  # looked up late so that redirection is honoured
@@ -70,9 +100,11 @@ class FileExporter(LineageExporter):
         self._path = os.fspath(path)
         self._fd: int | None = None
 
+    config_class: ClassVar[type[Section]] = FileExporterConfig
+
     @classmethod
     def from_config(cls, config: LineageConfig) -> FileExporter:
-        return cls(config.file.path)
+        return cls(config.section("file", FileExporterConfig).path)
 
     def export(self, batch: Sequence[EncodedEvent]) -> ExportResult:
         data = b"".join(e.payload + b"\n" for e in batch)

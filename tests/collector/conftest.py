@@ -19,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from collector_helpers import RABBIT_URL, connect
 
+from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.collector.topology import Topology
-from lineage_sdk.config.schema import CollectorConfig, LineageConfig
+from lineage_sdk.config.schema import LineageConfig
 
 PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 

@@ -151,7 +151,7 @@ def test_each_kind_of_bad_message_is_parked_with_its_reason(make_config):
     assert sorted(p.headers["x-lineage-batch-index"] for p, _ in by_case["mixed batch"]) == [1, 2]
     runid_error = next(p.headers["x-lineage-error"] for p, _ in by_case["non-uuid runId"])
     assert "runId" in runid_error
-    store = SqlStore(config.store.sql.url)
+    store = SqlStore(config.section("store.sql").url)
     store.open()
     try:
         assert store.count_events() == len(expected_good)

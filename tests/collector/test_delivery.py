@@ -50,7 +50,7 @@ def test_single_and_batch_messages_reach_every_store_once(
             message="events in the HTTP sink",
         )
         wait_until(lambda: collector.metrics.messages_consumed._value.get() >= 205, 10)
-    store = SqlStore(config.store.sql.url)
+    store = SqlStore(config.section("store.sql").url)
     store.open()
     try:
         assert store.count_events() == 300
@@ -83,7 +83,7 @@ def test_redelivered_duplicates_leave_one_copy(make_config):
     with running(config) as collector:
         publish(config.collector_topic, [*bodies, *bodies[:25]])
         wait_until(lambda: collector.metrics.messages_consumed._value.get() >= 65, 20)
-    store = SqlStore(config.store.sql.url)
+    store = SqlStore(config.section("store.sql").url)
     store.open()
     try:
         assert store.count_events() == 40
@@ -108,7 +108,7 @@ def test_several_collectors_share_one_queue(make_config):
         )
         assert first.metrics.messages_consumed._value.get() > 0
         assert second.metrics.messages_consumed._value.get() > 0
-    store = SqlStore(config.store.sql.url)
+    store = SqlStore(config.section("store.sql").url)
     store.open()
     try:
         assert store.count_events() == 2000
@@ -155,7 +155,7 @@ def test_events_from_the_sdk_rabbitmq_exporter(make_config, tmp_path, events_per
             assert exporter.force_flush(30)
         finally:
             exporter.shutdown(10)
-        store = SqlStore(config.store.sql.url)
+        store = SqlStore(config.section("store.sql").url)
         store.open()
         try:
             wait_until(lambda: store.count_events() >= 500, 30, message="exported events stored")

@@ -80,18 +80,18 @@ def test_store_that_keeps_failing_parks_after_max_attempts(make_config, sink):
 
 
 def _write_toml(path: Path, config) -> Path:
-    c = config.collector
+    c = config.section("collector")
     path.write_text(f"""
 [lineage]
 collector_topic = "{config.collector_topic}"
 [lineage.rabbitmq]
 url = "{RABBIT_URL}"
 [lineage.store]
-backend = "{config.store.backend}"
+backend = "{config.section("store").backend}"
 [lineage.store.openlineage_http]
-url = "{config.store.openlineage_http.url}"
+url = "{config.section("store.openlineage_http").url}"
 [lineage.store.sql]
-url = "{config.store.sql.url}"
+url = "{config.section("store.sql").url}"
 [lineage.collector]
 retry_delays_ms = {list(c.retry_delays_ms)}
 max_attempts = {c.max_attempts}

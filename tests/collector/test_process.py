@@ -38,7 +38,7 @@ def _env(config, tmp_path: Path, **extra: str) -> dict[str, str]:
             "LINEAGE_COLLECTOR_TOPIC": config.collector_topic,
             "LINEAGE_RABBITMQ_URL": RABBIT_URL,
             "LINEAGE_STORE_BACKEND": "sql",
-            "LINEAGE_STORE_SQL_URL": config.store.sql.url,
+            "LINEAGE_STORE_SQL_URL": config.section("store.sql").url,
             "LINEAGE_COLLECTOR_RETRY_DELAYS_MS": "200,400",
             "COLUMNS": "200",
         }
@@ -96,19 +96,23 @@ def test_sigterm_mid_stream_loses_nothing_and_exits_zero(make_config, tmp_path):
     proc = _start(env, tmp_path)
     try:
         wait_until(lambda: _health(port, "/readyz") == 200, 30, message="readiness")
-        wait_until(lambda: _count(config.store.sql.url) > 200, 30, message="first events stored")
+        wait_until(
+            lambda: _count(config.section("store.sql").url) > 200, 30, message="first events stored"
+        )
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
-    stored, queued = _count(config.store.sql.url), queue_depth(topo.queue)
+    stored, queued = _count(config.section("store.sql").url), queue_depth(topo.queue)
     # nothing lost: what is not stored is still in the queue (acked == stored)
     assert stored + queued >= len(events)
     assert stored < len(events), "SIGTERM came after the stream"
     proc = _start(env, tmp_path)
     try:
-        wait_until(lambda: _count(config.store.sql.url) == len(events), 60, message="all stored")
+        wait_until(
+            lambda: _count(config.section("store.sql").url) == len(events), 60, message="all stored"
+        )
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
         assert b"lineage_collector_events_stored_total" in metrics
         proc.send_signal(signal.SIGINT)
@@ -155,24 +159,28 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
         kills = 0
         for threshold in (2_000, 7_000, 12_000):
             wait_until(
-                lambda t=threshold: _count(config.store.sql.url) >= t,
+                lambda t=threshold: _count(config.section("store.sql").url) >= t,
                 60,
                 message=f"{threshold} events stored",
             )
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
-            assert _count(config.store.sql.url) < len(events), "the kill came after the stream"
+            assert _count(config.section("store.sql").url) < len(events), (
+                "the kill came after the stream"
+            )
             kills += 1
             proc = _start(env, tmp_path)
         try:
             wait_until(
-                lambda: _count(config.store.sql.url) >= len(events), 60, message="all stored"
+                lambda: _count(config.section("store.sql").url) >= len(events),
+                60,
+                message="all stored",
             )
         except AssertionError:
             logs = sorted(tmp_path.glob("collector-*.log"))
             tail = "".join(p.read_text()[-3000:] for p in logs)
             raise AssertionError(
-                f"stored {_count(config.store.sql.url)}, queued {queue_depth(topo.queue)}, "
+                f"stored {_count(config.section('store.sql').url)}, queued {queue_depth(topo.queue)}, "
                 f"parked {queue_depth(topo.dead_letter_queue)}, retrying "
                 f"{[queue_depth(r.name) for r in topo.retry_queues]}\n{tail}"
             ) from None
@@ -183,7 +191,7 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert kills == 3
-    store = SqlStore(config.store.sql.url)
+    store = SqlStore(config.section("store.sql").url)
     store.open()
     try:
         import sqlalchemy as sa

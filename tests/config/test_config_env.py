@@ -23,10 +23,7 @@ CONNECTION = "edge_case_2"
 
 
 def _get(config: LineageConfig, path: str) -> Any:
-    node: Any = config
-    for part in path.split("."):
-        node = node[part] if isinstance(node, dict) else getattr(node, part)
-    return node
+    return config.get(path)
 
 
 def _non_default(key: ConfigKey) -> tuple[str, Any]:
@@ -182,7 +179,7 @@ def test_lists_are_comma_separated(text, expected):
 
 def test_list_of_ints():
     config = load_config(environ={"LINEAGE_COLLECTOR_RETRY_DELAYS_MS": "1000,5000"})
-    assert config.collector.retry_delays_ms == [1000, 5000]
+    assert config.section("collector").retry_delays_ms == [1000, 5000]
 
 
 @pytest.mark.parametrize("word", ["true", "TRUE", "True", "1", "yes", "YES", "on", "On", " true "])
@@ -193,10 +190,15 @@ def test_true_words(word):
                 "LINEAGE_RABBITMQ_TLS_VERIFY": "false",
                 "LINEAGE_RABBITMQ_DECLARE_EXCHANGE": word,
             }
-        ).rabbitmq.declare_exchange
+        )
+        .section("rabbitmq")
+        .declare_exchange
         is True
     )
-    assert load_config(environ={"LINEAGE_RABBITMQ_TLS_VERIFY": word}).rabbitmq.tls_verify is True
+    assert (
+        load_config(environ={"LINEAGE_RABBITMQ_TLS_VERIFY": word}).section("rabbitmq").tls_verify
+        is True
+    )
 
 
 @pytest.mark.parametrize("word", ["false", "FALSE", "False", "0", "no", "NO", "off", "Off"])
@@ -215,13 +217,15 @@ def test_empty_variable_counts_as_unset(write_toml):
         },
     )
     assert config.exporters == ["file"]
-    assert config.http.url == "http://h"
+    assert config.section("http").url == "http://h"
     assert config.pipeline.max_queue_size == LineageConfig().pipeline.max_queue_size
 
 
 def test_optional_override_empty_text_means_none(write_toml):
     path = write_toml('[lineage.http]\nurl = "http://h"\n')
-    assert load_config(path=path, environ={}, overrides={"http.url": ""}).http.url is None
+    assert (
+        load_config(path=path, environ={}, overrides={"http.url": ""}).section("http").url is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -237,13 +241,13 @@ def test_optional_override_empty_text_means_none(write_toml):
 def test_connection_variables(var, name, field, value):
     environ = {var: str(value) if value is not None else "5"}
     if name is None:
-        assert load_config(environ=environ).connections == {}
+        assert load_config(environ=environ).named("connections") == {}
         return
     if field != "uri":
         environ[f"LINEAGE_CONNECTIONS_{name.upper()}_URI"] = "neo4j://g:7687"
     config = load_config(environ=environ)
-    assert list(config.connections) == [name]
-    assert getattr(config.connections[name], field) == value
+    assert list(config.named("connections")) == [name]
+    assert getattr(config.named("connections")[name], field) == value
 
 
 def test_typo_warning_names_closest_variable(caplog):
@@ -262,7 +266,7 @@ def test_typo_warning_names_closest_variable(caplog):
 
 def test_connection_key_typo_warns(caplog):
     with caplog.at_level(logging.WARNING, logger="lineage_sdk.config"):
-        load_config(environ={"LINEAGE_CONNECTIONS_MAIN_URL": "mongodb://h"})
+        load_config(environ={"LINEAGE_CONNECTIONS_MAIN_URL": "mongodb://h"}).named("connections")
     assert any("LINEAGE_CONNECTIONS_MAIN_URI" in record.getMessage() for record in caplog.records)
 
 

@@ -11,6 +11,15 @@ from lineage_sdk.exceptions import ConfigError
 
 SECRET = "hunter2-S3CRET"
 
+
+def load_all(**kwargs):
+    """Load and validate every table, as `lineage-collector check` does: a component's table is
+    otherwise validated only when the component is built."""
+    config = load_config(**kwargs)
+    config.validate_sections()
+    return config
+
+
 ENV_CASES = [
     # (environ, key, shown value, allowed phrase)
     (
@@ -124,10 +133,10 @@ def _assert_clean(message: str) -> None:
 )
 def test_bad_environment_value(environ, key, shown, allowed):
     if key is None:
-        load_config(environ=environ)
+        load_all(environ=environ)
         return
     with pytest.raises(ConfigError) as info:
-        load_config(environ=environ)
+        load_all(environ=environ)
     err = info.value
     message = str(err)
     assert err.key == key
@@ -238,7 +247,7 @@ FILE_CASES = [
 def test_bad_file_value(write_toml, toml, key, shown, allowed):
     path = write_toml(toml)
     with pytest.raises(ConfigError) as info:
-        load_config(path=path, environ={})
+        load_all(path=path, environ={})
     message = str(info.value)
     assert info.value.key == key
     assert f"{key}={shown}" in message
@@ -260,7 +269,7 @@ def test_bad_file_value(write_toml, toml, key, shown, allowed):
 def test_toml_syntax_error_names_file_and_line(write_toml, toml, line):
     path = write_toml(toml)
     with pytest.raises(ConfigError) as info:
-        load_config(path=path, environ={})
+        load_all(path=path, environ={})
     message = str(info.value)
     assert str(path) in message
     assert "TOML syntax error at " in message
@@ -272,41 +281,41 @@ def test_file_that_is_not_utf8(tmp_path):
     path = tmp_path / "lineage.toml"
     path.write_bytes(b"[lineage]\nenabled = \xff\n")
     with pytest.raises(ConfigError, match="must be UTF-8 encoded TOML"):
-        load_config(path=path, environ={})
+        load_all(path=path, environ={})
 
 
 def test_file_that_is_a_directory(tmp_path):
     with pytest.raises(ConfigError, match="cannot be read"):
-        load_config(path=tmp_path, environ={})
+        load_all(path=tmp_path, environ={})
 
 
 def test_bad_override_names_override():
     with pytest.raises(ConfigError) as info:
-        load_config(environ={}, overrides={"pipeline.overflow": "sideways"})
+        load_all(environ={}, overrides={"pipeline.overflow": "sideways"})
     assert "lineage.pipeline.overflow='sideways'" in str(info.value)
     assert "override 'pipeline.overflow'" in str(info.value)
     with pytest.raises(ConfigError) as info:
-        load_config(environ={}, overrides={"pipeline.max_queue_size": True})
+        load_all(environ={}, overrides={"pipeline.max_queue_size": True})
     assert "must be an integer >= 1" in str(info.value)
 
 
 def test_unknown_override_key():
     with pytest.raises(ConfigError) as info:
-        load_config(environ={}, overrides={"rabitmq.url": "amqp://h"})
+        load_all(environ={}, overrides={"rabitmq.url": "amqp://h"})
     assert "lineage.rabitmq.url" in str(info.value)
     assert "did you mean rabbitmq.url" in str(info.value)
 
 
 def test_bad_openlineage_disabled():
     with pytest.raises(ConfigError) as info:
-        load_config(environ={"OPENLINEAGE_DISABLED": "maybe"})
+        load_all(environ={"OPENLINEAGE_DISABLED": "maybe"})
     assert "OPENLINEAGE_DISABLED" in str(info.value)
     assert "'maybe'" in str(info.value)
 
 
 def test_bad_openlineage_url():
     with pytest.raises(ConfigError) as info:
-        load_config(environ={"OPENLINEAGE_URL": "ftp://x"})
+        load_all(environ={"OPENLINEAGE_URL": "ftp://x"})
     assert "lineage.http.url='ftp://x' (from environment variable OPENLINEAGE_URL)" in str(
         info.value
     )
@@ -315,7 +324,7 @@ def test_bad_openlineage_url():
 def test_several_problems_reported_as_one_message(write_toml):
     path = write_toml('[lineage.pipeline]\noverflow = "x"\nmax_queue_size = 0\n')
     with pytest.raises(ConfigError) as info:
-        load_config(path=path, environ={})
+        load_all(path=path, environ={})
     assert "(and 1 more problem)" in str(info.value)
 
 
@@ -348,7 +357,7 @@ def test_redact(text, expected):
 
 def test_url_password_hidden_in_error():
     with pytest.raises(ConfigError) as info:
-        load_config(environ={"LINEAGE_RABBITMQ_URL": f"http://guest:{SECRET}@broker:5672"})
+        load_all(environ={"LINEAGE_RABBITMQ_URL": f"http://guest:{SECRET}@broker:5672"})
     assert SECRET not in str(info.value)
     assert SECRET not in repr(info.value.value)
     assert "http://guest:***@broker:5672" in str(info.value)
@@ -357,7 +366,7 @@ def test_url_password_hidden_in_error():
 def test_unknown_secret_key_hidden_in_error(write_toml):
     path = write_toml(f'[lineage.rabbitmq]\npassword = "{SECRET}"\n')
     with pytest.raises(ConfigError) as info:
-        load_config(path=path, environ={})
+        load_all(path=path, environ={})
     assert "lineage.rabbitmq.password='***'" in str(info.value)
     assert SECRET not in str(info.value)
 
@@ -365,14 +374,14 @@ def test_unknown_secret_key_hidden_in_error(write_toml):
 def test_syntax_error_does_not_echo_file_content(write_toml):
     path = write_toml(f'[lineage.connections.x]\nuri = "mongodb://u:{SECRET}@h\n')
     with pytest.raises(ConfigError) as info:
-        load_config(path=path, environ={})
+        load_all(path=path, environ={})
     assert SECRET not in str(info.value)
     assert "line 2" in str(info.value)
 
 
 def test_secret_in_bad_override_hidden():
     with pytest.raises(ConfigError) as info:
-        load_config(environ={}, overrides={"http.url": f"ftp://me:{SECRET}@h"})
+        load_all(environ={}, overrides={"http.url": f"ftp://me:{SECRET}@h"})
     assert SECRET not in str(info.value)
 
 

@@ -52,11 +52,11 @@ def test_issue_example_loads(write_toml):
     config = load_config(path=write_toml(ISSUE_EXAMPLE), environ={})
     assert config.producer.job_namespace == "my-service-ns"
     assert config.producer.producer_uri == "https://github.com/my-org/my-service"
-    assert config.store.backend == "composite"
-    assert config.store.backends == ["document", "graph"]
-    assert config.store.document.collection_name == "audit_lineage_events"
-    assert config.store.graph.graph_connection_name == "analytics_graph"
-    assert config.connections["default_mongo"].uri == "mongodb://127.0.0.1:27017/lineage"
+    assert config.section("store").backend == "composite"
+    assert config.section("store").backends == ["document", "graph"]
+    assert config.section("store.document").collection_name == "audit_lineage_events"
+    assert config.section("store.graph").graph_connection_name == "analytics_graph"
+    assert config.named("connections")["default_mongo"].uri == "mongodb://127.0.0.1:27017/lineage"
     assert config.exporters == ["rabbitmq"]
     # keys the file does not set keep their defaults
     assert config.pipeline == LineageConfig().pipeline
@@ -149,15 +149,15 @@ def test_openlineage_url_selects_http_exporter():
         }
     )
     assert config.exporters == ["http"]
-    assert config.http.url == "http://marquez:5000"
-    assert config.http.endpoint == "api/v2/lineage"
-    assert config.http.api_key == "k3y"
+    assert config.section("http").url == "http://marquez:5000"
+    assert config.section("http").endpoint == "api/v2/lineage"
+    assert config.section("http").api_key == "k3y"
 
 
 def test_openlineage_url_keeps_exporters_from_file(write_toml):
     config = load_config(path=write_toml(FILE), environ={"OPENLINEAGE_URL": "http://m:5000"})
     assert config.exporters == ["file"]
-    assert config.http.url == "http://m:5000"
+    assert config.section("http").url == "http://m:5000"
 
 
 def test_openlineage_url_keeps_lineage_exporters():
@@ -171,7 +171,7 @@ def test_lineage_http_url_beats_openlineage_url():
     config = load_config(
         environ={"OPENLINEAGE_URL": "http://ol:5000", "LINEAGE_HTTP_URL": "https://lineage:443"}
     )
-    assert config.http.url == "https://lineage:443"
+    assert config.section("http").url == "https://lineage:443"
 
 
 @pytest.mark.parametrize(
@@ -209,14 +209,14 @@ def test_openlineage_disabled_beats_file_but_not_lineage_enabled(write_toml):
 
 def test_disabled_instrumentations_alias():
     config = load_config(environ={"LINEAGE_DISABLED_INSTRUMENTATIONS": "pika,requests"})
-    assert config.instrumentation.disabled_instrumentations == ["pika", "requests"]
+    assert config.section("instrumentation").disabled_instrumentations == ["pika", "requests"]
     both = load_config(
         environ={
             "LINEAGE_DISABLED_INSTRUMENTATIONS": "pika",
             "LINEAGE_INSTRUMENTATION_DISABLED_INSTRUMENTATIONS": "other",
         }
     )
-    assert both.instrumentation.disabled_instrumentations == ["other"]
+    assert both.section("instrumentation").disabled_instrumentations == ["other"]
 
 
 def test_connections_merge_file_env_and_overrides(write_toml):
@@ -231,14 +231,14 @@ def test_connections_merge_file_env_and_overrides(write_toml):
         },
         overrides={"connections.default_mongo.timeout_ms": "250"},
     )
-    mongo = config.connections["default_mongo"]
+    mongo = config.named("connections")["default_mongo"]
     assert (mongo.uri, mongo.username, mongo.password, mongo.timeout_ms) == (
         "mongodb://h:27017/db",
         "u",
         "pw",
         250,
     )
-    assert config.connections["graph"].uri == "neo4j://g:7687"
+    assert config.named("connections")["graph"].uri == "neo4j://g:7687"
 
 
 def test_typed_overrides_pass_through():

@@ -35,7 +35,7 @@ def test_int_lists_round_trip(case):
     ints, text = case
     config = load_config(environ={"LINEAGE_COLLECTOR_RETRY_DELAYS_MS": text})
     expected = ints if text.strip(" ,\t") else [1000, 5000, 30000]  # blank = unset
-    assert config.collector.retry_delays_ms == expected
+    assert config.section("collector").retry_delays_ms == expected
 
 
 name_item = st.text(
@@ -69,7 +69,7 @@ def test_bool_words_in_any_case(case, before, after):
     word, upper = case
     text = before + "".join(c.upper() if u else c for c, u in zip(word, upper, strict=True)) + after
     config = load_config(environ={"LINEAGE_RABBITMQ_TLS_VERIFY": text})
-    assert config.rabbitmq.tls_verify is (word in ("true", "1", "yes", "on"))
+    assert config.section("rabbitmq").tls_verify is (word in ("true", "1", "yes", "on"))
 
 
 @SETTINGS
@@ -106,8 +106,8 @@ def test_connection_names_are_lower_cased(name, key):
     environ = {f"LINEAGE_CONNECTIONS_{name}_URI": "mongodb://h/db"}
     environ[f"LINEAGE_CONNECTIONS_{name}_{key}"] = "77" if key == "TIMEOUT_MS" else "v77"
     config = load_config(environ=environ)
-    assert list(config.connections) == [name.lower()]
-    value = getattr(config.connections[name.lower()], key.lower())
+    assert list(config.named("connections")) == [name.lower()]
+    value = getattr(config.named("connections")[name.lower()], key.lower())
     assert value == (77 if key == "TIMEOUT_MS" else "v77")
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from lineage_exporters.http import HttpExporter
+from lineage_exporters.http import HttpExporter, HttpExporterConfig
 from lineage_sdk import LineageDataset, configure, shutdown, track_lineage
-from lineage_sdk.config.schema import HttpExporterConfig, LineageConfig
+from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult

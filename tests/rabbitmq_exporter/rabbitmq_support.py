@@ -24,7 +24,7 @@ import pika
 import pytest
 
 from lineage_exporters.rabbitmq import RabbitMQExporter
-from lineage_sdk.config.schema import RabbitMQConfig
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.sdk.export import EncodedEvent
 

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rabbitmq_support import make_events
 
 from lineage_exporters.rabbitmq import RabbitMQExporter
-from lineage_sdk.config.schema import RabbitMQConfig
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
 
 
 def main() -> None:

@@ -9,8 +9,9 @@ import pytest
 from rabbitmq_support import make_events, wait_for
 
 from lineage_exporters.rabbitmq import RabbitMQExporter
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk import LineageDataset, configure, shutdown, track_lineage
-from lineage_sdk.config.schema import LineageConfig, RabbitMQConfig
+from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.export import ExportResult
 

@@ -15,8 +15,9 @@ from rabbitmq_support import Topology, validate_event, wait_for
 
 import lineage_sdk
 from lineage_exporters.rabbitmq import RabbitMQExporter
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk import LineageDataset, configure, track_lineage
-from lineage_sdk.config.schema import LineageConfig, PipelineConfig, RabbitMQConfig
+from lineage_sdk.config.schema import LineageConfig, PipelineConfig
 from lineage_sdk.sdk.exporters import InMemoryExporter
 
 pytestmark = pytest.mark.rabbitmq

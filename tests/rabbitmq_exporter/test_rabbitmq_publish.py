@@ -28,7 +28,8 @@ from lineage_exporters.rabbitmq import (
     batch_message_id,
     routing_key,
 )
-from lineage_sdk.config.schema import LineageConfig, RabbitMQConfig
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
+from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.export import ExportResult
 
 pytestmark = pytest.mark.rabbitmq

@@ -12,11 +12,13 @@ from conformance import validate_event
 
 import lineage_sdk
 from lineage_sdk import LineageDataset, track_lineage
-from lineage_sdk.config.schema import ConsoleExporterConfig, FileExporterConfig, LineageConfig
+from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.exporters import (
     ConsoleExporter,
+    ConsoleExporterConfig,
     FileExporter,
+    FileExporterConfig,
     InMemoryExporter,
     available_exporters,
     create_exporter,

@@ -25,9 +25,9 @@ from servers import (
     neo4j_from_env,
 )
 
+from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import GraphLineageStore
-from lineage_sdk.config.schema import ConnectionConfig
 
 
 @pytest.fixture(scope="session")

@@ -31,14 +31,16 @@ from collector_helpers import RABBIT_URL, delete_queues, running, wait_until
 from servers import GraphTarget
 
 from lineage_exporters.rabbitmq import RabbitMQExporter
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import LineageStoreProtocol
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import GraphLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.collector.topology import Topology
-from lineage_sdk.config.schema import ConnectionConfig, LineageConfig, RabbitMQConfig
+from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.models import event_id as model_event_id
 from lineage_sdk.sdk.export import EncodedEvent
 
@@ -99,7 +101,7 @@ class CollectorRig:
     def document(self) -> DocumentLineageStore:
         store = DocumentLineageStore(
             ConnectionConfig(uri=self.mongo_uri, database=DATABASE, timeout_ms=5000),
-            collection_name=self.config.store.document.collection_name,
+            collection_name=self.config.section("store.document").collection_name,
         )
         store.open()
         self._readers.append(store)
@@ -116,7 +118,7 @@ class CollectorRig:
         return store
 
     def sql(self) -> SqlStore:
-        store = SqlStore(self.config.store.sql.url)
+        store = SqlStore(self.config.section("store.sql").url)
         store.open()
         self._readers.append(store)
         return store

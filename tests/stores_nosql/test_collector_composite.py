@@ -30,9 +30,10 @@ from servers import GraphTarget, MongoTarget
 
 import lineage_sdk
 from lineage_exporters.rabbitmq import RabbitMQExporter
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk import LineageDataset, configure, track_lineage
 from lineage_sdk.collector.store import LineageGraph, node_id
-from lineage_sdk.config.schema import LineageConfig, PipelineConfig, RabbitMQConfig
+from lineage_sdk.config.schema import LineageConfig, PipelineConfig
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.exporters import InMemoryExporter
@@ -63,7 +64,7 @@ def sdk_events(rig: CollectorRig, ns: str) -> list[EncodedEvent]:
     config = LineageConfig(
         collector_topic=rig.topic,
         rabbitmq=RabbitMQConfig(
-            url=rig.config.rabbitmq.url,
+            url=rig.config.section("rabbitmq").url,
             spool_dir=str(rig.tmp_path / "sdk-spool"),
             reconnect_initial_ms=100,
             reconnect_max_ms=1000,

@@ -6,8 +6,9 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores import document, graph
-from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
+from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 
@@ -24,28 +25,28 @@ def config(**connections):
     )
 
 
-def test_entry_points_point_at_the_creators():
+def test_entry_points_point_at_the_store_classes():
     eps = {ep.name: ep for ep in entry_points(group="lineage_sdk.stores")}
-    assert eps["document"].load() is document.create_store
-    assert eps["graph"].load() is graph.create_store
+    assert eps["document"].load() is document.DocumentLineageStore
+    assert eps["graph"].load() is graph.GraphLineageStore
 
 
 def test_create_store_uses_the_named_connections():
     cfg = config(
         audit={"uri": "mongodb://127.0.0.1:1/auditdb"}, impact={"uri": "bolt://127.0.0.1:1"}
     )
-    doc = document.create_store(cfg)
+    doc = document.DocumentLineageStore.from_config(cfg)
     assert doc.name == "document" and doc.collection.name == "events"
     assert doc.collection.database.name == "auditdb"
     doc.close()
-    assert graph.create_store(cfg).name == "graph"
+    assert graph.GraphLineageStore.from_config(cfg).name == "graph"
 
 
 @pytest.mark.parametrize(
     ("creator", "key"),
     [
-        (document.create_store, "document_connection_name"),
-        (graph.create_store, "graph_connection_name"),
+        (document.DocumentLineageStore.from_config, "document_connection_name"),
+        (graph.GraphLineageStore.from_config, "graph_connection_name"),
     ],
 )
 def test_a_missing_connection_is_a_clear_config_error(creator, key):

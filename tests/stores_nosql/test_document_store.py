@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from nosql_events import HOSTILE_KEYS, HOSTILE_STRINGS, facet, records, run_event, uid
 
 from lineage_sdk.collector.records import build_record
+from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import (
     DocumentLineageStore,
     escape_key,
@@ -19,7 +20,6 @@ from lineage_sdk.collector.stores.document import (
     unescape_key,
     unescape_keys,
 )
-from lineage_sdk.config.schema import ConnectionConfig
 from lineage_sdk.exceptions import StoreError
 
 pytestmark = pytest.mark.mongodb

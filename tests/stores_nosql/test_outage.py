@@ -7,9 +7,9 @@ import pytest
 from nosql_events import records, run_event, uid
 from servers import FalkorDBServer, SecantusServer, bolt_warmup
 
+from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import GraphLineageStore
-from lineage_sdk.config.schema import ConnectionConfig
 from lineage_sdk.exceptions import StoreError
 
 

@@ -14,6 +14,7 @@ from lineage_exporters.rabbitmq._messages import (
     routing_key,
     sanitize_word,
 )
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_exporters.rabbitmq.exporter import RabbitMQExporter, RabbitMQExporterStats
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "HEADER_PRODUCER",
     "HEADER_SCHEMA_URL",
     "JSON_CONTENT_TYPE",
+    "RabbitMQConfig",
     "RabbitMQExporter",
     "RabbitMQExporterStats",
     "batch_message_id",

@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ClassVar, ParamSpec, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import pika
@@ -49,7 +49,9 @@ from lineage_exporters.rabbitmq._messages import (
     sanitize_word,
 )
 from lineage_exporters.rabbitmq._spool import Spool
-from lineage_sdk.config.schema import LineageConfig, RabbitMQConfig
+from lineage_exporters.rabbitmq.config import RabbitMQConfig
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.sdk.suppression import suppress_for_current_thread
@@ -218,6 +220,8 @@ class RabbitMQExporter(LineageExporter):
     buffer and spool until it is fixed. Counters: :meth:`stats`.
     """
 
+    config_class: ClassVar[type[Section]] = RabbitMQConfig
+
     def __init__(
         self,
         settings: RabbitMQConfig | None = None,
@@ -280,9 +284,9 @@ class RabbitMQExporter(LineageExporter):
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> RabbitMQExporter:
-        """The exporter for ``config.rabbitmq``, publishing to ``config.collector_topic``."""
+        """The exporter for ``[lineage.rabbitmq]``, publishing to ``config.collector_topic``."""
         return cls(
-            config.rabbitmq,
+            config.section("rabbitmq", RabbitMQConfig),
             exchange=config.collector_topic,
             job_namespace=config.producer.job_namespace,
         )

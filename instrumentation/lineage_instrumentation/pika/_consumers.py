@@ -21,6 +21,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind
 
+from lineage_instrumentation.config import InstrumentationConfig
 from lineage_instrumentation.pika._naming import messaging_dataset, namespace_of
 from lineage_instrumentation.propagation import extract_context, extract_parent
 from lineage_sdk.api.dataset import LineageDataset
@@ -71,7 +72,11 @@ class Settings:
     env_parent: ParentRef | None = None
 
     def resolve(self, sdk: LineageSDK | None) -> tuple[str, str | None, int]:
-        cfg = sdk.config.instrumentation if sdk is not None else None
+        cfg = (
+            sdk.config.section("instrumentation", InstrumentationConfig)
+            if sdk is not None
+            else None
+        )
         mode = self.mode or (cfg.pika_mode if cfg is not None else "per_message")
         job = self.consumer_job_name or (cfg.pika_consumer_job_name if cfg is not None else None)
         interval = self.streaming_interval_ms or (

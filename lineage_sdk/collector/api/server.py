@@ -19,8 +19,9 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from lineage_sdk.collector.api.app import DEFAULT_MAX_BODY_BYTES, create_app
+from lineage_sdk.collector.api.app import create_app
 from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.settings import ApiConfig
 from lineage_sdk.config.schema import LineageConfig
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "ApiServer", "api_settings", "serve"]
@@ -31,18 +32,14 @@ DEFAULT_PORT = 5000
 
 
 def api_settings(config: LineageConfig) -> dict[str, Any]:
-    """The API's settings from ``[lineage.api]`` when the schema has that section, else defaults.
-
-    Read by attribute so this works before and after the section is added to the schema
-    (``host``, ``port``, ``api_key``, ``protect_reads``, ``max_body_bytes``).
-    """
-    section = getattr(config, "api", None)
+    """The API's settings from ``[lineage.api]``."""
+    section = config.section("api", ApiConfig)
     return {
-        "host": getattr(section, "host", DEFAULT_HOST),
-        "port": getattr(section, "port", DEFAULT_PORT),
-        "api_key": getattr(section, "api_key", None),
-        "protect_reads": getattr(section, "protect_reads", False),
-        "max_body_bytes": getattr(section, "max_body_bytes", DEFAULT_MAX_BODY_BYTES),
+        "host": section.host,
+        "port": section.port,
+        "api_key": section.api_key,
+        "protect_reads": section.protect_reads,
+        "max_body_bytes": section.max_body_bytes,
     }
 
 

@@ -32,11 +32,13 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 import orjson
+from pydantic import Field
 
+from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     HopByHopLineage,
@@ -46,12 +48,13 @@ from lineage_sdk.collector.store import (
     RunSummary,
     named_connection,
 )
-from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 __all__ = [
     "DocumentLineageStore",
-    "create_store",
+    "DocumentStoreConfig",
     "escape_key",
     "escape_keys",
     "unescape_key",
@@ -188,10 +191,26 @@ def _text(value: object, what: str) -> str:
 # ------------------------------------------------------------------------------------------- store
 
 
+class DocumentStoreConfig(Section):
+    """The collector's `document` store (MongoDB)."""
+
+    collection_name: str = Field(
+        default="audit_lineage_events",
+        min_length=1,
+        description="MongoDB collection for the raw events.",
+    )
+    document_connection_name: str = Field(
+        default="default_mongo",
+        min_length=1,
+        description="Name of the [lineage.connections.NAME] section with the MongoDB URI.",
+    )
+
+
 class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
     """Raw events in one MongoDB collection; answers the lineage questions from them."""
 
     name = STORE_NAME
+    config_class: ClassVar[type[Section]] = DocumentStoreConfig
 
     def __init__(
         self, connection: ConnectionConfig, collection_name: str = "audit_lineage_events"
@@ -203,12 +222,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> DocumentLineageStore:
+        """Entry point ``lineage_sdk.stores:document``: reads ``[lineage.store.document]``."""
+        settings = config.section("store.document", DocumentStoreConfig)
         connection = named_connection(
-            config,
-            "store.document.document_connection_name",
-            config.store.document.document_connection_name,
+            config, "store.document.document_connection_name", settings.document_connection_name
         )
-        return cls(connection, config.store.document.collection_name)
+        return cls(connection, settings.collection_name)
 
     # -- lifecycle
 
@@ -573,8 +592,3 @@ def _redact(uri: str) -> str:
         return uri
     creds, _, host = rest.partition("@")
     return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-
-
-def create_store(config: LineageConfig) -> DocumentLineageStore:
-    """Entry point ``document`` of ``lineage_sdk.stores``."""
-    return DocumentLineageStore.from_config(config)

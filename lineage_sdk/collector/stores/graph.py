@@ -38,10 +38,12 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
+from pydantic import Field
 
+from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     DatasetRef,
@@ -54,16 +56,17 @@ from lineage_sdk.collector.store import (
     named_connection,
     node_id,
 )
-from lineage_sdk.config.schema import ConnectionConfig, LineageConfig
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 __all__ = [
     "GraphLineageStore",
     "GraphRunner",
+    "GraphStoreConfig",
     "Neo4jRunner",
     "StatementRunner",
     "batch_statements",
-    "create_store",
     "format_time",
     "name_key",
     "parse_time",
@@ -131,6 +134,16 @@ def _section(event: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ runners
+
+
+class GraphStoreConfig(Section):
+    """The collector's `graph` store (Neo4j or another Bolt server)."""
+
+    graph_connection_name: str = Field(
+        default="default_graph",
+        min_length=1,
+        description="Name of the [lineage.connections.NAME] section with the Bolt URI.",
+    )
 
 
 class GraphRunner(abc.ABC):
@@ -674,6 +687,7 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
     """Projects events into a property graph over Bolt; answers lineage and catalog questions."""
 
     name = STORE_NAME
+    config_class: ClassVar[type[Section]] = GraphStoreConfig
 
     def __init__(
         self,
@@ -693,8 +707,10 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> GraphLineageStore:
+        """Entry point ``lineage_sdk.stores:graph``: reads ``[lineage.store.graph]``."""
+        settings = config.section("store.graph", GraphStoreConfig)
         connection = named_connection(
-            config, "store.graph.graph_connection_name", config.store.graph.graph_connection_name
+            config, "store.graph.graph_connection_name", settings.graph_connection_name
         )
         return cls(connection)
 
@@ -918,8 +934,3 @@ def _limit(value: int) -> int:
 def _pairs(values: Any) -> tuple[tuple[str, str], ...]:
     out = {(v[0], v[1]) for v in values or () if v and v[0] is not None and v[1] is not None}
     return tuple(sorted(out))
-
-
-def create_store(config: LineageConfig) -> GraphLineageStore:
-    """Entry point ``graph`` of ``lineage_sdk.stores``."""
-    return GraphLineageStore.from_config(config)

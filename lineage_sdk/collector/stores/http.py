@@ -12,19 +12,45 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar
 
 import httpx
 import orjson
 import stamina
+from pydantic import Field, field_validator
 
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord
 from lineage_sdk.config.redaction import redact
-from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.schema import LineageConfig, check_url
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
 
-__all__ = ["HttpStore", "create_store"]
+__all__ = ["HttpStore", "HttpStoreConfig"]
 
 _RETRY_STATUS = frozenset({408, 425, 429})
+
+
+class HttpStoreConfig(Section):
+    """The collector's `openlineage_http` store (a Marquez-compatible endpoint)."""
+
+    url: str | None = Field(
+        default=None,
+        description=(
+            "Base URL of an OpenLineage HTTP endpoint (Marquez-compatible); events go to "
+            "{url}/api/v1/lineage."
+        ),
+    )
+    api_key: str | None = Field(
+        default=None,
+        description="Bearer token for the endpoint. Never logged.",
+    )
+    timeout_ms: int = Field(default=5000, ge=1, description="Timeout of one request.")
+    max_concurrency: int = Field(default=8, ge=1, description="Requests in flight at once.")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        return check_url(value, ("http", "https"))
 
 
 class _Retryable(Exception):
@@ -35,6 +61,28 @@ class HttpStore(BaseLineageStore):
     """Posts each record's event as JSON; see the module docstring for the error policy."""
 
     name = "openlineage_http"
+    config_class: ClassVar[type[Section]] = HttpStoreConfig
+
+    @classmethod
+    def from_config(cls, config: LineageConfig) -> HttpStore:
+        """Entry point ``lineage_sdk.stores:openlineage_http``."""
+        cfg = config.section("store.openlineage_http", HttpStoreConfig)
+        if not cfg.url:
+            raise ConfigError(
+                "store.openlineage_http.url",
+                None,
+                "the openlineage_http store needs the endpoint's base URL",
+            )
+        if not cfg.url.startswith(("http://", "https://")):
+            raise ConfigError(
+                "store.openlineage_http.url", redact(cfg.url), "an http:// or https:// URL"
+            )
+        return cls(
+            cfg.url,
+            api_key=cfg.api_key,
+            timeout_s=cfg.timeout_ms / 1000,
+            max_concurrency=cfg.max_concurrency,
+        )
 
     def __init__(
         self,
@@ -147,24 +195,3 @@ class HttpStore(BaseLineageStore):
 
 def _snippet(response: httpx.Response) -> str:
     return redact(response.text[:200].replace("\n", " ")).strip()
-
-
-def create_store(config: LineageConfig) -> HttpStore:
-    """Entry point ``lineage_sdk.stores:openlineage_http``."""
-    cfg = config.store.openlineage_http
-    if not cfg.url:
-        raise ConfigError(
-            "store.openlineage_http.url",
-            None,
-            "the openlineage_http store needs the endpoint's base URL",
-        )
-    if not cfg.url.startswith(("http://", "https://")):
-        raise ConfigError(
-            "store.openlineage_http.url", redact(cfg.url), "an http:// or https:// URL"
-        )
-    return HttpStore(
-        cfg.url,
-        api_key=cfg.api_key,
-        timeout_s=cfg.timeout_ms / 1000,
-        max_concurrency=cfg.max_concurrency,
-    )

@@ -11,19 +11,37 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import ClassVar
 
 import orjson
+from pydantic import Field
 
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.sections import Section
 
-__all__ = ["LoggingStore", "create_store"]
+__all__ = ["LoggingStore", "LoggingStoreConfig"]
+
+
+class LoggingStoreConfig(Section):
+    """The collector's `logging` store."""
+
+    logger_name: str = Field(
+        default="lineage.events",
+        description="Logger the logging store writes one JSON line per event to.",
+    )
 
 
 class LoggingStore(BaseLineageStore):
     """Logs ``{"event_id": ..., "eventType": ..., "eventTime": ..., "event": {...}}`` at INFO."""
 
     name = "logging"
+    config_class: ClassVar[type[Section]] = LoggingStoreConfig
+
+    @classmethod
+    def from_config(cls, config: LineageConfig) -> LoggingStore:
+        """Entry point ``lineage_sdk.stores:logging``: reads ``[lineage.store.logging]``."""
+        return cls(config.section("store.logging", LoggingStoreConfig).logger_name)
 
     def __init__(self, logger_name: str = "lineage.events", *, remember: int = 100_000) -> None:
         self.logger = logging.getLogger(logger_name)
@@ -58,8 +76,3 @@ class LoggingStore(BaseLineageStore):
 
     def close(self) -> None:
         self._seen.clear()
-
-
-def create_store(config: LineageConfig) -> LoggingStore:
-    """Entry point ``lineage_sdk.stores:logging``."""
-    return LoggingStore(config.store.logging.logger_name)

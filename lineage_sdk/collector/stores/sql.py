@@ -22,10 +22,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 import sqlalchemy as sa
+from pydantic import Field
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
@@ -48,9 +49,10 @@ from lineage_sdk.collector.store import (
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
 
-__all__ = ["SqlStore", "create_store", "name_key"]
+__all__ = ["SqlStore", "SqlStoreConfig", "name_key"]
 
 _STATE_RANK = {"START": 1, "RUNNING": 2, "COMPLETE": 3, "FAIL": 3, "ABORT": 3}
 _CHUNK = 500  # keys per IN list: under SQLite's oldest variable limit (999)
@@ -59,6 +61,19 @@ _CHUNK = 500  # keys per IN list: under SQLite's oldest variable limit (999)
 def name_key(namespace: str, name: str) -> str:
     """The fixed-size key of a job or dataset (see the module docstring for why)."""
     return hashlib.blake2b(f"{namespace}\x00{name}".encode(), digest_size=16).hexdigest()
+
+
+class SqlStoreConfig(Section):
+    """The collector's `sql` store (SQLite or PostgreSQL through SQLAlchemy)."""
+
+    url: str = Field(
+        default="sqlite:///lineage.db",
+        description="SQLAlchemy URL: sqlite:///path (default) or postgresql+psycopg://...",
+    )
+    connection_name: str | None = Field(
+        default=None,
+        description="Optional [lineage.connections.NAME] holding the URL instead.",
+    )
 
 
 class UTCDateTime(sa.types.TypeDecorator[datetime]):
@@ -171,6 +186,17 @@ class SqlStore(BaseLineageStore):
     """SQLite or PostgreSQL through one SQLAlchemy engine; implements LineageCatalogProtocol."""
 
     name = "sql"
+    config_class: ClassVar[type[Section]] = SqlStoreConfig
+
+    @classmethod
+    def from_config(cls, config: LineageConfig) -> SqlStore:
+        """Entry point ``lineage_sdk.stores:sql``; ``store.sql.connection_name`` may name a
+        ``[lineage.connections.NAME]`` whose ``uri`` is the URL."""
+        sql = config.section("store.sql", SqlStoreConfig)
+        url = sql.url
+        if sql.connection_name:
+            url = named_connection(config, "store.sql.connection_name", sql.connection_name).uri
+        return cls(url)
 
     def __init__(self, url: str, *, table_prefix: str = "lineage_", echo: bool = False) -> None:
         self.url = url
@@ -820,13 +846,3 @@ def _reason(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None)
     text = str(orig if orig is not None else exc).strip().splitlines()
     return redact(f"{type(orig or exc).__name__}: {text[0] if text else ''}")[:500]
-
-
-def create_store(config: LineageConfig) -> SqlStore:
-    """Entry point ``lineage_sdk.stores:sql``; ``store.sql.connection_name`` may name a
-    ``[lineage.connections.NAME]`` whose ``uri`` is the URL."""
-    sql = config.store.sql
-    url = sql.url
-    if sql.connection_name:
-        url = named_connection(config, "store.sql.connection_name", sql.connection_name).uri
-    return SqlStore(url)

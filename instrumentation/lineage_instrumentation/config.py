@@ -1,0 +1,41 @@
+"""The ``[lineage.instrumentation]`` table: which instrumentors load, and the pika options.
+
+The pika instrumentor's keys keep their ``pika_`` names in this table (an instrumentor added later
+gets its own ``[lineage.instrumentation.<kind>]`` table through its ``config_class``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from lineage_sdk.config.sections import Section
+
+__all__ = ["InstrumentationConfig"]
+
+
+class InstrumentationConfig(Section):
+    """Auto-instrumentation by `lineage-instrument`."""
+
+    disabled_instrumentations: list[str] = Field(
+        default_factory=list,
+        description="Instrumentors not to load (LINEAGE_DISABLED_INSTRUMENTATIONS also sets it).",
+    )
+    pika_mode: Literal["per_message", "streaming"] = Field(
+        default="per_message",
+        description="per_message: one run per delivery; streaming: one long run per consumer.",
+    )
+    pika_consumer_job_name: str | None = Field(
+        default=None,
+        description="Job name of consumers; defaults to `<queue>.<callback name>`.",
+    )
+    pika_streaming_interval_ms: int = Field(
+        default=60000,
+        ge=1,
+        description="In streaming mode, how often a RUNNING event aggregates the datasets seen.",
+    )
+    pika_publisher_job_name: str | None = Field(
+        default=None,
+        description="Job of publishes made outside any run; defaults to the program's name.",
+    )
