@@ -63,6 +63,9 @@ _app_logger = logging.getLogger("lineage_sdk")
 _TOML_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 _TYPO_CUTOFF = 0.8
 _CORE_FIELDS = frozenset(LineageConfig.model_fields)
+_CORE_VARIABLES = frozenset(
+    {env_name(leaf.path) for leaf in walk_leaves(LineageConfig, ())} | {CONFIG_FILE_ENV}
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -289,6 +292,7 @@ def load_config(
             environ={k: v for k, v in env.items() if k.startswith(ENV_PREFIX)},
             below_env=tuple(e for e in below_env if e.path[0] not in _CORE_FIELDS),
             above_env=tuple(e for e in above_env if e.path[0] not in _CORE_FIELDS),
+            claimed=_CORE_VARIABLES,
         )
     )
 

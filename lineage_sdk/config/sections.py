@@ -333,6 +333,8 @@ class SectionInputs:
     below_env: tuple[Entry, ...] = ()  # OPENLINEAGE_* values: beaten by LINEAGE_* variables
     above_env: tuple[Entry, ...] = ()  # overrides (command-line flags): beat everything
     given: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments in code
+    # Variables read elsewhere (the core's, LINEAGE_COLLECTOR_TOPIC): never a section's typo.
+    claimed: frozenset[str] = frozenset()
     warned: set[str] = field(default_factory=set, compare=False, hash=False)
 
     def touches(self, path: tuple[str, ...]) -> bool:
@@ -479,6 +481,7 @@ class SectionInputs:
             if (
                 var.startswith(prefix)
                 and var not in known
+                and var not in self.claimed
                 and var not in ENV_ALIASES
                 and not var.startswith(tuple(children))
             ):

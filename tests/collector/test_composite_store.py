@@ -177,19 +177,17 @@ def test_an_empty_composite_is_refused():
 
 def test_manager_close_ends_the_composite_writer_threads(tmp_path):
     from lineage_sdk.collector.manager import LineageManager
-    from lineage_sdk.collector.settings import StoreConfig
-    from lineage_sdk.collector.stores.sql import SqlStoreConfig
     from lineage_sdk.config.schema import LineageConfig
 
     def writers() -> list[threading.Thread]:
         return [t for t in threading.enumerate() if t.name.startswith("lineage-composite")]
 
     config = LineageConfig(
-        store=StoreConfig(
-            backend="composite",
-            backends=["sql", "logging"],
-            sql=SqlStoreConfig(url=f"sqlite:///{tmp_path / 'c.db'}"),
-        )
+        store={
+            "backend": "composite",
+            "backends": ["sql", "logging"],
+            "sql": {"url": f"sqlite:///{tmp_path / 'c.db'}"},
+        }
     )
     manager = LineageManager(config)
     manager.open()

@@ -20,7 +20,7 @@ from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord, LineageStoreProtocol
 from lineage_sdk.collector.stores.composite import CompositeStore
 from lineage_sdk.collector.stores.sql import SqlStore
-from lineage_sdk.config.schema import LineageConfig, SqlStoreConfig, StoreConfig
+from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import StoreError
 
 
@@ -71,16 +71,16 @@ def _manager(
     tmp_path: Path, backends: list[str], **memory: bool
 ) -> tuple[LineageManager, dict[str, LineageStoreProtocol]]:
     config = LineageConfig(
-        store=StoreConfig(
-            backend="composite" if len(backends) > 1 else backends[0],
-            backends=backends if len(backends) > 1 else [],
-            sql=SqlStoreConfig(url=f"sqlite:///{tmp_path / 'lineage.db'}"),
-        )
+        store={
+            "backend": "composite" if len(backends) > 1 else backends[0],
+            "backends": backends if len(backends) > 1 else [],
+            "sql": {"url": f"sqlite:///{tmp_path / 'lineage.db'}"},
+        }
     )
     built: dict[str, LineageStoreProtocol] = {}
 
     def sql(cfg: LineageConfig) -> LineageStoreProtocol:
-        built["sql"] = CountingSqlStore(cfg.store.sql.url)
+        built["sql"] = CountingSqlStore(cfg.section("store.sql").url)
         return built["sql"]
 
     def mem(_cfg: LineageConfig) -> LineageStoreProtocol:
