@@ -78,8 +78,11 @@ def _ensure_chromium(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The whole suite against real RabbitMQ, PostgreSQL, MongoDB-wire and Bolt servers."""
-    session.install("-e", ".[all,test]")
+    """Lint and typecheck, then the whole suite against real RabbitMQ, PostgreSQL,
+    MongoDB-wire and Bolt servers (CI runs this session, so a lint or type error fails CI)."""
+    session.install("-e", ".[all,test]", *LINT_TOOLS, *TYPECHECK_TOOLS)
+    _lint(session)
+    _typecheck(session)
     _ensure_rabbitmq(session)
     _ensure_postgres(session)
     _ensure_chromium(session)
@@ -87,23 +90,34 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *args)
 
 
-# Pinned: a newer ruff may format differently, and the format check must not drift under us.
+# Pinned: a newer ruff may format differently, or a newer mypy check differently, and CI on a
+# fresh machine must not drift from what passed here.
 LINT_TOOLS = ("ruff==0.17.6", "import-linter==2.17")
+TYPECHECK_TOOLS = ("mypy==2.4.1",)
+
+
+def _lint(session: nox.Session) -> None:
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports")
+
+
+def _typecheck(session: nox.Session) -> None:
+    session.run("mypy")
 
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff check, ruff format --check and the import-linter layer contracts (pyproject.toml)."""
-    session.install(*LINT_TOOLS)
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
+    session.install("-e", ".", *LINT_TOOLS)  # lint-imports reads the installed packages
+    _lint(session)
 
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over the three import packages."""
-    session.install("-e", ".[all,test]", "mypy>=1.11")
-    session.run("mypy")
+    session.install("-e", ".[all,test]", *TYPECHECK_TOOLS)
+    _typecheck(session)
 
 
 @nox.session(python=PYTHON)

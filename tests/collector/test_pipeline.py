@@ -81,7 +81,9 @@ def test_messages_are_acked_only_after_their_write_finished(make_config, monkeyp
 
 
 def test_stop_waits_for_the_write_in_flight_and_acks_it(make_config, monkeypatch):
-    config = make_config(collector={"batch_size": 5, "batch_timeout_ms": 20, "prefetch": 50})
+    # A long batch timeout: the five events must make one batch even on a loaded machine (a
+    # batch closed early by its timeout left the fifth unwritten when stop() came).
+    config = make_config(collector={"batch_size": 5, "batch_timeout_ms": 10000, "prefetch": 50})
     store = _GatedStore()
     acks = _spy_acks(monkeypatch, store)
     topo = Topology.from_config(config)
