@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Annotated, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -22,7 +22,7 @@ from pydantic import Field, field_validator
 
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig, check_url
-from lineage_sdk.config.sections import Section
+from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.version import __version__
@@ -45,7 +45,7 @@ class HttpExporterStats:
 class HttpExporterConfig(Section):
     """The `http` exporter: POSTs events to an OpenLineage HTTP endpoint such as Marquez."""
 
-    url: str | None = Field(
+    url: Annotated[str | None, UriSetting()] = Field(
         default=None,
         description="OpenLineage HTTP endpoint base URL (OPENLINEAGE_URL also sets it).",
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from lineage_sdk.config.schema import field_error
+from lineage_sdk.config.schema import AbsoluteUri, field_error
 from lineage_sdk.config.sections import Section
 
 __all__ = ["ApiConfig", "CollectorConfig", "ConnectionConfig", "StoreConfig"]
@@ -21,7 +21,7 @@ class ConnectionConfig(Section):
 
     named_tables = True
 
-    uri: str = Field(
+    uri: AbsoluteUri = Field(
         default=...,
         min_length=1,
         description="Server URI, e.g. mongodb://host:27017/db or neo4j://host:7687.",

@@ -6,10 +6,12 @@ publishing keys, and the collector connects with these.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, field_validator
 
 from lineage_sdk.config.schema import check_url
-from lineage_sdk.config.sections import Section
+from lineage_sdk.config.sections import Section, UriSetting
 
 __all__ = ["AmqpConnectionConfig"]
 
@@ -17,7 +19,7 @@ __all__ = ["AmqpConnectionConfig"]
 class AmqpConnectionConfig(Section):
     """How to reach the broker: URL, heartbeat, connection name and TLS."""
 
-    url: str = Field(
+    url: Annotated[str, UriSetting()] = Field(
         default="amqp://guest:guest@127.0.0.1:5672/%2F",
         description="AMQP URL (`amqp://` or `amqps://`), with credentials and vhost.",
     )

@@ -11,10 +11,11 @@ variable named by its path joined with ``_`` in upper case (``LINEAGE_RABBITMQ_U
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar, overload
+from typing import Annotated, Any, Literal, TypeVar, overload
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     Field,
     PrivateAttr,
     ValidatorFunctionWrapHandler,
@@ -23,14 +24,22 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from lineage_sdk.config.sections import Section, SectionInputs, registered_sections, section_spec
+from lineage_sdk.config.sections import (
+    Section,
+    SectionInputs,
+    UriSetting,
+    registered_sections,
+    section_spec,
+)
 from lineage_sdk.exceptions import ConfigError
 
 __all__ = [
     "DEFAULT_PRODUCER_URI",
+    "AbsoluteUri",
     "LineageConfig",
     "PipelineConfig",
     "ProducerConfig",
+    "absolute_uri",
     "check_url",
     "field_error",
 ]
@@ -54,6 +63,21 @@ def check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
     return value
 
 
+def absolute_uri(value: str) -> str:
+    """Refuse a value that is not an absolute URI (``scheme:`` and something after it)."""
+    parts = urlsplit(value.strip())
+    if not parts.scheme or not (parts.netloc or parts.path) or " " in value.strip():
+        raise ValueError(
+            "must be an absolute URI such as https://github.com/my-org/my-service (a scheme, "
+            "then the rest, no spaces)"
+        )
+    return value.strip()
+
+
+# A URI setting: a Markdown link is read as its target, anything else must be an absolute URI.
+AbsoluteUri = Annotated[str, UriSetting(), AfterValidator(absolute_uri)]
+
+
 def field_error(field: str, message: str) -> PydanticCustomError:
     # ctx["field"] lets the loader report the key itself rather than its whole table.
     return PydanticCustomError("lineage_config", message, {"field": field})
@@ -67,9 +91,12 @@ class ProducerConfig(_Section):
         min_length=1,
         description="Namespace of the jobs this process runs (OPENLINEAGE_NAMESPACE also sets it).",
     )
-    producer_uri: str = Field(
+    producer_uri: AbsoluteUri = Field(
         default=DEFAULT_PRODUCER_URI,
-        description="URI identifying the software that emits the events (the event's `producer`).",
+        description=(
+            "URI identifying the software that emits the events (the event's `producer`); an "
+            "absolute URI such as https://github.com/my-org/my-service."
+        ),
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -45,6 +46,7 @@ __all__ = [
     "Section",
     "SectionInputs",
     "SectionSpec",
+    "UriSetting",
     "registered_sections",
     "section_spec",
     "validate_model",
@@ -68,6 +70,39 @@ _logger = logging.getLogger("lineage_sdk.config")
 M = TypeVar("M", bound=BaseModel)
 S = TypeVar("S", bound="Section")
 _TYPO_CUTOFF = 0.8
+
+
+class UriSetting:
+    """Marks a key whose value is a URI (``Annotated[str, UriSetting()]``): a Markdown link
+    ``[text](url)``, as people paste it from rendered docs, is read as its ``url`` with one
+    warning naming the key, before the key's own validation."""
+
+    __slots__ = ()
+
+
+_MARKDOWN_LINK = re.compile(r"^\s*\[[^\]]*\]\(\s*<?(?P<url>[^()\s<>]+)>?\s*\)\s*$")
+
+
+def _unwrap_markdown_links(
+    entries: Iterable[Entry], uri_keys: frozenset[tuple[str, ...]]
+) -> Iterator[Entry]:
+    for entry in entries:
+        found = (
+            _MARKDOWN_LINK.match(entry.value)
+            if entry.path in uri_keys and isinstance(entry.value, str)
+            else None
+        )
+        if found is None:
+            yield entry
+            continue
+        target = found["url"]
+        _logger.warning(
+            "%s (from %s) is written as a Markdown link; using its target %s",
+            ".".join(("lineage", *entry.path)),
+            entry.source or "code",
+            redact(target),
+        )
+        yield Entry(entry.path, target, entry.source, entry.raw)
 
 
 class Section(BaseModel):
@@ -269,7 +304,12 @@ def validate_model(
     ``declared_by`` is blamed for a missing key when no entry of the table is (an empty
     ``[lineage.connections.x]`` in a file).
     """
-    data, winners = merge(entries, base)
+    uri_keys = frozenset(
+        leaf.path
+        for leaf in walk_leaves(model, base)
+        if any(isinstance(meta, UriSetting) for meta in leaf.field.metadata)
+    )
+    data, winners = merge(_unwrap_markdown_links(entries, uri_keys), base)
     try:
         return model.model_validate(data, strict=True)
     except ValidationError as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import httpx
 import orjson
@@ -22,7 +22,7 @@ from pydantic import Field, field_validator
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig, check_url
-from lineage_sdk.config.sections import Section
+from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 __all__ = ["HttpStore", "HttpStoreConfig"]
@@ -33,7 +33,7 @@ _RETRY_STATUS = frozenset({408, 425, 429})
 class HttpStoreConfig(Section):
     """The collector's `openlineage_http` store (a Marquez-compatible endpoint)."""
 
-    url: str | None = Field(
+    url: Annotated[str | None, UriSetting()] = Field(
         default=None,
         description=(
             "Base URL of an OpenLineage HTTP endpoint (Marquez-compatible); events go to "

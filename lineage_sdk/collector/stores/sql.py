@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import orjson
 import sqlalchemy as sa
@@ -49,7 +49,7 @@ from lineage_sdk.collector.store import (
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.config.sections import Section
+from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 __all__ = ["SqlStore", "SqlStoreConfig", "name_key"]
@@ -66,7 +66,7 @@ def name_key(namespace: str, name: str) -> str:
 class SqlStoreConfig(Section):
     """The collector's `sql` store (SQLite or PostgreSQL through SQLAlchemy)."""
 
-    url: str = Field(
+    url: Annotated[str, UriSetting()] = Field(
         default="sqlite:///lineage.db",
         description="SQLAlchemy URL: sqlite:///path (default) or postgresql+psycopg://...",
     )
