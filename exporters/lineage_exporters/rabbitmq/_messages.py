@@ -64,6 +64,18 @@ class OutboundMessage:
     body: bytes
     segment: tuple[int, int] | None = None
 
+    def amqp_headers(self) -> dict[str, str | int]:
+        """The headers that let consumers route and count without parsing the body."""
+        headers: dict[str, str | int] = {
+            HEADER_EVENT_TYPE: self.event_type,
+            HEADER_SCHEMA_URL: self.schema_url,
+            HEADER_PRODUCER: self.producer,
+            HEADER_EVENT_COUNT: self.event_count,
+        }
+        if self.event_ids is not None:
+            headers[HEADER_EVENT_IDS] = self.event_ids
+        return headers
+
 
 def sanitize_word(part: str) -> str:
     """Percent-encode the characters that would change a topic routing key's word structure.

@@ -36,10 +36,6 @@ import pika.spec
 
 from lineage_exporters.rabbitmq._messages import (
     HEADER_EVENT_COUNT,
-    HEADER_EVENT_IDS,
-    HEADER_EVENT_TYPE,
-    HEADER_PRODUCER,
-    HEADER_SCHEMA_URL,
     OutboundMessage,
     build_messages,
     sanitize_word,
@@ -678,19 +674,11 @@ class RabbitMQExporter(LineageExporter):
                 return
             now = time.monotonic()
             for i, msg in enumerate(batch):
-                headers: dict[str, Any] = {
-                    HEADER_EVENT_TYPE: msg.event_type,
-                    HEADER_SCHEMA_URL: msg.schema_url,
-                    HEADER_PRODUCER: msg.producer,
-                    HEADER_EVENT_COUNT: msg.event_count,
-                }
-                if msg.event_ids is not None:
-                    headers[HEADER_EVENT_IDS] = msg.event_ids
                 props = pika.BasicProperties(
                     content_type=msg.content_type,
                     delivery_mode=2,
                     message_id=msg.message_id,
-                    headers=headers,
+                    headers=msg.amqp_headers(),
                 )
                 try:
                     channel.basic_publish(
