@@ -34,15 +34,7 @@ import pika
 
 import lineage_sdk
 from lineage_exporters.rabbitmq import RabbitMQExporter
-from lineage_exporters.rabbitmq._messages import (
-    HEADER_EVENT_COUNT,
-    HEADER_EVENT_IDS,
-    HEADER_EVENT_TYPE,
-    HEADER_PRODUCER,
-    HEADER_SCHEMA_URL,
-    OutboundMessage,
-    build_messages,
-)
+from lineage_exporters.rabbitmq._messages import OutboundMessage, build_messages
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk import LineageDataset, track_lineage
 from lineage_sdk.config.schema import LineageConfig, PipelineConfig
@@ -88,16 +80,11 @@ class Topology:
 
 
 def _props(msg: OutboundMessage) -> Any:
-    headers: dict[str, Any] = {
-        HEADER_EVENT_TYPE: msg.event_type,
-        HEADER_SCHEMA_URL: msg.schema_url,
-        HEADER_PRODUCER: msg.producer,
-        HEADER_EVENT_COUNT: msg.event_count,
-    }
-    if msg.event_ids is not None:
-        headers[HEADER_EVENT_IDS] = msg.event_ids
     return pika.BasicProperties(
-        content_type=msg.content_type, delivery_mode=2, message_id=msg.message_id, headers=headers
+        content_type=msg.content_type,
+        delivery_mode=2,
+        message_id=msg.message_id,
+        headers=msg.amqp_headers(),
     )
 
 

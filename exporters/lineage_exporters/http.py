@@ -9,7 +9,6 @@ interval. It does not buffer or retry: use the ``rabbitmq`` exporter for lossles
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import Field, field_validator
 
+from lineage_sdk._logging import RateLimitedLog
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig, check_url
 from lineage_sdk.config.sections import Section, UriSetting
@@ -97,9 +97,7 @@ class HttpExporter(LineageExporter):
         self._failed = 0
         self._backoff_s = 0.0
         self._down_until = 0.0
-        self._report_interval_s = report_interval_s
-        self._last_report = -math.inf
-        self._unreported = 0
+        self._failures_log = RateLimitedLog(_LOG, report_interval_s)
         self._closed = False
 
     @classmethod
@@ -148,24 +146,13 @@ class HttpExporter(LineageExporter):
         with self._lock:
             self._sent += sent
             self._failed += failed
-            self._unreported += failed
-            now = time.monotonic()
-            if self._unreported and now - self._last_report >= self._report_interval_s:
-                why = f": {self._scrub(reason)}" if reason else ""
-                _LOG.warning(
-                    "lineage HTTP exporter could not deliver %d event(s) to %s%s",
-                    self._unreported,
-                    self.safe_url,
-                    why,
-                )
-                self._unreported = 0
-                self._last_report = now
-
-    def _scrub(self, text: str | None) -> str:
-        text = redact(text or "")
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return text
+            why = f": {redact(reason, self._api_key)}" if reason else ""
+            self._failures_log.add(
+                failed,
+                "lineage HTTP exporter could not deliver %d event(s) to %s%s",
+                self.safe_url,
+                why,
+            )
 
     def stats(self) -> HttpExporterStats:
         with self._lock:

@@ -184,6 +184,7 @@ def check(config: LineageConfig) -> None:
     from lineage_sdk.collector.consumer import connection_parameters
     from lineage_sdk.collector.manager import LineageManager
     from lineage_sdk.collector.topology import Topology
+    from lineage_sdk.transport.amqp import describe_failure
 
     config.validate_sections()  # every table, not only those the collector builds
     table = Table(title="lineage-collector check")
@@ -192,8 +193,9 @@ def check(config: LineageConfig) -> None:
     table.add_column("detail", overflow="fold")
     failed = False
     topology = Topology.from_config(config)
+    params = connection_parameters(config)
     try:
-        connection = pika.BlockingConnection(connection_parameters(config))
+        connection = pika.BlockingConnection(params)
         try:
             topology.declare(connection.channel())
         finally:
@@ -208,7 +210,7 @@ def check(config: LineageConfig) -> None:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to reach the broker is reported
         failed = True
-        table.add_row("broker", "[red]failed[/]", redact(f"{type(exc).__name__}: {exc}"))
+        table.add_row("broker", "[red]failed[/]", describe_failure(exc, params)[0])
     manager = LineageManager(config)
     manager.build()
     for name, problem in manager.check().items():

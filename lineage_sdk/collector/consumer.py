@@ -26,13 +26,11 @@ import logging
 import os
 import random
 import socket
-import ssl
 import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlparse
 
 import orjson
 import pika
@@ -48,7 +46,9 @@ from lineage_sdk.collector.topology import ATTEMPT_HEADER, Topology, attempts_so
 from lineage_sdk.config.amqp import AmqpConnectionConfig
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.exceptions import ConfigError, StoreError
+from lineage_sdk.exceptions import StoreError
+from lineage_sdk.models.constants import JSON_CONTENT_TYPE
+from lineage_sdk.transport import amqp
 
 __all__ = ["LineageCollector", "connection_parameters"]
 
@@ -60,26 +60,10 @@ _CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError)
 def connection_parameters(config: LineageConfig, *, role: str = "collector") -> pika.URLParameters:
     """pika parameters from ``[lineage.rabbitmq]``: URL, heartbeat, connection name and TLS."""
     rmq = config.section("rabbitmq", AmqpConnectionConfig)
-    parsed = urlparse(rmq.url)
-    if parsed.scheme not in ("amqp", "amqps"):
-        raise ConfigError("rabbitmq.url", redact(rmq.url), "an amqp:// or amqps:// URL")
-    try:
-        params = pika.URLParameters(rmq.url)
-    except Exception as exc:  # noqa: BLE001 - pika raises assorted types for a bad URL
-        raise ConfigError("rabbitmq.url", redact(rmq.url), f"a valid AMQP URL ({exc})") from None
-    params.heartbeat = rmq.heartbeat_s
+    name = rmq.connection_name or f"lineage-{role}/{socket.gethostname()}/{os.getpid()}"
+    params = amqp.connection_parameters(rmq, name=name, product="lineage-sdk")
     params.blocked_connection_timeout = max(rmq.publish_timeout_ms / 1000, 1.0)
     params.socket_timeout = 10
-    name = rmq.connection_name or f"lineage-{role}/{socket.gethostname()}/{os.getpid()}"
-    params.client_properties = {"connection_name": name, "product": "lineage-sdk"}
-    if parsed.scheme == "amqps":
-        context = ssl.create_default_context(cafile=rmq.tls_ca_file)
-        if rmq.tls_cert_file:
-            context.load_cert_chain(rmq.tls_cert_file, rmq.tls_key_file)
-        if not rmq.tls_verify:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        params.ssl_options = pika.SSLOptions(context, server_hostname=parsed.hostname)
     return params
 
 
@@ -164,7 +148,7 @@ class LineageCollector:
                     wait = random.uniform(delay / 2, delay)  # noqa: S311 - jitter, not crypto
                     _log.warning(
                         "broker connection lost (%s); reconnecting in %.1fs",
-                        redact(f"{type(exc).__name__}: {exc}"),
+                        amqp.describe_failure(exc, self._params)[0],
                         wait,
                     )
                     self._stop.wait(wait)
@@ -360,7 +344,7 @@ class LineageCollector:
             exchange="",
             routing_key=retry.name,
             body=d.body,
-            properties=_copy_props(d.properties, headers),
+            properties=amqp.persistent_copy(d.properties, headers),
             mandatory=True,
         )
         self.metrics.messages_retried.inc()
@@ -400,7 +384,7 @@ class LineageCollector:
             exchange="",
             routing_key=self.topology.dead_letter_queue,
             body=body,
-            properties=_copy_props(props, headers),
+            properties=amqp.persistent_copy(props, headers),
             mandatory=True,
         )
         self.metrics.dead_lettered.labels(reason).inc()
@@ -417,24 +401,10 @@ def _clip(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _copy_props(props: pika.BasicProperties, headers: dict[str, Any]) -> pika.BasicProperties:
-    return pika.BasicProperties(
-        content_type=props.content_type,
-        content_encoding=props.content_encoding,
-        headers=headers,
-        delivery_mode=2,
-        message_id=props.message_id,
-        timestamp=props.timestamp,
-        type=props.type,
-        app_id=props.app_id,
-        correlation_id=props.correlation_id,
-    )
-
-
 def _json_props(props: pika.BasicProperties) -> pika.BasicProperties:
     """Properties for one event cut out of a batch message: plain JSON, uncompressed."""
     return pika.BasicProperties(
-        content_type="application/json",
+        content_type=JSON_CONTENT_TYPE,
         headers=dict(props.headers or {}),
         delivery_mode=2,
         app_id=props.app_id,

@@ -18,6 +18,7 @@ from lineage_sdk.collector.records import build_record, compute_event_id
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.codec import MAX_DEPTH, check_event
+from lineage_sdk.models.constants import BATCH_CONTENT_TYPE, JSON_CONTENT_TYPE
 
 __all__ = [
     "BATCH_CONTENT_TYPE",
@@ -30,8 +31,6 @@ __all__ = [
     "validate_event",
 ]
 
-JSON_CONTENT_TYPE = "application/json"
-BATCH_CONTENT_TYPE = "application/vnd.lineage-sdk.batch+json"
 _ACCEPTED_TYPES = frozenset({JSON_CONTENT_TYPE, BATCH_CONTENT_TYPE, "text/json", ""})
 _IDENTITY_ENCODINGS = frozenset({"", "identity", "utf-8", "utf8"})
 # Real OpenLineage events nest ~10 levels (schema fields of structs of structs a little more);

@@ -18,6 +18,7 @@ import pika
 from lineage_sdk.collector.consumer import connection_parameters
 from lineage_sdk.collector.topology import ATTEMPT_HEADER, Topology
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.transport.amqp import persistent_copy
 
 __all__ = ["DeadLetterQueue", "ParkedMessage"]
 
@@ -146,16 +147,7 @@ class DeadLetterQueue:
                     routing_key=self.topology.queue,
                     body=body,
                     mandatory=True,
-                    properties=pika.BasicProperties(
-                        content_type=props.content_type,
-                        content_encoding=props.content_encoding,
-                        headers=headers,
-                        delivery_mode=2,
-                        message_id=props.message_id,
-                        timestamp=props.timestamp,
-                        type=props.type,
-                        app_id=props.app_id,
-                    ),
+                    properties=persistent_copy(props, headers),
                 )
                 channel.basic_ack(method.delivery_tag)
                 replayed += 1

@@ -17,11 +17,9 @@ import orjson
 
 from lineage_sdk.collector.store import DatasetRef, EventKind, LineageRecord
 from lineage_sdk.exceptions import InvalidEventError
+from lineage_sdk.models.run_state import TERMINAL_STATES
 
 __all__ = ["TERMINAL_STATES", "build_record", "compute_event_id", "parse_event_time"]
-
-# Run states after which nothing else is expected; they outrank START/RUNNING whatever the order.
-TERMINAL_STATES = frozenset({"COMPLETE", "FAIL", "ABORT"})
 
 
 def compute_event_id(event: Mapping[str, Any]) -> str:

@@ -21,12 +21,20 @@ _PAIRS = re.compile(
 _BEARER = re.compile(r"(?P<prefix>\bBearer\s+)(?P<secret>[^\s,;]+)", re.IGNORECASE)
 
 
-def redact(text_or_url: str) -> str:
-    """``text_or_url`` with every URL password, ``password=``-style pair and bearer token hidden.
+def redact(text_or_url: str, *secrets: str | None) -> str:
+    """``text_or_url`` with every URL password, ``password=``-style pair and bearer token hidden,
+    and every literal ``secrets`` value too (a password or API key the caller knows, which may
+    also appear where no pattern finds it, e.g. in a library's error text).
 
     >>> redact("amqp://user:secret@host:5672/%2F")
     'amqp://user:***@host:5672/%2F'
+    >>> redact("login failed for s3cr3t", "s3cr3t", None)
+    'login failed for ***'
     """
     text = _USERINFO.sub(lambda m: f"{m['prefix']}:{REDACTED}@", text_or_url)
     text = _PAIRS.sub(lambda m: f"{m['prefix']}{REDACTED}", text)
-    return _BEARER.sub(lambda m: f"{m['prefix']}{REDACTED}", text)
+    text = _BEARER.sub(lambda m: f"{m['prefix']}{REDACTED}", text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text

@@ -1,4 +1,4 @@
-"""Schema URLs and facet keys: the exact strings that go on the wire.
+"""Schema URLs, facet keys and message constants: the exact strings that go on the wire.
 
 Every facet names the schema it conforms to in ``_schemaURL`` and every event in ``schemaURL``;
 consumers (and our conformance tests) resolve these to the published JSON schemas, so they must
@@ -9,16 +9,24 @@ https://lineage-sdk.github.io/spec/... (shipped in ``lineage_sdk/schemas/``) for
 from __future__ import annotations
 
 __all__ = [
+    "BATCH_CONTENT_TYPE",
     "CORE_SCHEMA_URL",
     "CUSTOM_SPEC_BASE_URL",
     "DATASET_EVENT_SCHEMA_URL",
     "DATASOURCE_FACET_KEY",
     "DATASOURCE_FACET_SCHEMA_URL",
+    "DEFAULT_EXCHANGE",
     "ERROR_MESSAGE_FACET_KEY",
     "ERROR_MESSAGE_FACET_SCHEMA_URL",
+    "HEADER_EVENT_COUNT",
+    "HEADER_EVENT_IDS",
+    "HEADER_EVENT_TYPE",
+    "HEADER_PRODUCER",
+    "HEADER_SCHEMA_URL",
     "JOB_EVENT_SCHEMA_URL",
     "JOB_TYPE_FACET_KEY",
     "JOB_TYPE_FACET_SCHEMA_URL",
+    "JSON_CONTENT_TYPE",
     "MESSAGING_FACET_KEY",
     "MESSAGING_FACET_SCHEMA_URL",
     "NOMINAL_TIME_FACET_KEY",
@@ -81,3 +89,18 @@ TRACE_FACET_SCHEMA_URL = _facet_url(CUSTOM_SPEC_BASE_URL, "1-0-0", "TraceRunFace
 #: Our dataset facet describing a message-broker dataset (exchange, routing key, queue, consumer).
 MESSAGING_FACET_KEY = "lineagesdk_messaging"
 MESSAGING_FACET_SCHEMA_URL = _facet_url(CUSTOM_SPEC_BASE_URL, "1-0-0", "MessagingDatasetFacet")
+
+# -- messages between the exporters and the collector (docs/rabbitmq-exporter.md) ------------------
+
+#: The topic exchange events are published to and the collector's queue is bound to, by default.
+DEFAULT_EXCHANGE = "platform.lineage.events"
+#: A message (or HTTP body) holding one OpenLineage event.
+JSON_CONTENT_TYPE = "application/json"
+#: A message holding a JSON array of OpenLineage events (the exporter's batch mode).
+BATCH_CONTENT_TYPE = "application/vnd.lineage-sdk.batch+json"
+#: AMQP headers the RabbitMQ exporter sets, so consumers can route without parsing the body.
+HEADER_EVENT_TYPE = "lineage-event-type"
+HEADER_SCHEMA_URL = "lineage-schema-url"
+HEADER_PRODUCER = "lineage-producer"
+HEADER_EVENT_COUNT = "lineage-event-count"
+HEADER_EVENT_IDS = "lineage-event-ids"

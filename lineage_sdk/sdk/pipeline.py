@@ -16,8 +16,9 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
+from lineage_sdk._logging import RateLimitedLog
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.sdk.suppression import suppress_for_current_thread
 
@@ -51,24 +52,6 @@ class _FlushMarker:
         self.done = threading.Event()
 
 
-class _RateLimitedLog:
-    """Log a recurring problem at most once per interval, with the count since the last line."""
-
-    def __init__(self, interval: float = _LOG_INTERVAL_S) -> None:
-        self._interval = interval
-        self._last = 0.0
-        self._suppressed = 0
-
-    def warning(self, msg: str, *args: Any, exc_info: bool = False) -> None:
-        now = time.monotonic()
-        if now - self._last < self._interval:
-            self._suppressed += 1
-            return
-        extra = f" ({self._suppressed} similar messages suppressed)" if self._suppressed else ""
-        self._last, self._suppressed = now, 0
-        _LOG.warning(msg + extra, *args, exc_info=exc_info)
-
-
 class BatchPipeline(Generic[T]):
     """Bounded queue + worker thread + exporters. Fork-safe; flushed at interpreter exit."""
 
@@ -95,8 +78,8 @@ class BatchPipeline(Generic[T]):
         self._overflow = overflow
         self._block_timeout = block_timeout
         self._shutdown_timeout = shutdown_timeout
-        self._drop_log = _RateLimitedLog()
-        self._error_log = _RateLimitedLog()
+        self._drop_log = RateLimitedLog(_LOG, _LOG_INTERVAL_S)
+        self._error_log = RateLimitedLog(_LOG, _LOG_INTERVAL_S)
         self._init_state()
         self._shutdown_done = False
         if hasattr(os, "register_at_fork"):

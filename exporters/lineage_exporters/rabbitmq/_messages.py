@@ -10,6 +10,15 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from lineage_sdk.models.constants import (
+    BATCH_CONTENT_TYPE,
+    HEADER_EVENT_COUNT,
+    HEADER_EVENT_IDS,
+    HEADER_EVENT_TYPE,
+    HEADER_PRODUCER,
+    HEADER_SCHEMA_URL,
+    JSON_CONTENT_TYPE,
+)
 from lineage_sdk.sdk.export import EncodedEvent
 
 __all__ = [
@@ -29,13 +38,6 @@ __all__ = [
     "sanitize_word",
 ]
 
-JSON_CONTENT_TYPE = "application/json"
-BATCH_CONTENT_TYPE = "application/vnd.lineage-sdk.batch+json"
-HEADER_EVENT_TYPE = "lineage-event-type"
-HEADER_SCHEMA_URL = "lineage-schema-url"
-HEADER_PRODUCER = "lineage-producer"
-HEADER_EVENT_COUNT = "lineage-event-count"
-HEADER_EVENT_IDS = "lineage-event-ids"
 MIXED = "MIXED"
 # The collector refuses messages over 4 MiB by default; a batch closes well before that.
 MAX_BATCH_BODY_BYTES = 1 << 20
@@ -61,6 +63,18 @@ class OutboundMessage:
     event_ids: str | None
     body: bytes
     segment: tuple[int, int] | None = None
+
+    def amqp_headers(self) -> dict[str, str | int]:
+        """The headers that let consumers route and count without parsing the body."""
+        headers: dict[str, str | int] = {
+            HEADER_EVENT_TYPE: self.event_type,
+            HEADER_SCHEMA_URL: self.schema_url,
+            HEADER_PRODUCER: self.producer,
+            HEADER_EVENT_COUNT: self.event_count,
+        }
+        if self.event_ids is not None:
+            headers[HEADER_EVENT_IDS] = self.event_ids
+        return headers
 
 
 def sanitize_word(part: str) -> str:

@@ -16,11 +16,9 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import math
 import os
 import random
 import socket
-import ssl
 import sys
 import threading
 import time
@@ -29,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, ParamSpec, TypeVar
-from urllib.parse import unquote, urlsplit
 
 import pika
 import pika.adapters.select_connection
@@ -37,25 +34,27 @@ import pika.adapters.utils.connection_workflow
 import pika.adapters.utils.io_services_utils
 import pika.spec
 
-from lineage_exporters.rabbitmq._errors import describe_failure, scrub, scrub_url
 from lineage_exporters.rabbitmq._messages import (
     HEADER_EVENT_COUNT,
-    HEADER_EVENT_IDS,
-    HEADER_EVENT_TYPE,
-    HEADER_PRODUCER,
-    HEADER_SCHEMA_URL,
     OutboundMessage,
     build_messages,
     sanitize_word,
 )
 from lineage_exporters.rabbitmq._spool import Spool
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
+from lineage_sdk._logging import RateLimitedLog
+from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
-from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.models.constants import DEFAULT_EXCHANGE
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.sdk.suppression import suppress_for_current_thread
-from lineage_sdk.version import __version__
+from lineage_sdk.transport.amqp import (
+    connection_parameters,
+    describe_failure,
+    safe_url,
+    url_password,
+)
 
 __all__ = ["RabbitMQExporter", "RabbitMQExporterStats"]
 
@@ -112,7 +111,7 @@ class _QuietOnExporterThreads(logging.Filter):
             return True
         if _LOG.isEnabledFor(logging.DEBUG):
             password = _QUIET_THREADS.get(record.thread or 0)
-            _LOG.debug("pika %s: %s", record.name, scrub(record.getMessage(), password))
+            _LOG.debug("pika %s: %s", record.name, redact(record.getMessage(), password))
         return False
 
 
@@ -144,26 +143,14 @@ def _guarded(method: Callable[_P, _R]) -> Callable[_P, _R | None]:
     return wrapper
 
 
-class _RateLimitedReport:
-    """Accumulates a count and logs it at most once per interval."""
-
-    def __init__(self, interval_s: float, level: int, template: str) -> None:
-        self.interval_s = interval_s
-        self.level = level
-        self.template = template
-        self.pending = 0
-        self._last = -math.inf
-
-    def add(self, n: int, *args: object) -> None:
-        self.pending += n
-        self.maybe_log(*args)
-
-    def maybe_log(self, *args: object) -> None:
-        now = time.monotonic()
-        if self.pending and now - self._last >= self.interval_s:
-            _LOG.log(self.level, self.template, self.pending, *args)
-            self.pending = 0
-            self._last = now
+_DROPPED = (
+    "lineage RabbitMQ exporter dropped %d event(s): the memory buffer and the spool "
+    "(%s) are both full while the broker is unavailable"
+)
+_UNROUTABLE = (
+    "lineage RabbitMQ exporter: %d event(s) were unroutable (returned by the broker): no "
+    "queue bound to exchange %r matches their routing keys"
+)
 
 
 _COALESCE_BYTES = 256 << 10
@@ -226,20 +213,18 @@ class RabbitMQExporter(LineageExporter):
         self,
         settings: RabbitMQConfig | None = None,
         *,
-        exchange: str = "platform.lineage.events",
+        exchange: str = DEFAULT_EXCHANGE,
         job_namespace: str = "default",
         report_interval_s: float = 60.0,
     ) -> None:
         self.settings = settings = settings or RabbitMQConfig()
         self.exchange = exchange
-        self._password = self._parse_url(settings.url)
+        self._password = url_password(settings.url)
         self.connection_name = settings.connection_name or f"{job_namespace}/{_process_name()}"
         self._params = self._build_parameters(settings)
-        self.safe_url = scrub_url(settings.url, self._password)
+        self.safe_url = safe_url(settings.url, self._password)
         self._host = str(self._params.host)
         self._port = int(self._params.port)
-        self._vhost = str(self._params.virtual_host)
-        self._user = str(getattr(self._params.credentials, "username", ""))
         self._publish_timeout_s = settings.publish_timeout_ms / 1000
         self._reconnect_initial_s = settings.reconnect_initial_ms / 1000
         self._reconnect_max_s = max(settings.reconnect_max_ms, settings.reconnect_initial_ms) / 1000
@@ -266,18 +251,8 @@ class RabbitMQExporter(LineageExporter):
             "unroutable": 0,
             "connection_failures": 0,
         }
-        self._drops = _RateLimitedReport(
-            report_interval_s,
-            logging.WARNING,
-            "lineage RabbitMQ exporter dropped %d event(s): the memory buffer and the spool "
-            "(%s) are both full while the broker is unavailable",
-        )
-        self._unroutable = _RateLimitedReport(
-            report_interval_s,
-            logging.WARNING,
-            "lineage RabbitMQ exporter: %d event(s) were unroutable (returned by the broker): no "
-            "queue bound to exchange %r matches their routing keys",
-        )
+        self._drops = RateLimitedLog(_LOG, report_interval_s)
+        self._unroutable = RateLimitedLog(_LOG, report_interval_s)
         self._start()
 
     # -- construction -------------------------------------------------------------------------
@@ -291,86 +266,16 @@ class RabbitMQExporter(LineageExporter):
             job_namespace=config.producer.job_namespace,
         )
 
-    @staticmethod
-    def _parse_url(url: str) -> str | None:
-        """Check the URL's shape; returns its password (to scrub it from any message)."""
-        try:
-            parts = urlsplit(url)
-            password = unquote(parts.password) if parts.password else None
-            port = parts.port
-        except ValueError as exc:
-            raise ConfigError(
-                "lineage.rabbitmq.url",
-                scrub(url, None),
-                f"a URL like amqp://user:password@host:5672/vhost ({exc})",
-            ) from None
-        if parts.scheme not in ("amqp", "amqps"):
-            raise ConfigError(
-                "lineage.rabbitmq.url",
-                scrub(url, password),
-                "a URL whose scheme is amqp:// or amqps://",
-            )
-        if not parts.hostname:
-            raise ConfigError(
-                "lineage.rabbitmq.url",
-                scrub(url, password),
-                "a URL that names the broker's host, e.g. amqp://guest:guest@127.0.0.1:5672/%2F",
-            )
-        if port == 0:
-            raise ConfigError(
-                "lineage.rabbitmq.url", scrub(url, password), "a port from 1 to 65535"
-            )
-        return password
-
     def _build_parameters(self, s: RabbitMQConfig) -> Any:
-        try:
-            params = pika.URLParameters(s.url)
-        except Exception as exc:  # noqa: BLE001 - pika raises several types on bad query args
-            raise ConfigError(
-                "lineage.rabbitmq.url",
-                scrub(s.url, self._password),
-                f"a valid AMQP URL ({scrub(str(exc), self._password)})",
-            ) from None
-        params.heartbeat = s.heartbeat_s
+        params = connection_parameters(
+            s, name=self.connection_name, product="lineage-sdk rabbitmq exporter"
+        )
         params.connection_attempts = 1
         params.retry_delay = 0
         params.socket_timeout = min(10.0, max(1.0, s.publish_timeout_ms / 1000))
         params.stack_timeout = min(15.0, max(2.0, s.publish_timeout_ms / 1000 * 1.5))
         params.blocked_connection_timeout = s.publish_timeout_ms / 1000
-        params.client_properties = {
-            "connection_name": self.connection_name,
-            "product": "lineage-sdk rabbitmq exporter",
-            "version": __version__,
-        }
-        if urlsplit(s.url).scheme == "amqps":
-            params.ssl_options = pika.SSLOptions(self._ssl_context(s), server_hostname=params.host)
         return params
-
-    @staticmethod
-    def _ssl_context(s: RabbitMQConfig) -> ssl.SSLContext:
-        for key, path in (
-            ("tls_ca_file", s.tls_ca_file),
-            ("tls_cert_file", s.tls_cert_file),
-            ("tls_key_file", s.tls_key_file),
-        ):
-            if path is not None and not Path(path).is_file():
-                raise ConfigError(
-                    f"lineage.rabbitmq.{key}", path, "the path of a readable PEM file"
-                )
-        try:
-            ctx = ssl.create_default_context(cafile=s.tls_ca_file)
-            if s.tls_cert_file:
-                ctx.load_cert_chain(s.tls_cert_file, s.tls_key_file)
-        except (ssl.SSLError, OSError) as exc:
-            raise ConfigError(
-                "lineage.rabbitmq.tls_cert_file",
-                s.tls_cert_file,
-                f"a PEM certificate (and key) that load ({exc})",
-            ) from None
-        if not s.tls_verify:
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE
-        return ctx
 
     def _start(self) -> None:
         """Open the spool and start the I/O thread (again in a forked child)."""
@@ -457,7 +362,7 @@ class RabbitMQExporter(LineageExporter):
                     self._counts["spooled"] += spooled
                     self._counts["dropped"] += dropped
                     if dropped:
-                        self._drops.add(dropped, self.spool_dir)
+                        self._drops.add(dropped, _DROPPED, self.spool_dir)
         if wake:
             self._wake()
         return ExportResult.FAILURE if dropped else ExportResult.SUCCESS
@@ -545,7 +450,7 @@ class RabbitMQExporter(LineageExporter):
                 )
                 self._queue.clear()
                 self._mem_events = 0
-            self._drops.maybe_log(self.spool_dir)
+            self._drops.report(_DROPPED, self.spool_dir)
             self._cond.notify_all()
         self._spool.close()
 
@@ -680,18 +585,16 @@ class RabbitMQExporter(LineageExporter):
     @_guarded
     def _on_open_error(self, _connection: Any, exc: BaseException) -> None:
         self._connection = None
-        if self._stopping:
-            self._ioloop.stop()
-            return
-        try:
-            self._report_failure(exc)
-        finally:
-            self._schedule_reconnect()
+        self._retry_after(exc)
 
     @_guarded
     def _on_closed(self, _connection: Any, exc: BaseException) -> None:
         self._connection = self._channel = None
         self._connection_lost()
+        self._retry_after(exc)
+
+    def _retry_after(self, exc: BaseException) -> None:
+        """The connection failed or closed: stop the loop if stopping, else report and retry."""
         if self._stopping:
             self._ioloop.stop()
             return
@@ -716,10 +619,7 @@ class RabbitMQExporter(LineageExporter):
         """One clear line per new kind of failure; repeats of the same one go to DEBUG."""
         with self._lock:
             self._counts["connection_failures"] += 1
-        sentence, config = describe_failure(
-            exc, host=self._host, port=self._port, vhost=self._vhost, user=self._user
-        )
-        sentence = scrub(sentence, self._password)
+        sentence, config = describe_failure(exc, self._params)
         if self._quiet_next_failure or sentence == self._failure_key:
             self._quiet_next_failure = False
             _LOG.debug("lineage RabbitMQ exporter: %s (already reported)", sentence)
@@ -778,19 +678,11 @@ class RabbitMQExporter(LineageExporter):
                 return
             now = time.monotonic()
             for i, msg in enumerate(batch):
-                headers: dict[str, Any] = {
-                    HEADER_EVENT_TYPE: msg.event_type,
-                    HEADER_SCHEMA_URL: msg.schema_url,
-                    HEADER_PRODUCER: msg.producer,
-                    HEADER_EVENT_COUNT: msg.event_count,
-                }
-                if msg.event_ids is not None:
-                    headers[HEADER_EVENT_IDS] = msg.event_ids
                 props = pika.BasicProperties(
                     content_type=msg.content_type,
                     delivery_mode=2,
                     message_id=msg.message_id,
-                    headers=headers,
+                    headers=msg.amqp_headers(),
                 )
                 try:
                     channel.basic_publish(
@@ -881,7 +773,7 @@ class RabbitMQExporter(LineageExporter):
         with self._lock:
             self._returned[mid] = self._returned.get(mid, 0) + 1
             self._counts["unroutable"] += count
-            self._unroutable.add(count, self.exchange)
+            self._unroutable.add(count, _UNROUTABLE, self.exchange)
 
     @_guarded
     def _tick(self) -> None:
@@ -899,8 +791,8 @@ class RabbitMQExporter(LineageExporter):
             self._schedule_reconnect()  # safety net: never stay disconnected without a retry
         self._spool.sync_if_due()
         with self._lock:
-            self._drops.maybe_log(self.spool_dir)
-            self._unroutable.maybe_log(self.exchange)
+            self._drops.report(_DROPPED, self.spool_dir)
+            self._unroutable.report(_UNROUTABLE, self.exchange)
 
     def _abort_connection(self) -> None:
         """No confirm in time: drop the connection at once (a hung broker never sends Close-Ok)."""

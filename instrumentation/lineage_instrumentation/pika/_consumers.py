@@ -40,6 +40,7 @@ __all__ = [
     "instrumented_consume",
     "job_type_facet",
     "register_exit_hook",
+    "run_in_scope",
     "warn_once",
 ]
 
@@ -47,6 +48,20 @@ _LOG = logging.getLogger("lineage_instrumentation.pika")
 _MAX_DATASETS = 10_000  # distinct (exchange, routing key) pairs remembered per consumer
 _EMPTY: Mapping[str, Any] = {}
 _warned: set[str] = set()
+
+
+def run_in_scope(scope: RunScope, call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)`` as the scope's run: current while it runs, ended with what it raised."""
+    scope.activate()
+    try:
+        result = call(*args)
+    except BaseException as exc:
+        scope.deactivate()
+        scope.end(exc)
+        raise
+    scope.deactivate()
+    scope.end()
+    return result
 
 
 def warn_once(what: str, exc: BaseException) -> None:
@@ -240,16 +255,7 @@ class Consumer:
                 scope = None
             if scope is None:
                 return callback(channel, method, properties, body)
-            scope.activate()
-            try:
-                result = callback(channel, method, properties, body)
-            except BaseException as exc:
-                scope.deactivate()
-                scope.end(exc)
-                raise
-            scope.deactivate()
-            scope.end()
-            return result
+            return run_in_scope(scope, callback, channel, method, properties, body)
 
         functools.update_wrapper(on_message, callback)
         return on_message

@@ -31,6 +31,7 @@ from lineage_instrumentation.pika._consumers import (
     STATE_PIKA,
     job_type_facet,
     register_exit_hook,
+    run_in_scope,
     warn_once,
 )
 from lineage_instrumentation.pika._naming import messaging_dataset, namespace_of
@@ -228,13 +229,4 @@ def publish_without_run(
         warn_once("recording a publish", exc)
     if scope is None:
         return publish(properties)
-    scope.activate()
-    try:
-        result = publish(properties)
-    except BaseException as exc:
-        scope.deactivate()
-        scope.end(exc)
-        raise
-    scope.deactivate()
-    scope.end()
-    return result
+    return run_in_scope(scope, publish, properties)

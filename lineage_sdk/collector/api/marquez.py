@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from lineage_sdk.collector.records import TERMINAL_STATES, parse_event_time
+from lineage_sdk.collector.records import parse_event_time
 from lineage_sdk.collector.store import (
     JobSummary,
     LineageGraph,
@@ -26,6 +26,7 @@ from lineage_sdk.collector.store import (
     node_id,
 )
 from lineage_sdk.exceptions import InvalidEventError
+from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
 
 __all__ = [
     "MARQUEZ_RUN_STATES",
@@ -48,7 +49,6 @@ MARQUEZ_RUN_STATES: dict[str, str] = {
     "FAIL": "FAILED",
     "ABORT": "ABORTED",
 }
-_RANK = {"START": 1, "RUNNING": 2, "COMPLETE": 3, "FAIL": 3, "ABORT": 3}
 
 
 def marquez_state(state: str | None) -> str:
@@ -110,8 +110,8 @@ def run_from_events(run_id: str, events: Sequence[Mapping[str, Any]]) -> dict[st
         facets = run.get("facets") if isinstance(run, Mapping) else None
         if isinstance(facets, Mapping):
             run_facets.update(facets)
-        if kind in _RANK:
-            key = (_RANK[kind], when)
+        if kind in STATE_RANK:
+            key = (STATE_RANK[kind], when)
             if best is None or key >= best:
                 best, state = key, kind
         if kind == "START" and (started is None or when < started):

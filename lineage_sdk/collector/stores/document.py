@@ -48,9 +48,11 @@ from lineage_sdk.collector.store import (
     RunSummary,
     named_connection,
 )
+from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
+from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
 
 __all__ = [
     "DocumentLineageStore",
@@ -68,8 +70,6 @@ DEFAULT_DATABASE = "lineage"
 DUPLICATE_KEY = 11000
 # Server error codes that will fail the same way on every retry.
 _PERMANENT_CODES = frozenset({2, 9, 14, 17, 52, 55, 121, 10334, 17419, 16733})
-_TERMINAL = frozenset({"COMPLETE", "FAIL", "ABORT"})
-_STATE_ORDER = {"START": 1, "RUNNING": 2, "COMPLETE": 3, "FAIL": 3, "ABORT": 3}
 _INT64 = (-(2**63), 2**63 - 1)
 # Values escape_keys keeps as they are without looking; it looks inside everything else.
 _SCALARS = frozenset({str, float, bool, type(None)})
@@ -261,7 +261,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         except (ConfigurationError, InvalidURI, ValueError, TypeError) as exc:
             raise ConfigError(
                 "connections.<document_connection_name>.uri",
-                _redact(conn.uri),
+                redact(conn.uri, conn.password),
                 f"not a usable MongoDB URI: {type(exc).__name__}",
             ) from exc
         db_name = conn.database or _uri_database(conn.uri) or DEFAULT_DATABASE
@@ -397,14 +397,14 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             for e in g["events"]:
                 etype = (e.get("type") or "").upper()
                 t = _utc(e["t"])
-                order = _STATE_ORDER.get(etype)
+                order = STATE_RANK.get(etype)
                 if order is not None:
-                    rank = (etype in _TERMINAL, t, order, e["id"])
+                    rank = (etype in TERMINAL_STATES, t, order, e["id"])
                     if state_rank is None or rank > state_rank:
                         state, state_rank = etype, rank
                 if etype == "START" and (started is None or t < started):
                     started = t
-                if etype in _TERMINAL and (ended is None or t > ended):
+                if etype in TERMINAL_STATES and (ended is None or t > ended):
                     ended = t
             sort_key = started or _utc(g["first"])
             runs.append(
@@ -584,11 +584,3 @@ def _uri_database(uri: str) -> str | None:
         return None
     name = path.lstrip("/").split("?", 1)[0]
     return name or None
-
-
-def _redact(uri: str) -> str:
-    scheme, sep, rest = uri.partition("://")
-    if not sep or "@" not in rest.split("/", 1)[0]:
-        return uri
-    creds, _, host = rest.partition("@")
-    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"

@@ -56,9 +56,11 @@ from lineage_sdk.collector.store import (
     named_connection,
     node_id,
 )
+from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
+from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
 
 __all__ = [
     "GraphLineageStore",
@@ -79,8 +81,6 @@ _T = TypeVar("_T")
 StatementRunner = Callable[[str, Mapping[str, Any] | None], list[dict[str, Any]]]
 
 STORE_NAME = "graph"
-TERMINAL_STATES = frozenset({"COMPLETE", "FAIL", "ABORT"})
-_STATE_ORDER = {"START": 1, "RUNNING": 2, "COMPLETE": 3, "FAIL": 3, "ABORT": 3}
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -211,7 +211,7 @@ class Neo4jRunner(GraphRunner):
         except (neo4j.exceptions.ConfigurationError, ValueError) as exc:
             raise ConfigError(
                 "connections.<graph_connection_name>.uri",
-                _redact(connection.uri),
+                redact(connection.uri, connection.password),
                 f"not a usable Bolt URI ({type(exc).__name__})",
             ) from exc
 
@@ -250,16 +250,6 @@ class Neo4jRunner(GraphRunner):
 def _short(exc: BaseException, limit: int = 300) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _redact(uri: str) -> str:
-    """A URI with any password replaced, for error messages."""
-    scheme, sep, rest = uri.partition("://")
-    if not sep or "@" not in rest:
-        return uri
-    creds, _, host = rest.rpartition("@")
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}"
 
 
 # --------------------------------------------------------------------------------------- statements
@@ -579,7 +569,7 @@ class _Batch:
     def _add_run(self, rec: LineageRecord, job: dict[str, Any], when: str, rank: str) -> None:
         assert rec.run_id is not None
         etype = (rec.event_type or "").upper()
-        order = _STATE_ORDER.get(etype)
+        order = STATE_RANK.get(etype)
         terminal = etype in TERMINAL_STATES
         row = self.runs.get(rec.run_id)
         if row is None:

@@ -32,7 +32,6 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Dialect, Engine
 
-from lineage_sdk.collector.records import TERMINAL_STATES
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     Direction,
@@ -51,10 +50,10 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
+from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
 
 __all__ = ["SqlStore", "SqlStoreConfig", "name_key"]
 
-_STATE_RANK = {"START": 1, "RUNNING": 2, "COMPLETE": 3, "FAIL": 3, "ABORT": 3}
 _CHUNK = 500  # keys per IN list: under SQLite's oldest variable limit (999)
 
 
@@ -807,8 +806,8 @@ class _BatchRows:
 
 def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str | None) -> None:
     """Fold ``rec`` into the batch's row for its run, by the rules the upsert applies."""
-    state = rec.event_type if rec.event_type in _STATE_RANK else None
-    rank = _STATE_RANK.get(state or "", 0)
+    state = rec.event_type if rec.event_type in STATE_RANK else None
+    rank = STATE_RANK.get(state or "", 0)
     t = rec.event_time
     run_id = rec.run_id or ""
     old = runs.get(run_id)
