@@ -19,7 +19,8 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from lineage_sdk.collector.api.app import DEFAULT_MAX_BODY_BYTES, create_app
+from lineage_sdk.collector.api.app import create_app
+from lineage_sdk.collector.api.state import DEFAULT_MAX_BODY_BYTES
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.config.schema import LineageConfig
 
