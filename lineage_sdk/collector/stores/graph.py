@@ -440,6 +440,7 @@ WITH j, collect(DISTINCT [i.namespace, i.name]) AS ins
 OPTIONAL MATCH (j)-[:PRODUCES]->(o:Dataset)
 WITH j, ins, collect(DISTINCT [o.namespace, o.name]) AS outs
 RETURN j.key AS key, j.namespace AS namespace, j.name AS name, ins, outs
+ORDER BY namespace, name
 """
 
 _LATEST_RUNS = """
