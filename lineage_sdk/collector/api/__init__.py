@@ -56,3 +56,7 @@ def __getattr__(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(import_module(home), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
