@@ -136,20 +136,21 @@ class StoreSource(LineageSource):
     """The configured querying store, opened read-side only (no other store is touched)."""
 
     def __init__(self, config_path: Path | None = None) -> None:
-        from lineage_sdk.collector.api.app import pick_query_store
         from lineage_sdk.collector.manager import LineageManager
         from lineage_sdk.config import load_config
+        from lineage_sdk.exceptions import ConfigError
 
-        config = load_config(path=config_path)
-        stores = LineageManager(config).build()
-        store = pick_query_store(stores)
-        if store is None:
+        manager = LineageManager(load_config(path=config_path))
+        stores = manager.build()  # a wrong store setting is reported as it is
+        try:
+            store = manager.query_store()
+        except ConfigError:
             names = ", ".join(getattr(s, "name", "?") for s in stores)
             raise SourceError(
                 f"no configured store answers queries ({names}); configure the sql or graph "
                 "store, or pass --url of a collector API",
                 2,
-            )
+            ) from None
         _require_sqlite_file(getattr(store, "url", None))
         opener = getattr(store, "open", None)
         if callable(opener):

@@ -14,7 +14,12 @@ from importlib.metadata import entry_points
 from types import TracebackType
 
 from lineage_sdk.collector.settings import StoreConfig
-from lineage_sdk.collector.store import LineageStoreProtocol, StoreCreator
+from lineage_sdk.collector.store import (
+    LineageCatalogProtocol,
+    LineageStoreProtocol,
+    StoreCreator,
+    pick_query_store,
+)
 from lineage_sdk.collector.stores.composite import CompositeStore
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -184,3 +189,16 @@ class LineageManager:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def query_store(self) -> LineageCatalogProtocol:
+        """The store that answers reads (built, not opened): ``sql``, else ``graph``, else another
+        querying store, looking into a composite. ConfigError when no configured store can."""
+        stores = self.build()
+        query = pick_query_store(stores)
+        if query is None:
+            raise ConfigError(
+                "store.backend",
+                [getattr(s, "name", type(s).__name__) for s in stores],
+                "no configured store answers queries; configure the sql or graph store",
+            )
+        return query

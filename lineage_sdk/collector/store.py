@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.config.schema import LineageConfig
@@ -35,17 +35,21 @@ __all__ = [
     "LineageRecord",
     "LineageStoreProtocol",
     "NodeType",
+    "Page",
     "RunSummary",
     "StoreCreator",
+    "check_page",
     "named_connection",
     "node_id",
     "parse_node_id",
+    "pick_query_store",
     "walk_directions",
 ]
 
 EventKind = Literal["run", "dataset", "job"]
 NodeType = Literal["DATASET", "JOB"]
 Direction = Literal["upstream", "downstream", "both"]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +315,45 @@ class JobSummary:
     outputs: tuple[tuple[str, str], ...] = ()
 
 
+class Page(list[_T], Generic[_T]):
+    """One page of a browsing answer: the items (it *is* the list of them) and ``total``, how many
+    items the whole answer holds, so the HTTP API can report Marquez's ``totalCount``.
+
+    A list, so callers that only want the items use it as before.
+    """
+
+    total: int
+
+    def __init__(self, items: Iterable[_T] = (), total: int | None = None) -> None:
+        super().__init__(items)
+        self.total = len(self) if total is None else total
+
+    @classmethod
+    def sliced(
+        cls, items: Iterable[_T], *, offset: int, limit: int | None, count: Callable[[], int]
+    ) -> Page[_T]:
+        """A page read with the store's own LIMIT/OFFSET. ``count`` (a count query) is only run
+        when the page alone cannot tell the total: when it is full, or empty past the end."""
+        page = cls(items)
+        short = limit is None or len(page) < limit
+        if short and (page or offset == 0):
+            page.total = offset + len(page)
+        else:
+            page.total = count()
+        return page
+
+    def __repr__(self) -> str:
+        return f"Page({list.__repr__(self)}, total={self.total})"
+
+
+def check_page(limit: int | None, offset: int) -> None:
+    """ValueError unless ``limit`` is None or positive and ``offset`` is not negative."""
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    if not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
+
+
 @runtime_checkable
 class LineageQueryProtocol(Protocol):
     """The questions every querying store (sql, document, graph) answers the same way."""
@@ -319,8 +362,10 @@ class LineageQueryProtocol(Protocol):
         """Jobs and datasets up to ``depth`` job hops from ``node`` (a node id)."""
         ...
 
-    def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
-        """Most recent first."""
+    def runs_of_job(
+        self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
+    ) -> Page[RunSummary]:
+        """Most recent first; ``total`` counts every run of the job."""
         ...
 
     def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
@@ -330,14 +375,37 @@ class LineageQueryProtocol(Protocol):
 
 @runtime_checkable
 class LineageCatalogProtocol(LineageQueryProtocol, Protocol):
-    """The browsing questions the HTTP API needs on top of lineage (sql and graph stores)."""
+    """The browsing questions the HTTP API needs on top of lineage (sql and graph stores).
 
-    def namespaces(self) -> list[str]: ...
+    Lists are paged in the store (``limit``/``offset``, in a stable order) and come back as a
+    :class:`Page` whose ``total`` is the size of the whole answer.
+    """
 
-    def jobs(self, namespace: str | None = None, *, limit: int = 100) -> list[JobSummary]: ...
+    def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]: ...
+
+    def jobs(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[JobSummary]: ...
 
     def datasets(
-        self, namespace: str | None = None, *, limit: int = 100
-    ) -> list[tuple[str, str]]: ...
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[tuple[str, str]]: ...
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]: ...
+
+
+def pick_query_store(stores: Sequence[Any]) -> LineageCatalogProtocol | None:
+    """The store that answers reads: ``sql`` first, then ``graph``, then any other catalog.
+
+    Composite stores are looked into, so a ``[document, graph, sql]`` composite reads from sql.
+    """
+    leaves: list[Any] = []
+    for store in stores:
+        inner = getattr(store, "stores", None)
+        leaves.extend(inner if isinstance(inner, list) else [store])
+    catalogs = [s for s in leaves if isinstance(s, LineageCatalogProtocol)]
+    for preferred in ("sql", "graph"):
+        for store in catalogs:
+            if getattr(store, "name", None) == preferred:
+                return store
+    return catalogs[0] if catalogs else None

@@ -4,6 +4,8 @@ configured store (--config), every format, plain when piped and coloured when fo
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -189,3 +191,29 @@ def test_missing_sqlite_database_is_an_error_not_a_new_empty_file(tmp_path):
     assert result.returncode == 2
     assert "no lineage database" in result.stderr
     assert not db.exists()
+
+
+def test_reading_the_store_loads_no_web_framework(api, loaded):
+    """The CLI asks the collector's manager for its query store: reading a store directly, every
+    question answered, must not import FastAPI, Starlette or uvicorn."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from lineage_sdk.cli import StoreSource\n"
+        "source = StoreSource(Path(sys.argv[1]))\n"
+        f"assert source.lineage('dataset:{PG}:mart.daily', 'both', 3)['graph']\n"
+        "assert source.runs('shop', 'extract', 5)\n"
+        f"assert source.events({loaded['runs']['extract']!r})\n"
+        "source.close()\n"
+        "web = {m.split('.')[0] for m in sys.modules} & {'fastapi', 'starlette', 'uvicorn'}\n"
+        "print(sorted(web))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(api.config_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

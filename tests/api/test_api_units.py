@@ -12,14 +12,18 @@ from api_helpers import ValidationError, run_event, validate_marquez
 from lineage_sdk.cli import to_dot, to_mermaid
 from lineage_sdk.collector.api import ApiServer, create_app, pick_query_store
 from lineage_sdk.collector.api.marquez import marquez_state, run_from_events, run_from_summary
+from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.store import (
     JobSummary,
     LineageEdge,
     LineageGraph,
     LineageNode,
+    Page,
     RunSummary,
 )
 from lineage_sdk.collector.stores.composite import CompositeStore
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.exceptions import ConfigError
 
 
 @pytest.mark.parametrize(
@@ -129,6 +133,45 @@ def test_query_store_prefers_sql_then_graph_and_looks_into_composites():
     assert pick_query_store([logging_, graph, document]) is graph
     assert pick_query_store([logging_, document]) is document
     assert pick_query_store([logging_]) is None
+
+
+def test_manager_names_its_query_store_without_opening_it(tmp_path):
+    sql, graph = _Named("sql", True), _Named("graph", True)
+    composite = CompositeStore([_Named("logging", False), graph, sql])
+    assert LineageManager(LineageConfig(), stores=[composite]).query_store() is sql
+    db = tmp_path / "lineage.db"
+    config = LineageConfig.model_validate(
+        {
+            "store": {
+                "backend": "composite",
+                "backends": ["logging", "sql"],
+                "sql": {"url": f"sqlite:///{db}"},
+            }
+        }
+    )
+    assert LineageManager(config).query_store().name == "sql"
+    assert not db.exists()  # built, not opened: opening is the caller's business
+
+
+def test_manager_says_when_no_store_answers_queries():
+    config = LineageConfig.model_validate({"store": {"backend": "logging"}})
+    with pytest.raises(ConfigError, match="no configured store answers queries"):
+        LineageManager(config).query_store()
+
+
+def test_page_counts_only_when_the_page_cannot_tell_the_total():
+    counted: list[int] = []
+
+    def count() -> int:
+        counted.append(1)
+        return 42
+
+    short = Page.sliced(["a", "b"], offset=3, limit=5, count=count)
+    assert (short, short.total, counted) == (["a", "b"], 5, [])
+    assert Page.sliced([], offset=0, limit=5, count=count).total == 0 and not counted
+    assert Page.sliced(["a", "b"], offset=0, limit=2, count=count).total == 42  # full: may be more
+    assert Page.sliced([], offset=9, limit=2, count=count).total == 42  # past the end
+    assert len(counted) == 2
 
 
 RUN = "44444444-4444-4444-8444-444444444444"

@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from lineage_sdk.collector.api import marquez
-from lineage_sdk.collector.store import Direction, LineageCatalogProtocol, NodeType, parse_node_id
+from lineage_sdk.collector.store import (
+    Direction,
+    LineageCatalogProtocol,
+    NodeType,
+    Page,
+    parse_node_id,
+)
 
 __all__ = ["NotFound", "exists", "lineage", "parse_node", "run_events", "runs"]
 
@@ -47,10 +53,10 @@ def lineage(
 
 def runs(
     store: LineageCatalogProtocol, namespace: str, name: str, *, limit: int = 100, offset: int = 0
-) -> list[dict[str, Any]]:
-    """Marquez ``Run`` objects of a job, most recent first."""
-    found = store.runs_of_job(namespace, name, limit=offset + limit)[offset:]
-    return [marquez.run_from_summary(r) for r in found]
+) -> Page[dict[str, Any]]:
+    """Marquez ``Run`` objects of a job, most recent first; ``total`` counts all its runs."""
+    found = store.runs_of_job(namespace, name, limit=limit, offset=offset)
+    return Page((marquez.run_from_summary(r) for r in found), found.total)
 
 
 def run_events(store: LineageCatalogProtocol, run_id: str) -> list[dict[str, Any]]:

@@ -45,7 +45,9 @@ from lineage_sdk.collector.store import (
     LineageGraphBuilder,
     LineageRecord,
     NodeType,
+    Page,
     RunSummary,
+    check_page,
     named_connection,
 )
 from lineage_sdk.config.redaction import redact
@@ -371,9 +373,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             )
         return [json.loads(d["raw"]) for d in docs]
 
-    def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
-        if not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    def runs_of_job(
+        self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
+    ) -> Page[RunSummary]:
+        check_page(limit, offset)
         match = {"job.namespace": _text(namespace, "namespace"), "job.name": _text(name, "name")}
         pipeline = [
             {"$match": match},  # the index's fields only, so any planner uses it
@@ -422,9 +425,11 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 )
             )
         # Most recent first (START time, else first event), ties by run id: as the sql store.
+        # A run's state folds all of its events, so runs are ordered and paged here, after the
+        # grouping; the total is the number of groups.
         runs.sort(key=lambda p: p[1].run_id)
         runs.sort(key=lambda p: p[0], reverse=True)
-        return [r for _, r in runs[:limit]]
+        return Page((r for _, r in runs[offset : offset + limit]), len(runs))
 
     def _job_datasets(
         self, jobs: list[tuple[str, str]], role: str

@@ -52,7 +52,9 @@ from lineage_sdk.collector.store import (
     LineageGraphBuilder,
     LineageRecord,
     NodeType,
+    Page,
     RunSummary,
+    check_page,
     named_connection,
     node_id,
 )
@@ -422,8 +424,9 @@ WITH x, collect(p.runId) AS parents, coalesce(x.startedAt, x.firstEventAt, '') A
 RETURN x.runId AS runId, x.state AS state, x.startedAt AS startedAt, x.endedAt AS endedAt,
        parents, sortKey
 ORDER BY sortKey DESC, runId
-LIMIT $limit
+SKIP $offset LIMIT $limit
 """
+_COUNT_RUNS_OF_JOB = "MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: $key}) RETURN count(x) AS total"
 
 _EVENTS_OF_RUN = """
 MATCH (e:Event {runId: $runId})
@@ -434,12 +437,13 @@ ORDER BY eventTime, eventId
 _JOBS = """
 MATCH (j:Job)
 WHERE $namespace IS NULL OR j.namespace = $namespace
-WITH j ORDER BY j.namespace, j.name LIMIT $limit
+WITH j ORDER BY j.namespace, j.name SKIP $offset LIMIT $limit
 OPTIONAL MATCH (j)-[:CONSUMES]->(i:Dataset)
 WITH j, collect(DISTINCT [i.namespace, i.name]) AS ins
 OPTIONAL MATCH (j)-[:PRODUCES]->(o:Dataset)
 WITH j, ins, collect(DISTINCT [o.namespace, o.name]) AS outs
 RETURN j.key AS key, j.namespace AS namespace, j.name AS name, ins, outs
+ORDER BY namespace, name
 """
 
 _LATEST_RUNS = """
@@ -455,7 +459,13 @@ MATCH (d:Dataset)
 WHERE $namespace IS NULL OR d.namespace = $namespace
 RETURN d.namespace AS namespace, d.name AS name
 ORDER BY namespace, name
-LIMIT $limit
+SKIP $offset LIMIT $limit
+"""
+_COUNT_JOBS = """
+MATCH (j:Job) WHERE $namespace IS NULL OR j.namespace = $namespace RETURN count(j) AS total
+"""
+_COUNT_DATASETS = """
+MATCH (d:Dataset) WHERE $namespace IS NULL OR d.namespace = $namespace RETURN count(d) AS total
 """
 
 _NAMESPACES_JOBS = "MATCH (j:Job) RETURN DISTINCT j.namespace AS namespace"
@@ -828,10 +838,12 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
                     seen.add(row["okey"])
                     frontier.append(row["okey"])
 
-    def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
-        key = name_key(_text(namespace), _text(name))
-        rows = self.runner.run(_RUNS_OF_JOB, {"key": key, "limit": _limit(limit)})
-        return [
+    def runs_of_job(
+        self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
+    ) -> Page[RunSummary]:
+        params = {"key": name_key(_text(namespace), _text(name)), **_paging(limit, offset)}
+        rows, total = self._page(_RUNS_OF_JOB, _COUNT_RUNS_OF_JOB, params)
+        runs = [
             RunSummary(
                 run_id=row["runId"],
                 job_namespace=namespace,
@@ -843,6 +855,25 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
             )
             for row in rows
         ]
+        return Page(runs, total)
+
+    def _page(
+        self, query: str, count_query: str, params: Mapping[str, Any]
+    ) -> tuple[list[dict[str, Any]], int]:
+        """One page of ``query`` and the total of ``count_query``, read in one transaction (one
+        snapshot); the count is only run when the page alone cannot tell the total."""
+
+        def read(run: StatementRunner) -> tuple[list[dict[str, Any]], int]:
+            rows = run(query, params)
+            page = Page.sliced(
+                rows,
+                offset=params["offset"],
+                limit=params["limit"],
+                count=lambda: int(run(count_query, params)[0]["total"]),
+            )
+            return list(page), page.total
+
+        return self.runner.transaction(read)
 
     def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
         rows = self.runner.run(_EVENTS_OF_RUN, {"runId": _text(run_id)})
@@ -853,17 +884,26 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
                 out.append(value)
         return out
 
-    def namespaces(self) -> list[str]:
-        found = {r["namespace"] for r in self.runner.run(_NAMESPACES_JOBS)}
-        found |= {r["namespace"] for r in self.runner.run(_NAMESPACES_DATASETS)}
-        return sorted(n for n in found if isinstance(n, str))
+    def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]:
+        check_page(limit, offset)
 
-    def jobs(self, namespace: str | None = None, *, limit: int = 100) -> list[JobSummary]:
+        def read(run: StatementRunner) -> set[str]:
+            found = {r["namespace"] for r in run(_NAMESPACES_JOBS, None)}
+            return found | {r["namespace"] for r in run(_NAMESPACES_DATASETS, None)}
+
+        # Namespaces are few, and a UNION of the two labels is not portable across servers.
+        names = sorted(n for n in self.runner.transaction(read) if isinstance(n, str))
+        end = None if limit is None else offset + limit
+        return Page(names[offset:end], len(names))
+
+    def jobs(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[JobSummary]:
         params = {
             "namespace": None if namespace is None else _text(namespace),
-            "limit": _limit(limit),
+            **_paging(limit, offset),
         }
-        rows = self.runner.run(_JOBS, params)
+        rows, total = self._page(_JOBS, _COUNT_JOBS, params)
         latest: dict[str, RunSummary] = {}
         names = {r["key"]: (r["namespace"], r["name"]) for r in rows}
         if names:
@@ -879,7 +919,7 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
                         started_at=parse_time(run[2]),
                         ended_at=parse_time(run[3]),
                     )
-        return [
+        jobs = [
             JobSummary(
                 namespace=r["namespace"],
                 name=r["name"],
@@ -889,13 +929,17 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
             )
             for r in rows
         ]
+        return Page(jobs, total)
 
-    def datasets(self, namespace: str | None = None, *, limit: int = 100) -> list[tuple[str, str]]:
+    def datasets(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[tuple[str, str]]:
         params = {
             "namespace": None if namespace is None else _text(namespace),
-            "limit": _limit(limit),
+            **_paging(limit, offset),
         }
-        return [(r["namespace"], r["name"]) for r in self.runner.run(_DATASETS, params)]
+        rows, total = self._page(_DATASETS, _COUNT_DATASETS, params)
+        return Page([(r["namespace"], r["name"]) for r in rows], total)
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         params = {"text": _text(text).lower(), "limit": _limit(limit)}
@@ -919,6 +963,12 @@ def _limit(value: int) -> int:
     if not isinstance(value, int) or value < 1:
         raise ValueError(f"limit must be a positive integer, got {value!r}")
     return value
+
+
+def _paging(limit: int, offset: int) -> dict[str, int]:
+    """The ``$limit``/``$offset`` parameters of a paged statement, checked."""
+    check_page(limit, offset)
+    return {"limit": limit, "offset": offset}
 
 
 def _pairs(values: Any) -> tuple[tuple[str, str], ...]:

@@ -41,7 +41,9 @@ from lineage_sdk.collector.store import (
     LineageNode,
     LineageRecord,
     NodeType,
+    Page,
     RunSummary,
+    check_page,
     named_connection,
     node_id,
     parse_node_id,
@@ -546,18 +548,37 @@ class SqlStore(BaseLineageStore):
             parent_run_id=row.parent_run_id,
         )
 
-    def runs_of_job(self, namespace: str, name: str, *, limit: int = 100) -> list[RunSummary]:
+    def runs_of_job(
+        self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
+    ) -> Page[RunSummary]:
         runs = self.t["runs"]
         key = name_key(namespace, name)
         order = sa.func.coalesce(runs.c.started_at, runs.c.first_event_time)
+        query = sa.select(runs).where(runs.c.job_key == key)
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(runs)
-                .where(runs.c.job_key == key)
-                .order_by(order.desc(), runs.c.run_id)
-                .limit(limit)
-            ).all()
-        return [self._run_summary(r, {key: (namespace, name)}) for r in rows]
+            return Page.sliced(
+                (
+                    self._run_summary(r, {key: (namespace, name)})
+                    for r in self._page_rows(
+                        conn, query.order_by(order.desc(), runs.c.run_id), limit, offset
+                    )
+                ),
+                offset=offset,
+                limit=limit,
+                count=lambda: self._count(conn, query),
+            )
+
+    @staticmethod
+    def _page_rows(conn: Connection, query: Any, limit: int | None, offset: int) -> Sequence[Any]:
+        """One page of an ordered query, paged by the database."""
+        check_page(limit, offset)
+        return conn.execute(query.limit(limit).offset(offset)).all()
+
+    @staticmethod
+    def _count(conn: Connection, query: Any) -> int:
+        """How many rows ``query`` (unpaged) returns."""
+        total = conn.execute(sa.select(sa.func.count()).select_from(query.subquery()))
+        return int(total.scalar_one())
 
     def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
         ev = self.t["events"]
@@ -573,13 +594,22 @@ class SqlStore(BaseLineageStore):
             )
         return [orjson.loads(p) for p in rows]
 
-    def namespaces(self) -> list[str]:
+    def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]:
         jobs, ds = self.t["jobs"], self.t["datasets"]
-        query = sa.union(sa.select(jobs.c.namespace), sa.select(ds.c.namespace))
+        union = sa.union(sa.select(jobs.c.namespace), sa.select(ds.c.namespace)).subquery()
+        query = sa.select(union.c.namespace)
         with self.engine.connect() as conn:
-            return sorted(conn.execute(query).scalars().all())
+            rows = self._page_rows(conn, query.order_by(union.c.namespace), limit, offset)
+            return Page.sliced(
+                (r.namespace for r in rows),
+                offset=offset,
+                limit=limit,
+                count=lambda: self._count(conn, query),
+            )
 
-    def jobs(self, namespace: str | None = None, *, limit: int = 100) -> list[JobSummary]:
+    def jobs(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[JobSummary]:
         jobs, runs, io, ds = self.t["jobs"], self.t["runs"], self.t["job_io"], self.t["datasets"]
         query = sa.select(
             jobs,
@@ -589,11 +619,13 @@ class SqlStore(BaseLineageStore):
             runs.c.ended_at,
             runs.c.parent_run_id,
         ).outerjoin(runs, runs.c.run_id == jobs.c.latest_run_id)
+        counted = sa.select(jobs.c.job_key)
         if namespace is not None:
             query = query.where(jobs.c.namespace == namespace)
-        query = query.order_by(jobs.c.namespace, jobs.c.name).limit(limit)
+            counted = counted.where(jobs.c.namespace == namespace)
         with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+            ordered = query.order_by(jobs.c.namespace, jobs.c.name)
+            rows = self._page_rows(conn, ordered, limit, offset)
             keys = [r.job_key for r in rows]
             io_rows: list[Any] = []
             for chunk in _chunks(keys):
@@ -605,44 +637,53 @@ class SqlStore(BaseLineageStore):
                         .order_by(ds.c.namespace, ds.c.name)
                     ).all()
                 )
-        ins: dict[str, list[tuple[str, str]]] = {}
-        outs: dict[str, list[tuple[str, str]]] = {}
-        for r in io_rows:
-            (ins if r.direction == "in" else outs).setdefault(r.job_key, []).append(
-                (r.namespace, r.name)
-            )
-        result: list[JobSummary] = []
-        for r in rows:
-            latest = None
-            if r.run_id is not None:
-                latest = RunSummary(
-                    r.run_id,
-                    r.namespace,
-                    r.name,
-                    r.state,
-                    r.started_at,
-                    r.ended_at,
-                    r.parent_run_id,
+            ins: dict[str, list[tuple[str, str]]] = {}
+            outs: dict[str, list[tuple[str, str]]] = {}
+            for r in io_rows:
+                (ins if r.direction == "in" else outs).setdefault(r.job_key, []).append(
+                    (r.namespace, r.name)
                 )
-            result.append(
-                JobSummary(
-                    r.namespace,
-                    r.name,
-                    latest,
-                    tuple(ins.get(r.job_key, ())),
-                    tuple(outs.get(r.job_key, ())),
+            result: list[JobSummary] = []
+            for r in rows:
+                latest = None
+                if r.run_id is not None:
+                    latest = RunSummary(
+                        r.run_id,
+                        r.namespace,
+                        r.name,
+                        r.state,
+                        r.started_at,
+                        r.ended_at,
+                        r.parent_run_id,
+                    )
+                result.append(
+                    JobSummary(
+                        r.namespace,
+                        r.name,
+                        latest,
+                        tuple(ins.get(r.job_key, ())),
+                        tuple(outs.get(r.job_key, ())),
+                    )
                 )
+            return Page.sliced(
+                result, offset=offset, limit=limit, count=lambda: self._count(conn, counted)
             )
-        return result
 
-    def datasets(self, namespace: str | None = None, *, limit: int = 100) -> list[tuple[str, str]]:
+    def datasets(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[tuple[str, str]]:
         ds = self.t["datasets"]
         query = sa.select(ds.c.namespace, ds.c.name)
         if namespace is not None:
             query = query.where(ds.c.namespace == namespace)
         with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(ds.c.namespace, ds.c.name).limit(limit)).all()
-            return [(ns, nm) for ns, nm in rows]
+            rows = self._page_rows(conn, query.order_by(ds.c.namespace, ds.c.name), limit, offset)
+            return Page.sliced(
+                ((ns, nm) for ns, nm in rows),
+                offset=offset,
+                limit=limit,
+                count=lambda: self._count(conn, query),
+            )
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,0 +1,64 @@
+"""What the routes share, kept on ``app.state``: the settings, the writing service, the query store.
+
+One typed object (``app.state.lineage``) rather than loose attributes, so each dependency that
+reads it is checked by mypy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.requests import HTTPConnection
+
+from lineage_sdk.collector.api.errors import ApiError
+from lineage_sdk.collector.api.ingest import Ingestor
+from lineage_sdk.collector.service import LineageCollectorService
+from lineage_sdk.collector.store import LineageCatalogProtocol
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ApiSettings", "ApiState", "api_state"]
+
+DEFAULT_MAX_BODY_BYTES = 4 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSettings:
+    """``api_key``: ingest (and reads, with ``protect_reads``) require it; ``max_body_bytes`` caps
+    request bodies before and after gzip."""
+
+    api_key: str | None = None
+    protect_reads: bool = False
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    def __post_init__(self) -> None:
+        if self.max_body_bytes < 1:
+            raise ValueError("max_body_bytes must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiState:
+    """``service`` writes ingested events (None: a read-only API); ``query`` answers reads (None:
+    no configured store can, and reads answer 503)."""
+
+    settings: ApiSettings
+    service: LineageCollectorService | None
+    query: LineageCatalogProtocol | None
+    query_name: str | None
+    ingestor: Ingestor
+
+    def catalog(self) -> LineageCatalogProtocol:
+        """The store that answers reads; 503 when no configured store can. Asked by the routes
+        once their parameters are valid, so a bad request is a 400/422 whatever the stores."""
+        if self.query is None:
+            raise ApiError(
+                503,
+                "no_query_store",
+                "no configured store answers queries; configure the sql or graph store",
+            )
+        return self.query
+
+
+async def api_state(connection: HTTPConnection) -> ApiState:
+    """The app's :class:`ApiState`: the dependency through which routes reach it (``async``: a
+    plain function would cost every request a hop to the thread pool)."""
+    state: ApiState = connection.app.state.lineage
+    return state
