@@ -6,10 +6,12 @@ They are registered in the ``lineage_sdk.config_sections`` entry-point group.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field, field_validator, model_validator
 
-from lineage_sdk.config.schema import AbsoluteUri, field_error
-from lineage_sdk.config.sections import Section
+from lineage_sdk.config.schema import field_error
+from lineage_sdk.config.sections import Section, UriSetting
 
 __all__ = ["ApiConfig", "CollectorConfig", "ConnectionConfig", "StoreConfig"]
 
@@ -21,7 +23,7 @@ class ConnectionConfig(Section):
 
     named_tables = True
 
-    uri: AbsoluteUri = Field(
+    uri: Annotated[str, UriSetting()] = Field(
         default=...,
         min_length=1,
         description="Server URI, e.g. mongodb://host:27017/db or neo4j://host:7687.",
