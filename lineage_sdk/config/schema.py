@@ -46,7 +46,6 @@ __all__ = [
 
 DEFAULT_PRODUCER_URI = "https://github.com/lineage-sdk/lineage-sdk"
 S = TypeVar("S", bound=Section)
-_Section = Section
 
 
 def check_url(value: str | None, schemes: tuple[str, ...]) -> str | None:
@@ -83,7 +82,7 @@ def field_error(field: str, message: str) -> PydanticCustomError:
     return PydanticCustomError("lineage_config", message, {"field": field})
 
 
-class ProducerConfig(_Section):
+class ProducerConfig(Section):
     """Identity of the events' source: the job namespace and the producer URI."""
 
     job_namespace: str = Field(
@@ -100,7 +99,7 @@ class ProducerConfig(_Section):
     )
 
 
-class PipelineConfig(_Section):
+class PipelineConfig(Section):
     """The bounded queue and batching worker between the application thread and the exporters."""
 
     max_queue_size: int = Field(
@@ -142,7 +141,7 @@ class PipelineConfig(_Section):
     )
 
 
-class LineageConfig(_Section):
+class LineageConfig(Section):
     """The whole `[lineage]` table."""
 
     enabled: bool = Field(
