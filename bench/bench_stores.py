@@ -60,7 +60,7 @@ from lineage_sdk.collector.records import build_record  # noqa: E402
 from lineage_sdk.collector.settings import ConnectionConfig  # noqa: E402
 from lineage_sdk.collector.store import LineageRecord, node_id  # noqa: E402
 from lineage_sdk.collector.stores.document import DocumentLineageStore  # noqa: E402
-from lineage_sdk.collector.stores.graph import GraphLineageStore, batch_statements  # noqa: E402
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore, batch_statements  # noqa: E402
 from lineage_sdk.collector.stores.sql import SqlStore  # noqa: E402
 from lineage_sdk.collector.topology import Topology  # noqa: E402
 from lineage_sdk.config.schema import LineageConfig  # noqa: E402
@@ -116,8 +116,8 @@ def collector_rate(
         }
     )
 
-    def graph_creator(_cfg: LineageConfig) -> GraphLineageStore:
-        return GraphLineageStore(
+    def graph_creator(_cfg: LineageConfig) -> Neo4jLineageStore:
+        return Neo4jLineageStore(
             runner=FalkorDBRespRunner("127.0.0.1", redis_port, graph_name, timeout_s=60)
         )
 
@@ -154,7 +154,7 @@ def collector_rate(
         for s in cleanup.stores:
             if isinstance(s, DocumentLineageStore):
                 s.collection.drop()
-            if isinstance(s, GraphLineageStore) and isinstance(s.runner, FalkorDBRespRunner):
+            if isinstance(s, Neo4jLineageStore) and isinstance(s.runner, FalkorDBRespRunner):
                 s.runner.drop()
             s.close()
         delete_queues(ch, topo)
@@ -350,7 +350,7 @@ def main() -> None:
 
         doc = DocumentLineageStore(ConnectionConfig(uri=mongo.uri, database="bench"), "direct")
         doc.open()
-        graph = GraphLineageStore(
+        graph = Neo4jLineageStore(
             runner=FalkorDBRespRunner("127.0.0.1", falkor.redis_port, "direct", timeout_s=60)
         )
         graph.open()
@@ -418,13 +418,13 @@ def lineage_figures(args: argparse.Namespace, falkor: Any, tmp: Path) -> dict[st
     print(f"lineage: {len(big)} events, 50 pipelines of 20 stages")
     # The big graph goes into "falkordb", the graph FalkorDB's Bolt endpoint serves, so the same
     # data is queried through the native protocol and through the neo4j driver.
-    native = GraphLineageStore(
+    native = Neo4jLineageStore(
         runner=FalkorDBRespRunner("127.0.0.1", falkor.redis_port, "falkordb", timeout_s=120)
     )
     native.open()
     sql = SqlStore(f"sqlite:///{tmp}/lineage.db")
     sql.open()
-    bolt = GraphLineageStore(ConnectionConfig(uri=falkor.bolt_uri, timeout_ms=10_000))
+    bolt = Neo4jLineageStore(ConnectionConfig(uri=falkor.bolt_uri, timeout_ms=10_000))
     try:
         out["build_s"] = {
             "graph": timed("built the graph store", lambda: write_all(native, big, batch=500)),

@@ -213,11 +213,11 @@ def check(config: LineageConfig) -> None:
         table.add_row("broker", "[red]failed[/]", describe_failure(exc, params)[0])
     manager = LineageManager(config)
     manager.build()
+    addresses = {store.name: getattr(store, "address", "") for store in manager.stores}
     for name, problem in manager.check().items():
         failed = failed or problem is not None
-        table.add_row(
-            f"store {name}", "[red]failed[/]" if problem else "[green]ok[/]", redact(problem or "")
-        )
+        detail = redact(problem) if problem else addresses.get(name, "")
+        table.add_row(f"store {name}", "[red]failed[/]" if problem else "[green]ok[/]", detail)
     out.print(table)
     if failed:
         raise typer.Exit(1)

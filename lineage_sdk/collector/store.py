@@ -9,6 +9,7 @@ entry-point group.
 from __future__ import annotations
 
 import abc
+import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from lineage_sdk.collector.settings import ConnectionConfig
+from lineage_sdk.config.keys import env_var_for
+from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 
@@ -34,6 +37,7 @@ __all__ = [
     "LineageQueryProtocol",
     "LineageRecord",
     "LineageStoreProtocol",
+    "NamedConnection",
     "NodeType",
     "Page",
     "RunSummary",
@@ -45,6 +49,8 @@ __all__ = [
     "pick_query_store",
     "walk_directions",
 ]
+
+_log = logging.getLogger("lineage_sdk.collector")
 
 EventKind = Literal["run", "dataset", "job"]
 NodeType = Literal["DATASET", "JOB"]
@@ -113,6 +119,8 @@ class BaseLineageStore(abc.ABC):
     """Base class of the built-in stores: ``open`` and ``check`` default to no-ops."""
 
     name: str = "base"
+    #: Where the store writes, password hidden (``lineage-collector check`` shows it).
+    address: str = ""
 
     def open(self) -> None:
         return None
@@ -132,16 +140,49 @@ class BaseLineageStore(abc.ABC):
 StoreCreator = Callable[[LineageConfig], LineageStoreProtocol]
 
 
-def named_connection(config: LineageConfig, key: str, name: str) -> ConnectionConfig:
-    """The ``[lineage.connections.NAME]`` a store setting names; ConfigError when it is missing."""
+@dataclass(frozen=True)
+class NamedConnection:
+    """A ``[lineage.connections.NAME]`` as a store resolved it; ``assumed`` when it was missing
+    and the driver's standard local address stands in for it."""
+
+    name: str
+    settings: ConnectionConfig
+    assumed: bool = False
+
+    def describe(self) -> str:
+        """Where the store connects, password hidden, for ``lineage-collector check``."""
+        where = f"{self.name}: {redact(self.settings.uri)}"
+        return f"{where} (assumed: no [lineage.connections.{self.name}])" if self.assumed else where
+
+
+def named_connection(
+    config: LineageConfig, key: str, name: str, *, default_uri: str | None = None
+) -> NamedConnection:
+    """The ``[lineage.connections.NAME]`` a store setting names.
+
+    ``LINEAGE_CONNECTIONS_<NAME>_URI`` declares it as well as a table does. When neither does,
+    ``default_uri`` (the driver's standard local address) stands in, said once in the log; with
+    no default, ConfigError names the setting and the connections that exist.
+    """
     connections = config.named("connections", ConnectionConfig)
     connection = connections.get(name)
-    if connection is None:
+    if connection is not None:
+        return NamedConnection(name, connection)
+    if default_uri is None:
         known = ", ".join(sorted(connections)) or "none"
         raise ConfigError(
             key, name, f"must name a [lineage.connections.NAME] section (defined: {known})"
         )
-    return connection
+    _log.warning(
+        "%s names connection %r, which is not configured: assuming %s "
+        "(set [lineage.connections.%s] uri, or %s)",
+        key,
+        name,
+        redact(default_uri),
+        name,
+        env_var_for(f"connections.{name}.uri"),
+    )
+    return NamedConnection(name, ConnectionConfig(uri=default_uri), assumed=True)
 
 
 def node_id(node_type: NodeType, namespace: str, name: str) -> str:

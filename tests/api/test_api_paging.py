@@ -14,7 +14,7 @@ from servers import FalkorDBServer, falkordb_server
 
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.store import BaseLineageStore
-from lineage_sdk.collector.stores.graph import GraphLineageStore
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 
 NS = "paged"
@@ -40,7 +40,7 @@ def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[BaseLineageStore
     from servers import FalkorDBRespRunner
 
     runner = FalkorDBRespRunner("127.0.0.1", server.redis_port, f"t_{uuid.uuid4().hex[:12]}")
-    graph = GraphLineageStore(runner=runner)
+    graph = Neo4jLineageStore(runner=runner)
     graph.open()
     yield graph
     runner.drop()

@@ -27,7 +27,7 @@ from servers import (
 
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import GraphLineageStore
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 
 
 @pytest.fixture(scope="session")
@@ -63,10 +63,10 @@ def bolt_target(falkordb: FalkorDBServer) -> GraphTarget:
 
 
 @pytest.fixture(scope="session")
-def bolt_store(bolt_target: GraphTarget) -> Iterator[GraphLineageStore]:
+def bolt_store(bolt_target: GraphTarget) -> Iterator[Neo4jLineageStore]:
     """One store (one neo4j driver) over FalkorDB's Bolt for the session: FalkorDB may stall a new
     connection after a client disconnects, so the Bolt smoke tests share one long-lived driver."""
-    store = GraphLineageStore(ConnectionConfig(uri=bolt_target.uri, timeout_ms=5000))
+    store = Neo4jLineageStore(ConnectionConfig(uri=bolt_target.uri, timeout_ms=5000))
     store.open()
     yield store
     store.close()
@@ -92,21 +92,21 @@ def document_store(mongo: MongoTarget) -> Iterator[DocumentLineageStore]:
         store.close()
 
 
-def _wipe(store: GraphLineageStore) -> None:
+def _wipe(store: Neo4jLineageStore) -> None:
     store.runner.run("MATCH (n) DETACH DELETE n")
 
 
 @pytest.fixture
-def graph_store(graph_target: GraphTarget) -> Iterator[GraphLineageStore]:
+def graph_store(graph_target: GraphTarget) -> Iterator[Neo4jLineageStore]:
     """A store on an empty graph: a graph of its own on FalkorDB; on a real Neo4j, the (throwaway!)
     database is wiped before and after."""
     import uuid
 
     if graph_target.kind == "falkordb":
         runner = graph_target.runner(f"t_{uuid.uuid4().hex[:12]}")
-        store = GraphLineageStore(runner=runner)
+        store = Neo4jLineageStore(runner=runner)
     else:
-        store = GraphLineageStore(
+        store = Neo4jLineageStore(
             ConnectionConfig(
                 uri=graph_target.uri,
                 username=graph_target.username,
@@ -131,9 +131,9 @@ def graph_store(graph_target: GraphTarget) -> Iterator[GraphLineageStore]:
 
 
 @pytest.fixture(params=["document", "graph"])
-def query_store(request: pytest.FixtureRequest) -> DocumentLineageStore | GraphLineageStore:
+def query_store(request: pytest.FixtureRequest) -> DocumentLineageStore | Neo4jLineageStore:
     """The same questions asked of both stores."""
-    store: DocumentLineageStore | GraphLineageStore = request.getfixturevalue(
+    store: DocumentLineageStore | Neo4jLineageStore = request.getfixturevalue(
         f"{request.param}_store"
     )
     return store

@@ -37,7 +37,7 @@ from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import LineageStoreProtocol
 from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import GraphLineageStore
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
@@ -75,7 +75,7 @@ class CollectorRig:
     tmp_path: Path
     mongo_timeout_ms: int = 5000
     _readers: list[LineageStoreProtocol] = field(default_factory=list)
-    _waiters: tuple[DocumentLineageStore, GraphLineageStore] | None = None
+    _waiters: tuple[DocumentLineageStore, Neo4jLineageStore] | None = None
 
     @property
     def topic(self) -> str:
@@ -88,11 +88,11 @@ class CollectorRig:
     def manager(self) -> LineageManager:
         """A manager building the configured stores; the graph one on this rig's graph."""
 
-        def graph_creator(config: LineageConfig) -> GraphLineageStore:
+        def graph_creator(config: LineageConfig) -> Neo4jLineageStore:
             runner = self.graph.runner(self.graph_name)
             if runner is not None:
-                return GraphLineageStore(runner=runner)
-            return GraphLineageStore.from_config(config)
+                return Neo4jLineageStore(runner=runner)
+            return Neo4jLineageStore.from_config(config)
 
         return LineageManager(self.config, creators={"graph": graph_creator})
 
@@ -107,12 +107,12 @@ class CollectorRig:
         self._readers.append(store)
         return store
 
-    def graph_store(self) -> GraphLineageStore:
+    def graph_store(self) -> Neo4jLineageStore:
         runner = self.graph.runner(self.graph_name)
         if runner is not None:
-            store = GraphLineageStore(runner=runner)
+            store = Neo4jLineageStore(runner=runner)
         else:
-            store = GraphLineageStore(_graph_connection(self.graph))
+            store = Neo4jLineageStore(_graph_connection(self.graph))
         store.open()
         self._readers.append(store)
         return store
@@ -332,7 +332,7 @@ GRAPH_COUNTS = {
 }
 
 
-def graph_counts(store: GraphLineageStore) -> dict[str, int]:
+def graph_counts(store: Neo4jLineageStore) -> dict[str, int]:
     """Nodes per label and relationships per type."""
     return {name: int(store.runner.run(q)[0]["c"]) for name, q in GRAPH_COUNTS.items()}
 
@@ -382,7 +382,7 @@ def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def graph_snapshot(store: GraphLineageStore) -> tuple[list[Any], list[Any]]:
+def graph_snapshot(store: Neo4jLineageStore) -> tuple[list[Any], list[Any]]:
     """The whole graph as comparable data: every node's labels and properties, every relationship
     with its ends (no internal ids), sorted."""
     nodes = store.runner.run("MATCH (n) RETURN labels(n) AS labels, properties(n) AS props")

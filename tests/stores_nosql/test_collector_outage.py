@@ -42,7 +42,7 @@ from nosql_events import column_lineage, run_event, uid
 from servers import FalkorDBRespRunner, FalkorDBServer, GraphTarget, SecantusServer
 
 from lineage_sdk.collector.records import build_record
-from lineage_sdk.collector.stores.graph import GraphLineageStore
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.sdk.events import encode_event
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.mongodb, pytest.mark.neo4j]
@@ -161,7 +161,7 @@ def test_a_server_stopped_mid_stream_loses_and_duplicates_nothing(
     # Graph: the counts the events imply, and exactly the graph a clean, direct write builds.
     graph = stores["graph"]
     assert graph_counts(graph) == expected_graph(events)
-    reference = GraphLineageStore(
+    reference = Neo4jLineageStore(
         runner=FalkorDBRespRunner("127.0.0.1", falkor.redis_port, f"ref_{uid()}")
     )
     reference.open()
@@ -229,7 +229,7 @@ def test_a_crashed_graph_server_converges_after_a_replay_of_the_audit_trail(
     assert rig.document_ids(stores["document"]) == ids
     assert rig.sql_ids(stores["sql"]) == ids
     assert graph_counts(stores["graph"]) == expected_graph(events)
-    reference = GraphLineageStore(
+    reference = Neo4jLineageStore(
         runner=FalkorDBRespRunner("127.0.0.1", falkor.redis_port, f"ref_{uid()}")
     )
     reference.open()

@@ -9,7 +9,7 @@ from servers import FalkorDBServer, SecantusServer, bolt_warmup
 
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import GraphLineageStore
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.exceptions import StoreError
 
 
@@ -47,7 +47,7 @@ def test_document_store_survives_a_server_restart():
 def test_graph_store_over_bolt_survives_a_server_restart():
     server = FalkorDBServer(persistent=True)
     server.start()
-    store = GraphLineageStore(ConnectionConfig(uri=server.bolt_uri, timeout_ms=1000))
+    store = Neo4jLineageStore(ConnectionConfig(uri=server.bolt_uri, timeout_ms=1000))
     try:
         store.open()
         ns = f"o{uid()}"

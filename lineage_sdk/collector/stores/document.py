@@ -67,6 +67,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+#: MongoDB's standard local address, assumed for a connection name that is not configured.
+DEFAULT_URI = "mongodb://127.0.0.1:27017"
 STORE_NAME = "document"
 DEFAULT_DATABASE = "lineage"
 DUPLICATE_KEY = 11000
@@ -227,9 +229,14 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         """Entry point ``lineage_sdk.stores:document``: reads ``[lineage.store.document]``."""
         settings = config.section("store.document", DocumentStoreConfig)
         connection = named_connection(
-            config, "store.document.document_connection_name", settings.document_connection_name
+            config,
+            "store.document.document_connection_name",
+            settings.document_connection_name,
+            default_uri=DEFAULT_URI,
         )
-        return cls(connection, settings.collection_name)
+        store = cls(connection.settings, settings.collection_name)
+        store.address = connection.describe()
+        return store
 
     # -- lifecycle
 

@@ -65,9 +65,9 @@ from lineage_sdk.exceptions import ConfigError, StoreError
 from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
 
 __all__ = [
-    "GraphLineageStore",
     "GraphRunner",
     "GraphStoreConfig",
+    "Neo4jLineageStore",
     "Neo4jRunner",
     "StatementRunner",
     "batch_statements",
@@ -82,6 +82,8 @@ _T = TypeVar("_T")
 # bound to one open transaction (``GraphRunner.transaction``).
 StatementRunner = Callable[[str, Mapping[str, Any] | None], list[dict[str, Any]]]
 
+#: The Bolt standard local address, assumed for a connection name that is not configured.
+DEFAULT_URI = "bolt://127.0.0.1:7687"
 STORE_NAME = "graph"
 
 
@@ -683,7 +685,7 @@ def batch_statements(records: Iterable[LineageRecord]) -> list[tuple[str, list[d
 # ------------------------------------------------------------------------------------------ store
 
 
-class GraphLineageStore(BaseLineageStore, HopByHopLineage):
+class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
     """Projects events into a property graph over Bolt; answers lineage and catalog questions."""
 
     name = STORE_NAME
@@ -706,13 +708,18 @@ class GraphLineageStore(BaseLineageStore, HopByHopLineage):
         self.dialect: str | None = None
 
     @classmethod
-    def from_config(cls, config: LineageConfig) -> GraphLineageStore:
+    def from_config(cls, config: LineageConfig) -> Neo4jLineageStore:
         """Entry point ``lineage_sdk.stores:graph``: reads ``[lineage.store.graph]``."""
         settings = config.section("store.graph", GraphStoreConfig)
         connection = named_connection(
-            config, "store.graph.graph_connection_name", settings.graph_connection_name
+            config,
+            "store.graph.graph_connection_name",
+            settings.graph_connection_name,
+            default_uri=DEFAULT_URI,
         )
-        return cls(connection)
+        store = cls(connection.settings)
+        store.address = connection.describe()
+        return store
 
     # -- lifecycle
 

@@ -25,7 +25,7 @@ from lineage_sdk.config.schema import LineageConfig, check_url
 from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
 
-__all__ = ["HttpStore", "HttpStoreConfig"]
+__all__ = ["HttpStoreConfig", "OpenLineageStore"]
 
 _RETRY_STATUS = frozenset({408, 425, 429})
 
@@ -57,14 +57,14 @@ class _Retryable(Exception):
     pass
 
 
-class HttpStore(BaseLineageStore):
+class OpenLineageStore(BaseLineageStore):
     """Posts each record's event as JSON; see the module docstring for the error policy."""
 
     name = "openlineage_http"
     config_class: ClassVar[type[Section]] = HttpStoreConfig
 
     @classmethod
-    def from_config(cls, config: LineageConfig) -> HttpStore:
+    def from_config(cls, config: LineageConfig) -> OpenLineageStore:
         """Entry point ``lineage_sdk.stores:openlineage_http``."""
         cfg = config.section("store.openlineage_http", HttpStoreConfig)
         if not cfg.url:

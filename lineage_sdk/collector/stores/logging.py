@@ -20,7 +20,7 @@ from lineage_sdk.collector.store import BaseLineageStore, LineageRecord
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 
-__all__ = ["LoggingStore", "LoggingStoreConfig"]
+__all__ = ["LoggingLineageStore", "LoggingStoreConfig"]
 
 
 class LoggingStoreConfig(Section):
@@ -32,14 +32,14 @@ class LoggingStoreConfig(Section):
     )
 
 
-class LoggingStore(BaseLineageStore):
+class LoggingLineageStore(BaseLineageStore):
     """Logs ``{"event_id": ..., "eventType": ..., "eventTime": ..., "event": {...}}`` at INFO."""
 
     name = "logging"
     config_class: ClassVar[type[Section]] = LoggingStoreConfig
 
     @classmethod
-    def from_config(cls, config: LineageConfig) -> LoggingStore:
+    def from_config(cls, config: LineageConfig) -> LoggingLineageStore:
         """Entry point ``lineage_sdk.stores:logging``: reads ``[lineage.store.logging]``."""
         return cls(config.section("store.logging", LoggingStoreConfig).logger_name)
 

@@ -196,7 +196,9 @@ class SqlStore(BaseLineageStore):
         sql = config.section("store.sql", SqlStoreConfig)
         url = sql.url
         if sql.connection_name:
-            url = named_connection(config, "store.sql.connection_name", sql.connection_name).uri
+            url = named_connection(
+                config, "store.sql.connection_name", sql.connection_name
+            ).settings.uri
         return cls(url)
 
     def __init__(self, url: str, *, table_prefix: str = "lineage_", echo: bool = False) -> None:
