@@ -48,6 +48,7 @@ from lineage_sdk.models.constants import (
     TRACE_FACET_KEY,
     TRACE_FACET_SCHEMA_URL,
 )
+from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.models.events import (
     BaseEvent,
     Dataset,
@@ -138,6 +139,7 @@ __all__ = [
     "JobFacet",
     "JobFacets",
     "JobTypeJobFacet",
+    "LineageDataset",
     "LineageModel",
     "MessagingDatasetFacet",
     "NominalTimeRunFacet",

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from lineage_sdk.api.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.runs import LineageRun, ParentRef
 from lineage_sdk.version import __version__

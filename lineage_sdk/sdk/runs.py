@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lineage_sdk.api.dataset import LineageDataset, _facets_to_dicts
+from lineage_sdk.models.dataset import LineageDataset, facets_to_dicts
 
 __all__ = ["LineageRun", "NoopRun", "ParentRef", "current_run"]
 
@@ -98,7 +98,7 @@ class LineageRun:
 
     def add_run_facets(self, facets: Mapping[str, Any]) -> None:
         """Attach run facets (dicts with ``_schemaURL`` or pydantic facet models) to the run."""
-        converted = _facets_to_dicts(facets, owner=f"run {self.run_id}")
+        converted = facets_to_dicts(facets, owner=f"run {self.run_id}")
         self.run_facets = {**self.run_facets, **converted}
 
     def as_parent(self) -> ParentRef:

@@ -16,7 +16,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
 
-from lineage_sdk.api.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.processor import handoff_run
 from lineage_sdk.sdk.provider import LineageSDK
 from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun, ParentRef
