@@ -129,17 +129,39 @@ class EventBuilder:
             "integration": integration,
             "jobType": "TASK",
         }
+        self._trace_facet_prefix = b"".join(
+            (
+                b'"',
+                TRACE_FACET_KEY.encode(),
+                b'":{"_producer":',
+                self._producer_json,
+                b',"_schemaURL":',
+                orjson.dumps(TRACE_FACET_URL),
+                b',"spanId":"',
+            )
+        )
         self._job_cache: dict[tuple[str, str, int, str], tuple[Mapping[str, Any], bytes]] = {}
         self._second = -1
         self._second_text = ""
+        self._second_bytes = b""
 
     def iso_time(self, epoch_ns: int) -> str:
         """Like :func:`iso_time`, formatting the date and second only once per second."""
         second, rest = divmod(epoch_ns, 1_000_000_000)
         if second != self._second:
-            self._second = second
-            self._second_text = datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._set_second(second)
         return f"{self._second_text}.{rest // 1000:06d}+00:00"
+
+    def _iso_time_bytes(self, epoch_ns: int) -> bytes:
+        """:meth:`iso_time` as ASCII bytes, which the payload and the event id are made of."""
+        second, rest = divmod(epoch_ns, 1_000_000_000)
+        if second != self._second:
+            self._set_second(second)
+        return self._second_bytes + b".%06d+00:00" % (rest // 1000)
+
+    def _set_second(self, second: int) -> None:
+        text = datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        self._second, self._second_text, self._second_bytes = second, text, text.encode()
 
     def _run_facets(
         self,
@@ -193,14 +215,26 @@ class EventBuilder:
         """
         common_json = run.common_facets_json
         if common_json is None:
-            self._run_facets("COMPLETE", run, None, None, None)  # fills run.common_facets
-            common_json = orjson.dumps(run.common_facets, option=orjson.OPT_SORT_KEYS)
-            run.common_facets_json = common_json
+            common_json = run.common_facets_json = self._common_facets_json(run)
         if event_type != "START":
             return common_json
         if common_json == b"{}":
             return b'{"processing_engine":' + self._processing_engine_json + b"}"
         return common_json[:-1] + b',"processing_engine":' + self._processing_engine_json + b"}"
+
+    def _common_facets_json(self, run: LineageRun) -> bytes:
+        """``orjson.dumps(common facets, OPT_SORT_KEYS)`` without building the dicts: the trace
+        facet is spliced into a template (``lineagesdk_trace`` sorts before ``parent``)."""
+        parts: list[bytes] = []
+        if run.trace_id:
+            parts.append(
+                self._trace_facet_prefix
+                + b'%016x","traceId":"%032x"}' % (run.span_id, run.trace_id)
+            )
+        if run.parent is not None:
+            parent = parent_facet(run.parent, self.producer)
+            parts.append(b'"parent":' + orjson.dumps(parent, option=orjson.OPT_SORT_KEYS))
+        return b"{" + b",".join(parts) + b"}"
 
     def _job(self, run: LineageRun, processing_type: str) -> dict[str, Any]:
         job_type = self._job_type
@@ -255,7 +289,7 @@ class EventBuilder:
         processing_type: str = "BATCH",
     ) -> EncodedEvent:
         """``encode_event(self.run_event(...))``, spliced from cached sorted-key fragments."""
-        event_time = self.iso_time(epoch_ns)
+        time_bytes = self._iso_time_bytes(epoch_ns)
         if error is None and extra_run_facets is None and not run.run_facets:
             facets_json = self._plain_run_facets_json(event_type, run)
         else:
@@ -270,7 +304,7 @@ class EventBuilder:
         payload = b"".join(
             (
                 b'{"eventTime":"',
-                event_time.encode(),
+                time_bytes,
                 b'","eventType":',
                 _EVENT_TYPE_JSON.get(event_type) or orjson.dumps(event_type),
                 b',"inputs":',
@@ -290,12 +324,14 @@ class EventBuilder:
                 b'"}',
             )
         )
+        # run_event_id(), from the bytes at hand: the UTF-8 of a concatenation is the concatenation.
+        id_key = b"\x00".join((run.run_id.encode(), event_type.encode(), time_bytes))
         return _new_encoded(
             (
                 payload,
-                run_event_id(run.run_id, event_type, event_time),
+                hashlib.sha256(id_key).hexdigest()[:32],
                 event_type,
-                event_time,
+                time_bytes.decode(),
                 run.job_namespace,
                 run.job_name,
                 run.run_id,

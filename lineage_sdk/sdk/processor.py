@@ -35,6 +35,7 @@ __all__ = [
     "ATTR_JOB_NAME",
     "ATTR_JOB_NAMESPACE",
     "ATTR_RUN_ID",
+    "RUN_HANDOFF",
     "LineageSpanProcessor",
     "handoff_run",
     "lineage_processor_for",
@@ -44,7 +45,10 @@ ATTR_JOB_NAME = "openlineage.job.name"
 ATTR_JOB_NAMESPACE = "openlineage.job.namespace"
 ATTR_RUN_ID = "openlineage.run.id"
 
-_handoff = threading.local()
+# ``RUN_HANDOFF.run``: the LineageRun of the next span started on this thread. The SDK's own API
+# sets it around ``start_span`` (an attribute write, cheaper than span attributes or a call).
+RUN_HANDOFF = threading.local()
+_handoff = RUN_HANDOFF
 
 
 def handoff_run(run: LineageRun | None) -> None:

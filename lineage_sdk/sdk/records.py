@@ -109,13 +109,14 @@ class RecordEncoder:
 
     def _started(self, record: RunStarted) -> EncodedEvent:
         run = record.run
-        return self._builder.encode_run_event(
-            "START",
-            run,
-            record.time_ns,
-            run.inputs[: record.input_count],
-            run.outputs[: record.output_count],
-        )
+        inputs: Sequence[LineageDataset] = run.inputs
+        outputs: Sequence[LineageDataset] = run.outputs
+        # Usually nothing was added since START was queued: no need to copy a prefix.
+        if len(inputs) != record.input_count:
+            inputs = inputs[: record.input_count]
+        if len(outputs) != record.output_count:
+            outputs = outputs[: record.output_count]
+        return self._builder.encode_run_event("START", run, record.time_ns, inputs, outputs)
 
     def _ended(self, record: RunEnded) -> EncodedEvent:
         if record.error is None:

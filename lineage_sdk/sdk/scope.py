@@ -17,7 +17,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
 
 from lineage_sdk.models.dataset import LineageDataset
-from lineage_sdk.sdk.processor import handoff_run
+from lineage_sdk.sdk.processor import RUN_HANDOFF
 from lineage_sdk.sdk.provider import LineageSDK
 from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun, ParentRef
 
@@ -66,7 +66,7 @@ class RunScope:
         )
         # No lineage attributes by default: each costs ~1.3 µs in the OpenTelemetry SDK, and the
         # run already records its trace and span id in the lineagesdk_trace facet.
-        handoff_run(run)
+        RUN_HANDOFF.run = run
         try:
             span = sdk.tracer.start_span(
                 span_name or job_name,
@@ -75,7 +75,7 @@ class RunScope:
                 attributes=span_attributes,
             )
         finally:
-            handoff_run(None)
+            RUN_HANDOFF.run = None
         self.run = run
         self.span = span
         self.context = trace.set_span_in_context(span, parent_context)
