@@ -144,6 +144,7 @@ class EventBuilder:
         self._second = -1
         self._second_text = ""
         self._second_bytes = b""
+        self._last_body: tuple[Any, ...] | None = None
 
     def iso_time(self, epoch_ns: int) -> str:
         """Like :func:`iso_time`, formatting the date and second only once per second."""
@@ -222,6 +223,64 @@ class EventBuilder:
             return b'{"processing_engine":' + self._processing_engine_json + b"}"
         return common_json[:-1] + b',"processing_engine":' + self._processing_engine_json + b"}"
 
+    def _body_and_tail(
+        self,
+        run: LineageRun,
+        inputs: Iterable[LineageDataset],
+        outputs: Iterable[LineageDataset],
+        processing_type: str,
+    ) -> tuple[bytes, bytes]:
+        """The event from ``"inputs"`` to the run's facets, and from ``"runId"`` to the end.
+
+        A run's START and COMPLETE usually share them (same dataset lists, same lengths: the
+        lists are only appended to), and come one after the other, so the last ones are kept.
+        """
+        if not isinstance(inputs, (list, tuple)):
+            inputs = list(inputs)
+        if not isinstance(outputs, (list, tuple)):
+            outputs = list(outputs)
+        n_in, n_out = len(inputs), len(outputs)
+        last = self._last_body
+        if (
+            last is not None
+            and last[0] is run
+            and last[1] is inputs
+            and last[2] == n_in
+            and last[3] is outputs
+            and last[4] == n_out
+            and last[5] == processing_type
+        ):
+            return last[6], last[7]
+        job_json = run.job_json if processing_type == "BATCH" else None
+        if job_json is None:
+            job_json = self._job_json(run, processing_type)
+            if processing_type == "BATCH":
+                run.job_json = job_json
+        body = b"".join(
+            (
+                b',"inputs":',
+                _datasets_json(inputs),
+                b',"job":',
+                job_json,
+                b',"outputs":',
+                _datasets_json(outputs),
+                b',"producer":',
+                self._producer_json,
+                b',"run":{"facets":',
+            )
+        )
+        tail = b"".join(
+            (
+                b',"runId":',
+                orjson.dumps(run.run_id),
+                b'},"schemaURL":"',
+                _RUN_EVENT_SCHEMA_BYTES,
+                b'"}',
+            )
+        )
+        self._last_body = (run, inputs, n_in, outputs, n_out, processing_type, body, tail)
+        return body, tail
+
     def _common_facets_json(self, run: LineageRun) -> bytes:
         """``orjson.dumps(common facets, OPT_SORT_KEYS)`` without building the dicts: the trace
         facet is spliced into a template (``lineagesdk_trace`` sorts before ``parent``)."""
@@ -295,11 +354,7 @@ class EventBuilder:
         else:
             run_facets = self._run_facets(event_type, run, error, error_traceback, extra_run_facets)
             facets_json = orjson.dumps(run_facets, option=orjson.OPT_SORT_KEYS)
-        job_json = run.job_json if processing_type == "BATCH" else None
-        if job_json is None:
-            job_json = self._job_json(run, processing_type)
-            if processing_type == "BATCH":
-                run.job_json = job_json
+        body, tail = self._body_and_tail(run, inputs, outputs, processing_type)
         # Keys in sorted order, exactly as orjson.OPT_SORT_KEYS would write them.
         payload = b"".join(
             (
@@ -307,21 +362,9 @@ class EventBuilder:
                 time_bytes,
                 b'","eventType":',
                 _EVENT_TYPE_JSON.get(event_type) or orjson.dumps(event_type),
-                b',"inputs":',
-                _datasets_json(inputs),
-                b',"job":',
-                job_json,
-                b',"outputs":',
-                _datasets_json(outputs),
-                b',"producer":',
-                self._producer_json,
-                b',"run":{"facets":',
+                body,
                 facets_json,
-                b',"runId":',
-                orjson.dumps(run.run_id),
-                b'},"schemaURL":"',
-                _RUN_EVENT_SCHEMA_BYTES,
-                b'"}',
+                tail,
             )
         )
         # run_event_id(), from the bytes at hand: the UTF-8 of a concatenation is the concatenation.

@@ -93,8 +93,8 @@ class LineageSpanProcessor(SpanProcessor):
                 return
         ctx = span.get_span_context()
         run.trace_id = ctx.trace_id
-        run.span_id = ctx.span_id
-        self._active[ctx.span_id] = run
+        run.span_id = span_id = ctx.span_id
+        self._active[span_id] = run
         pipeline.submit(RunStarted(run, span.start_time or 0, len(run.inputs), len(run.outputs)))
 
     def on_end(self, span: ReadableSpan) -> None:

@@ -68,23 +68,20 @@ class RunScope:
         # run already records its trace and span id in the lineagesdk_trace facet.
         RUN_HANDOFF.run = run
         try:
+            # Positional: keyword parsing is measurable on this path (name, context, kind, attrs).
             span = sdk.tracer.start_span(
-                span_name or job_name,
-                context=parent_context,
-                kind=span_kind,
-                attributes=span_attributes,
+                span_name or job_name, parent_context, span_kind, span_attributes
             )
         finally:
             RUN_HANDOFF.run = None
         self.run = run
         self.span = span
         self.context = trace.set_span_in_context(span, parent_context)
-        self._ctx_token: Any = None
-        self._run_token: Any = None
+        # _ctx_token and _run_token are set by activate(), which always comes before deactivate().
 
     def activate(self) -> None:
-        self._ctx_token = otel_context.attach(self.context)
-        self._run_token = CURRENT_RUN.set(self.run)
+        self._ctx_token: Any = otel_context.attach(self.context)
+        self._run_token: Any = CURRENT_RUN.set(self.run)
 
     def deactivate(self) -> None:
         CURRENT_RUN.reset(self._run_token)
