@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -145,6 +145,8 @@ class EventBuilder:
         self._second_text = ""
         self._second_bytes = b""
         self._last_body: tuple[Any, ...] | None = None
+        self._last_tail: tuple[LineageRun, bytes] | None = None
+        self._shared_bodies: dict[tuple[int, int, int], tuple[Any, Any, bytes, bytes]] = {}
 
     def iso_time(self, epoch_ns: int) -> str:
         """Like :func:`iso_time`, formatting the date and second only once per second."""
@@ -232,31 +234,71 @@ class EventBuilder:
     ) -> tuple[bytes, bytes]:
         """The event from ``"inputs"`` to the run's facets, and from ``"runId"`` to the end.
 
-        A run's START and COMPLETE usually share them (same dataset lists, same lengths: the
-        lists are only appended to), and come one after the other, so the last ones are kept.
+        The body (datasets, job, producer) is the same for every run of a decorated function,
+        whose dataset tuples are shared: it is cached by their identity. Dataset lists (a run
+        that added datasets) are mutable, so only the last run's body is kept for them: its
+        COMPLETE usually follows its START with the same list of the same length.
         """
         if not isinstance(inputs, (list, tuple)):
             inputs = list(inputs)
         if not isinstance(outputs, (list, tuple)):
             outputs = list(outputs)
-        n_in, n_out = len(inputs), len(outputs)
-        last = self._last_body
-        if (
-            last is not None
-            and last[0] is run
-            and last[1] is inputs
-            and last[2] == n_in
-            and last[3] is outputs
-            and last[4] == n_out
-            and last[5] == processing_type
-        ):
-            return last[6], last[7]
         job_json = run.job_json if processing_type == "BATCH" else None
         if job_json is None:
             job_json = self._job_json(run, processing_type)
             if processing_type == "BATCH":
                 run.job_json = job_json
-        body = b"".join(
+        last_tail = self._last_tail
+        if last_tail is not None and last_tail[0] is run:
+            tail = last_tail[1]
+        else:
+            tail = b"".join(
+                (
+                    b',"runId":',
+                    orjson.dumps(run.run_id),
+                    b'},"schemaURL":"',
+                    _RUN_EVENT_SCHEMA_BYTES,
+                    b'"}',
+                )
+            )
+            self._last_tail = (run, tail)
+        if type(inputs) is tuple and type(outputs) is tuple:
+            key = (id(inputs), id(outputs), id(job_json))
+            shared = self._shared_bodies.get(key)
+            if (
+                shared is not None
+                and shared[0] is inputs
+                and shared[1] is outputs
+                and shared[2] is job_json
+            ):
+                return shared[3], tail
+            body = self._body(inputs, outputs, job_json)
+            if len(self._shared_bodies) >= 1024:  # bounded, like the job cache
+                self._shared_bodies.clear()
+            self._shared_bodies[key] = (inputs, outputs, job_json, body)
+            return body, tail
+        n_in, n_out = len(inputs), len(outputs)
+        last = self._last_body
+        if (
+            last is not None
+            and last[0] is inputs
+            and last[1] == n_in
+            and last[2] is outputs
+            and last[3] == n_out
+            and last[4] is job_json
+        ):
+            return last[5], tail
+        body = self._body(inputs, outputs, job_json)
+        self._last_body = (inputs, n_in, outputs, n_out, job_json, body)
+        return body, tail
+
+    def _body(
+        self,
+        inputs: Sequence[LineageDataset],
+        outputs: Sequence[LineageDataset],
+        job_json: bytes,
+    ) -> bytes:
+        return b"".join(
             (
                 b',"inputs":',
                 _datasets_json(inputs),
@@ -269,17 +311,6 @@ class EventBuilder:
                 b',"run":{"facets":',
             )
         )
-        tail = b"".join(
-            (
-                b',"runId":',
-                orjson.dumps(run.run_id),
-                b'},"schemaURL":"',
-                _RUN_EVENT_SCHEMA_BYTES,
-                b'"}',
-            )
-        )
-        self._last_body = (run, inputs, n_in, outputs, n_out, processing_type, body, tail)
-        return body, tail
 
     def _common_facets_json(self, run: LineageRun) -> bytes:
         """``orjson.dumps(common facets, OPT_SORT_KEYS)`` without building the dicts: the trace

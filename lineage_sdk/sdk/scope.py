@@ -58,8 +58,8 @@ class RunScope:
             str(uuid_utils.uuid7()),
             namespace,
             job_name,
-            list(inputs),
-            list(outputs),
+            tuple(inputs),  # no copy for the decorator's tuples; see LineageRun
+            tuple(outputs),
             run_facets,
             job_facets,
             parent,
