@@ -7,7 +7,7 @@ import inspect
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping
 from typing import Any, ParamSpec, TypeVar, overload
 
-from lineage_sdk.api.dataset import LineageDataset, _facets_to_dicts
+from lineage_sdk.models.dataset import LineageDataset, facets_to_dicts
 from lineage_sdk.sdk.provider import STATE, get_sdk
 from lineage_sdk.sdk.scope import RunScope
 
@@ -23,7 +23,7 @@ def _split_facets(
     """``facets=`` holds run and job facets together; the schema URL tells which is which."""
     run_facets: dict[str, Any] = {}
     job_facets: dict[str, Any] = {}
-    for key, facet in _facets_to_dicts(facets, owner=owner).items():
+    for key, facet in facets_to_dicts(facets, owner=owner).items():
         schema = str(facet.get("_schemaURL", ""))
         (job_facets if schema.rstrip("/").endswith("JobFacet") else run_facets)[key] = facet
     return run_facets, job_facets

@@ -13,7 +13,7 @@ from typing import Literal
 
 import uuid_utils
 
-from lineage_sdk.api.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.events import EventBuilder
 from lineage_sdk.sdk.provider import STATE, get_sdk
 from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-from lineage_sdk.api.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.runs import LineageRun, ParentRef
 from lineage_sdk.version import __version__
@@ -129,17 +129,42 @@ class EventBuilder:
             "integration": integration,
             "jobType": "TASK",
         }
+        self._trace_facet_prefix = b"".join(
+            (
+                b'"',
+                TRACE_FACET_KEY.encode(),
+                b'":{"_producer":',
+                self._producer_json,
+                b',"_schemaURL":',
+                orjson.dumps(TRACE_FACET_URL),
+                b',"spanId":"',
+            )
+        )
         self._job_cache: dict[tuple[str, str, int, str], tuple[Mapping[str, Any], bytes]] = {}
         self._second = -1
         self._second_text = ""
+        self._second_bytes = b""
+        self._last_body: tuple[Any, ...] | None = None
+        self._last_tail: tuple[LineageRun, bytes] | None = None
+        self._shared_bodies: dict[tuple[int, int, int], tuple[Any, Any, bytes, bytes]] = {}
 
     def iso_time(self, epoch_ns: int) -> str:
         """Like :func:`iso_time`, formatting the date and second only once per second."""
         second, rest = divmod(epoch_ns, 1_000_000_000)
         if second != self._second:
-            self._second = second
-            self._second_text = datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+            self._set_second(second)
         return f"{self._second_text}.{rest // 1000:06d}+00:00"
+
+    def _iso_time_bytes(self, epoch_ns: int) -> bytes:
+        """:meth:`iso_time` as ASCII bytes, which the payload and the event id are made of."""
+        second, rest = divmod(epoch_ns, 1_000_000_000)
+        if second != self._second:
+            self._set_second(second)
+        return self._second_bytes + b".%06d+00:00" % (rest // 1000)
+
+    def _set_second(self, second: int) -> None:
+        text = datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        self._second, self._second_text, self._second_bytes = second, text, text.encode()
 
     def _run_facets(
         self,
@@ -193,14 +218,113 @@ class EventBuilder:
         """
         common_json = run.common_facets_json
         if common_json is None:
-            self._run_facets("COMPLETE", run, None, None, None)  # fills run.common_facets
-            common_json = orjson.dumps(run.common_facets, option=orjson.OPT_SORT_KEYS)
-            run.common_facets_json = common_json
+            common_json = run.common_facets_json = self._common_facets_json(run)
         if event_type != "START":
             return common_json
         if common_json == b"{}":
             return b'{"processing_engine":' + self._processing_engine_json + b"}"
         return common_json[:-1] + b',"processing_engine":' + self._processing_engine_json + b"}"
+
+    def _body_and_tail(
+        self,
+        run: LineageRun,
+        inputs: Iterable[LineageDataset],
+        outputs: Iterable[LineageDataset],
+        processing_type: str,
+    ) -> tuple[bytes, bytes]:
+        """The event from ``"inputs"`` to the run's facets, and from ``"runId"`` to the end.
+
+        The body (datasets, job, producer) is the same for every run of a decorated function,
+        whose dataset tuples are shared: it is cached by their identity. Dataset lists (a run
+        that added datasets) are mutable, so only the last run's body is kept for them: its
+        COMPLETE usually follows its START with the same list of the same length.
+        """
+        if not isinstance(inputs, (list, tuple)):
+            inputs = list(inputs)
+        if not isinstance(outputs, (list, tuple)):
+            outputs = list(outputs)
+        job_json = run.job_json if processing_type == "BATCH" else None
+        if job_json is None:
+            job_json = self._job_json(run, processing_type)
+            if processing_type == "BATCH":
+                run.job_json = job_json
+        last_tail = self._last_tail
+        if last_tail is not None and last_tail[0] is run:
+            tail = last_tail[1]
+        else:
+            tail = b"".join(
+                (
+                    b',"runId":',
+                    orjson.dumps(run.run_id),
+                    b'},"schemaURL":"',
+                    _RUN_EVENT_SCHEMA_BYTES,
+                    b'"}',
+                )
+            )
+            self._last_tail = (run, tail)
+        if type(inputs) is tuple and type(outputs) is tuple:
+            key = (id(inputs), id(outputs), id(job_json))
+            shared = self._shared_bodies.get(key)
+            if (
+                shared is not None
+                and shared[0] is inputs
+                and shared[1] is outputs
+                and shared[2] is job_json
+            ):
+                return shared[3], tail
+            body = self._body(inputs, outputs, job_json)
+            if len(self._shared_bodies) >= 1024:  # bounded, like the job cache
+                self._shared_bodies.clear()
+            self._shared_bodies[key] = (inputs, outputs, job_json, body)
+            return body, tail
+        n_in, n_out = len(inputs), len(outputs)
+        last = self._last_body
+        if (
+            last is not None
+            and last[0] is inputs
+            and last[1] == n_in
+            and last[2] is outputs
+            and last[3] == n_out
+            and last[4] is job_json
+        ):
+            return last[5], tail
+        body = self._body(inputs, outputs, job_json)
+        self._last_body = (inputs, n_in, outputs, n_out, job_json, body)
+        return body, tail
+
+    def _body(
+        self,
+        inputs: Sequence[LineageDataset],
+        outputs: Sequence[LineageDataset],
+        job_json: bytes,
+    ) -> bytes:
+        return b"".join(
+            (
+                b',"inputs":',
+                _datasets_json(inputs),
+                b',"job":',
+                job_json,
+                b',"outputs":',
+                _datasets_json(outputs),
+                b',"producer":',
+                self._producer_json,
+                b',"run":{"facets":',
+            )
+        )
+
+    def _common_facets_json(self, run: LineageRun) -> bytes:
+        """``orjson.dumps(common facets, OPT_SORT_KEYS)`` without building the dicts: the trace
+        facet is spliced into a template (``lineagesdk_trace`` sorts before ``parent``)."""
+        parts: list[bytes] = []
+        if run.trace_id:
+            parts.append(
+                self._trace_facet_prefix
+                + b'%016x","traceId":"%032x"}' % (run.span_id, run.trace_id)
+            )
+        if run.parent is not None:
+            parent = parent_facet(run.parent, self.producer)
+            parts.append(b'"parent":' + orjson.dumps(parent, option=orjson.OPT_SORT_KEYS))
+        return b"{" + b",".join(parts) + b"}"
 
     def _job(self, run: LineageRun, processing_type: str) -> dict[str, Any]:
         job_type = self._job_type
@@ -255,47 +379,33 @@ class EventBuilder:
         processing_type: str = "BATCH",
     ) -> EncodedEvent:
         """``encode_event(self.run_event(...))``, spliced from cached sorted-key fragments."""
-        event_time = self.iso_time(epoch_ns)
+        time_bytes = self._iso_time_bytes(epoch_ns)
         if error is None and extra_run_facets is None and not run.run_facets:
             facets_json = self._plain_run_facets_json(event_type, run)
         else:
             run_facets = self._run_facets(event_type, run, error, error_traceback, extra_run_facets)
             facets_json = orjson.dumps(run_facets, option=orjson.OPT_SORT_KEYS)
-        job_json = run.job_json if processing_type == "BATCH" else None
-        if job_json is None:
-            job_json = self._job_json(run, processing_type)
-            if processing_type == "BATCH":
-                run.job_json = job_json
+        body, tail = self._body_and_tail(run, inputs, outputs, processing_type)
         # Keys in sorted order, exactly as orjson.OPT_SORT_KEYS would write them.
         payload = b"".join(
             (
                 b'{"eventTime":"',
-                event_time.encode(),
+                time_bytes,
                 b'","eventType":',
                 _EVENT_TYPE_JSON.get(event_type) or orjson.dumps(event_type),
-                b',"inputs":',
-                _datasets_json(inputs),
-                b',"job":',
-                job_json,
-                b',"outputs":',
-                _datasets_json(outputs),
-                b',"producer":',
-                self._producer_json,
-                b',"run":{"facets":',
+                body,
                 facets_json,
-                b',"runId":',
-                orjson.dumps(run.run_id),
-                b'},"schemaURL":"',
-                _RUN_EVENT_SCHEMA_BYTES,
-                b'"}',
+                tail,
             )
         )
+        # run_event_id(), from the bytes at hand: the UTF-8 of a concatenation is the concatenation.
+        id_key = b"\x00".join((run.run_id.encode(), event_type.encode(), time_bytes))
         return _new_encoded(
             (
                 payload,
-                run_event_id(run.run_id, event_type, event_time),
+                hashlib.sha256(id_key).hexdigest()[:32],
                 event_type,
-                event_time,
+                time_bytes.decode(),
                 run.job_namespace,
                 run.job_name,
                 run.run_id,

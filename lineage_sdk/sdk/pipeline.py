@@ -1,14 +1,16 @@
 """The batch pipeline: a bounded queue between the application and one worker thread.
 
-The application thread only appends a reference to a deque (no lock unless it must wake the
-worker). The worker encodes items into ``EncodedEvent`` batches and hands them to every exporter.
-Nothing here raises into the caller: failures are counted and logged once per interval.
+The application thread only appends a record to a deque (no lock unless it must wake the worker
+or drop). The worker turns records into ``EncodedEvent`` batches with the pipeline's encoder and
+hands them to every exporter. Nothing here raises into the caller: failures are counted and logged
+once per interval.
 """
 
 from __future__ import annotations
 
 import atexit
 import collections
+import itertools
 import logging
 import os
 import threading
@@ -35,7 +37,17 @@ _LOG_INTERVAL_S = 10.0
 
 @dataclass(frozen=True, slots=True)
 class PipelineStats:
-    """Counters since start (or since fork, in a child process)."""
+    """Counters since start (or since fork, in a child process).
+
+    - ``queued``: records accepted into the queue (a record handed on to the next pipeline after
+      a reconfiguration is counted there, not here).
+    - ``exported``: events that every exporter confirmed (``ExportResult.SUCCESS``). An event that
+      one of several exporters failed to send is not exported, even if the others sent it.
+    - ``export_failures``: events an exporter failed to send, once per failing exporter.
+    - ``dropped_queue_full`` / ``dropped_after_shutdown``: records dropped by the overflow policy,
+      or submitted after shutdown with no pipeline to hand them on to.
+    - ``encode_failures``: records the encoder could not turn into events.
+    """
 
     queued: int
     exported: int
@@ -50,6 +62,25 @@ class _FlushMarker:
 
     def __init__(self) -> None:
         self.done = threading.Event()
+
+
+class _ThreadSafeCounter:
+    """An exact count of calls from many threads, without a lock on the hot path.
+
+    ``itertools.count.__next__`` is a single C call, so under the GIL no increment is lost (a
+    ``self.n += 1`` can lose one when a thread switch falls between its read and its write).
+    """
+
+    __slots__ = ("_count", "increment")
+
+    def __init__(self) -> None:
+        self._count = itertools.count()
+        self.increment: Callable[[], int] = self._count.__next__
+
+    @property
+    def value(self) -> int:
+        # repr is "count(N)", N the next value to hand out: the number of increments so far.
+        return int(repr(self._count)[6:-1])
 
 
 class BatchPipeline(Generic[T]):
@@ -82,6 +113,7 @@ class BatchPipeline(Generic[T]):
         self._error_log = RateLimitedLog(_LOG, _LOG_INTERVAL_S)
         self._init_state()
         self._shutdown_done = False
+        self._successor: BatchPipeline[T] | None = None
         if hasattr(os, "register_at_fork"):
             weak_reinit = weakref.WeakMethod(self._at_fork_reinit)
             os.register_at_fork(after_in_child=lambda: (m := weak_reinit()) and m())
@@ -94,10 +126,14 @@ class BatchPipeline(Generic[T]):
         self._wake = threading.Event()
         self._space = threading.Event()
         self._shutdown = False
-        self._queued = 0
-        self._exported = 0
+        self._queued = _ThreadSafeCounter()
+        self._count_queued = self._queued.increment
+        # Drops are rare, and counted from application threads: a lock keeps them exact.
+        self._drop_lock = threading.Lock()
         self._dropped_full = 0
         self._dropped_shutdown = 0
+        # Written by the worker thread only.
+        self._exported = 0
         self._encode_failures = 0
         self._export_failures = 0
         self._worker = threading.Thread(target=self._run, name="lineage-sdk-worker", daemon=True)
@@ -116,14 +152,31 @@ class BatchPipeline(Generic[T]):
         """Queue ``item``; never raises, blocks at most ``block_timeout`` under 'block'."""
         queue = self._queue
         if self._shutdown:
-            self._dropped_shutdown += 1
+            self._submit_after_shutdown(item)
             return
         if len(queue) >= self._max_queue_size and not self._make_room():
             return
         queue.append(item)
-        self._queued += 1
+        self._count_queued()
         if len(queue) >= self._batch_size and not self._wake.is_set():
             self._wake.set()
+
+    def hand_over_to(self, successor: BatchPipeline[T]) -> None:
+        """Send records that arrive after this pipeline's shutdown to ``successor`` instead.
+
+        A reconfiguration swaps the processor's pipeline and then shuts the old one down; a record
+        an application thread submitted to the old one in between is exported once, by the new
+        one, rather than dropped.
+        """
+        self._successor = successor
+
+    def _submit_after_shutdown(self, item: T) -> None:
+        successor = self._successor
+        if successor is not None:
+            successor.submit(item)
+            return
+        with self._drop_lock:
+            self._dropped_shutdown += 1
 
     def _make_room(self) -> bool:
         """Apply the overflow policy; False when the new item is dropped."""
@@ -155,12 +208,14 @@ class BatchPipeline(Generic[T]):
         return False
 
     def _count_drop(self) -> None:
-        self._dropped_full += 1
+        with self._drop_lock:
+            self._dropped_full += 1
+            dropped = self._dropped_full
         self._drop_log.warning(
             "lineage queue full (%d events): dropping under overflow policy %r; %d dropped so far",
             self._max_queue_size,
             self._overflow,
-            self._dropped_full,
+            dropped,
         )
 
     # --- worker side ------------------------------------------------------------------------
@@ -206,6 +261,7 @@ class BatchPipeline(Generic[T]):
     def _export(self, batch: list[EncodedEvent]) -> None:
         if not batch:
             return
+        confirmed = True
         for exporter in self._exporters:
             try:
                 result = exporter.export(batch)
@@ -216,7 +272,9 @@ class BatchPipeline(Generic[T]):
                 )
             if result is not ExportResult.SUCCESS:
                 self._export_failures += len(batch)
-        self._exported += len(batch)
+                confirmed = False
+        if confirmed:
+            self._exported += len(batch)
 
     def _flush_exporters(self) -> None:
         for exporter in self._exporters:
@@ -263,7 +321,7 @@ class BatchPipeline(Generic[T]):
 
     def stats(self) -> PipelineStats:
         return PipelineStats(
-            queued=self._queued,
+            queued=self._queued.value,
             exported=self._exported,
             dropped_queue_full=self._dropped_full,
             dropped_after_shutdown=self._dropped_shutdown,

@@ -2,46 +2,53 @@
 
 A span is a lineage run when the SDK's own API started it (it hands its ``LineageRun`` over in a
 thread-local slot, which costs nothing to look up) or when it carries the ``openlineage.job.name``
-attribute (spans made with any tracer). ``on_start`` and ``on_end`` only queue references; the
-worker builds START, COMPLETE and FAIL events from them.
+attribute (spans made with any tracer). ``on_start`` and ``on_end`` only queue small records
+(:mod:`lineage_sdk.sdk.records`); the pipeline's encoder builds START, COMPLETE and FAIL events from
+them on the worker thread.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
-from typing import Any
 
 import uuid_utils
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.trace import StatusCode
 
-from lineage_sdk.api.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.events import EventBuilder
-from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.pipeline import BatchPipeline
+from lineage_sdk.sdk.records import (
+    ExcInfo,
+    ExplicitEvent,
+    LineageRecord,
+    RunEnded,
+    RunRunning,
+    RunStarted,
+)
 from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun
 
 __all__ = [
     "ATTR_JOB_NAME",
     "ATTR_JOB_NAMESPACE",
     "ATTR_RUN_ID",
+    "RUN_HANDOFF",
     "LineageSpanProcessor",
     "handoff_run",
+    "lineage_processor_for",
 ]
 
 ATTR_JOB_NAME = "openlineage.job.name"
 ATTR_JOB_NAMESPACE = "openlineage.job.namespace"
 ATTR_RUN_ID = "openlineage.run.id"
 
-_handoff = threading.local()
-
-# Queue items: (kind, run, time_ns, inputs, outputs, extra); kind 0 = start, 1 = end, 2 = running,
-# 3 = one explicit event (extra = (eventType, EventBuilder)) from LineageProducer.
-_START, _END, _RUNNING, _EXPLICIT = 0, 1, 2, 3
-# For START, inputs/outputs are the counts of the run's datasets at start instead of the lists.
-_Item = tuple[int, LineageRun, int, Any, Any, Any]
+# ``RUN_HANDOFF.run``: the LineageRun of the next span started on this thread. The SDK's own API
+# sets it around ``start_span`` (an attribute write, cheaper than span attributes or a call).
+RUN_HANDOFF = threading.local()
+_handoff = RUN_HANDOFF
 
 
 def handoff_run(run: LineageRun | None) -> None:
@@ -50,15 +57,26 @@ def handoff_run(run: LineageRun | None) -> None:
 
 
 class LineageSpanProcessor(SpanProcessor):
-    """Turns lineage spans into OpenLineage RunEvents; add it to any TracerProvider."""
+    """Turns lineage spans into queued records for the pipeline it is attached to.
 
-    def __init__(
-        self, pipeline: BatchPipeline[Any], builder: EventBuilder, default_namespace: str
-    ) -> None:
-        self._pipeline = pipeline
-        self._builder = builder
+    There is one per TracerProvider (see :func:`lineage_processor_for`): configuring lineage
+    again swaps the pipeline instead of adding a second processor, which would take every run's
+    handoff first. Until a pipeline is attached, spans are ignored.
+    """
+
+    def __init__(self, default_namespace: str = "default") -> None:
+        self._pipeline: BatchPipeline[LineageRecord] | None = None
         self._default_namespace = default_namespace
         self._active: dict[int, LineageRun] = {}
+
+    def attach(self, pipeline: BatchPipeline[LineageRecord], default_namespace: str) -> None:
+        """Send this provider's lineage to ``pipeline`` from now on (one reference swap)."""
+        self._default_namespace = default_namespace
+        self._pipeline = pipeline
+
+    @property
+    def pipeline(self) -> BatchPipeline[LineageRecord] | None:
+        return self._pipeline
 
     # --- application thread ---------------------------------------------------------------
 
@@ -66,18 +84,18 @@ class LineageSpanProcessor(SpanProcessor):
         run: LineageRun | None = getattr(_handoff, "run", None)
         if run is not None:
             _handoff.run = None
-        else:
+        pipeline = self._pipeline
+        if pipeline is None:
+            return
+        if run is None:
             run = self._run_from_attributes(span)
             if run is None:
                 return
         ctx = span.get_span_context()
         run.trace_id = ctx.trace_id
-        run.span_id = ctx.span_id
-        self._active[ctx.span_id] = run
-        # Datasets are only ever appended, so their counts now mark what START reports.
-        self._pipeline.submit(
-            (_START, run, span.start_time or 0, len(run.inputs), len(run.outputs), None)
-        )
+        run.span_id = span_id = ctx.span_id
+        self._active[span_id] = run
+        pipeline.submit(RunStarted(run, span.start_time or 0, len(run.inputs), len(run.outputs)))
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.context
@@ -86,10 +104,10 @@ class LineageSpanProcessor(SpanProcessor):
         run = self._active.pop(ctx.span_id, None)
         if run is None:
             return
-        error: Any = run.error
+        error: ExcInfo | None = run.error
         if error is None and span.status.status_code is StatusCode.ERROR:
             error = _error_from_span_events(span)
-        self._pipeline.submit((_END, run, span.end_time or 0, run.inputs, run.outputs, error))
+        self._submit(RunEnded(run, span.end_time or 0, run.inputs, run.outputs, error))
 
     def emit_running(
         self,
@@ -100,24 +118,20 @@ class LineageSpanProcessor(SpanProcessor):
         processing_type: str = "BATCH",
     ) -> None:
         """Queue a RUNNING event for a long run (streaming instrumentation passes STREAMING)."""
-        self._pipeline.submit(
-            (_RUNNING, run, time_ns, tuple(inputs), tuple(outputs), processing_type)
-        )
+        self._submit(RunRunning(run, time_ns, tuple(inputs), tuple(outputs), processing_type))
 
     def emit_event(
         self, event_type: str, run: LineageRun, time_ns: int, builder: EventBuilder | None = None
     ) -> None:
         """Queue one event of ``event_type`` for ``run`` without a span (LineageProducer)."""
-        self._pipeline.submit(
-            (
-                _EXPLICIT,
-                run,
-                time_ns,
-                tuple(run.inputs),
-                tuple(run.outputs),
-                (event_type, builder or self._builder),
-            )
+        self._submit(
+            ExplicitEvent(event_type, run, time_ns, tuple(run.inputs), tuple(run.outputs), builder)
         )
+
+    def _submit(self, record: LineageRecord) -> None:
+        pipeline = self._pipeline
+        if pipeline is not None:
+            pipeline.submit(record)
 
     def _run_from_attributes(self, span: Span) -> LineageRun | None:
         """A span made by any tracer is a lineage run if it names its job in its attributes."""
@@ -144,42 +158,34 @@ class LineageSpanProcessor(SpanProcessor):
             parent=parent_run.as_parent() if parent_run is not None else None,
         )
 
-    # --- worker thread ----------------------------------------------------------------------
-
-    def encode(self, item: _Item) -> Sequence[EncodedEvent]:
-        """The pipeline's encoder: one queued record to one encoded event."""
-        kind, run, time_ns, inputs, outputs, extra = item
-        if kind == _START:
-            return (
-                self._builder.encode_run_event(
-                    "START", run, time_ns, run.inputs[:inputs], run.outputs[:outputs]
-                ),
-            )
-        if kind == _RUNNING:
-            return (
-                self._builder.encode_run_event(
-                    "RUNNING", run, time_ns, inputs, outputs, processing_type=extra
-                ),
-            )
-        if kind == _EXPLICIT:
-            event_type, builder = extra
-            return (builder.encode_run_event(event_type, run, time_ns, inputs, outputs),)
-        if extra is None:
-            return (self._builder.encode_run_event("COMPLETE", run, time_ns, inputs, outputs),)
-        _, exc, tb = extra
-        return (
-            self._builder.encode_run_event(
-                "FAIL", run, time_ns, inputs, outputs, error=exc, error_traceback=tb
-            ),
-        )
-
     # --- lifecycle ----------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        self._pipeline.shutdown()
+        """The provider is shutting down: so does the pipeline attached now (it may be shared)."""
+        pipeline = self._pipeline
+        if pipeline is not None:
+            pipeline.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._pipeline.force_flush(timeout_millis / 1000)
+        pipeline = self._pipeline
+        return True if pipeline is None else pipeline.force_flush(timeout_millis / 1000)
+
+
+_PROCESSORS: weakref.WeakKeyDictionary[TracerProvider, LineageSpanProcessor] = (
+    weakref.WeakKeyDictionary()
+)
+_PROCESSORS_LOCK = threading.Lock()
+
+
+def lineage_processor_for(provider: TracerProvider) -> LineageSpanProcessor:
+    """The provider's one lineage processor, added to it on first use."""
+    with _PROCESSORS_LOCK:
+        processor = _PROCESSORS.get(provider)
+        if processor is None:
+            processor = LineageSpanProcessor()
+            provider.add_span_processor(processor)
+            _PROCESSORS[provider] = processor
+        return processor
 
 
 class _SpanError(Exception):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import contextvars
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lineage_sdk.api.dataset import LineageDataset, _facets_to_dicts
+from lineage_sdk.models.dataset import LineageDataset, facets_to_dicts
 
 __all__ = ["LineageRun", "NoopRun", "ParentRef", "current_run"]
 
@@ -36,6 +36,10 @@ class LineageRun:
 
     Datasets discovered while the run executes are added with ``add_input``/``add_output``;
     they appear on the run's COMPLETE or FAIL event.
+
+    ``inputs`` and ``outputs`` only ever grow. They start as the tuples the run was declared with
+    (shared by every run of a decorated function, so nothing is copied per call and the worker can
+    reuse their JSON), and become lists on the first dataset added at run time.
     """
 
     __slots__ = (
@@ -60,8 +64,8 @@ class LineageRun:
         run_id: str,
         job_namespace: str,
         job_name: str,
-        inputs: list[LineageDataset],
-        outputs: list[LineageDataset],
+        inputs: Sequence[LineageDataset],
+        outputs: Sequence[LineageDataset],
         run_facets: Mapping[str, Any],
         job_facets: Mapping[str, Any],
         parent: ParentRef | None,
@@ -69,8 +73,8 @@ class LineageRun:
         self.run_id = run_id
         self.job_namespace = job_namespace
         self.job_name = job_name
-        self.inputs = inputs
-        self.outputs = outputs
+        self.inputs: Sequence[LineageDataset] = inputs
+        self.outputs: Sequence[LineageDataset] = outputs
         self.run_facets = run_facets
         self.job_facets = job_facets
         self.parent = parent
@@ -88,17 +92,25 @@ class LineageRun:
         """Record a dataset this run read, discovered at run time."""
         if not isinstance(dataset, LineageDataset):
             raise TypeError(f"add_input takes a LineageDataset, got {type(dataset).__name__}")
-        self.inputs.append(dataset)
+        inputs = self.inputs
+        if isinstance(inputs, list):
+            inputs.append(dataset)
+        else:  # copy on first append; a reader holding the old tuple still sees a valid prefix
+            self.inputs = [*inputs, dataset]
 
     def add_output(self, dataset: LineageDataset) -> None:
         """Record a dataset this run wrote, discovered at run time."""
         if not isinstance(dataset, LineageDataset):
             raise TypeError(f"add_output takes a LineageDataset, got {type(dataset).__name__}")
-        self.outputs.append(dataset)
+        outputs = self.outputs
+        if isinstance(outputs, list):
+            outputs.append(dataset)
+        else:
+            self.outputs = [*outputs, dataset]
 
     def add_run_facets(self, facets: Mapping[str, Any]) -> None:
         """Attach run facets (dicts with ``_schemaURL`` or pydantic facet models) to the run."""
-        converted = _facets_to_dicts(facets, owner=f"run {self.run_id}")
+        converted = facets_to_dicts(facets, owner=f"run {self.run_id}")
         self.run_facets = {**self.run_facets, **converted}
 
     def as_parent(self) -> ParentRef:

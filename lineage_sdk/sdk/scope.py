@@ -16,8 +16,8 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Status, StatusCode
 
-from lineage_sdk.api.dataset import LineageDataset
-from lineage_sdk.sdk.processor import handoff_run
+from lineage_sdk.models.dataset import LineageDataset
+from lineage_sdk.sdk.processor import RUN_HANDOFF
 from lineage_sdk.sdk.provider import LineageSDK
 from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun, ParentRef
 
@@ -58,33 +58,30 @@ class RunScope:
             str(uuid_utils.uuid7()),
             namespace,
             job_name,
-            list(inputs),
-            list(outputs),
+            tuple(inputs),  # no copy for the decorator's tuples; see LineageRun
+            tuple(outputs),
             run_facets,
             job_facets,
             parent,
         )
         # No lineage attributes by default: each costs ~1.3 µs in the OpenTelemetry SDK, and the
         # run already records its trace and span id in the lineagesdk_trace facet.
-        handoff_run(run)
+        RUN_HANDOFF.run = run
         try:
+            # Positional: keyword parsing is measurable on this path (name, context, kind, attrs).
             span = sdk.tracer.start_span(
-                span_name or job_name,
-                context=parent_context,
-                kind=span_kind,
-                attributes=span_attributes,
+                span_name or job_name, parent_context, span_kind, span_attributes
             )
         finally:
-            handoff_run(None)
+            RUN_HANDOFF.run = None
         self.run = run
         self.span = span
         self.context = trace.set_span_in_context(span, parent_context)
-        self._ctx_token: Any = None
-        self._run_token: Any = None
+        # _ctx_token and _run_token are set by activate(), which always comes before deactivate().
 
     def activate(self) -> None:
-        self._ctx_token = otel_context.attach(self.context)
-        self._run_token = CURRENT_RUN.set(self.run)
+        self._ctx_token: Any = otel_context.attach(self.context)
+        self._run_token: Any = CURRENT_RUN.set(self.run)
 
     def deactivate(self) -> None:
         CURRENT_RUN.reset(self._run_token)

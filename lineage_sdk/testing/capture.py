@@ -68,6 +68,8 @@ def capture_lineage(config: LineageConfig | None = None) -> Iterator[CapturedLin
         yield CapturedLineage(exporter, sdk)
     finally:
         with _CONFIGURE_LOCK:
+            if previous is not None:
+                previous.activate()  # the processor of a shared provider goes back to it
             sdk.shutdown(10.0)  # the in-memory exporter keeps its events after shutdown
             STATE.sdk = previous
             if previous is not None:

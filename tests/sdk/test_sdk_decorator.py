@@ -310,3 +310,31 @@ def test_bad_dataset_names():
     run = LineageRun("r", "n", "j", [], [], {}, {}, None)
     with pytest.raises(TypeError, match="add_output takes a LineageDataset"):
         run.add_output("x")  # type: ignore[arg-type]
+
+
+def test_runs_of_one_function_share_nothing_they_add_at_run_time(memory_exporter):
+    """Declared datasets are shared by every run (and their JSON is reused by the worker); a
+    dataset added at run time belongs to that run only."""
+    extra = LineageDataset("kafka://k:9092", "clicks")
+
+    @track_lineage(job_name="sometimes_more", inputs=[ORDERS], outputs=[DAILY])
+    def work(add: bool) -> None:
+        if add:
+            current_run().add_input(extra)
+
+    for add in (False, True, False, True):
+        work(add)
+    events = flushed_events(memory_exporter)
+    inputs = [(e["eventType"], [d["name"] for d in e["inputs"]]) for e in events]
+    plain, added = ["shop.public.orders"], ["shop.public.orders", "clicks"]
+    assert inputs == [
+        ("START", plain),
+        ("COMPLETE", plain),
+        ("START", plain),
+        ("COMPLETE", added),
+        ("START", plain),
+        ("COMPLETE", plain),
+        ("START", plain),
+        ("COMPLETE", added),
+    ]
+    assert all([d["name"] for d in e["outputs"]] == ["orders/daily"] for e in events)

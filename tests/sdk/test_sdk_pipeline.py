@@ -345,3 +345,55 @@ def test_shutdown_flushes_the_exporters_before_shutting_them_down():
         pipeline.submit(i)
     pipeline.shutdown(10)
     assert calls == ["flush after 3 events", "shutdown"]
+
+
+def test_exported_counts_only_events_every_exporter_confirmed():
+    good = InMemoryExporter()
+    pipeline = BatchPipeline(
+        [good, FailingExporter("failure")], lambda i: (_event(i),), flush_at_exit=False
+    )
+    alone = _pipeline(FailingExporter("failure"))
+    for i in range(4):
+        pipeline.submit(i)
+        alone.submit(i)
+    assert pipeline.force_flush(10) and alone.force_flush(10)
+    assert len(good.encoded) == 4  # delivered by one exporter, refused by the other
+    assert (pipeline.stats().exported, pipeline.stats().export_failures) == (0, 4)
+    assert (alone.stats().exported, alone.stats().export_failures) == (0, 4)
+    confirmed = _pipeline(InMemoryExporter())
+    for i in range(4):
+        confirmed.submit(i)
+    assert confirmed.force_flush(10)
+    assert (confirmed.stats().exported, confirmed.stats().export_failures) == (4, 0)
+    for p in (pipeline, alone, confirmed):
+        p.shutdown(5)
+
+
+def test_counters_are_exact_with_many_submitting_threads():
+    threads_n, per_thread = 8, 20_000
+    pipeline = _pipeline(InMemoryExporter(), max_queue_size=threads_n * per_thread + 1)
+    start = threading.Barrier(threads_n)
+
+    def submit_many() -> None:
+        start.wait()
+        for i in range(per_thread):
+            pipeline.submit(i)
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # thread switches anywhere, as on a busy server
+    try:
+        threads = [threading.Thread(target=submit_many) for _ in range(threads_n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(previous)
+    assert pipeline.force_flush(60)
+    stats = pipeline.stats()
+    assert stats.queued == threads_n * per_thread
+    assert stats.exported == threads_n * per_thread
+    pipeline.shutdown(5)
+    for _ in range(3):
+        pipeline.submit(0)
+    assert pipeline.stats().dropped_after_shutdown == 3

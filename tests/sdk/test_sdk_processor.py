@@ -247,3 +247,31 @@ def test_sdk_facet_urls_agree_with_the_models():
     assert events.PROCESSING_ENGINE_FACET_URL == models.ProcessingEngineRunFacet.SCHEMA_URL
     assert events.TRACE_FACET_URL == models.TRACE_FACET_SCHEMA_URL
     assert events.TRACE_FACET_KEY == models.TRACE_FACET_KEY
+
+
+@pytest.mark.parametrize("with_trace", [True, False])
+@pytest.mark.parametrize("with_parent", [True, False])
+def test_fast_encoder_matches_the_dict_path_with_or_without_trace_and_parent(
+    with_trace, with_parent
+):
+    """The run's common facets are spliced from a template: every combination, byte for byte."""
+    builder = EventBuilder("https://example.com/producer")
+    parent = ParentRef("01890a5d-ac96-774b-bcce-b302099a8057", "ns", "parent")
+    run = LineageRun(
+        "01890a5d-ac96-774b-bcce-b302099a8059",
+        "ns",
+        "job",
+        [LineageDataset("s3://b", "in")],
+        [],
+        {},
+        {},
+        parent if with_parent else None,
+    )
+    if with_trace:
+        run.trace_id, run.span_id = 0x0123456789ABCDEF0123456789ABCDEF, 0x1
+    now = 1_764_500_000_123_456_789
+    for event_type in ("START", "COMPLETE", "RUNNING"):
+        fast = builder.encode_run_event(event_type, run, now, run.inputs, run.outputs)
+        slow = encode_event(builder.run_event(event_type, run, now, run.inputs, run.outputs))
+        assert fast == slow
+        validate_event(orjson.loads(fast.payload))
