@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind
 from lineage_instrumentation.config import InstrumentationConfig
 from lineage_instrumentation.pika._naming import messaging_dataset, namespace_of
 from lineage_instrumentation.propagation import extract_context, extract_parent
-from lineage_sdk.api.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.events import JOB_TYPE_FACET_URL
 from lineage_sdk.sdk.provider import STATE, LineageSDK, get_sdk
 from lineage_sdk.sdk.runs import CURRENT_RUN, ParentRef

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineage_sdk.api.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset
 
 __all__ = [
     "MESSAGING_FACET_KEY",

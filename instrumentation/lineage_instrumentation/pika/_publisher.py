@@ -36,7 +36,7 @@ from lineage_instrumentation.pika._consumers import (
 )
 from lineage_instrumentation.pika._naming import messaging_dataset, namespace_of
 from lineage_instrumentation.propagation import inject
-from lineage_sdk.api.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.provider import STATE, LineageSDK, get_sdk
 from lineage_sdk.sdk.runs import LineageRun
 from lineage_sdk.sdk.scope import RunScope
