@@ -40,7 +40,7 @@ from lineage_exporters.rabbitmq._messages import (
     build_messages,
     sanitize_word,
 )
-from lineage_exporters.rabbitmq._spool import Spool
+from lineage_exporters.rabbitmq._spool import Spool, default_spool_root
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk._logging import RateLimitedLog
 from lineage_sdk.config.redaction import redact
@@ -185,13 +185,7 @@ def _coalesce_writes(connection: Any) -> None:
 
 
 def _default_spool_dir(exchange: str) -> Path:
-    try:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    except RuntimeError:  # no home directory
-        import tempfile
-
-        base = Path(tempfile.gettempdir())
-    return base / "lineage-sdk" / "rabbitmq-spool" / sanitize_word(exchange).replace("/", "%2F")
+    return default_spool_root(sanitize_word(exchange).replace("/", "%2F"))
 
 
 def _process_name() -> str:
