@@ -217,7 +217,7 @@ class Spool:
         max_bytes: int,
         *,
         segment_bytes: int | None = None,
-        fsync_interval_s: float = 1.0,
+        fsync_interval_s: float = 0.25,
     ) -> None:
         self.root = root
         self.max_bytes = max_bytes
@@ -228,8 +228,7 @@ class Spool:
         self._next_seq = 1 << 40
         self._active: _Segment | None = None
         self._fd: int | None = None
-        self._dirty = False
-        self._last_fsync = 0.0
+        self._dirty_since: float | None = None  # first write not yet fsynced
         self._lock_fd: int | None = None
         self.dir: Path | None = None
         self.available = False
@@ -425,7 +424,8 @@ class Spool:
         while data:
             n = os.write(self._fd, data)
             data = data[n:]
-        self._dirty = True
+        if self._dirty_since is None:
+            self._dirty_since = time.monotonic()
 
     def _seal(self) -> None:
         if self._fd is not None:
@@ -433,31 +433,32 @@ class Spool:
             os.close(self._fd)
         self._fd = None
         self._active = None
-        self._dirty = False
+        self._dirty_since = None
 
-    def _maybe_fsync(self) -> None:
-        now = time.monotonic()
-        if self._dirty and self._fd is not None and now - self._last_fsync >= self._fsync_interval:
+    def _maybe_fsync(self, slack: float = 0.0) -> None:
+        """fsync if the oldest unsynced write would pass the interval within ``slack`` seconds."""
+        since = self._dirty_since
+        due = since is not None and time.monotonic() + slack >= since + self._fsync_interval
+        if due and self._fd is not None:
             os.fsync(self._fd)
-            self._dirty = False
-            self._last_fsync = now
+            self._dirty_since = None
 
-    def sync_if_due(self) -> None:
-        """fsync if something was written and the last fsync is older than the interval."""
+    def sync_if_due(self, slack: float = 0.0) -> None:
+        """fsync what would otherwise stay unsynced past the interval before the next call, which
+        comes ``slack`` seconds later (the exporter's timer): nothing written waits longer."""
         with self._lock:
             try:
-                self._maybe_fsync()
+                self._maybe_fsync(slack)
             except OSError as exc:
                 _LOG.error("lineage RabbitMQ spool cannot sync %s: %s", self.dir, exc)
 
     def sync(self) -> None:
         """fsync what was written; called by flush, shutdown and the I/O thread's timer."""
         with self._lock:
-            if self._dirty and self._fd is not None:
+            if self._dirty_since is not None and self._fd is not None:
                 with contextlib.suppress(OSError):
                     os.fsync(self._fd)
-                self._dirty = False
-                self._last_fsync = time.monotonic()
+                self._dirty_since = None
 
     def spill_front(self, messages: Sequence[OutboundMessage]) -> bool:
         """Write ``messages`` as one segment placed before every unread one; all or nothing.

@@ -7,8 +7,17 @@ in microseconds even when the broker is away. The exporter's own I/O thread runs
 unconfirmed at once (pika's BlockingConnection waits for each confirm in turn), services
 heartbeats while idle, reconnects with exponential backoff and jitter, and replays the spool.
 
+Outages: once the broker cannot confirm (a connection attempt failed, the connection was lost
+or blocked, or no connection has been ready for ``spool_fsync_interval_ms``) the exporter is
+*offline*: what memory holds goes to the front of the spool at once, and new events go straight
+to the spool, which is fsynced within ``spool_fsync_interval_ms``. So a crash during an outage
+loses at most what the pipeline had not handed over yet plus that interval (docs/rabbitmq-
+exporter.md, "What a crash can lose"). ``outage_buffer = "memory"`` keeps the older behaviour:
+memory first, the spool once memory is full.
+
 Order: memory holds what is older than the spool, so while the spool has unread segments new
 messages are appended to the spool too; the publisher drains memory, then the spool in order.
+(Only when the spool is full or unusable during an outage does memory take newer events.)
 """
 
 from __future__ import annotations
@@ -222,6 +231,9 @@ class RabbitMQExporter(LineageExporter):
         self._publish_timeout_s = settings.publish_timeout_ms / 1000
         self._reconnect_initial_s = settings.reconnect_initial_ms / 1000
         self._reconnect_max_s = max(settings.reconnect_max_ms, settings.reconnect_initial_ms) / 1000
+        self._spool_on_outage = settings.outage_buffer == "spool"
+        self._fsync_interval_s = settings.spool_fsync_interval_ms / 1000
+        self._tick_s = min(_TICK_S, self._fsync_interval_s / 2)
         self.spool_dir = (
             Path(settings.spool_dir) if settings.spool_dir else _default_spool_dir(exchange)
         )
@@ -235,6 +247,8 @@ class RabbitMQExporter(LineageExporter):
         self._refilling = False
         self._flush_waiters = 0
         self._state = _State.CONNECTING
+        self._offline = False  # the broker cannot confirm now: new events go to the spool
+        self._not_ready_since = time.monotonic()
         self._shut = False
         self._counts = {
             "exported": 0,
@@ -268,13 +282,22 @@ class RabbitMQExporter(LineageExporter):
         params.retry_delay = 0
         params.socket_timeout = min(10.0, max(1.0, s.publish_timeout_ms / 1000))
         params.stack_timeout = min(15.0, max(2.0, s.publish_timeout_ms / 1000 * 1.5))
-        params.blocked_connection_timeout = s.publish_timeout_ms / 1000
+        # A blocked connection (a broker resource alarm) confirms nothing: with the spool as the
+        # outage buffer, drop it after the fsync interval so what is in flight reaches the disk.
+        blocked_s = s.publish_timeout_ms / 1000
+        if s.outage_buffer == "spool":
+            blocked_s = min(blocked_s, max(s.spool_fsync_interval_ms / 1000, 0.1))
+        params.blocked_connection_timeout = blocked_s
         return params
 
     def _start(self) -> None:
         """Open the spool and start the I/O thread (again in a forked child)."""
         self._pid = os.getpid()
-        self._spool = Spool(self.spool_dir, self.settings.spool_max_bytes)
+        self._spool = Spool(
+            self.spool_dir,
+            self.settings.spool_max_bytes,
+            fsync_interval_s=self._fsync_interval_s,
+        )
         self._ioloop = pika.adapters.select_connection.IOLoop()
         self._connection: Any = None
         self._channel: Any = None
@@ -306,6 +329,8 @@ class RabbitMQExporter(LineageExporter):
         self._refilling = False
         self._flush_waiters = 0
         self._state = _State.CONNECTING
+        self._offline = False
+        self._not_ready_since = time.monotonic()
         self._counts = dict.fromkeys(self._counts, 0)  # the child's own counters
         self._start()
 
@@ -329,10 +354,11 @@ class RabbitMQExporter(LineageExporter):
             to_spool: list[OutboundMessage] = []
             cap = self.settings.memory_buffer_events
             with self._lock:
+                offline_spool = self._offline and self._spool_on_outage
                 if self._shut:
                     to_spool = messages
                 else:
-                    spool_first = self._refilling or self._spool.has_unread()
+                    spool_first = offline_spool or self._refilling or self._spool.has_unread()
                     for i, msg in enumerate(messages):
                         if spool_first or self._mem_events + msg.event_count > cap:
                             to_spool = messages[i:]
@@ -351,8 +377,19 @@ class RabbitMQExporter(LineageExporter):
                     if accepted:
                         wake = True  # the publisher may be idle with an empty memory queue
                 spooled = sum(m.event_count for m in to_spool[:accepted])
-                dropped = sum(m.event_count for m in to_spool[accepted:])
+                rest = to_spool[accepted:]
                 with self._lock:
+                    if rest and offline_spool and not self._shut:
+                        # The spool is full or unusable: memory is the last resort before a drop.
+                        kept = 0
+                        for msg in rest:
+                            if self._mem_events + msg.event_count > cap:
+                                break
+                            self._queue.append(msg)
+                            self._mem_events += msg.event_count
+                            kept += 1
+                        rest = rest[kept:]
+                    dropped = sum(m.event_count for m in rest)
                     self._counts["spooled"] += spooled
                     self._counts["dropped"] += dropped
                     if dropped:
@@ -476,7 +513,7 @@ class RabbitMQExporter(LineageExporter):
         _QUIET_THREADS[threading.get_ident()] = self._password
         try:
             self._ioloop.add_callback_threadsafe(self._connect)
-            self._ioloop.call_later(_TICK_S, self._tick)
+            self._ioloop.call_later(self._tick_s, self._tick)
             while True:
                 try:
                     self._ioloop.start()
@@ -522,6 +559,8 @@ class RabbitMQExporter(LineageExporter):
             )
         except Exception as exc:  # noqa: BLE001 - any failure here is one more failed attempt
             self._connection = None
+            with self._lock:
+                self._go_offline_locked()
             try:
                 self._report_failure(exc)
             finally:
@@ -530,7 +569,29 @@ class RabbitMQExporter(LineageExporter):
     @_guarded
     def _on_open(self, connection: Any) -> None:
         _coalesce_writes(connection)
+        connection.add_on_connection_blocked_callback(self._on_blocked)
+        connection.add_on_connection_unblocked_callback(self._on_unblocked)
         connection.channel(on_open_callback=self._on_channel_open)
+
+    @_guarded
+    def _on_blocked(self, _connection: Any, _frame: Any) -> None:
+        """A resource alarm: nothing is confirmed now, so new events go to the spool; pika drops
+        the connection after ``blocked_connection_timeout`` and what is in flight follows."""
+        _LOG.warning(
+            "lineage RabbitMQ exporter: %s blocked publishing (a resource alarm on the broker); "
+            "events go to the spool %s",
+            self.safe_url,
+            self.spool_dir,
+        )
+        with self._lock:
+            self._offline = True
+
+    @_guarded
+    def _on_unblocked(self, _connection: Any, _frame: Any) -> None:
+        with self._lock:
+            if self._state is _State.READY:
+                self._offline = False
+        self._pump()
 
     @_guarded
     def _on_channel_open(self, channel: Any) -> None:
@@ -574,6 +635,8 @@ class RabbitMQExporter(LineageExporter):
                 self.connection_name,
             )
         self._set_state(_State.READY)
+        with self._lock:
+            self._offline = False
         self._pump()
 
     @_guarded
@@ -592,6 +655,9 @@ class RabbitMQExporter(LineageExporter):
         if self._stopping:
             self._ioloop.stop()
             return
+        with self._lock:
+            if not self._inflight:
+                self._go_offline_locked()
         try:
             self._report_failure(exc)
         finally:
@@ -622,10 +688,11 @@ class RabbitMQExporter(LineageExporter):
         _LOG.log(
             logging.ERROR if config else logging.WARNING,
             "lineage RabbitMQ exporter cannot publish to %s (exchange %r): %s; events wait in "
-            "memory, then in the spool %s, and it keeps retrying with backoff",
+            "%s %s, and it keeps retrying with backoff",
             self.safe_url,
             self.exchange,
             sentence,
+            "the spool" if self._spool_on_outage else "memory, then in the spool",
             self.spool_dir,
         )
 
@@ -638,8 +705,17 @@ class RabbitMQExporter(LineageExporter):
 
     def _set_state(self, state: _State) -> None:
         with self._lock:
+            if self._state is _State.READY and state is not _State.READY:
+                self._not_ready_since = time.monotonic()
             self._state = state
             self._cond.notify_all()
+
+    def _go_offline_locked(self) -> None:
+        """Caller holds the lock and nothing is in flight: memory goes to the spool's front now,
+        and new events go to the spool until a connection is ready again."""
+        self._offline = True
+        if self._spool_on_outage and self._queue and not self._spill_locked():
+            _LOG.debug("lineage RabbitMQ exporter: the spool cannot take the memory buffer")
 
     def _connection_lost(self) -> None:
         """Everything in flight goes back to the front of the queue, in order, to be retried."""
@@ -649,7 +725,10 @@ class RabbitMQExporter(LineageExporter):
             self._order.clear()
             self._returned.clear()
             self._requeue_locked(messages, count_retry=True)
+            if self._state is _State.READY:
+                self._not_ready_since = time.monotonic()
             self._state = _State.WAITING
+            self._go_offline_locked()
             self._cond.notify_all()
 
     def _requeue_locked(self, messages: list[OutboundMessage], *, count_retry: bool) -> None:
@@ -771,10 +850,15 @@ class RabbitMQExporter(LineageExporter):
 
     @_guarded
     def _tick(self) -> None:
-        """Every 250 ms: publish-timeout check, spool fsync, rate-limited reports."""
+        """Every 250 ms (less for a short fsync interval): publish-timeout check, offline check,
+        spool fsync, rate-limited reports."""
         if self._stopping:
             return
-        self._ioloop.call_later(_TICK_S, self._tick)
+        self._ioloop.call_later(self._tick_s, self._tick)
+        if self._state is not _State.READY and not self._offline and not self._inflight:
+            with self._lock:
+                if time.monotonic() - self._not_ready_since >= self._fsync_interval_s:
+                    self._go_offline_locked()  # e.g. a connection attempt that hangs
         if self._state is _State.READY and self._order and not self._aborting:
             oldest = self._inflight.get(self._order[0])
             if oldest is not None and time.monotonic() - oldest[1] > self._publish_timeout_s:
@@ -783,7 +867,7 @@ class RabbitMQExporter(LineageExporter):
             self._pump()  # e.g. spooled while memory was empty
         elif self._connection is None and self._reconnect_timer is None:
             self._schedule_reconnect()  # safety net: never stay disconnected without a retry
-        self._spool.sync_if_due()
+        self._spool.sync_if_due(slack=self._tick_s)
         with self._lock:
             self._drops.report(_DROPPED, self.spool_dir)
             self._unroutable.report(_UNROUTABLE, self.exchange)
