@@ -40,6 +40,7 @@ from lineage_sdk import LineageDataset, track_lineage
 from lineage_sdk.config.schema import LineageConfig, PipelineConfig
 from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.exporters import InMemoryExporter
+from lineage_sdk.transport.unrouted import declare_event_exchange, holding_queue, unrouted_exchange
 
 BROKER = "amqp://guest:guest@127.0.0.1:5672/%2F"
 ORDERS = LineageDataset("postgres://db:5432", "shop.public.orders")
@@ -57,7 +58,7 @@ class Topology:
         self.queue = f"{self.exchange}.all"
         conn = pika.BlockingConnection(pika.URLParameters(BROKER))
         ch = conn.channel()
-        ch.exchange_declare(self.exchange, "topic", durable=True)
+        declare_event_exchange(ch, self.exchange)  # as the exporter does
         # Capped so a long run does not fill the broker's memory; confirms are unaffected.
         ch.queue_declare(self.queue, durable=True, arguments={"x-max-length": 20_000})
         ch.queue_bind(self.queue, self.exchange, "#")
@@ -72,7 +73,9 @@ class Topology:
         conn = pika.BlockingConnection(pika.URLParameters(BROKER))
         ch = conn.channel()
         ch.queue_delete(self.queue)
+        ch.queue_delete(holding_queue(self.exchange))
         ch.exchange_delete(self.exchange)
+        ch.exchange_delete(unrouted_exchange(self.exchange))
         conn.close()
 
 

@@ -27,6 +27,11 @@ from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.sdk.export import EncodedEvent
+from lineage_sdk.transport.unrouted import (
+    declare_event_exchange,
+    holding_queue,
+    unrouted_exchange,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conformance import validate_event
@@ -130,7 +135,7 @@ class Topology:
     def declare_exchange(self) -> None:
         conn = blocking_connection(self.url)
         try:
-            conn.channel().exchange_declare(self.exchange, "topic", durable=True)
+            declare_event_exchange(conn.channel(), self.exchange)
         finally:
             conn.close()
 
@@ -143,7 +148,7 @@ def unique_topology(url: str = BROKER_URL) -> Iterator[Topology]:
     conn = blocking_connection(url)
     try:
         ch = conn.channel()
-        ch.exchange_declare(topo.exchange, "topic", durable=True)
+        declare_event_exchange(ch, topo.exchange)  # as the exporter and the collector do
         ch.queue_declare(topo.queue, durable=True)
         ch.queue_bind(topo.queue, topo.exchange, "#")
     finally:
@@ -152,11 +157,17 @@ def unique_topology(url: str = BROKER_URL) -> Iterator[Topology]:
     conn = blocking_connection(url)
     try:
         ch = conn.channel()
-        for q in [topo.queue, *topo.extra_queues]:
-            ch.queue_delete(q)
-        ch.exchange_delete(topo.exchange)
+        delete_event_exchange(ch, topo.exchange, [topo.queue, *topo.extra_queues])
     finally:
         conn.close()
+
+
+def delete_event_exchange(channel: Any, exchange: str, queues: list[str] | None = None) -> None:
+    """Delete ``queues``, the exchange and its alternate exchange and holding queue."""
+    for q in [*(queues or []), holding_queue(exchange)]:
+        channel.queue_delete(q)
+    channel.exchange_delete(exchange)
+    channel.exchange_delete(unrouted_exchange(exchange))
 
 
 @pytest.fixture

@@ -64,6 +64,12 @@ from lineage_sdk.transport.amqp import (
     safe_url,
     url_password,
 )
+from lineage_sdk.transport.unrouted import (
+    event_exchange_arguments,
+    holding_queue,
+    unrouted_exchange,
+    warn_missing_alternate_exchange,
+)
 
 __all__ = ["RabbitMQExporter", "RabbitMQExporterStats"]
 
@@ -71,6 +77,7 @@ _LOG = logging.getLogger("lineage_exporters.rabbitmq")
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _TICK_S = 0.25
+_PRECONDITION_FAILED = 406
 
 
 @dataclass(frozen=True, slots=True)
@@ -598,15 +605,76 @@ class RabbitMQExporter(LineageExporter):
         self._channel = channel
         channel.add_on_close_callback(self._on_channel_closed)
         channel.add_on_return_callback(self._on_return)
-        if self.settings.declare_exchange:
-            channel.exchange_declare(
-                exchange=self.exchange,
-                exchange_type="topic",
-                durable=True,
-                callback=self._on_exchange_ready,
-            )
+        if self.settings.declare_exchange and self._connection is not None:
+            self._declare(0)
         else:
             self._on_exchange_ready(None)
+
+    # The events exchange with its alternate exchange and holding queue (lineage_sdk.transport.
+    # unrouted), declared on a channel of their own: a refusal (406, e.g. the exchange exists
+    # without the alternate exchange) closes that channel only, and publishing goes on. The
+    # exchange comes first, so an exchange refused that way gets no unused holding queue.
+    _DECLARE_STEPS: ClassVar[tuple[str, ...]] = ("exchange", "alternate", "holding", "bind")
+
+    def _declare(self, step: int) -> None:
+        conn = self._connection
+        if conn is None or not conn.is_open:
+            return
+        conn.channel(on_open_callback=lambda ch: self._declare_on(ch, step))
+
+    @_guarded
+    def _declare_on(self, channel: Any, step: int) -> None:
+        state = {"step": step}
+        channel.add_on_close_callback(
+            lambda ch, exc: self._on_declare_channel_closed(exc, state["step"])
+        )
+        ex, alt, held = (
+            self.exchange,
+            unrouted_exchange(self.exchange),
+            holding_queue(self.exchange),
+        )
+
+        def run(index: int) -> None:
+            state["step"] = index
+            then = (lambda _f: run(index + 1)) if index < 3 else self._declared(channel)
+            name = self._DECLARE_STEPS[index]
+            if name == "alternate":
+                channel.exchange_declare(alt, "fanout", durable=True, callback=then)
+            elif name == "holding":
+                channel.queue_declare(held, durable=True, callback=then)
+            elif name == "bind":
+                channel.queue_bind(held, alt, callback=then)
+            else:
+                channel.exchange_declare(
+                    ex,
+                    "topic",
+                    durable=True,
+                    arguments=event_exchange_arguments(ex),
+                    callback=then,
+                )
+
+        run(step)
+
+    def _declared(self, channel: Any) -> Callable[[Any], None]:
+        def done(_frame: Any) -> None:
+            if channel.is_open:
+                channel.close()
+            self._on_exchange_ready(None)
+
+        return done
+
+    @_guarded
+    def _on_declare_channel_closed(self, exc: BaseException, step: int) -> None:
+        if not isinstance(exc, pika.exceptions.ChannelClosedByBroker):
+            return  # closed by us once done, or the connection went: nothing to do
+        if exc.reply_code == _PRECONDITION_FAILED:
+            if self._DECLARE_STEPS[step] == "exchange":
+                warn_missing_alternate_exchange(self.exchange)  # it exists: publish to it
+            else:
+                _LOG.debug("lineage RabbitMQ exporter: %s exists otherwise: %s", step, exc)
+            self._on_exchange_ready(None)
+            return
+        self._on_channel_closed(None, exc)  # e.g. access refused: report, reconnect
 
     @_guarded
     def _on_exchange_ready(self, _frame: Any) -> None:
