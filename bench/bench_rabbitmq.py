@@ -219,6 +219,7 @@ class Proxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._open: list[socket.socket] = []
+        self._stopped = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -226,6 +227,9 @@ class Proxy:
             try:
                 client, _ = self._listener.accept()
             except OSError:
+                return
+            if self._stopped:  # accepted while stop() ran: refuse it, as a dead broker would
+                client.close()
                 return
             upstream = socket.create_connection(("127.0.0.1", 5672))
             self._open += [client, upstream]
@@ -241,6 +245,9 @@ class Proxy:
             b.shutdown(socket.SHUT_RDWR)
 
     def stop(self) -> None:
+        self._stopped = True
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
         self._listener.close()
         for s in self._open:
             with contextlib.suppress(OSError):
@@ -285,7 +292,10 @@ def export_cost(
         confirmed(len(warm))()
         measure("connected", confirmed(len(warm) + len(events)))
         proxy.stop()
+        deadline = time.monotonic() + 30
         while exporter.stats().connection_failures < 2:  # lost, and a retry refused: offline
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the exporter never noticed the outage: {exporter.stats()}")
             time.sleep(0.01)
         measure("outage (spooling)", lambda: exporter.force_flush(30))
         stats = exporter.stats()

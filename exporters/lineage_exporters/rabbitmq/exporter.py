@@ -1,19 +1,19 @@
 """The ``rabbitmq`` exporter: lossless, non-blocking publishing of lineage events with pika.
 
 Threads: ``export()`` runs on the pipeline's worker thread and only turns events into messages
-and hands them to the exporter's buffer (memory, or the spool once memory is full), so it returns
-in microseconds even when the broker is away. The exporter's own I/O thread runs a pika
+and hands them to the exporter's buffer (memory, or the spool during an outage), so it returns in
+microseconds even when the broker is away. The exporter's own I/O thread runs a pika
 ``SelectConnection`` on one IOLoop for its whole life: it keeps up to ``max_in_flight`` publishes
 unconfirmed at once (pika's BlockingConnection waits for each confirm in turn), services
 heartbeats while idle, reconnects with exponential backoff and jitter, and replays the spool.
 
 Outages: once the broker cannot confirm (a connection attempt failed, the connection was lost
-or blocked, or no connection has been ready for ``spool_fsync_interval_ms``) the exporter is
-*offline*: what memory holds goes to the front of the spool at once, and new events go straight
-to the spool, which is fsynced within ``spool_fsync_interval_ms``. So a crash during an outage
-loses at most what the pipeline had not handed over yet plus that interval (docs/rabbitmq-
-exporter.md, "What a crash can lose"). ``outage_buffer = "memory"`` keeps the older behaviour:
-memory first, the spool once memory is full.
+or blocked, or no connection has been ready for ``spool_fsync_interval_ms``, 1 s for the first)
+the exporter is *offline*: what memory holds goes to the front of the spool at once, and new
+events go straight to the spool, fsynced within ``spool_fsync_interval_ms``. So a crash during an
+outage loses at most what the pipeline had not handed over yet plus that interval
+(docs/rabbitmq-exporter.md, "What a crash can lose"). ``outage_buffer = "memory"`` keeps the
+older behaviour: memory first, the spool once memory is full.
 
 Order: memory holds what is older than the spool, so while the spool has unread segments new
 messages are appended to the spool too; the publisher drains memory, then the spool in order.
@@ -78,6 +78,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _TICK_S = 0.25
 _PRECONDITION_FAILED = 406
+_FIRST_CONNECT_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +320,7 @@ class RabbitMQExporter(LineageExporter):
         self._aborting = False
         self._stopping = False
         self._pump_pending = False
+        self._ever_ready = False
         _install_pika_filter()
         self._thread = threading.Thread(
             target=self._io_main, name="lineage-rabbitmq-io", daemon=True
@@ -426,7 +428,9 @@ class RabbitMQExporter(LineageExporter):
             try:
                 while True:
                     idle = self._mem_events == 0 and not self._refilling
-                    away = self._state in (_State.WAITING, _State.STOPPED)
+                    away = self._state in (_State.WAITING, _State.STOPPED) or (
+                        self._offline and self._state is _State.CONNECTING and not self._inflight
+                    )
                     if idle and (away or not self._spool.has_unread()):
                         break  # all confirmed, or all on disk while the broker is away
                     if away and self._spill_locked():
@@ -703,6 +707,7 @@ class RabbitMQExporter(LineageExporter):
                 self.connection_name,
             )
         self._set_state(_State.READY)
+        self._ever_ready = True
         with self._lock:
             self._offline = False
         self._pump()
@@ -924,9 +929,14 @@ class RabbitMQExporter(LineageExporter):
             return
         self._ioloop.call_later(self._tick_s, self._tick)
         if self._state is not _State.READY and not self._offline and not self._inflight:
+            # A connection attempt that hangs. A process's first connection (handshake and
+            # declarations, slower on a loaded machine) is given up to _FIRST_CONNECT_S.
+            grace = self._fsync_interval_s
+            if not self._ever_ready:
+                grace = max(grace, _FIRST_CONNECT_S)
             with self._lock:
-                if time.monotonic() - self._not_ready_since >= self._fsync_interval_s:
-                    self._go_offline_locked()  # e.g. a connection attempt that hangs
+                if time.monotonic() - self._not_ready_since >= grace:
+                    self._go_offline_locked()
         if self._state is _State.READY and self._order and not self._aborting:
             oldest = self._inflight.get(self._order[0])
             if oldest is not None and time.monotonic() - oldest[1] > self._publish_timeout_s:
