@@ -10,8 +10,16 @@ flight (SelectConnection), in single-event mode and in batch mode (20 events per
 
 Latency: per-call cost of a decorated function (START + COMPLETE, one input, one output) while
 the broker is up, and while it is away (a loopback proxy in front of the real broker is closed,
-so the shared broker itself is not disturbed), once with events waiting in memory and once with
-them spilling to the spool. Target: "away" within 2x of "up".
+so the shared broker itself is not disturbed), once with events waiting in memory
+(``outage_buffer = "memory"``) and once going to the spool (the default). Target: "away" within
+2x of "up".
+
+Cost per event of the exporter itself (issue 13), pre-encoded events handed to ``export()`` in
+chunks of 512 as the pipeline does: while connected, and while spooling during an outage (the
+default ``outage_buffer = "spool"``). Two figures each: the time inside ``export()`` (what the
+SDK's worker thread pays), and the process CPU time until the events are confirmed (connected)
+or written and fsynced (outage), which includes the exporter's I/O thread. Ratios are outage
+against connected, from the same run.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from lineage_sdk import LineageDataset, track_lineage
 from lineage_sdk.config.schema import LineageConfig, PipelineConfig
 from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.exporters import InMemoryExporter
+from lineage_sdk.transport.unrouted import declare_event_exchange, holding_queue, unrouted_exchange
 
 BROKER = "amqp://guest:guest@127.0.0.1:5672/%2F"
 ORDERS = LineageDataset("postgres://db:5432", "shop.public.orders")
@@ -57,7 +66,7 @@ class Topology:
         self.queue = f"{self.exchange}.all"
         conn = pika.BlockingConnection(pika.URLParameters(BROKER))
         ch = conn.channel()
-        ch.exchange_declare(self.exchange, "topic", durable=True)
+        declare_event_exchange(ch, self.exchange)  # as the exporter does
         # Capped so a long run does not fill the broker's memory; confirms are unaffected.
         ch.queue_declare(self.queue, durable=True, arguments={"x-max-length": 20_000})
         ch.queue_bind(self.queue, self.exchange, "#")
@@ -72,7 +81,9 @@ class Topology:
         conn = pika.BlockingConnection(pika.URLParameters(BROKER))
         ch = conn.channel()
         ch.queue_delete(self.queue)
+        ch.queue_delete(holding_queue(self.exchange))
         ch.exchange_delete(self.exchange)
+        ch.exchange_delete(unrouted_exchange(self.exchange))
         conn.close()
 
 
@@ -208,6 +219,7 @@ class Proxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._open: list[socket.socket] = []
+        self._stopped = False
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -215,6 +227,9 @@ class Proxy:
             try:
                 client, _ = self._listener.accept()
             except OSError:
+                return
+            if self._stopped:  # accepted while stop() ran: refuse it, as a dead broker would
+                client.close()
                 return
             upstream = socket.create_connection(("127.0.0.1", 5672))
             self._open += [client, upstream]
@@ -230,11 +245,64 @@ class Proxy:
             b.shutdown(socket.SHUT_RDWR)
 
     def stop(self) -> None:
+        self._stopped = True
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
         self._listener.close()
         for s in self._open:
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
             s.close()
+
+
+def export_cost(
+    exchange: str, events: Sequence[EncodedEvent], spool: Path
+) -> list[tuple[str, float, float]]:
+    """(phase, microseconds in export() per event, process CPU microseconds per event)."""
+    proxy = Proxy()
+    exporter = RabbitMQExporter(
+        RabbitMQConfig(url=f"amqp://guest:guest@127.0.0.1:{proxy.port}/%2F", spool_dir=str(spool)),
+        exchange=exchange,
+    )
+    rows: list[tuple[str, float, float]] = []
+
+    def measure(label: str, done: Any) -> None:
+        cpu = time.process_time()
+        inside = 0.0
+        for i in range(0, len(events), 512):
+            t = time.perf_counter()
+            exporter.export(events[i : i + 512])
+            inside += time.perf_counter() - t
+        done()
+        cpu = time.process_time() - cpu
+        rows.append((label, inside / len(events) * 1e6, cpu / len(events) * 1e6))
+
+    def confirmed(target: int) -> Any:
+        def wait() -> None:
+            while exporter.stats().exported < target:
+                time.sleep(0.0005)
+
+        return wait
+
+    try:
+        while not exporter.stats().connected:
+            time.sleep(0.01)
+        warm = events[:2048]
+        exporter.export(warm)  # warm-up
+        confirmed(len(warm))()
+        measure("connected", confirmed(len(warm) + len(events)))
+        proxy.stop()
+        deadline = time.monotonic() + 30
+        while exporter.stats().connection_failures < 2:  # lost, and a retry refused: offline
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the exporter never noticed the outage: {exporter.stats()}")
+            time.sleep(0.01)
+        measure("outage (spooling)", lambda: exporter.force_flush(30))
+        stats = exporter.stats()
+        print(f"  outage: {stats.spooled} events spooled, {stats.buffered} in memory")
+    finally:
+        exporter.shutdown(5)
+    return rows
 
 
 def _time_calls(n: int) -> list[float]:
@@ -259,6 +327,7 @@ def latency(exchange: str, calls: int, spool: Path) -> list[tuple[str, list[floa
                 url=f"amqp://guest:guest@127.0.0.1:{proxy.port}/%2F",
                 spool_dir=str(spool / label),
                 memory_buffer_events=memory,
+                outage_buffer="memory" if label == "memory" else "spool",
             ),
         )
         sdk = lineage_sdk.configure(config)
@@ -299,6 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     topo = Topology()
     rows: list[tuple[str, float, float, float, float]] = []
+    single_events: list[EncodedEvent] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             spool = Path(tmp)
@@ -315,6 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     max_in_flight=100,
                 )
                 decorated_rate = len(events) / seconds
+                if per_msg == 1:
+                    single_events = events
                 topo.purge()
                 print(f"{mode}: exporter alone, pre-encoded events ...", flush=True)
                 alone = exporter_only(
@@ -343,6 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append((mode, raw1, raw100, decorated_rate, alone_rate))
             print("latency of decorated calls, broker up and away ...", flush=True)
             lat = latency(topo.exchange, latency_calls, spool / "latency")
+            print("exporter cost per event, connected and spooling during an outage ...")
+            cost = export_cost(topo.exchange, single_events, spool / "cost")
     finally:
         topo.delete()
 
@@ -370,6 +444,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         mean = statistics.fmean(values)
         print(
             f"{label:24} {mean:8.1f} {statistics.median(values):8.1f} {p99:8.1f} {mean / up:13.2f}"
+        )
+    print()
+    print(
+        f"Exporter cost per event ({len(single_events):,} pre-encoded events, single mode), "
+        "microseconds"
+    )
+    print(f"{'phase':20} {'in export()':>12} {'ratio':>6} {'process CPU':>12} {'ratio':>6}")
+    base_inside, base_cpu = cost[0][1], cost[0][2]
+    for label, inside, cpu in cost:
+        print(
+            f"{label:20} {inside:12.2f} {inside / base_inside:6.2f} {cpu:12.2f} "
+            f"{cpu / base_cpu:6.2f}"
         )
     print(
         "\nTargets: exporter >= 0.8x raw pika with 100 confirms in flight in each mode; "

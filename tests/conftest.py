@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from brokers import RabbitNode, one_node
 
 import lineage_sdk
 from lineage_sdk.config.schema import LineageConfig
@@ -20,3 +21,11 @@ def memory_exporter() -> Iterator[InMemoryExporter]:
         yield exporter
     finally:
         lineage_sdk.shutdown(10)
+
+
+@pytest.fixture
+def rabbit_node() -> Iterator[RabbitNode]:
+    """A private RabbitMQ node for this test, to stop, kill and restart at will (~10 s to start);
+    never the machine's shared broker. Killed and removed afterwards, even if the test fails."""
+    with one_node() as node:
+        yield node

@@ -48,7 +48,7 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import StoreError
 from lineage_sdk.models.constants import JSON_CONTENT_TYPE
-from lineage_sdk.transport import amqp
+from lineage_sdk.transport import amqp, unrouted
 
 __all__ = ["LineageCollector", "connection_parameters"]
 
@@ -176,6 +176,7 @@ class LineageCollector:
         try:
             channel = connection.channel()
             self.topology.declare(channel)
+            unrouted.release_unrouted(connection, self.topology.exchange)  # now that we are bound
             channel.basic_qos(prefetch_count=self.settings.prefetch)
             publisher = connection.channel()
             publisher.confirm_delivery()

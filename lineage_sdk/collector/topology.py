@@ -5,6 +5,8 @@
     exchange <collector_topic> (topic) --binding_key--> <queue>            (consumed)
     <queue>.retry.<N>ms   (x-message-ttl N, dead-letters to "" / <queue>)  one per delay
     <dead_letter_queue>   (parking lot, read by `lineage-collector dlq ...`)
+    <collector_topic>.unrouted  (holding queue behind the exchange's alternate exchange; see
+                                 lineage_sdk.transport.unrouted)
 
 Retry queues carry their delay in their name, so changing ``retry_delays_ms`` declares new queues
 instead of failing on a changed ``x-message-ttl`` (RabbitMQ refuses to redeclare with new
@@ -21,6 +23,7 @@ from typing import Any
 
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.transport.unrouted import declare_event_exchange
 
 __all__ = [
     "ATTEMPT_HEADER",
@@ -78,7 +81,7 @@ class Topology:
 
     def declare(self, channel: Any) -> None:
         """Declare exchange, queues and binding; harmless when they already exist."""
-        channel.exchange_declare(exchange=self.exchange, exchange_type="topic", durable=True)
+        declare_event_exchange(channel, self.exchange)  # with its holding queue for the unrouted
         channel.queue_declare(queue=self.queue, durable=True)
         channel.queue_bind(queue=self.queue, exchange=self.exchange, routing_key=self.binding_key)
         for retry in self.retry_queues:

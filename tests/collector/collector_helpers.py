@@ -17,6 +17,7 @@ from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.transport.unrouted import declare_event_exchange
 
 RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests"
@@ -99,7 +100,7 @@ def publish(
     conn = connect()
     try:
         ch = conn.channel()
-        ch.exchange_declare(exchange, "topic", durable=True)
+        declare_event_exchange(ch, exchange)
         ch.confirm_delivery()
         n = 0
         for item in messages:
@@ -128,7 +129,7 @@ def publish_fast(
     conn = connect()
     try:
         ch = conn.channel()
-        ch.exchange_declare(exchange, "topic", durable=True)
+        declare_event_exchange(ch, exchange)
         props = pika.BasicProperties(content_type=content_type, delivery_mode=2)
         for body in bodies:
             ch.basic_publish(exchange, routing_key, body, props)

@@ -22,6 +22,7 @@ from collector_helpers import RABBIT_URL, connect
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.transport.unrouted import holding_queue, unrouted_exchange
 
 PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
@@ -48,6 +49,8 @@ def topic() -> Iterator[str]:
         for q in _queues_for(name):
             ch.queue_delete(q)
         ch.exchange_delete(name)
+        ch.queue_delete(holding_queue(name))
+        ch.exchange_delete(unrouted_exchange(name))
         conn.close()
 
 

@@ -2,8 +2,8 @@
 
 The proxy sits between the exporter and the real broker so a test can take "the broker" away
 (refuse and cut connections) or freeze it (connections stay open, nothing is answered) without
-disturbing the other users of the shared broker. Only the slow outage test touches the broker
-itself (rabbitmqctl).
+disturbing the other users of the shared broker. Tests that need a broker to really die start a
+private node of their own (the ``rabbit_node`` fixture, tests/brokers.py); none stops the shared one.
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.sdk.export import EncodedEvent
+from lineage_sdk.transport.unrouted import (
+    declare_event_exchange,
+    holding_queue,
+    unrouted_exchange,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conformance import validate_event
@@ -77,11 +82,12 @@ class Topology:
     exchange: str
     queue: str
     extra_queues: list[str] = field(default_factory=list)
+    url: str = BROKER_URL
 
     def bind(self, binding_key: str) -> str:
         """Another queue on the exchange with ``binding_key``."""
         name = f"{self.exchange}.q{len(self.extra_queues)}"
-        conn = blocking_connection()
+        conn = blocking_connection(self.url)
         try:
             ch = conn.channel()
             ch.queue_declare(name, durable=True)
@@ -102,7 +108,7 @@ class Topology:
         """All messages of ``queue``: until ``expected`` arrived, or ``idle`` s of silence."""
         out: list[tuple[Any, Any, bytes]] = []
         deadline = time.monotonic() + timeout
-        conn = blocking_connection()
+        conn = blocking_connection(self.url)
         try:
             ch = conn.channel()
             ch.basic_qos(prefetch_count=1000)
@@ -127,34 +133,47 @@ class Topology:
         return out
 
     def declare_exchange(self) -> None:
-        conn = blocking_connection()
+        conn = blocking_connection(self.url)
         try:
-            conn.channel().exchange_declare(self.exchange, "topic", durable=True)
+            declare_event_exchange(conn.channel(), self.exchange)
         finally:
             conn.close()
 
 
-@pytest.fixture
-def topology() -> Iterator[Topology]:
+@contextlib.contextmanager
+def unique_topology(url: str = BROKER_URL) -> Iterator[Topology]:
+    """A unique exchange and queue on the broker at ``url``; deleted afterwards."""
     name = f"test.lineage.rmq.{uuid.uuid4().hex[:10]}"
-    topo = Topology(exchange=name, queue=f"{name}.all")
-    conn = blocking_connection()
+    topo = Topology(exchange=name, queue=f"{name}.all", url=url)
+    conn = blocking_connection(url)
     try:
         ch = conn.channel()
-        ch.exchange_declare(topo.exchange, "topic", durable=True)
+        declare_event_exchange(ch, topo.exchange)  # as the exporter and the collector do
         ch.queue_declare(topo.queue, durable=True)
         ch.queue_bind(topo.queue, topo.exchange, "#")
     finally:
         conn.close()
     yield topo
-    conn = blocking_connection()
+    conn = blocking_connection(url)
     try:
         ch = conn.channel()
-        for q in [topo.queue, *topo.extra_queues]:
-            ch.queue_delete(q)
-        ch.exchange_delete(topo.exchange)
+        delete_event_exchange(ch, topo.exchange, [topo.queue, *topo.extra_queues])
     finally:
         conn.close()
+
+
+def delete_event_exchange(channel: Any, exchange: str, queues: list[str] | None = None) -> None:
+    """Delete ``queues``, the exchange and its alternate exchange and holding queue."""
+    for q in [*(queues or []), holding_queue(exchange)]:
+        channel.queue_delete(q)
+    channel.exchange_delete(exchange)
+    channel.exchange_delete(unrouted_exchange(exchange))
+
+
+@pytest.fixture
+def topology() -> Iterator[Topology]:
+    with unique_topology() as topo:
+        yield topo
 
 
 @pytest.fixture

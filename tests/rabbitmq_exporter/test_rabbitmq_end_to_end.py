@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import orjson
 import pytest
-from rabbitmq_support import Topology, validate_event, wait_for
+from brokers import RabbitNode
+from rabbitmq_support import Topology, unique_topology, validate_event, wait_for
 
 import lineage_sdk
 from lineage_exporters.rabbitmq import RabbitMQExporter
@@ -26,13 +27,15 @@ ORDERS = LineageDataset("postgres://db:5432", "shop.public.orders")
 REPORT = LineageDataset("s3://bucket", "reports/daily.parquet")
 
 
-@pytest.fixture
-def sdk_to(topology: Topology, tmp_path) -> Iterator[tuple[RabbitMQExporter, InMemoryExporter]]:
+def _sdk_to(topology: Topology, spool: Path) -> tuple[RabbitMQExporter, InMemoryExporter]:
     """The SDK publishing to the test's exchange, with a memory exporter as the witness."""
     config = LineageConfig(
         collector_topic=topology.exchange,
         rabbitmq=RabbitMQConfig(
-            spool_dir=str(tmp_path / "spool"), reconnect_initial_ms=100, reconnect_max_ms=2000
+            url=topology.url,
+            spool_dir=str(spool),
+            reconnect_initial_ms=100,
+            reconnect_max_ms=2000,
         ),
         pipeline=PipelineConfig(max_queue_size=200_000),
     )
@@ -40,7 +43,27 @@ def sdk_to(topology: Topology, tmp_path) -> Iterator[tuple[RabbitMQExporter, InM
     witness = InMemoryExporter()
     sdk = configure(config, exporters=[rabbit, witness])
     assert sdk is not None
-    yield rabbit, witness
+    return rabbit, witness
+
+
+@pytest.fixture
+def sdk_to(topology: Topology, tmp_path) -> Iterator[tuple[RabbitMQExporter, InMemoryExporter]]:
+    yield _sdk_to(topology, tmp_path / "spool")
+    lineage_sdk.shutdown(10)
+
+
+@pytest.fixture
+def own_topology(rabbit_node: RabbitNode) -> Iterator[Topology]:
+    """The test's exchange and queue on a private node that the test may stop."""
+    with unique_topology(rabbit_node.url) as topo:
+        yield topo
+
+
+@pytest.fixture
+def sdk_to_own_node(
+    own_topology: Topology, tmp_path
+) -> Iterator[tuple[RabbitMQExporter, InMemoryExporter]]:
+    yield _sdk_to(own_topology, tmp_path / "spool")
     lineage_sdk.shutdown(10)
 
 
@@ -88,17 +111,16 @@ def test_decorated_functions_arrive_intact_valid_once(topology: Topology, sdk_to
     assert rabbit.stats().exported == 8
 
 
-def _rabbitmqctl(*args: str, timeout: float = 60) -> None:
-    subprocess.run(["rabbitmqctl", "-q", *args], check=False, capture_output=True, timeout=timeout)
-
-
 @pytest.mark.slow
-def test_broker_failure_in_a_stream_of_20000_events(topology: Topology, sdk_to) -> None:
+def test_broker_failure_in_a_stream_of_20000_events(
+    rabbit_node: RabbitNode, own_topology: Topology, sdk_to_own_node
+) -> None:
     """close_all_connections, then stop_app/start_app mid-stream: every event arrives.
 
-    This stops the shared broker for a few seconds: run it rarely.
+    The broker that stops is a private node of this test, never the machine's shared one.
     """
-    rabbit, witness = sdk_to
+    topology = own_topology
+    rabbit, witness = sdk_to_own_node
     calls = 10_000  # START + COMPLETE each
     done = threading.Event()
 
@@ -117,13 +139,13 @@ def test_broker_failure_in_a_stream_of_20000_events(topology: Topology, sdk_to) 
     producer.start()
     try:
         assert wait_for(lambda: rabbit.stats().exported > 1000, timeout=20)
-        _rabbitmqctl("close_all_connections", "lineage-sdk outage test")
+        rabbit_node.ctl("close_all_connections", "lineage-sdk outage test")
         time.sleep(1.0)
-        _rabbitmqctl("stop_app")
+        rabbit_node.ctl("stop_app")
         time.sleep(2.0)
     finally:
-        _rabbitmqctl("start_app")
-        _rabbitmqctl("await_startup", timeout=90)
+        rabbit_node.ctl("start_app")
+        rabbit_node.await_startup()
     producer.join(60)
     assert done.is_set()
     assert lineage_sdk.force_flush(60)

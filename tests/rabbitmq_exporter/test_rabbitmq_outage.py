@@ -22,7 +22,9 @@ def test_broker_away_then_back_memory_then_spool_replayed_in_order(
     topology: Topology, proxy: TcpProxy, make_exporter
 ) -> None:
     proxy.stop()
-    exporter = make_exporter(topology.exchange, url=proxy.url, memory_buffer_events=300)
+    exporter = make_exporter(
+        topology.exchange, url=proxy.url, memory_buffer_events=300, outage_buffer="memory"
+    )
     events = make_events(1000)
     for i in range(0, 1000, 100):
         assert exporter.export(events[i : i + 100]) is ExportResult.SUCCESS

@@ -11,6 +11,7 @@ import pytest
 from rabbitmq_support import (
     Topology,
     blocking_connection,
+    delete_event_exchange,
     make_event,
     make_events,
     validate_event,
@@ -31,6 +32,7 @@ from lineage_exporters.rabbitmq import (
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.export import ExportResult
+from lineage_sdk.transport.unrouted import event_exchange_arguments
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -121,6 +123,9 @@ def test_batch_mode(topology: Topology, make_exporter) -> None:
 
 def test_unroutable_events_are_counted(make_exporter) -> None:
     topo = Topology(exchange=f"test.lineage.rmq.unroutable.{id(make_exporter):x}", queue="")
+    conn = blocking_connection()  # an exchange without the alternate exchange (an older one)
+    conn.channel().exchange_declare(topo.exchange, "topic", durable=True)
+    conn.close()
     exporter = make_exporter(topo.exchange, events_per_message=5)
     try:
         exporter.export(make_events(12, name="lonely"))
@@ -144,12 +149,14 @@ def test_exchange_is_declared_durable_topic_when_missing(make_exporter) -> None:
         conn = blocking_connection()
         try:
             # Re-declaring with other properties fails with 406, so this proves durable + topic.
-            conn.channel().exchange_declare(name, "topic", durable=True)
+            conn.channel().exchange_declare(
+                name, "topic", durable=True, arguments=event_exchange_arguments(name)
+            )
         finally:
             conn.close()
     finally:
         conn = blocking_connection()
-        conn.channel().exchange_delete(name)
+        delete_event_exchange(conn.channel(), name)
         conn.close()
 
 

@@ -144,3 +144,25 @@ def test_disabled_by_zero_cap(tmp_path: Path) -> None:
     assert spool.append(_messages(1)) == 0
     assert not (tmp_path / "s").exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_a_write_is_fsynced_within_the_interval(tmp_path: Path, monkeypatch) -> None:
+    """The I/O thread's timer passes the time to its next tick as slack: a write is fsynced at
+    the last tick before its deadline, never after it (a fake clock; the files are real)."""
+    import time
+
+    now = [1000.0]
+    synced: list[float] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(now[0]), real_fsync(fd)))
+    spool = Spool(tmp_path, 1 << 20, fsync_interval_s=0.2)
+    assert spool.append(_messages(3)) == 3
+    assert synced == []  # the write path does not wait on the disk
+    now[0] += 0.1
+    spool.sync_if_due(slack=0.05)
+    assert synced == []  # the next tick (at +0.15) is still before the deadline (+0.2)
+    now[0] += 0.06
+    spool.sync_if_due(slack=0.05)  # the next tick (+0.21) would be late: sync now
+    assert synced == [1000.16]
+    spool.close()

@@ -11,8 +11,15 @@ meta (a JSON array of the message's routing fields) and body. A torn tail left b
 the length or CRC check and ends that segment's replay.
 
 fsync policy: data is written with one ``write`` per export call (so a killed process loses
-nothing the kernel has), fsynced when a segment is sealed, at flush/shutdown, and at most about
-once a second while writing (so a power loss costs at most ~1 s of spooled events).
+nothing the kernel has), fsynced when a segment is sealed, at flush/shutdown, and within
+``fsync_interval_s`` of being written (the exporter's ``spool_fsync_interval_ms``, 250 ms by
+default), so a power loss costs at most that much of what reached the spool.
+
+Trust: directories are created 0700 and files 0600 whatever the umask. A process adopts only
+instance directories owned by its own uid that nobody else may write to (not a symlink, no
+group/other write bit), under a root that is ours (or root's) and not writable by others, and
+only regular segment files owned by its uid. Anything else is left where it is, with one warning:
+a segment planted by another user is never published.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ import fcntl
 import logging
 import os
 import socket
+import stat
 import struct
+import tempfile
 import threading
 import time
 import uuid
@@ -35,7 +44,7 @@ import orjson
 
 from lineage_exporters.rabbitmq._messages import OutboundMessage
 
-__all__ = ["Spool"]
+__all__ = ["Spool", "default_spool_root", "private_fallback_dir"]
 
 _LOG = logging.getLogger("lineage_exporters.rabbitmq")
 _HEADER = struct.Struct(">4sIII")
@@ -52,6 +61,78 @@ class _Segment:
     size: int
     read: bool = False  # handed to the publisher; deleted once ``outstanding`` reaches 0
     outstanding: int = 0
+
+
+def _make_private_dirs(path: Path) -> None:
+    """Create ``path`` and any missing parents 0700 (exactly, whatever the umask); tighten
+    ``path`` itself to 0700 if it exists and is ours."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+            os.chmod(directory, 0o700)
+    info = os.stat(path)
+    if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+
+
+def _trusted_dir(info: os.stat_result, *, owners: tuple[int, ...]) -> bool:
+    """A directory owned by one of ``owners`` that nobody else may write to."""
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid in owners
+        and not stat.S_IMODE(info.st_mode) & (stat.S_IWGRP | stat.S_IWOTH)
+    )
+
+
+def private_fallback_dir() -> Path:
+    """A spool root when there is no home or cache directory: ``<tmp>/lineage-sdk-<uid>``,
+    created 0700 and verified to be a real directory of ours that only we can use; if another
+    user holds that name (or it is a symlink), a fresh ``mkdtemp`` directory instead."""
+    uid = os.getuid()
+    path = Path(tempfile.gettempdir()) / f"lineage-sdk-{uid}"
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+        os.chmod(path, 0o700)
+    try:
+        info = os.lstat(path)
+        if (
+            stat.S_ISDIR(info.st_mode)
+            and info.st_uid == uid
+            and not stat.S_IMODE(info.st_mode) & 0o077
+        ):
+            return path
+    except OSError:
+        pass
+    _LOG.warning(
+        "lineage RabbitMQ spool: %s is not a private directory of this user; using a fresh "
+        "temporary directory instead (events spooled there are replayed only by this process)",
+        path,
+    )
+    return Path(tempfile.mkdtemp(prefix=f"lineage-sdk-{uid}-"))
+
+
+def default_spool_root(leaf: str) -> Path:
+    """``$XDG_CACHE_HOME`` or ``~/.cache``, then ``lineage-sdk/rabbitmq-spool/<leaf>``; the
+    private fallback when there is no usable home directory."""
+    base: Path | None = None
+    cache = os.environ.get("XDG_CACHE_HOME")
+    if cache and Path(cache).is_absolute():
+        base = Path(cache)
+    else:
+        try:
+            home = Path.home()
+        except (RuntimeError, KeyError):
+            home = None
+        if home is not None and home.is_dir() and os.access(home, os.W_OK | os.X_OK):
+            base = home / ".cache"
+    if base is None:
+        base = private_fallback_dir()
+    return base / "lineage-sdk" / "rabbitmq-spool" / leaf
 
 
 def _name(key: SegmentKey) -> str:
@@ -136,7 +217,7 @@ class Spool:
         max_bytes: int,
         *,
         segment_bytes: int | None = None,
-        fsync_interval_s: float = 1.0,
+        fsync_interval_s: float = 0.25,
     ) -> None:
         self.root = root
         self.max_bytes = max_bytes
@@ -147,8 +228,7 @@ class Spool:
         self._next_seq = 1 << 40
         self._active: _Segment | None = None
         self._fd: int | None = None
-        self._dirty = False
-        self._last_fsync = 0.0
+        self._dirty_since: float | None = None  # first write not yet fsynced
         self._lock_fd: int | None = None
         self.dir: Path | None = None
         self.available = False
@@ -169,20 +249,54 @@ class Spool:
     # -- set-up -------------------------------------------------------------------------------
 
     def _open(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        _make_private_dirs(self.root)
         name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.dir = self.root / name
-        self.dir.mkdir()
-        self._lock_fd = os.open(self.dir / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+        self.dir.mkdir(mode=0o700)
+        os.chmod(self.dir, 0o700)
+        self._lock_fd = self._create_file(self.dir / ".lock", os.O_RDWR)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._untrusted: list[str] = []
         for orphan in self._orphans():
             self._adopt(orphan)
+        if self._untrusted:
+            _LOG.warning(
+                "lineage RabbitMQ spool left %d item(s) in %s untouched because another user "
+                "could have written them (owner or permissions): %s",
+                len(self._untrusted),
+                self.root,
+                ", ".join(self._untrusted[:5]) + (" ..." if len(self._untrusted) > 5 else ""),
+            )
+
+    @staticmethod
+    def _create_file(path: Path, flags: int) -> int:
+        """Open ``path`` for writing, created 0600 whatever the umask; never through a symlink."""
+        fd = os.open(path, os.O_CREAT | flags | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
 
     def _orphans(self) -> list[Path]:
-        """Instance directories of dead processes (their lock is free), oldest segments first."""
+        """Trusted instance directories of dead processes (lock free), oldest segments first."""
+        uid = os.getuid()
+        if not _trusted_dir(os.stat(self.root), owners=(uid, 0)):
+            self._untrusted.append(f"{self.root} (writable by others, or not ours)")
+            return []
         found: list[tuple[float, Path]] = []
         for path in self.root.iterdir():
-            if path == self.dir or not path.is_dir():
+            if path == self.dir:
+                continue
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISDIR(info.st_mode) and not stat.S_ISLNK(info.st_mode):
+                continue
+            if not _trusted_dir(info, owners=(uid,)):
+                self._untrusted.append(path.name)
                 continue
             segs = sorted(p for p in path.iterdir() if _parse_name(p.name))
             try:
@@ -193,9 +307,12 @@ class Spool:
         return [p for _, p in sorted(found)]
 
     def _adopt(self, path: Path) -> None:
-        """Move a dead process's segments into this spool, in their order, before anything new."""
+        """Move a dead process's segments into this spool, in their order, before anything new;
+        only regular files of our own uid (anything else stays where it is)."""
         try:
-            fd = os.open(path / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+            fd = os.open(
+                path / ".lock", os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o600
+            )
         except OSError:
             return
         try:
@@ -204,16 +321,29 @@ class Spool:
             except OSError:
                 return  # its owner is alive
             assert self.dir is not None
-            keyed = [(k, p) for p in path.iterdir() if (k := _parse_name(p.name)) is not None]
+            uid = os.getuid()
+            keyed: list[tuple[SegmentKey, Path]] = []
+            kept = 0
+            for p in path.iterdir():
+                k = _parse_name(p.name)
+                if k is None:
+                    continue
+                info = os.lstat(p)
+                if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
+                    self._untrusted.append(f"{path.name}/{p.name}")
+                    kept += 1
+                    continue
+                keyed.append((k, p))
             for _, src in sorted(keyed):
                 key = (self._next_seq, _MIDDLE_SUB)
                 self._next_seq += 1
                 dst = self.dir / _name(key)
                 os.replace(src, dst)
                 self._segments[key] = _Segment(key, dst, dst.stat().st_size)
-            for leftover in path.iterdir():
-                leftover.unlink(missing_ok=True)
-            path.rmdir()
+            if not kept:
+                for leftover in path.iterdir():
+                    leftover.unlink(missing_ok=True)
+                path.rmdir()
             if keyed:
                 _LOG.info(
                     "lineage RabbitMQ spool adopted %d segment(s) left by a previous process "
@@ -282,7 +412,7 @@ class Spool:
             key = (self._next_seq, _MIDDLE_SUB)
             self._next_seq += 1
             seg = _Segment(key, self.dir / _name(key), 0)
-            self._fd = os.open(seg.path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600)
+            self._fd = self._create_file(seg.path, os.O_WRONLY | os.O_APPEND)
             self._segments[key] = seg
             self._active = seg
         return seg
@@ -294,7 +424,8 @@ class Spool:
         while data:
             n = os.write(self._fd, data)
             data = data[n:]
-        self._dirty = True
+        if self._dirty_since is None:
+            self._dirty_since = time.monotonic()
 
     def _seal(self) -> None:
         if self._fd is not None:
@@ -302,31 +433,32 @@ class Spool:
             os.close(self._fd)
         self._fd = None
         self._active = None
-        self._dirty = False
+        self._dirty_since = None
 
-    def _maybe_fsync(self) -> None:
-        now = time.monotonic()
-        if self._dirty and self._fd is not None and now - self._last_fsync >= self._fsync_interval:
+    def _maybe_fsync(self, slack: float = 0.0) -> None:
+        """fsync if the oldest unsynced write would pass the interval within ``slack`` seconds."""
+        since = self._dirty_since
+        due = since is not None and time.monotonic() + slack >= since + self._fsync_interval
+        if due and self._fd is not None:
             os.fsync(self._fd)
-            self._dirty = False
-            self._last_fsync = now
+            self._dirty_since = None
 
-    def sync_if_due(self) -> None:
-        """fsync if something was written and the last fsync is older than the interval."""
+    def sync_if_due(self, slack: float = 0.0) -> None:
+        """fsync what would otherwise stay unsynced past the interval before the next call, which
+        comes ``slack`` seconds later (the exporter's timer): nothing written waits longer."""
         with self._lock:
             try:
-                self._maybe_fsync()
+                self._maybe_fsync(slack)
             except OSError as exc:
                 _LOG.error("lineage RabbitMQ spool cannot sync %s: %s", self.dir, exc)
 
     def sync(self) -> None:
         """fsync what was written; called by flush, shutdown and the I/O thread's timer."""
         with self._lock:
-            if self._dirty and self._fd is not None:
+            if self._dirty_since is not None and self._fd is not None:
                 with contextlib.suppress(OSError):
                     os.fsync(self._fd)
-                self._dirty = False
-                self._last_fsync = time.monotonic()
+                self._dirty_since = None
 
     def spill_front(self, messages: Sequence[OutboundMessage]) -> bool:
         """Write ``messages`` as one segment placed before every unread one; all or nothing.
@@ -356,7 +488,7 @@ class Spool:
             assert self.dir is not None
             path = self.dir / _name(key)
             try:
-                fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+                fd = self._create_file(path, os.O_WRONLY | os.O_TRUNC)
                 try:
                     view = memoryview(data)
                     while view:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from lineage_sdk.config.amqp import AmqpConnectionConfig
@@ -36,7 +38,28 @@ class RabbitMQConfig(AmqpConnectionConfig):
     memory_buffer_events: int = Field(
         default=100000,
         ge=0,
-        description="Events held in memory while the broker is away before spilling to the spool.",
+        description=(
+            "Events held in memory waiting for the broker (while connected, or with "
+            '`outage_buffer = "memory"`, or when the spool is full) before the spool takes them.'
+        ),
+    )
+    outage_buffer: Literal["spool", "memory"] = Field(
+        default="spool",
+        description=(
+            "Where events wait once the broker cannot confirm them (unreachable, connection lost "
+            "or blocked): `spool` writes them to disk at once, so a crash loses at most "
+            "`spool_fsync_interval_ms`; `memory` keeps up to `memory_buffer_events` in memory "
+            "first (no disk writes for short outages, but a crash loses what memory holds)."
+        ),
+    )
+    spool_fsync_interval_ms: int = Field(
+        default=250,
+        ge=1,
+        le=60000,
+        description=(
+            "Longest time an event written to the spool waits for fsync; with the pipeline's "
+            "`schedule_delay_ms` it bounds what a crash during an outage can lose."
+        ),
     )
     spool_dir: str | None = Field(
         default=None,

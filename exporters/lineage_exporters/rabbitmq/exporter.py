@@ -1,14 +1,23 @@
 """The ``rabbitmq`` exporter: lossless, non-blocking publishing of lineage events with pika.
 
 Threads: ``export()`` runs on the pipeline's worker thread and only turns events into messages
-and hands them to the exporter's buffer (memory, or the spool once memory is full), so it returns
-in microseconds even when the broker is away. The exporter's own I/O thread runs a pika
+and hands them to the exporter's buffer (memory, or the spool during an outage), so it returns in
+microseconds even when the broker is away. The exporter's own I/O thread runs a pika
 ``SelectConnection`` on one IOLoop for its whole life: it keeps up to ``max_in_flight`` publishes
 unconfirmed at once (pika's BlockingConnection waits for each confirm in turn), services
 heartbeats while idle, reconnects with exponential backoff and jitter, and replays the spool.
 
+Outages: once the broker cannot confirm (a connection attempt failed, the connection was lost
+or blocked, or no connection has been ready for ``spool_fsync_interval_ms``, 1 s for the first)
+the exporter is *offline*: what memory holds goes to the front of the spool at once, and new
+events go straight to the spool, fsynced within ``spool_fsync_interval_ms``. So a crash during an
+outage loses at most what the pipeline had not handed over yet plus that interval
+(docs/rabbitmq-exporter.md, "What a crash can lose"). ``outage_buffer = "memory"`` keeps the
+older behaviour: memory first, the spool once memory is full.
+
 Order: memory holds what is older than the spool, so while the spool has unread segments new
 messages are appended to the spool too; the publisher drains memory, then the spool in order.
+(Only when the spool is full or unusable during an outage does memory take newer events.)
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ from lineage_exporters.rabbitmq._messages import (
     build_messages,
     sanitize_word,
 )
-from lineage_exporters.rabbitmq._spool import Spool
+from lineage_exporters.rabbitmq._spool import Spool, default_spool_root
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk._logging import RateLimitedLog
 from lineage_sdk.config.redaction import redact
@@ -55,6 +64,12 @@ from lineage_sdk.transport.amqp import (
     safe_url,
     url_password,
 )
+from lineage_sdk.transport.unrouted import (
+    event_exchange_arguments,
+    holding_queue,
+    unrouted_exchange,
+    warn_missing_alternate_exchange,
+)
 
 __all__ = ["RabbitMQExporter", "RabbitMQExporterStats"]
 
@@ -62,6 +77,8 @@ _LOG = logging.getLogger("lineage_exporters.rabbitmq")
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _TICK_S = 0.25
+_PRECONDITION_FAILED = 406
+_FIRST_CONNECT_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,13 +202,7 @@ def _coalesce_writes(connection: Any) -> None:
 
 
 def _default_spool_dir(exchange: str) -> Path:
-    try:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    except RuntimeError:  # no home directory
-        import tempfile
-
-        base = Path(tempfile.gettempdir())
-    return base / "lineage-sdk" / "rabbitmq-spool" / sanitize_word(exchange).replace("/", "%2F")
+    return default_spool_root(sanitize_word(exchange).replace("/", "%2F"))
 
 
 def _process_name() -> str:
@@ -228,6 +239,9 @@ class RabbitMQExporter(LineageExporter):
         self._publish_timeout_s = settings.publish_timeout_ms / 1000
         self._reconnect_initial_s = settings.reconnect_initial_ms / 1000
         self._reconnect_max_s = max(settings.reconnect_max_ms, settings.reconnect_initial_ms) / 1000
+        self._spool_on_outage = settings.outage_buffer == "spool"
+        self._fsync_interval_s = settings.spool_fsync_interval_ms / 1000
+        self._tick_s = min(_TICK_S, self._fsync_interval_s / 2)
         self.spool_dir = (
             Path(settings.spool_dir) if settings.spool_dir else _default_spool_dir(exchange)
         )
@@ -241,6 +255,8 @@ class RabbitMQExporter(LineageExporter):
         self._refilling = False
         self._flush_waiters = 0
         self._state = _State.CONNECTING
+        self._offline = False  # the broker cannot confirm now: new events go to the spool
+        self._not_ready_since = time.monotonic()
         self._shut = False
         self._counts = {
             "exported": 0,
@@ -274,13 +290,22 @@ class RabbitMQExporter(LineageExporter):
         params.retry_delay = 0
         params.socket_timeout = min(10.0, max(1.0, s.publish_timeout_ms / 1000))
         params.stack_timeout = min(15.0, max(2.0, s.publish_timeout_ms / 1000 * 1.5))
-        params.blocked_connection_timeout = s.publish_timeout_ms / 1000
+        # A blocked connection (a broker resource alarm) confirms nothing: with the spool as the
+        # outage buffer, drop it after the fsync interval so what is in flight reaches the disk.
+        blocked_s = s.publish_timeout_ms / 1000
+        if s.outage_buffer == "spool":
+            blocked_s = min(blocked_s, max(s.spool_fsync_interval_ms / 1000, 0.1))
+        params.blocked_connection_timeout = blocked_s
         return params
 
     def _start(self) -> None:
         """Open the spool and start the I/O thread (again in a forked child)."""
         self._pid = os.getpid()
-        self._spool = Spool(self.spool_dir, self.settings.spool_max_bytes)
+        self._spool = Spool(
+            self.spool_dir,
+            self.settings.spool_max_bytes,
+            fsync_interval_s=self._fsync_interval_s,
+        )
         self._ioloop = pika.adapters.select_connection.IOLoop()
         self._connection: Any = None
         self._channel: Any = None
@@ -295,6 +320,7 @@ class RabbitMQExporter(LineageExporter):
         self._aborting = False
         self._stopping = False
         self._pump_pending = False
+        self._ever_ready = False
         _install_pika_filter()
         self._thread = threading.Thread(
             target=self._io_main, name="lineage-rabbitmq-io", daemon=True
@@ -312,6 +338,8 @@ class RabbitMQExporter(LineageExporter):
         self._refilling = False
         self._flush_waiters = 0
         self._state = _State.CONNECTING
+        self._offline = False
+        self._not_ready_since = time.monotonic()
         self._counts = dict.fromkeys(self._counts, 0)  # the child's own counters
         self._start()
 
@@ -335,10 +363,11 @@ class RabbitMQExporter(LineageExporter):
             to_spool: list[OutboundMessage] = []
             cap = self.settings.memory_buffer_events
             with self._lock:
+                offline_spool = self._offline and self._spool_on_outage
                 if self._shut:
                     to_spool = messages
                 else:
-                    spool_first = self._refilling or self._spool.has_unread()
+                    spool_first = offline_spool or self._refilling or self._spool.has_unread()
                     for i, msg in enumerate(messages):
                         if spool_first or self._mem_events + msg.event_count > cap:
                             to_spool = messages[i:]
@@ -357,8 +386,19 @@ class RabbitMQExporter(LineageExporter):
                     if accepted:
                         wake = True  # the publisher may be idle with an empty memory queue
                 spooled = sum(m.event_count for m in to_spool[:accepted])
-                dropped = sum(m.event_count for m in to_spool[accepted:])
+                rest = to_spool[accepted:]
                 with self._lock:
+                    if rest and offline_spool and not self._shut:
+                        # The spool is full or unusable: memory is the last resort before a drop.
+                        kept = 0
+                        for msg in rest:
+                            if self._mem_events + msg.event_count > cap:
+                                break
+                            self._queue.append(msg)
+                            self._mem_events += msg.event_count
+                            kept += 1
+                        rest = rest[kept:]
+                    dropped = sum(m.event_count for m in rest)
                     self._counts["spooled"] += spooled
                     self._counts["dropped"] += dropped
                     if dropped:
@@ -388,7 +428,9 @@ class RabbitMQExporter(LineageExporter):
             try:
                 while True:
                     idle = self._mem_events == 0 and not self._refilling
-                    away = self._state in (_State.WAITING, _State.STOPPED)
+                    away = self._state in (_State.WAITING, _State.STOPPED) or (
+                        self._offline and self._state is _State.CONNECTING and not self._inflight
+                    )
                     if idle and (away or not self._spool.has_unread()):
                         break  # all confirmed, or all on disk while the broker is away
                     if away and self._spill_locked():
@@ -482,7 +524,7 @@ class RabbitMQExporter(LineageExporter):
         _QUIET_THREADS[threading.get_ident()] = self._password
         try:
             self._ioloop.add_callback_threadsafe(self._connect)
-            self._ioloop.call_later(_TICK_S, self._tick)
+            self._ioloop.call_later(self._tick_s, self._tick)
             while True:
                 try:
                     self._ioloop.start()
@@ -528,6 +570,8 @@ class RabbitMQExporter(LineageExporter):
             )
         except Exception as exc:  # noqa: BLE001 - any failure here is one more failed attempt
             self._connection = None
+            with self._lock:
+                self._go_offline_locked()
             try:
                 self._report_failure(exc)
             finally:
@@ -536,22 +580,105 @@ class RabbitMQExporter(LineageExporter):
     @_guarded
     def _on_open(self, connection: Any) -> None:
         _coalesce_writes(connection)
+        connection.add_on_connection_blocked_callback(self._on_blocked)
+        connection.add_on_connection_unblocked_callback(self._on_unblocked)
         connection.channel(on_open_callback=self._on_channel_open)
+
+    @_guarded
+    def _on_blocked(self, _connection: Any, _frame: Any) -> None:
+        """A resource alarm: nothing is confirmed now, so new events go to the spool; pika drops
+        the connection after ``blocked_connection_timeout`` and what is in flight follows."""
+        _LOG.warning(
+            "lineage RabbitMQ exporter: %s blocked publishing (a resource alarm on the broker); "
+            "events go to the spool %s",
+            self.safe_url,
+            self.spool_dir,
+        )
+        with self._lock:
+            self._offline = True
+
+    @_guarded
+    def _on_unblocked(self, _connection: Any, _frame: Any) -> None:
+        with self._lock:
+            if self._state is _State.READY:
+                self._offline = False
+        self._pump()
 
     @_guarded
     def _on_channel_open(self, channel: Any) -> None:
         self._channel = channel
         channel.add_on_close_callback(self._on_channel_closed)
         channel.add_on_return_callback(self._on_return)
-        if self.settings.declare_exchange:
-            channel.exchange_declare(
-                exchange=self.exchange,
-                exchange_type="topic",
-                durable=True,
-                callback=self._on_exchange_ready,
-            )
+        if self.settings.declare_exchange and self._connection is not None:
+            self._declare(0)
         else:
             self._on_exchange_ready(None)
+
+    # The events exchange with its alternate exchange and holding queue (lineage_sdk.transport.
+    # unrouted), declared on a channel of their own: a refusal (406, e.g. the exchange exists
+    # without the alternate exchange) closes that channel only, and publishing goes on. The
+    # exchange comes first, so an exchange refused that way gets no unused holding queue.
+    _DECLARE_STEPS: ClassVar[tuple[str, ...]] = ("exchange", "alternate", "holding", "bind")
+
+    def _declare(self, step: int) -> None:
+        conn = self._connection
+        if conn is None or not conn.is_open:
+            return
+        conn.channel(on_open_callback=lambda ch: self._declare_on(ch, step))
+
+    @_guarded
+    def _declare_on(self, channel: Any, step: int) -> None:
+        state = {"step": step}
+        channel.add_on_close_callback(
+            lambda ch, exc: self._on_declare_channel_closed(exc, state["step"])
+        )
+        ex, alt, held = (
+            self.exchange,
+            unrouted_exchange(self.exchange),
+            holding_queue(self.exchange),
+        )
+
+        def run(index: int) -> None:
+            state["step"] = index
+            then = (lambda _f: run(index + 1)) if index < 3 else self._declared(channel)
+            name = self._DECLARE_STEPS[index]
+            if name == "alternate":
+                channel.exchange_declare(alt, "fanout", durable=True, callback=then)
+            elif name == "holding":
+                channel.queue_declare(held, durable=True, callback=then)
+            elif name == "bind":
+                channel.queue_bind(held, alt, callback=then)
+            else:
+                channel.exchange_declare(
+                    ex,
+                    "topic",
+                    durable=True,
+                    arguments=event_exchange_arguments(ex),
+                    callback=then,
+                )
+
+        run(step)
+
+    def _declared(self, channel: Any) -> Callable[[Any], None]:
+        def done(_frame: Any) -> None:
+            if channel.is_open:
+                channel.close()
+            self._on_exchange_ready(None)
+
+        return done
+
+    @_guarded
+    def _on_declare_channel_closed(self, exc: BaseException, step: int) -> None:
+        if not isinstance(exc, pika.exceptions.ChannelClosedByBroker):
+            return  # closed by us once done, or the connection went: nothing to do
+        if exc.reply_code == _PRECONDITION_FAILED:
+            if self._DECLARE_STEPS[step] == "exchange":
+                warn_missing_alternate_exchange(self.exchange)  # it exists: publish to it
+            else:
+                _LOG.debug("lineage RabbitMQ exporter: %s exists otherwise: %s", step, exc)
+            self._on_exchange_ready(None)
+            return
+        self._on_channel_closed(None, exc)  # e.g. access refused: report, reconnect
 
     @_guarded
     def _on_exchange_ready(self, _frame: Any) -> None:
@@ -580,6 +707,9 @@ class RabbitMQExporter(LineageExporter):
                 self.connection_name,
             )
         self._set_state(_State.READY)
+        self._ever_ready = True
+        with self._lock:
+            self._offline = False
         self._pump()
 
     @_guarded
@@ -598,6 +728,9 @@ class RabbitMQExporter(LineageExporter):
         if self._stopping:
             self._ioloop.stop()
             return
+        with self._lock:
+            if not self._inflight:
+                self._go_offline_locked()
         try:
             self._report_failure(exc)
         finally:
@@ -628,10 +761,11 @@ class RabbitMQExporter(LineageExporter):
         _LOG.log(
             logging.ERROR if config else logging.WARNING,
             "lineage RabbitMQ exporter cannot publish to %s (exchange %r): %s; events wait in "
-            "memory, then in the spool %s, and it keeps retrying with backoff",
+            "%s %s, and it keeps retrying with backoff",
             self.safe_url,
             self.exchange,
             sentence,
+            "the spool" if self._spool_on_outage else "memory, then in the spool",
             self.spool_dir,
         )
 
@@ -644,8 +778,17 @@ class RabbitMQExporter(LineageExporter):
 
     def _set_state(self, state: _State) -> None:
         with self._lock:
+            if self._state is _State.READY and state is not _State.READY:
+                self._not_ready_since = time.monotonic()
             self._state = state
             self._cond.notify_all()
+
+    def _go_offline_locked(self) -> None:
+        """Caller holds the lock and nothing is in flight: memory goes to the spool's front now,
+        and new events go to the spool until a connection is ready again."""
+        self._offline = True
+        if self._spool_on_outage and self._queue and not self._spill_locked():
+            _LOG.debug("lineage RabbitMQ exporter: the spool cannot take the memory buffer")
 
     def _connection_lost(self) -> None:
         """Everything in flight goes back to the front of the queue, in order, to be retried."""
@@ -655,7 +798,10 @@ class RabbitMQExporter(LineageExporter):
             self._order.clear()
             self._returned.clear()
             self._requeue_locked(messages, count_retry=True)
+            if self._state is _State.READY:
+                self._not_ready_since = time.monotonic()
             self._state = _State.WAITING
+            self._go_offline_locked()
             self._cond.notify_all()
 
     def _requeue_locked(self, messages: list[OutboundMessage], *, count_retry: bool) -> None:
@@ -777,10 +923,20 @@ class RabbitMQExporter(LineageExporter):
 
     @_guarded
     def _tick(self) -> None:
-        """Every 250 ms: publish-timeout check, spool fsync, rate-limited reports."""
+        """Every 250 ms (less for a short fsync interval): publish-timeout check, offline check,
+        spool fsync, rate-limited reports."""
         if self._stopping:
             return
-        self._ioloop.call_later(_TICK_S, self._tick)
+        self._ioloop.call_later(self._tick_s, self._tick)
+        if self._state is not _State.READY and not self._offline and not self._inflight:
+            # A connection attempt that hangs. A process's first connection (handshake and
+            # declarations, slower on a loaded machine) is given up to _FIRST_CONNECT_S.
+            grace = self._fsync_interval_s
+            if not self._ever_ready:
+                grace = max(grace, _FIRST_CONNECT_S)
+            with self._lock:
+                if time.monotonic() - self._not_ready_since >= grace:
+                    self._go_offline_locked()
         if self._state is _State.READY and self._order and not self._aborting:
             oldest = self._inflight.get(self._order[0])
             if oldest is not None and time.monotonic() - oldest[1] > self._publish_timeout_s:
@@ -789,7 +945,7 @@ class RabbitMQExporter(LineageExporter):
             self._pump()  # e.g. spooled while memory was empty
         elif self._connection is None and self._reconnect_timer is None:
             self._schedule_reconnect()  # safety net: never stay disconnected without a retry
-        self._spool.sync_if_due()
+        self._spool.sync_if_due(slack=self._tick_s)
         with self._lock:
             self._drops.report(_DROPPED, self.spool_dir)
             self._unroutable.report(_UNROUTABLE, self.exchange)

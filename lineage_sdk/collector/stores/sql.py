@@ -19,9 +19,12 @@ Why the tables look like this:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import orjson
@@ -170,6 +173,25 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
     }
 
 
+def _create_private_file(path: Path) -> None:
+    """Create the SQLite file 0600 (whatever the umask) before SQLite does: lineage can name
+    private tables and jobs. SQLite gives its -wal and -shm files the main file's mode. An
+    existing file is left as it is (its owner chose its mode)."""
+    try:
+        fd = os.open(
+            path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600
+        )
+    except FileExistsError:
+        return
+    except OSError:
+        return  # e.g. a missing directory: SQLAlchemy reports it with the store's name
+    try:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 def _least(a: Any, b: Any) -> Any:
     return sa.case((a.is_(None), b), (b.is_(None), a), (b < a, b), else_=a)
 
@@ -230,6 +252,8 @@ class SqlStore(BaseLineageStore):
                 "sqlite:///lineage.db or postgresql+psycopg://user@host/db",
             ) from None
         if url.get_backend_name() == "sqlite":
+            if url.database and url.database != ":memory:" and not url.database.startswith("file:"):
+                _create_private_file(Path(url.database))
             engine = sa.create_engine(url, echo=self._echo, connect_args={"timeout": 30})
 
             @sa.event.listens_for(engine, "connect")
