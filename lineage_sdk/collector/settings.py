@@ -6,7 +6,7 @@ They are registered in the ``lineage_sdk.config_sections`` entry-point group.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -102,6 +102,24 @@ class CollectorConfig(Section):
     dead_letter_queue: str | None = Field(
         default=None,
         description="Parking-lot queue; defaults to `<collector_topic>.dlq`.",
+    )
+    queue_type: Literal["quorum", "classic"] = Field(
+        default="quorum",
+        description=(
+            "Type of the main, retry and dead-letter queues. Quorum queues are replicated on a"
+            " cluster and dead-letter at least once; an existing topology of the other type is"
+            " refused with the command that migrates it (`lineage-collector topology migrate`)."
+        ),
+    )
+    delivery_limit: int = Field(
+        default=20,
+        ge=0,
+        description=(
+            "Quorum queues only: deliveries of one message from the main queue (including"
+            " redeliveries after a collector crashed or lost its connection) before the broker"
+            " parks it in the dead-letter queue; a backstop against a message that kills the"
+            " collector. 0 turns it off."
+        ),
     )
     prefetch: int = Field(
         default=500,
