@@ -159,7 +159,14 @@ class CollectorConfig(Section):
 class ApiConfig(Section):
     """The collector's HTTP API (`lineage-collector serve`): ingest, reads and the graph page."""
 
-    host: str = Field(default="127.0.0.1", min_length=1, description="Listen address of the API.")
+    host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description=(
+            "Listen address of the API; a non-loopback address needs `api_key`"
+            " (or `serve --insecure`)."
+        ),
+    )
     port: int = Field(default=5000, ge=1, le=65535, description="Listen port of the API.")
     api_key: str | None = Field(
         default=None,
