@@ -1,9 +1,10 @@
 """Quorum queues against classic ones: publishing into the collector's queue and the collector
 consuming it, with ratios from the same run.
 
-    python bench/bench_queue_types.py [--events 20000] [--confirmed 2000] [--rounds 3] [--json PATH]
+    python bench/bench_queue_types.py [--events 20000] [--confirmed 2000] [--rounds 4] [--json PATH]
 
-Per round and per queue type (alternating which goes first, since the machine's load drifts):
+Per round and per queue type (alternating which goes first, with a pause between runs: the
+broker's cleanup of the previous run's queues slows whatever runs next):
 
 - publish: ``--events`` persistent messages streamed to the topic exchange, until the broker
   counts them all in the collector's main queue (a quorum queue counts a message once a majority
@@ -90,7 +91,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--confirmed", type=int, default=2_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4, help="even: each type goes first as often")
+    parser.add_argument(
+        "--settle", type=float, default=2.0, help="seconds between runs (queue deletion settles)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     bodies = make_events(args.events)
@@ -111,8 +115,11 @@ def main() -> None:
             order = TYPES if round_no % 2 else TYPES[::-1]
             figures: dict[str, float] = {}
             for qtype in order:
+                time.sleep(args.settle)
                 figures[f"{qtype}_publish"] = publish_rate(bodies, qtype)
+                time.sleep(args.settle)
                 figures[f"{qtype}_confirmed"] = confirmed_rate(bodies[: args.confirmed], qtype)
+                time.sleep(args.settle)
                 figures[f"{qtype}_consume"] = collector_rate(bodies, store, workdir, qtype)
             for kind in ("publish", "confirmed", "consume"):
                 figures[f"{kind}_ratio"] = figures[f"quorum_{kind}"] / figures[f"classic_{kind}"]

@@ -2,8 +2,8 @@
 
 RabbitMQ cannot change a queue's type or arguments in place, so each queue that the configuration
 declares differently (a classic queue when ``collector.queue_type = "quorum"``, or another
-``delivery_limit``) is recreated in two phases, with every move confirmed by the broker before the
-source copy is acked:
+``delivery_limit``) is recreated in two phases; messages move in AMQP transactions, each holding
+a batch of publishes and the ack of their originals, committed once the target has confirmed:
 
 1. **drain**: declare ``<name>.migrating`` (a plain quorum queue: no TTL, no dead-lettering, so
    nothing leaves it by itself); for the main queue, bind it to the exchange and unbind the old
@@ -17,8 +17,9 @@ source copy is acked:
 
 The state lives in the broker (which queues and ``.migrating`` queues exist), so running the
 command again after an interruption resumes where it stopped, and running it on a topology that
-already matches does nothing. An interruption between a confirmed publish and its ack leaves that
-one message in both queues (a duplicate, which the idempotent stores absorb); nothing is lost.
+already matches does nothing. An interruption before a commit leaves that batch in the source; a
+broker failing in the middle of a commit may leave it in both queues (duplicates, which the
+idempotent stores absorb); nothing is lost.
 A message published to the exchange in the instant between binding the new main queue and
 unbinding the holding queue is delivered to both (again a duplicate, never a loss). Messages move
 back into retry queues with a fresh delay. Collectors must be stopped: a queue with consumers is
@@ -50,6 +51,7 @@ __all__ = ["HOLDING_SUFFIX", "MigrationStep", "migrate_topology"]
 
 HOLDING_SUFFIX = ".migrating"
 _HOLDING_ARGUMENTS = {"x-queue-type": "quorum"}
+_BATCH = 500  # messages per transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +84,8 @@ class _Migration:
 
     @contextmanager
     def _channel(self) -> Iterator[Any]:
-        """A fresh confirming channel: the broker closes a channel on a refused declare."""
+        """A fresh channel: the broker closes a channel on a refused declare."""
         channel = self.connection.channel()
-        channel.confirm_delivery()
         try:
             yield channel
         finally:
@@ -181,25 +182,47 @@ class _Migration:
         raise LineageError(f"queue {source!r} keeps receiving messages; stop the producers")
 
     def _move(self, source: str, target: str) -> None:
-        """Move every message of ``source`` to ``target``: publish confirmed, then ack."""
+        """Move every message of ``source`` to ``target`` in transactions of ``_BATCH``.
+
+        Each transaction holds the publishes and the ack of their originals; RabbitMQ answers
+        ``tx.commit`` once the target queue has confirmed the publishes, and applies the ack
+        then, so an interruption before the commit leaves the originals in ``source`` and the
+        copies nowhere (or, if the broker fails mid-commit, in both: a duplicate, not a loss).
+        """
         total = self._state(source).messages
         moved = 0
-        with self._channel() as channel:
-            while True:
-                method, props, body = channel.basic_get(source, auto_ack=False)
-                if method is None:
+        returned: list[str] = []
+        channel = self.connection.channel()
+        try:
+            channel.add_on_return_callback(lambda *_args: returned.append(target))
+            channel.tx_select()
+            channel.basic_qos(prefetch_count=_BATCH)
+            last_tag, in_batch = 0, 0
+            for method, props, body in channel.consume(source, inactivity_timeout=1.0):
+                if method is not None:
+                    headers = dict(props.headers or {})
+                    for key in BROKER_HEADERS:
+                        headers.pop(key, None)
+                    props.headers = headers or None
+                    channel.basic_publish("", target, body, props, mandatory=True)
+                    last_tag, in_batch = method.delivery_tag, in_batch + 1
+                if in_batch and (method is None or in_batch == _BATCH or moved + in_batch >= total):
+                    channel.basic_ack(last_tag, multiple=True)
+                    channel.tx_commit()
+                    if returned:
+                        raise LineageError(
+                            f"queue {target!r} disappeared during the migration; messages moved"
+                            f" from {source!r} may be missing: check both queues"
+                        )
+                    moved, in_batch = moved + in_batch, 0
+                    if self.progress is not None:
+                        self.progress(source, target, moved, max(total, moved))
+                if method is None or moved >= total:
                     break
-                headers = dict(props.headers or {})
-                for key in BROKER_HEADERS:
-                    headers.pop(key, None)
-                props.headers = headers or None
-                channel.basic_publish(
-                    exchange="", routing_key=target, body=body, properties=props, mandatory=True
-                )
-                channel.basic_ack(method.delivery_tag)
-                moved += 1
-                if self.progress is not None:
-                    self.progress(source, target, moved, max(total, moved))
+            channel.cancel()
+        finally:
+            if channel.is_open:
+                channel.close()
         self.steps.append(MigrationStep(source, target, moved))
 
 

@@ -8,6 +8,7 @@ default ``queue_type = "quorum"``.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -238,3 +239,40 @@ def test_classic_queues_still_work_when_configured(make_config, tmp_path):
         assert store.count_events() == 50
     finally:
         store.close()
+
+
+def _broker_listing() -> dict[str, tuple[str, str]]:
+    """``rabbitmqctl list_queues`` (read-only): name -> (type, arguments as Erlang terms)."""
+    ctl = shutil.which("rabbitmqctl")
+    if ctl is None:
+        pytest.skip("rabbitmqctl is not installed here")
+    result = subprocess.run(
+        [ctl, "-q", "list_queues", "name", "type", "arguments"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if result.returncode != 0:
+        pytest.skip(f"rabbitmqctl cannot reach the node: {result.stderr.strip()[:200]}")
+    rows = (line.split("\t") for line in result.stdout.splitlines())
+    return {row[0]: (row[1], row[2]) for row in rows if len(row) == 3}
+
+
+def test_the_broker_lists_the_declared_types_and_arguments(make_config):
+    config = make_config(collector={"delivery_limit": 7})
+    topo = Topology.from_config(config)
+    _declare(topo)
+    listing = _broker_listing()
+    assert {listing[spec.name][0] for spec in topo.queues()} == {"quorum"}
+    main = listing[topo.queue][1]
+    for term in (
+        '{"x-delivery-limit",7}',
+        '{"x-dead-letter-strategy","at-least-once"}',
+        '{"x-overflow","reject-publish"}',
+        f'{{"x-dead-letter-routing-key","{topo.dead_letter_queue}"}}',
+    ):
+        assert term in main, main
+    retry = listing[topo.retry_queues[0].name][1]
+    assert '{"x-message-ttl",200}' in retry and '"at-least-once"' in retry
+    assert f'{{"x-dead-letter-routing-key","{topo.queue}"}}' in retry
+    assert "x-delivery-limit" not in listing[topo.dead_letter_queue][1]
