@@ -352,8 +352,9 @@ def dlq_purge(
 @with_config_flags
 def topology_migrate(config: LineageConfig) -> None:
     """Recreate queues whose type or arguments differ from the configuration (e.g. classic to
-    quorum), moving their messages with publisher confirms. Stop every collector first; safe to
-    run again after an interruption, and a no-op when nothing differs."""
+    quorum), moving their messages in transactions the broker commits once the copies are
+    confirmed. Stop every collector first; safe to run again after an interruption, and a no-op
+    when nothing differs."""
     from lineage_sdk.collector.migration import HOLDING_SUFFIX, migrate_topology
 
     with Progress(
