@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import statistics
 import tempfile
 import time
 import uuid
@@ -137,11 +138,11 @@ def main() -> None:
         handler.close()
     summary: dict[str, object] = {"events": args.events, "rounds": rounds}
     for kind in ("publish", "confirmed", "consume"):
-        ratios = sorted(r[f"{kind}_ratio"] for r in rounds)
-        summary[f"{kind}_ratio_median"] = ratios[len(ratios) // 2]
+        ratios = [r[f"{kind}_ratio"] for r in rounds]
+        summary[f"{kind}_ratio_median"] = statistics.median(ratios)
         print(
-            f"quorum/classic {kind:9}: median {ratios[len(ratios) // 2]:.2f}x "
-            f"(range {ratios[0]:.2f}-{ratios[-1]:.2f})"
+            f"quorum/classic {kind:9}: median {statistics.median(ratios):.2f}x "
+            f"(range {min(ratios):.2f}-{max(ratios):.2f})"
         )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2), encoding="utf-8")

@@ -127,6 +127,53 @@ def test_check_names_what_failed(topic, tmp_path, url, cause):
     assert result.stderr.strip() == "", result.stderr
 
 
+def test_an_outage_writes_one_line_when_lost_one_while_down_and_one_when_back(topic, tmp_path):
+    # The outage is a proxy in front of the shared broker that stops accepting and cuts its
+    # connections; the broker itself is never touched.
+    sys.path.insert(0, str(Path(__file__).parents[1] / "rabbitmq_exporter"))
+    from rabbitmq_support import TcpProxy
+
+    proxy = TcpProxy()
+    log = tmp_path / "collector.err"
+    with open(log, "w") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lineage_sdk.collector.cli", "run"],
+            env=_env(topic, tmp_path, proxy.url),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+
+    def read_until(needle: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in log.read_text():
+            assert time.monotonic() < deadline, f"no {needle!r} in {log.read_text()}"
+            time.sleep(0.05)
+
+    try:
+        read_until('"message":"consuming ')
+        proxy.stop()
+        read_until("lost the broker connection")
+        time.sleep(3)  # about ten refused attempts
+        proxy.start()
+        read_until("connected to the broker")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        proxy.stop()
+    lines = log.read_text().splitlines()
+    assert "Traceback" not in log.read_text()
+    messages = [str(r["message"]) for r in _records([line for line in lines if line.strip()])]
+    down = [m for m in messages if "broker" in m and not m.startswith("consuming")]
+    assert len(down) == 3, messages
+    assert down[0].startswith(
+        f"lost the broker connection at amqp://guest:***@127.0.0.1:{proxy.port}"
+    )
+    assert down[1].startswith("cannot connect to the broker") and "connection refused" in down[1]
+    assert down[2].startswith("connected to the broker") and "failed attempt(s)" in down[2]
+    assert sum(m.startswith("consuming ") for m in messages) == 2
+
+
 class _Clock:
     def __init__(self) -> None:
         self.now = 1000.0
