@@ -187,13 +187,17 @@ class Topology:
             ),
         )
 
+    def declare_exchange(self, channel: Any) -> None:
+        """Declare the events exchange (also used alone by the topology migration)."""
+        channel.exchange_declare(exchange=self.exchange, exchange_type="topic", durable=True)
+
     def declare(self, channel: Any) -> None:
         """Declare exchange, queues and binding; harmless when they already exist.
 
         Raises :class:`TopologyMismatch` if a queue exists with other arguments (the broker
         closes ``channel`` then).
         """
-        channel.exchange_declare(exchange=self.exchange, exchange_type="topic", durable=True)
+        self.declare_exchange(channel)
         for spec in self.queues():
             declare_queue(channel, spec, self.queue_type)
             if spec.bound:
