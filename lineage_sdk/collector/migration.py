@@ -116,9 +116,7 @@ class _Migration:
         self.connection = pika.BlockingConnection(self.params)
         try:
             with self._channel() as channel:
-                channel.exchange_declare(
-                    exchange=topo.exchange, exchange_type="topic", durable=True
-                )
+                topo.declare_exchange(channel)
             specs = topo.queues()
             self._refuse_consumers(specs)
             dead_letter, main, *retries = specs
