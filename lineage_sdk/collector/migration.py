@@ -189,6 +189,9 @@ class _Migration:
         """
         total = self._state(source).messages
         moved = 0
+        if total == 0:  # nothing to wait for (no consumer holds any: they were refused)
+            self.steps.append(MigrationStep(source, target, 0))
+            return
         returned: list[str] = []
         channel = self.connection.channel()
         try:
