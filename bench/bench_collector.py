@@ -1,10 +1,13 @@
 """Collector throughput: events/s from a pre-filled queue into the sql (SQLite) and logging stores,
 against raw pika consume-and-ack (prefetch 100) of the same messages, in the same run.
 
-    python bench/bench_collector.py [--events 20000] [--rounds 3] [--json PATH]
+    python bench/bench_collector.py [--events 20000] [--rounds 3] [--queue-type quorum|classic]
+                                    [--json PATH]
 
-Targets (issue 4): sql >= 0.5x raw, logging >= 0.8x raw. Uses the broker on 127.0.0.1:5672 with
-unique queue names, and deletes them afterwards. Take figures only on a quiet machine.
+Targets (issue 4): sql >= 0.5x raw, logging >= 0.8x raw. The raw consumer reads a queue of the
+same type as the collector's (``--queue-type``, default quorum, the collector's default; see
+bench_queue_types.py for quorum against classic). Uses the broker on 127.0.0.1:5672 with unique
+queue names, and deletes them afterwards. Take figures only on a quiet machine.
 """
 
 from __future__ import annotations
@@ -92,12 +95,12 @@ def prefill(exchange: str | None, queue: str, bodies: list[bytes]) -> None:
     conn.close()
 
 
-def raw_pika(bodies: list[bytes]) -> float:
+def raw_pika(bodies: list[bytes], queue_type: str = "quorum") -> float:
     """Raw consume-and-ack of the same messages, prefetch 100; returns messages/s."""
     queue = f"bench.raw.{uuid.uuid4().hex[:8]}"
     conn = pika.BlockingConnection(pika.URLParameters(URL))
     ch = conn.channel()
-    ch.queue_declare(queue, durable=True)
+    ch.queue_declare(queue, durable=True, arguments={"x-queue-type": queue_type})
     try:
         prefill(None, queue, bodies)
         ch.basic_qos(prefetch_count=100)
@@ -119,14 +122,16 @@ def raw_pika(bodies: list[bytes]) -> float:
         conn.close()
 
 
-def collector_rate(bodies: list[bytes], store: dict, workdir: Path) -> float:
+def collector_rate(
+    bodies: list[bytes], store: dict, workdir: Path, queue_type: str = "quorum"
+) -> float:
     topic = f"bench.lineage.{uuid.uuid4().hex[:8]}"
     config = LineageConfig.model_validate(
         {
             "collector_topic": topic,
             "rabbitmq": {"url": URL},
             "store": store,
-            "collector": {"retry_delays_ms": [1000]},
+            "collector": {"retry_delays_ms": [1000], "queue_type": queue_type},
         }
     )
     topo = Topology.from_config(config)
@@ -173,9 +178,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--queue-type", choices=("quorum", "classic"), default="quorum")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     bodies = make_events(args.events)
+    qtype = args.queue_type
     events_log = logging.getLogger("bench.lineage.events")
     events_log.propagate = False
     rounds: list[dict[str, float]] = []
@@ -186,23 +193,25 @@ def main() -> None:
         events_log.setLevel(logging.INFO)
         print(
             f"{args.events} messages of ~{sum(map(len, bodies)) // len(bodies)} bytes, "
-            f"{args.rounds} round(s); each ratio is against the mean of the raw runs just "
+            f"{args.rounds} round(s), {qtype} queues; each ratio is against the mean of the raw runs just "
             "before and after it (the machine's load drifts)"
         )
-        raw_before = raw_pika(bodies)
+        raw_before = raw_pika(bodies, qtype)
         for round_no in range(1, args.rounds + 1):
             sql = collector_rate(
                 bodies,
                 {"backend": "sql", "sql": {"url": f"sqlite:///{workdir}/bench-{round_no}.db"}},
                 workdir,
+                qtype,
             )
-            raw_mid = raw_pika(bodies)
+            raw_mid = raw_pika(bodies, qtype)
             log = collector_rate(
                 bodies,
                 {"backend": "logging", "logging": {"logger_name": "bench.lineage.events"}},
                 workdir,
+                qtype,
             )
-            raw_after = raw_pika(bodies)
+            raw_after = raw_pika(bodies, qtype)
             figures = {
                 "raw_before": raw_before,
                 "sql": sql,
@@ -231,6 +240,7 @@ def main() -> None:
     log_ratios = [r["logging_ratio"] for r in rounds]
     summary = {
         "events": args.events,
+        "queue_type": qtype,
         "rounds": rounds,
         "sql_ratio_median": _median(sql_ratios),
         "sql_ratio_min": min(sql_ratios),

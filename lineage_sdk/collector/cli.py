@@ -45,6 +45,10 @@ dlq_app = typer.Typer(
     help="Inspect, replay or purge the dead-letter (parking-lot) queue.", no_args_is_help=True
 )
 app.add_typer(dlq_app, name="dlq")
+topology_app = typer.Typer(
+    help="Bring the broker's queues in line with the configuration.", no_args_is_help=True
+)
+app.add_typer(topology_app, name="topology")
 err = Console(stderr=True)
 out = Console()
 
@@ -183,7 +187,7 @@ def check(config: LineageConfig) -> None:
 
     from lineage_sdk.collector.consumer import connection_parameters
     from lineage_sdk.collector.manager import LineageManager
-    from lineage_sdk.collector.topology import Topology
+    from lineage_sdk.collector.topology import Topology, TopologyMismatch
     from lineage_sdk.transport.amqp import describe_failure
 
     config.validate_sections()  # every table, not only those the collector builds
@@ -208,6 +212,9 @@ def check(config: LineageConfig) -> None:
         )
     except ConfigError:
         raise
+    except TopologyMismatch as exc:
+        failed = True
+        table.add_row("broker", "[red]failed[/]", str(exc))
     except Exception as exc:  # noqa: BLE001 - any failure to reach the broker is reported
         failed = True
         table.add_row("broker", "[red]failed[/]", describe_failure(exc, params)[0])
@@ -230,13 +237,22 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Listen address (default: api.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port (default: api.port).")] = None,
     log_level: LogLevel = "INFO",
+    insecure: Annotated[
+        bool,
+        typer.Option(
+            "--insecure",
+            help="Listen on a non-loopback address without api.api_key (logged as a warning).",
+        ),
+    ] = False,
 ) -> None:
-    """Serve the HTTP API: OpenLineage ingest, Marquez-compatible reads, the graph page at /."""
+    """Serve the HTTP API: OpenLineage ingest, Marquez-compatible reads, the graph page at /.
+
+    A non-loopback address needs api.api_key, unless --insecure is given."""
     from lineage_sdk.collector.api import serve as serve_api
     from lineage_sdk.collector.logs import configure_logging
 
     configure_logging(log_level, events_logger=_events_logger(config))
-    serve_api(config, host, port, log_level=log_level)
+    serve_api(config, host, port, log_level=log_level, insecure=insecure)
 
 
 @dlq_app.command("list")
@@ -332,7 +348,41 @@ def dlq_purge(
     out.print(f"purged {dlq.purge()} message(s)")
 
 
-_COMMANDS = frozenset({"run", "check", "dlq", "serve"})
+@topology_app.command("migrate")
+@with_config_flags
+def topology_migrate(config: LineageConfig) -> None:
+    """Recreate queues whose type or arguments differ from the configuration (e.g. classic to
+    quorum), moving their messages in transactions the broker commits once the copies are
+    confirmed. Stop every collector first; safe to run again after an interruption, and a no-op
+    when nothing differs."""
+    from lineage_sdk.collector.migration import HOLDING_SUFFIX, migrate_topology
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=False,
+    ) as progress:
+        tasks: dict[tuple[str, str], Any] = {}
+
+        def _progress(source: str, target: str, moved: int, total: int) -> None:
+            key = (source, target)
+            if key not in tasks:
+                tasks[key] = progress.add_task(f"{source} -> {target}", total=total)
+            progress.update(tasks[key], completed=moved, total=total)
+
+        steps = migrate_topology(config, _progress)
+    queue_type = config.section("collector", CollectorConfig).queue_type
+    if not steps:
+        out.print(f"every queue already matches the configuration (queue_type = {queue_type!r})")
+        return
+    queues = {s.target for s in steps if not s.target.endswith(HOLDING_SUFFIX)}
+    kept = sum(s.moved for s in steps if s.target in queues)
+    out.print(f"migrated to {queue_type}: {', '.join(sorted(queues))}; {kept} message(s) moved")
+
+
+_COMMANDS = frozenset({"run", "check", "dlq", "serve", "topology"})
 
 
 def main(argv: list[str] | None = None) -> None:

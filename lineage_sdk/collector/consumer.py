@@ -42,7 +42,12 @@ from lineage_sdk.collector.metrics import CollectorMetrics
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.collector.store import LineageRecord
-from lineage_sdk.collector.topology import ATTEMPT_HEADER, Topology, attempts_so_far
+from lineage_sdk.collector.topology import (
+    ATTEMPT_HEADER,
+    BROKER_HEADERS,
+    Topology,
+    attempts_so_far,
+)
 from lineage_sdk.config.amqp import AmqpConnectionConfig
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -109,6 +114,9 @@ class LineageCollector:
         self._first_at = 0.0
         self._retry_names = tuple(r.name for r in self.topology.retry_queues)
         self._tag_prefix = consumer_tag_prefix
+        self._broker_state = amqp.ConnectionStateLog(
+            _log, amqp.safe_url(self.amqp.url, amqp.url_password(self.amqp.url))
+        )
 
     # -- state for the health endpoint ----------------------------------------------------------
 
@@ -146,11 +154,7 @@ class LineageCollector:
                         break
                     self.metrics.reconnects.inc()
                     wait = random.uniform(delay / 2, delay)  # noqa: S311 - jitter, not crypto
-                    _log.warning(
-                        "broker connection lost (%s); reconnecting in %.1fs",
-                        amqp.describe_failure(exc, self._params)[0],
-                        wait,
-                    )
+                    self._broker_state.failed(amqp.describe_failure(exc, self._params)[0], wait)
                     self._stop.wait(wait)
                     delay = min(delay * 2, max_delay)
         finally:
@@ -189,6 +193,7 @@ class LineageCollector:
             )
             self._connected = True
             self.metrics.connected.set(1)
+            self._broker_state.connected()
             _log.info(
                 "consuming %s (exchange %s, binding %s)",
                 self.topology.queue,
@@ -335,7 +340,7 @@ class LineageCollector:
             )
             return
         retry = self.topology.retry_queue_for(attempt)
-        headers = dict(d.properties.headers or {})
+        headers = _republished_headers(d.properties)
         headers[ATTEMPT_HEADER] = attempt
         headers["x-lineage-last-error"] = _clip(str(exc))
         headers["x-lineage-store"] = exc.store
@@ -363,7 +368,7 @@ class LineageCollector:
         attempts: int | None = None,
         batch_index: int | None = None,
     ) -> None:
-        headers = dict(props.headers or {})
+        headers = _republished_headers(props)
         headers.update(
             {
                 "x-lineage-reason": reason,
@@ -400,6 +405,14 @@ class LineageCollector:
 def _clip(text: str, limit: int = _MAX_ERROR_CHARS) -> str:
     text = redact(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _republished_headers(props: pika.BasicProperties) -> dict[str, Any]:
+    """A copy of the headers without those the broker sets on delivery."""
+    headers = dict(props.headers or {})
+    for key in BROKER_HEADERS:
+        headers.pop(key, None)
+    return headers
 
 
 def _json_props(props: pika.BasicProperties) -> pika.BasicProperties:

@@ -16,7 +16,7 @@ from typing import Any
 import pika
 
 from lineage_sdk.collector.consumer import connection_parameters
-from lineage_sdk.collector.topology import ATTEMPT_HEADER, Topology
+from lineage_sdk.collector.topology import ATTEMPT_HEADER, BROKER_HEADERS, Topology
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.transport.amqp import persistent_copy
 
@@ -31,6 +31,7 @@ _DROP_ON_REPLAY = (
     "x-last-death-queue",
     "x-last-death-reason",
     ATTEMPT_HEADER,
+    *BROKER_HEADERS,
 )
 
 
@@ -43,7 +44,15 @@ class ParkedMessage:
 
     @property
     def reason(self) -> str:
-        return str(self.headers.get("x-lineage-reason", ""))
+        """Why it was parked: the collector's reason, else the broker's (``delivery_limit`` when
+        a quorum queue gave up on a message delivered too often)."""
+        own = self.headers.get("x-lineage-reason")
+        if own is not None:
+            return _text(own)
+        deaths = self.headers.get("x-death")
+        if isinstance(deaths, list) and deaths and isinstance(deaths[0], dict):
+            return _text(deaths[0].get("reason", ""))
+        return ""
 
     @property
     def error(self) -> str:
@@ -135,7 +144,8 @@ class DeadLetterQueue:
                     break
                 seen += 1
                 headers = dict(props.headers or {})
-                if reason is not None and _text(headers.get("x-lineage-reason", "")) != reason:
+                parked = ParkedMessage(body, props.content_type, props.message_id, headers)
+                if reason is not None and parked.reason != reason:
                     skipped.append(method.delivery_tag)
                     continue
                 for key in list(headers):

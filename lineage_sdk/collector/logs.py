@@ -57,7 +57,9 @@ def configure_logging(level: str = "INFO", *, events_logger: str = "lineage.even
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
     root.setLevel(level.upper())
-    logging.getLogger("pika").setLevel(logging.WARNING)
+    # pika logs several ERROR records, some with tracebacks, for each failed connection attempt;
+    # the collector reports the state of its connection itself, one line per change.
+    logging.getLogger("pika").setLevel(logging.CRITICAL)
     events = logging.getLogger(events_logger)
     events.handlers.clear()
     out = logging.StreamHandler(sys.stdout)

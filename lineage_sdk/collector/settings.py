@@ -6,7 +6,7 @@ They are registered in the ``lineage_sdk.config_sections`` entry-point group.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -103,6 +103,24 @@ class CollectorConfig(Section):
         default=None,
         description="Parking-lot queue; defaults to `<collector_topic>.dlq`.",
     )
+    queue_type: Literal["quorum", "classic"] = Field(
+        default="quorum",
+        description=(
+            "Type of the main, retry and dead-letter queues. Quorum queues are replicated on a"
+            " cluster and dead-letter at least once; an existing topology of the other type is"
+            " refused with the command that migrates it (`lineage-collector topology migrate`)."
+        ),
+    )
+    delivery_limit: int = Field(
+        default=20,
+        ge=0,
+        description=(
+            "Quorum queues only: deliveries of one message from the main queue (including"
+            " redeliveries after a collector crashed or lost its connection) before the broker"
+            " parks it in the dead-letter queue; a backstop against a message that kills the"
+            " collector. 0 turns it off."
+        ),
+    )
     prefetch: int = Field(
         default=500,
         ge=1,
@@ -141,7 +159,14 @@ class CollectorConfig(Section):
 class ApiConfig(Section):
     """The collector's HTTP API (`lineage-collector serve`): ingest, reads and the graph page."""
 
-    host: str = Field(default="127.0.0.1", min_length=1, description="Listen address of the API.")
+    host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description=(
+            "Listen address of the API; a non-loopback address needs `api_key`"
+            " (or `serve --insecure`)."
+        ),
+    )
     port: int = Field(default=5000, ge=1, le=65535, description="Listen port of the API.")
     api_key: str | None = Field(
         default=None,

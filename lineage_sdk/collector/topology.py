@@ -13,24 +13,48 @@ instead of failing on a changed ``x-message-ttl`` (RabbitMQ refuses to redeclare
 arguments). Their messages dead-letter through the default exchange straight into this
 collector's main queue, not back through the topic exchange, so a retry never reaches other
 consumers bound to the same exchange.
+
+Queue types (``collector.queue_type``):
+
+- ``quorum`` (the default): every queue is a replicated quorum queue. The main and retry queues
+  dead-letter *at least once* (``x-dead-letter-strategy: at-least-once``, which needs
+  ``x-overflow: reject-publish``): the broker keeps a dead-lettered message until the target
+  queue has confirmed it. The main queue dead-letters into the parking lot once a message has been
+  delivered more than ``delivery_limit`` times (``x-delivery-limit``): a backstop against a
+  message that kills the collector before it can park it. The parking lot itself has no delivery
+  limit, since ``dlq list`` peeks by taking and returning messages.
+- ``classic``: the arguments of earlier versions, unchanged, for brokers without quorum queues.
+
+RabbitMQ refuses to redeclare a queue with other arguments (``PRECONDITION_FAILED``);
+:meth:`Topology.declare` turns that refusal into :class:`TopologyMismatch`, which names the queue
+and ``lineage-collector topology migrate`` (:mod:`lineage_sdk.collector.migration`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pika.exceptions
+
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.exceptions import LineageError
 from lineage_sdk.transport.unrouted import declare_event_exchange
 
 __all__ = [
     "ATTEMPT_HEADER",
+    "BROKER_HEADERS",
+    "MIGRATE_COMMAND",
     "PARK_HEADERS",
+    "QueueSpec",
     "RetryQueue",
     "Topology",
+    "TopologyMismatch",
     "attempts_so_far",
+    "declare_queue",
 ]
 
 # Failed attempts so far, set by the collector on each retry publish.
@@ -47,12 +71,45 @@ PARK_HEADERS = (
     "x-lineage-original-routing-key",
     "x-lineage-batch-index",
 )
+# Headers the broker sets on delivery; dropped when the collector republishes a message.
+BROKER_HEADERS = ("x-delivery-count",)
+MIGRATE_COMMAND = "lineage-collector topology migrate"
+_AT_LEAST_ONCE: dict[str, Any] = {
+    "x-dead-letter-strategy": "at-least-once",
+    "x-overflow": "reject-publish",
+}
+_INEQUIVALENT = re.compile(r"inequivalent arg '([^']+)'.*?: (received .*)$")
+
+
+class TopologyMismatch(LineageError):
+    """A queue exists with other arguments (usually another type) than the configuration's."""
+
+    def __init__(self, queue: str, queue_type: str, detail: str) -> None:
+        self.queue = queue
+        match = _INEQUIVALENT.search(detail)
+        broker_says = f"{match.group(1)}: {match.group(2)}" if match else detail
+        super().__init__(
+            f"queue {queue!r} exists with other arguments than collector.queue_type ="
+            f" {queue_type!r} declares (a queue of the other type, or another delivery_limit;"
+            f" the broker says {broker_says}); run `{MIGRATE_COMMAND}` with every collector"
+            " stopped to recreate it with its messages, or set collector.queue_type to the"
+            " existing queues' type"
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class RetryQueue:
     name: str
     delay_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec:
+    """One queue as the configuration declares it; ``bound`` if it is bound to the exchange."""
+
+    name: str
+    arguments: dict[str, Any]
+    bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +121,8 @@ class Topology:
     binding_key: str
     retry_queues: tuple[RetryQueue, ...]
     dead_letter_queue: str
+    queue_type: str = "quorum"
+    delivery_limit: int = 0
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> Topology:
@@ -77,30 +136,94 @@ class Topology:
             binding_key=c.binding_key,
             retry_queues=tuple(RetryQueue(f"{queue}.retry.{d}ms", d) for d in delays),
             dead_letter_queue=c.dead_letter_queue or f"{topic}.dlq",
+            queue_type=c.queue_type,
+            delivery_limit=c.delivery_limit,
         )
 
-    def declare(self, channel: Any) -> None:
-        """Declare exchange, queues and binding; harmless when they already exist."""
-        declare_event_exchange(channel, self.exchange)  # with its holding queue for the unrouted
-        channel.queue_declare(queue=self.queue, durable=True)
-        channel.queue_bind(queue=self.queue, exchange=self.exchange, routing_key=self.binding_key)
-        for retry in self.retry_queues:
-            channel.queue_declare(
-                queue=retry.name,
-                durable=True,
-                arguments={
-                    "x-message-ttl": retry.delay_ms,
-                    "x-dead-letter-exchange": "",
-                    "x-dead-letter-routing-key": self.queue,
-                },
+    @property
+    def quorum(self) -> bool:
+        return self.queue_type == "quorum"
+
+    def queues(self) -> tuple[QueueSpec, ...]:
+        """Every queue with its arguments, the parking lot first (the others dead-letter into
+        it or into the main queue, so targets are declared before their sources)."""
+        if not self.quorum:
+            return (
+                QueueSpec(self.dead_letter_queue, {}),
+                QueueSpec(self.queue, {}, bound=True),
+                *(
+                    QueueSpec(
+                        r.name,
+                        {
+                            "x-message-ttl": r.delay_ms,
+                            "x-dead-letter-exchange": "",
+                            "x-dead-letter-routing-key": self.queue,
+                        },
+                    )
+                    for r in self.retry_queues
+                ),
             )
-        channel.queue_declare(queue=self.dead_letter_queue, durable=True)
+        quorum: dict[str, Any] = {"x-queue-type": "quorum"}
+        main: dict[str, Any] = {
+            **quorum,
+            **_AT_LEAST_ONCE,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": self.dead_letter_queue,
+        }
+        if self.delivery_limit:
+            main["x-delivery-limit"] = self.delivery_limit
+        return (
+            QueueSpec(self.dead_letter_queue, quorum),
+            QueueSpec(self.queue, main, bound=True),
+            *(
+                QueueSpec(
+                    r.name,
+                    {
+                        **quorum,
+                        **_AT_LEAST_ONCE,
+                        "x-message-ttl": r.delay_ms,
+                        "x-dead-letter-exchange": "",
+                        "x-dead-letter-routing-key": self.queue,
+                    },
+                )
+                for r in self.retry_queues
+            ),
+        )
+
+    def declare_exchange(self, channel: Any) -> None:
+        """Declare the events exchange with its holding queue for the unrouted (also used alone
+        by the topology migration)."""
+        declare_event_exchange(channel, self.exchange)
+
+    def declare(self, channel: Any) -> None:
+        """Declare exchange, queues and binding; harmless when they already exist.
+
+        Raises :class:`TopologyMismatch` if a queue exists with other arguments (the broker
+        closes ``channel`` then).
+        """
+        self.declare_exchange(channel)
+        for spec in self.queues():
+            declare_queue(channel, spec, self.queue_type)
+            if spec.bound:
+                channel.queue_bind(
+                    queue=spec.name, exchange=self.exchange, routing_key=self.binding_key
+                )
 
     def retry_queue_for(self, attempt: int) -> RetryQueue:
         """The queue a message waits in after its ``attempt``-th failure (1-based); the delays grow
         with each attempt and the last one repeats."""
         index = min(max(attempt, 1), len(self.retry_queues)) - 1
         return self.retry_queues[index]
+
+
+def declare_queue(channel: Any, spec: QueueSpec, queue_type: str) -> None:
+    """Declare one durable queue; a refusal for other arguments becomes TopologyMismatch."""
+    try:
+        channel.queue_declare(queue=spec.name, durable=True, arguments=spec.arguments or None)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code == 406 and "inequivalent arg" in str(exc.reply_text):
+            raise TopologyMismatch(spec.name, queue_type, str(exc.reply_text)) from None
+        raise
 
 
 def attempts_so_far(

@@ -8,8 +8,11 @@ import this module.
 
 from __future__ import annotations
 
+import logging
 import socket
 import ssl
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -25,6 +28,7 @@ from lineage_sdk.version import __version__
 
 __all__ = [
     "DEFAULT_KEY",
+    "ConnectionStateLog",
     "connection_parameters",
     "describe_failure",
     "persistent_copy",
@@ -176,15 +180,22 @@ def describe_failure(
     """``(sentence, is_configuration_problem)`` for a connection or channel failure.
 
     ``params`` are the connection's :class:`pika.ConnectionParameters`; the sentence names the
-    broker and, for a configuration problem, the key to check, and never holds the password.
+    broker and, for a configuration problem, the key to check, and never holds the password
+    (a user name equal to it is shown, as :func:`safe_url` shows it).
     """
-    sentence, config = _describe(exc, params, key)
-    return redact(sentence, getattr(params.credentials, "password", None)), config
+    user = str(getattr(params.credentials, "username", ""))
+    sentence, config = _describe(exc, params, key, _USER_MARK)
+    sentence = redact(sentence, getattr(params.credentials, "password", None))
+    # The user name is shown even when it equals the password, as safe_url() does.
+    return sentence.replace(repr(_USER_MARK), repr(user)), config
 
 
-def _describe(exc: BaseException, params: Any, key: str) -> tuple[str, bool]:
+_USER_MARK = "\x00user\x00"
+_CLOSED = pika.exceptions.ConnectionClosedByBroker
+
+
+def _describe(exc: BaseException, params: Any, key: str, user: str) -> tuple[str, bool]:
     host, port, vhost = params.host, params.port, params.virtual_host
-    user = getattr(params.credentials, "username", "")
     root = _root(exc)
     auth_errors = (pika.exceptions.ProbableAuthenticationError, pika.exceptions.AuthenticationError)
     if isinstance(root, auth_errors):
@@ -193,10 +204,17 @@ def _describe(exc: BaseException, params: Any, key: str) -> tuple[str, bool]:
             f"check the user and password in {key}.url",
             True,
         )
-    if isinstance(root, pika.exceptions.ProbableAccessDeniedError):
+    not_allowed = isinstance(root, _CLOSED) and root.reply_code == 530  # NOT_ALLOWED
+    if isinstance(root, pika.exceptions.ProbableAccessDeniedError) or not_allowed:
+        if "not found" in str(root):
+            return (
+                f"virtual host {vhost!r} does not exist on {host}:{port}; "
+                f"check the vhost in {key}.url",
+                True,
+            )
         return (
-            f"access to virtual host {vhost!r} was refused: it does not exist or user {user!r} "
-            f"has no permission on it; check the vhost in {key}.url",
+            f"user {user!r} has no access to virtual host {vhost!r}; grant it "
+            f"(rabbitmqctl set_permissions) or check the vhost in {key}.url",
             True,
         )
     if isinstance(root, ConnectionRefusedError):
@@ -206,8 +224,18 @@ def _describe(exc: BaseException, params: Any, key: str) -> tuple[str, bool]:
         )
     if isinstance(root, socket.gaierror):
         return f"host name {host!r} does not resolve ({root.strerror})", True
+    if isinstance(root, ssl.SSLCertVerificationError):
+        return (
+            f"TLS: the certificate of {host}:{port} was not accepted "
+            f"({root.verify_message or root.reason}); check {key}.tls_ca_file",
+            True,
+        )
     if isinstance(root, ssl.SSLError):
-        return f"TLS handshake with {host}:{port} failed ({root.reason or root})", True
+        return (
+            f"TLS handshake with {host}:{port} failed ({root.reason or root}); "
+            "is it the broker's TLS port (usually 5671)?",
+            True,
+        )
     if isinstance(root, TimeoutError | socket.timeout):
         return f"no answer from {host}:{port} in time (wrong host or port, or a firewall?)", False
     if isinstance(root, pika.exceptions.IncompatibleProtocolError):
@@ -226,4 +254,82 @@ def _describe(exc: BaseException, params: Any, key: str) -> tuple[str, bool]:
         return f"no heartbeat from {host}:{port}; the connection was dropped", False
     if isinstance(root, OSError):
         return f"cannot reach {host}:{port} ({root.strerror or root})", False
-    return f"{type(root).__name__}: {root}", False
+    detail = str(root).strip()
+    return (
+        f"cannot connect to {host}:{port} ({type(root).__name__}"
+        + (f": {detail})" if detail else ", no detail given)"),
+        False,
+    )
+
+
+class ConnectionStateLog:
+    """One log line per change of a consumer's broker connection state, not one per attempt.
+
+    - the first failure, and any failure whose cause differs from the last one: a warning naming
+      the broker and the cause (``cannot connect``, or ``lost the connection`` once it had been
+      up); repeats of the same cause are counted quietly, with a reminder every
+      ``reminder_s`` saying how many attempts failed;
+    - the first success after failures: one line saying so, with the count.
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        url: str,
+        *,
+        reminder_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._log = logger
+        self.url = url
+        self.reminder_s = reminder_s
+        self._clock = clock
+        self._up = False
+        self._cause: str | None = None
+        self.failures = 0
+        self._since = 0.0
+        self._reminded = 0.0
+
+    def connected(self) -> None:
+        """The connection is up and in use."""
+        if self._cause is not None:
+            self._log.info(
+                "connected to the broker at %s after %d failed attempt(s) over %.0fs",
+                self.url,
+                self.failures,
+                self._clock() - self._since,
+            )
+        self._up, self._cause, self.failures = True, None, 0
+
+    def failed(self, cause: str, retry_in_s: float) -> None:
+        """An attempt failed, or the connection in use was lost, because of ``cause``."""
+        now = self._clock()
+        if self._up:
+            self._up, self._cause, self.failures, self._since = False, cause, 1, now
+            self._reminded = now
+            self._log.warning(
+                "lost the broker connection at %s: %s; reconnecting in %.1fs",
+                self.url,
+                cause,
+                retry_in_s,
+            )
+            return
+        self.failures += 1
+        if cause != self._cause:
+            if self._cause is None:
+                self._since = now
+            self._cause, self._reminded = cause, now
+            self._log.warning(
+                "cannot connect to the broker at %s: %s (retrying quietly with backoff)",
+                self.url,
+                cause,
+            )
+        elif now - self._reminded >= self.reminder_s:
+            self._reminded = now
+            self._log.warning(
+                "still cannot connect to the broker at %s after %d attempt(s) over %.0fs: %s",
+                self.url,
+                self.failures,
+                now - self._since,
+                cause,
+            )

@@ -141,3 +141,35 @@ def test_failure_sentences_name_the_key_and_never_the_password() -> None:
     assert not is_config and SECRET not in sentence and "RuntimeError" in sentence
     sentence, _ = amqp.describe_failure(ConnectionRefusedError(), params)
     assert sentence.startswith("connection refused by broker:5672")
+
+
+def _closed(code: int, text: str) -> pika.exceptions.ProbableAccessDeniedError:
+    return pika.exceptions.ProbableAccessDeniedError(f"ConnectionClosedByBroker: ({code}) '{text}'")
+
+
+def test_a_missing_vhost_and_a_refused_vhost_are_told_apart() -> None:
+    params = amqp.connection_parameters(
+        _settings("amqp://guest:guest@broker:5672/orders"), name="n", product="p"
+    )
+    missing, is_config = amqp.describe_failure(
+        _closed(530, "NOT_ALLOWED - vhost orders not found"), params
+    )
+    assert is_config and missing.startswith("virtual host 'orders' does not exist on broker:5672")
+    refused, is_config = amqp.describe_failure(
+        _closed(530, "NOT_ALLOWED - access to vhost 'orders' refused for user 'guest'"), params
+    )
+    assert is_config and refused.startswith("user 'guest' has no access to virtual host 'orders'")
+    # The user name stays readable even when the password equals it, as in safe_url().
+    assert "'***'" not in missing + refused
+
+
+def test_tls_failures_and_causeless_errors_still_say_something() -> None:
+    params = amqp.connection_parameters(
+        _settings("amqps://u:p@broker:5671/v", tls_verify=False), name="n", product="p"
+    )
+    verify = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    verify.verify_message = "self-signed certificate"
+    sentence, is_config = amqp.describe_failure(verify, params)
+    assert is_config and "self-signed certificate" in sentence and "tls_ca_file" in sentence
+    sentence, _ = amqp.describe_failure(pika.exceptions.AMQPConnectionError(), params)
+    assert sentence == "cannot connect to broker:5671 (AMQPConnectionError, no detail given)"

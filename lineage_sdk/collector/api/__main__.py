@@ -33,6 +33,12 @@ def serve_command(
     ] = None,
     max_body_bytes: Annotated[int | None, typer.Option(min=1, help="Request body cap.")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    insecure: Annotated[
+        bool,
+        typer.Option(
+            "--insecure", help="Listen on a non-loopback address without an API key (logged)."
+        ),
+    ] = False,
 ) -> None:
     """Serve the OpenLineage ingest, the read API and the graph page."""
     from lineage_sdk.collector.api.server import serve
@@ -49,6 +55,7 @@ def serve_command(
             protect_reads=protect_reads,
             max_body_bytes=max_body_bytes,
             log_level=log_level,
+            insecure=insecure,
         )
     except LineageError as exc:
         typer.echo(f"lineage api: error: {redact(str(exc))}", err=True)

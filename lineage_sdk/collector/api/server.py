@@ -10,6 +10,8 @@ applications that embed it.
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import socket
 import threading
 import time
@@ -23,8 +25,11 @@ from lineage_sdk.collector.api.app import create_app
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.settings import ApiConfig
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.exceptions import ConfigError
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "ApiServer", "api_settings", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "ApiServer", "api_settings", "is_loopback", "serve"]
+
+_log = logging.getLogger("lineage_sdk.collector.api")
 
 DEFAULT_HOST = "127.0.0.1"
 #: Marquez's API port, so tools configured for a local Marquez find this API unchanged.
@@ -43,6 +48,21 @@ def api_settings(config: LineageConfig) -> dict[str, Any]:
     }
 
 
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 (also IPv4-mapped) and ``localhost``; a host name other than
+    ``localhost`` is not resolved and counts as reachable from elsewhere."""
+    name = host.strip().strip("[]").lower().rstrip(".")
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
 def serve(
     config: LineageConfig,
     host: str | None = None,
@@ -52,26 +72,45 @@ def serve(
     protect_reads: bool | None = None,
     max_body_bytes: int | None = None,
     log_level: str = "info",
+    insecure: bool = False,
 ) -> None:
     """Open the configured stores, serve the API until SIGINT/SIGTERM, close the stores.
 
     Arguments override ``[lineage.api]``. Raises ConfigError/StoreError before listening if the
-    stores cannot be built or opened.
+    stores cannot be built or opened, and ConfigError for a non-loopback address without an
+    ``api_key`` (anyone who reaches it could write events), unless ``insecure`` (logged).
     """
     settings = api_settings(config)
+    host = host or settings["host"]
+    key = api_key if api_key is not None else settings["api_key"]
+    if not key and not is_loopback(host):
+        if not insecure:
+            raise ConfigError(
+                "api.host",
+                host,
+                "a loopback address (127.0.0.1, ::1 or localhost) while api.api_key is not set;"
+                " set api.api_key (LINEAGE_API_API_KEY), or pass --insecure to serve it"
+                " without a key anyway",
+            )
+        _log.warning(
+            "serving the API on %s without an api_key (--insecure): anyone who can reach this"
+            " address can write events%s",
+            host,
+            "" if settings["protect_reads"] else " and read all lineage",
+        )
     manager = LineageManager(config)
     manager.build()
     manager.open()
     try:
         app = create_app(
             manager,
-            api_key=api_key if api_key is not None else settings["api_key"],
+            api_key=key,
             protect_reads=protect_reads if protect_reads is not None else settings["protect_reads"],
             max_body_bytes=max_body_bytes or settings["max_body_bytes"],
         )
         uvicorn.run(
             app,
-            host=host or settings["host"],
+            host=host,
             port=port if port is not None else settings["port"],
             log_level=log_level.lower(),
             server_header=False,
