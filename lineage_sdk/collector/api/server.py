@@ -61,7 +61,7 @@ def serve(
     settings = api_settings(config)
     manager = LineageManager(config)
     manager.build()
-    manager.open()
+    manager.connect_sync()
     try:
         app = create_app(
             manager,
@@ -78,7 +78,7 @@ def serve(
             proxy_headers=False,
         )
     finally:
-        manager.close()
+        manager.close_sync()
 
 
 class ApiServer:
