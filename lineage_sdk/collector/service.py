@@ -95,10 +95,11 @@ class LineageCollectorService(BaseService):
     def handle_lineage_event_sync(
         self, event: Any, raw_message: Any = None, **kwargs: Any
     ) -> LineageRecord:
-        """:meth:`handle_lineage_event` for synchronous code (not inside a running loop)."""
-        return self._run_sync(
-            self.handle_lineage_event(event, raw_message, **kwargs), "handle_lineage_event()"
-        )
+        """:meth:`handle_lineage_event` for synchronous code: the same validation and write,
+        on the calling thread (which it blocks: from a coroutine, await the async form)."""
+        record = self.to_record(event)
+        self._write_batch([record])
+        return record
 
     def _write_batch(self, records: list[LineageRecord]) -> None:
         """Write a batch to the store, counting per store (blocking: runs in a worker thread)."""
