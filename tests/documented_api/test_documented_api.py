@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pika
 import pytest
-from documented_helpers import EXCHANGE, ExchangeReader, GraphServer, connect
+from documented_helpers import DOCUMENTED_TOML, EXCHANGE, ExchangeReader, GraphServer, connect
 from servers import secantus_server
 
 from lineage_sdk import BaseService, LineageProducer, track_lineage
@@ -75,6 +75,11 @@ def unique(prefix: str) -> str:
 
 
 # -- the file -------------------------------------------------------------------------------------
+
+
+def test_the_docs_page_shows_the_file_these_tests_run() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "data-lineage-api.md"
+    assert f"```toml\n{DOCUMENTED_TOML}```" in page.read_text()
 
 
 async def test_get_store_is_the_composite_of_document_and_graph_writing_to_both(
