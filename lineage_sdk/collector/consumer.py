@@ -9,7 +9,8 @@ short time limit), so batching, stopping and reconnecting are plain code on one 
 3. the good events go to the store through
    :meth:`LineageCollectorService.handle_lineage_events`, the one path every event takes (one
    ``write_batch``; composite: every store at once; it waits for all of them and raises if any
-   failed), awaited on an event loop the consumer keeps for its lifetime;
+   failed), awaited on an event loop the consumer keeps for its lifetime (which runs nothing
+   else, so the write runs on it: no thread switch per batch);
 4. on success everything is acked with one ``multiple`` ack. On a transient failure each message
    is republished to the retry queue of its attempt (delays grow) or, after ``max_attempts``,
    parked; on a permanent failure the batch is split so that only the events the store refuses
@@ -287,7 +288,7 @@ class LineageCollector:
         if records:
             self.metrics.events_consumed.inc(len(records))
             try:
-                self._await(self.service.handle_lineage_events(records))
+                self._await(self.service.handle_lineage_events(records, off_loop=False))
             except StoreError as exc:
                 self._on_store_failure(publisher, good, exc)
         channel.basic_ack(delivery_tag=deliveries[-1].tag, multiple=True)
@@ -305,7 +306,7 @@ class LineageCollector:
             transient: StoreError | None = None
             for index, record in enumerate(records):
                 try:
-                    self._await(self.service.handle_lineage_events([record]))
+                    self._await(self.service.handle_lineage_events([record], off_loop=False))
                 except StoreError as write_error:
                     if not write_error.permanent:
                         transient = write_error

@@ -7,8 +7,9 @@ every path into the stores applies the same validation, the same metrics and the
 :class:`~lineage_sdk.exceptions.StoreError` (``permanent`` or not) when a store fails, which the
 consumer turns into a retry or a dead-letter and the HTTP ingest into a 503 or a 422.
 
-The store write blocks (drivers are synchronous), so it runs in a worker thread: the caller's
-event loop (``serve``'s, or the consumer's private one) is never blocked by a store.
+The store write blocks (drivers are synchronous), so it runs in a worker thread and the caller's
+event loop (``serve``'s) is never blocked by a store. The queue consumer's loop is private and
+runs nothing else, so the consumer has the write run on it directly (``off_loop=False``).
 """
 
 from __future__ import annotations
@@ -80,16 +81,23 @@ class LineageCollectorService(BaseService):
         records = await self.handle_lineage_events([event])
         return records[0]
 
-    async def handle_lineage_events(self, events: Iterable[Any]) -> list[LineageRecord]:
+    async def handle_lineage_events(
+        self, events: Iterable[Any], *, off_loop: bool = True
+    ) -> list[LineageRecord]:
         """Store a batch (models, dicts or decoded records) with one ``write_batch``.
 
         Every event is validated first (InvalidEventError: nothing is written); then the store
-        (composite: all of them concurrently, waiting for all) writes the batch in a worker
-        thread, raising StoreError if any store failed.
+        (composite: all of them concurrently, waiting for all) writes the batch, raising
+        StoreError if any store failed. The write runs in a worker thread, so the caller's loop
+        goes on; ``off_loop=False`` writes on the loop's own thread instead, for a loop that
+        runs nothing else (the queue consumer's), saving two thread switches per batch.
         """
         records = [self.to_record(event) for event in events]
         if records:
-            await asyncio.to_thread(self._write_batch, records)
+            if off_loop:
+                await asyncio.to_thread(self._write_batch, records)
+            else:
+                self._write_batch(records)
         return records
 
     def handle_lineage_event_sync(
