@@ -16,6 +16,7 @@ Run: ``python bench/bench_api.py`` (under 3 minutes here); ``--events 5000`` for
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import sys
@@ -32,7 +33,6 @@ import httpx
 import orjson
 
 from lineage_sdk.collector.api import ApiServer, create_app
-from lineage_sdk.collector.decode import validate_event
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.config.schema import LineageConfig
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             {"store": {"backend": "sql", "sql": {"url": f"sqlite:///{folder}/bench.db"}}}
         )
         manager = LineageManager(config)
-        manager.open()
+        manager.connect_sync()
         try:
             store = manager.get_store()
             with ApiServer(create_app(manager, max_body_bytes=64 << 20)) as server:
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 service = LineageCollectorService(manager)
                 for chunk in _chunks(rest, 2000):
-                    service.write([validate_event(e) for e in chunk])
+                    asyncio.run(service.handle_lineage_events(chunk))
                 count = store.count_events()  # type: ignore[attr-defined]
                 print(
                     f"graph filled: {count:,} events in the store "
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                             f"{results[f'lineage_{kind}_depth10_store']}"
                         )
         finally:
-            manager.close()
+            manager.close_sync()
 
     ok_ingest = results["ingest_batch"]["events_per_s"] >= 2000
     ok_query = all(

@@ -141,7 +141,7 @@ def collector_rate(
         topo.declare(ch)
         prefill(topic, topo.queue, bodies)
         collector = LineageCollector(config)
-        collector.manager.open()  # open stores before timing (the SQLite file, its tables)
+        collector.manager.connect_sync()  # open stores before timing (the SQLite file, its tables)
         thread = threading.Thread(target=collector.run, daemon=True)
         start = time.perf_counter()
         thread.start()

@@ -129,7 +129,7 @@ def collector_rate(
     try:
         topo.declare(ch)
         prefill(topic, topo.queue, bodies)
-        collector.manager.open()  # indexes and schema exist before timing starts
+        collector.manager.connect_sync()  # indexes and schema exist before timing starts
         thread = threading.Thread(target=collector.run, daemon=True)
         last = collector.manager.stores[-1].name
         registry = collector.metrics.registry

@@ -115,13 +115,13 @@ def store_in_sqlite(events: list[dict[str, Any]], workdir: Path) -> Path:
     )
     manager = LineageManager(load_config(path=config_file, environ={}))
     manager.build()
-    manager.open()
+    manager.connect_sync()
     try:
         service = LineageCollectorService(manager)
         for event in events:
-            service.handle_lineage_event(event)
+            service.handle_lineage_event_sync(event)
     finally:
-        manager.close()
+        manager.close_sync()
     return config_file
 
 

@@ -12,9 +12,11 @@ Typical use::
 
 from lineage_sdk.api import LineageDataset, LineageProducer, LineageRun, current_run, track_lineage
 from lineage_sdk.sdk.provider import LineageSDK, configure, force_flush, get_sdk, shutdown
+from lineage_sdk.service import BaseService
 from lineage_sdk.version import __version__
 
 __all__ = [
+    "BaseService",
     "LineageDataset",
     "LineageProducer",
     "LineageRun",

@@ -1,12 +1,20 @@
 """``LineageProducer``: lineage for work that is not a function call (the reference design).
 
 Each method queues one event and returns at once; building and sending happen on the worker
-thread like every other event. The ``async`` methods exist so that asyncio code can ``await``
-them in the reference design's style; they never block the event loop on I/O.
+thread like every other event, and the configured exporter publishes it (the ``rabbitmq``
+exporter: to the ``collector_topic`` exchange, ``platform.lineage.events`` by default). The
+``async`` methods exist so that asyncio code can ``await`` them in the Data Lineage API's style;
+they never block the event loop on I/O, and the ``_sync`` twins serve synchronous code.
+
+The producer is a :class:`~lineage_sdk.service.BaseService`: ``connect()`` sets lineage up from
+the configuration (once per process, as the first recorded event would), so a bad file shows at
+start-up; ``close()`` flushes what was queued to the exporters. Neither is required: an
+unconnected producer records too, setting lineage up on first use.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from typing import Literal
@@ -15,8 +23,9 @@ import uuid_utils
 
 from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.events import EventBuilder
-from lineage_sdk.sdk.provider import STATE, get_sdk
+from lineage_sdk.sdk.provider import STATE, force_flush, get_sdk
 from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun
+from lineage_sdk.service import BaseService
 
 __all__ = ["EventType", "LineageProducer"]
 
@@ -24,7 +33,7 @@ EventType = Literal["START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"]
 _EVENT_TYPES = frozenset(("START", "RUNNING", "COMPLETE", "ABORT", "FAIL", "OTHER"))
 
 
-class LineageProducer:
+class LineageProducer(BaseService):
     """Records consumption and production of data by a named source of events.
 
     ``producer_uri`` and ``job_namespace`` identify that source; they default to the configured
@@ -32,9 +41,17 @@ class LineageProducer:
     """
 
     def __init__(self, producer_uri: str | None = None, job_namespace: str | None = None) -> None:
+        super().__init__()
         self.producer_uri = producer_uri
         self.job_namespace = job_namespace
         self._builders: dict[str, EventBuilder] = {}
+
+    async def _connect(self) -> None:
+        # Configuring reads the file and builds the exporters: not on the event loop.
+        await asyncio.to_thread(get_sdk)
+
+    async def _close(self) -> None:
+        await asyncio.to_thread(force_flush)
 
     def record_consumption_sync(
         self,

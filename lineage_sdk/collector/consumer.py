@@ -6,8 +6,11 @@ short time limit), so batching, stopping and reconnecting are plain code on one 
 1. deliveries are buffered until ``batch_size`` events or ``batch_timeout_ms`` have passed;
 2. each message is decoded; poison messages (and bad events of a batch message) are parked in
    the dead-letter queue at once, with a reason;
-3. the good events go to the store in one ``write_batch`` (composite: every store at once; it
-   waits for all of them and raises if any failed);
+3. the good events go to the store through
+   :meth:`LineageCollectorService.handle_lineage_events`, the one path every event takes (one
+   ``write_batch``; composite: every store at once; it waits for all of them and raises if any
+   failed), awaited on an event loop the consumer keeps for its lifetime (which runs nothing
+   else, so the write runs on it: no thread switch per batch);
 4. on success everything is acked with one ``multiple`` ack. On a transient failure each message
    is republished to the retry queue of its attempt (delays grow) or, after ``max_attempts``,
    parked; on a permanent failure the batch is split so that only the events the store refuses
@@ -21,6 +24,7 @@ lets several collectors share one queue.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -28,9 +32,10 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import pika
@@ -57,6 +62,7 @@ from lineage_sdk.transport import amqp, unrouted
 
 __all__ = ["LineageCollector", "connection_parameters"]
 
+_T = TypeVar("_T")
 _log = logging.getLogger("lineage_sdk.collector")
 _MAX_ERROR_CHARS = 1000
 _CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError)
@@ -117,6 +123,7 @@ class LineageCollector:
         self._broker_state = amqp.ConnectionStateLog(
             _log, amqp.safe_url(self.amqp.url, amqp.url_password(self.amqp.url))
         )
+        self._runner: asyncio.Runner | None = None  # the service's loop, while run() runs
 
     # -- state for the health endpoint ----------------------------------------------------------
 
@@ -137,6 +144,7 @@ class LineageCollector:
     def run(self) -> None:
         """Open the stores, then consume, reconnecting with backoff, until stop()."""
         self._alive = True
+        runner = self._runner = asyncio.Runner()
         try:
             self._open_stores()
             if self._stop.is_set():
@@ -160,14 +168,21 @@ class LineageCollector:
         finally:
             self._connected = False
             self._stores_open = False
-            self.manager.close()
-            self._alive = False
+            # The service closes the manager; the manager again in case it was connected by
+            # whoever built it but the service never connected (stopped before opening).
+            try:
+                self._await(self.service.close())
+                self._await(self.manager.close())
+            finally:
+                runner.close()
+                self._runner = None
+                self._alive = False
 
     def _open_stores(self) -> None:
         delay = 0.5
         while not self._stop.is_set():
             try:
-                self.manager.open()
+                self._await(self.service.connect())
                 self._stores_open = True
                 return
             except StoreError as exc:
@@ -240,6 +255,11 @@ class LineageCollector:
         self._pending_events += body.count(b'"eventTime"') if "batch" in ctype else 1
         self.metrics.messages_consumed.inc()
 
+    def _await(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Run one of the service's coroutines on the consumer's loop (from the run() thread)."""
+        assert self._runner is not None, "only while run() runs"
+        return self._runner.run(coroutine)
+
     # -- one batch --------------------------------------------------------------------------------
 
     def _flush(self, channel: Any, publisher: Any) -> None:
@@ -274,7 +294,7 @@ class LineageCollector:
         if records:
             self.metrics.events_consumed.inc(len(records))
             try:
-                self.service.write(records)
+                self._await(self.service.handle_lineage_events(records, off_loop=False))
             except StoreError as exc:
                 self._on_store_failure(publisher, good, exc)
         channel.basic_ack(delivery_tag=deliveries[-1].tag, multiple=True)
@@ -292,7 +312,7 @@ class LineageCollector:
             transient: StoreError | None = None
             for index, record in enumerate(records):
                 try:
-                    self.service.write([record])
+                    self._await(self.service.handle_lineage_events([record], off_loop=False))
                 except StoreError as write_error:
                     if not write_error.permanent:
                         transient = write_error

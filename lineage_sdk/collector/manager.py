@@ -8,10 +8,10 @@ class.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
-from types import TracebackType
 
 from lineage_sdk.collector.settings import StoreConfig
 from lineage_sdk.collector.store import (
@@ -23,6 +23,7 @@ from lineage_sdk.collector.store import (
 from lineage_sdk.collector.stores.composite import CompositeStore
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
+from lineage_sdk.service import BaseService
 
 __all__ = ["STORE_ENTRY_POINT_GROUP", "LineageManager", "available_stores"]
 
@@ -35,9 +36,12 @@ def available_stores() -> dict[str, StoreCreator]:
     return {ep.name: ep.load() for ep in entry_points(group=STORE_ENTRY_POINT_GROUP)}
 
 
-class LineageManager:
+class LineageManager(BaseService):
     """Creates, opens and closes the stores, each exactly once; ``get_store()`` is what the
     collector writes to.
+
+    Lifecycle (:class:`~lineage_sdk.service.BaseService`): ``connect()``/``close()`` (async,
+    idempotent), ``connect_sync()``/``close_sync()`` and ``with`` for synchronous code.
 
     ``creators`` adds or overrides store creators by name (tests, embedding applications);
     ``stores`` bypasses configuration entirely with ready-made stores.
@@ -50,6 +54,7 @@ class LineageManager:
         creators: Mapping[str, StoreCreator] | None = None,
         stores: Sequence[LineageStoreProtocol] | None = None,
     ) -> None:
+        super().__init__()
         self.config = config
         self._creators = dict(creators or {})
         self._stores: list[LineageStoreProtocol] | None = list(stores) if stores else None
@@ -115,16 +120,20 @@ class LineageManager:
             )
         return self._store
 
-    def open(self) -> None:
+    async def _connect(self) -> None:
+        await asyncio.to_thread(self._open_stores_now)
+
+    async def _close(self) -> None:
+        await asyncio.to_thread(self._close_stores_now)
+
+    def _open_stores_now(self) -> None:
         """Open every store once, in order, then the composite over them (its writer pool).
 
         The manager is the one owner of the stores' lifecycles: the composite never opens or
         closes its leaves. On failure, the stores opened so far (and the one that failed, to
-        release what it acquired) are closed, last first, and the error is raised. A second
-        ``open`` while open does nothing.
+        release what it acquired) are closed, last first, and the error is raised (the manager
+        stays disconnected). Blocking: runs in a worker thread.
         """
-        if self._open_stores:
-            return
         stores = self.build()
         opened: list[LineageStoreProtocol] = []
         try:
@@ -171,24 +180,12 @@ class LineageManager:
         except Exception:  # noqa: BLE001 - closing must go on for the other stores
             _log.exception("closing store %s failed", store.name)
 
-    def close(self) -> None:
-        """Close what :meth:`open` opened, once, last opened first (the composite's writer pool
-        before the stores it writes to); never raises."""
+    def _close_stores_now(self) -> None:
+        """Close what was opened, once, last opened first (the composite's writer pool before
+        the stores it writes to); never raises. Blocking: runs in a worker thread."""
         opened, self._open_stores = self._open_stores, []
         for store in reversed(opened):
             self._close_one(store)
-
-    def __enter__(self) -> LineageManager:
-        self.open()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def query_store(self) -> LineageCatalogProtocol:
         """The store that answers reads (built, not opened): ``sql``, else ``graph``, else another

@@ -1,13 +1,22 @@
-"""LineageCollectorService: validate an event, make its record, write it through the manager.
+"""LineageCollectorService: validate events, make their records, write them through the manager.
 
-The broker consumer and the HTTP ingest both end here, so every path into the stores applies the
-same validation and the same metrics.
+The broker consumer and the HTTP ingest both end in :meth:`LineageCollectorService.
+handle_lineage_events` (one event: :meth:`~LineageCollectorService.handle_lineage_event`), so
+every path into the stores applies the same validation, the same metrics and the same errors:
+:class:`~lineage_sdk.exceptions.InvalidEventError` for a bad event, and
+:class:`~lineage_sdk.exceptions.StoreError` (``permanent`` or not) when a store fails, which the
+consumer turns into a retry or a dead-letter and the HTTP ingest into a 503 or a 422.
+
+The store write blocks (drivers are synchronous), so it runs in a worker thread and the caller's
+event loop (``serve``'s) is never blocked by a store. The queue consumer's loop is private and
+runs nothing else, so the consumer has the write run on it directly (``off_loop=False``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lineage_sdk.collector.decode import PoisonMessage, validate_event
@@ -15,19 +24,36 @@ from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.metrics import CollectorMetrics
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.exceptions import InvalidEventError, StoreError
+from lineage_sdk.service import BaseService
 
 __all__ = ["LineageCollectorService"]
 
 
-class LineageCollectorService:
-    """Writes events to ``manager.get_store()``; raises InvalidEventError or StoreError."""
+class LineageCollectorService(BaseService):
+    """Writes events to ``lineage_manager.get_store()``; raises InvalidEventError or StoreError.
 
-    def __init__(self, manager: LineageManager, metrics: CollectorMetrics | None = None) -> None:
-        self.manager = manager
+    Its lifecycle (:class:`~lineage_sdk.service.BaseService`) is the manager's: ``connect()``
+    opens the stores (``lineage_manager.connect()``) and ``close()`` closes them.
+    """
+
+    def __init__(
+        self, lineage_manager: LineageManager, metrics: CollectorMetrics | None = None
+    ) -> None:
+        super().__init__()
+        self.lineage_manager = lineage_manager
         self.metrics = metrics or CollectorMetrics()
 
+    async def _connect(self) -> None:
+        await self.lineage_manager.connect()
+
+    async def _close(self) -> None:
+        await self.lineage_manager.close()
+
     def to_record(self, event: Any) -> LineageRecord:
-        """A model or a raw mapping -> validated record; InvalidEventError says what is wrong."""
+        """A model, a raw mapping or a record -> validated record; InvalidEventError says what
+        is wrong."""
+        if isinstance(event, LineageRecord):
+            return event
         if not isinstance(event, Mapping):
             dump = getattr(event, "model_dump", None)
             if dump is None:
@@ -42,24 +68,51 @@ class LineageCollectorService:
         except PoisonMessage as exc:
             raise InvalidEventError(exc.detail) from None
 
-    def handle_lineage_event(
+    async def handle_lineage_event(
         self, event: Any, raw_message: Any = None, **kwargs: Any
     ) -> LineageRecord:
-        """Store one event (a LineageEvent model or a raw dict) in every configured store.
+        """Store one event (a ``LineageEvent`` model or a raw dict) in every configured store.
 
-        ``raw_message`` and ``kwargs`` (delivery metadata) are accepted for the reference design's
-        signature and ignored by the built-in stores. Returns the stored record.
+        ``raw_message`` (the bytes as received) and ``kwargs`` (what the messaging layer
+        injects: ``message_key``, ``raw_headers``, ...) are accepted for the Data Lineage API's
+        signature; the built-in stores keep the event itself, so they are not used. Returns the
+        stored record; raises InvalidEventError or StoreError.
         """
+        records = await self.handle_lineage_events([event])
+        return records[0]
+
+    async def handle_lineage_events(
+        self, events: Iterable[Any], *, off_loop: bool = True
+    ) -> list[LineageRecord]:
+        """Store a batch (models, dicts or decoded records) with one ``write_batch``.
+
+        Every event is validated first (InvalidEventError: nothing is written); then the store
+        (composite: all of them concurrently, waiting for all) writes the batch, raising
+        StoreError if any store failed. The write runs in a worker thread, so the caller's loop
+        goes on; ``off_loop=False`` writes on the loop's own thread instead, for a loop that
+        runs nothing else (the queue consumer's), saving two thread switches per batch.
+        """
+        records = [self.to_record(event) for event in events]
+        if records:
+            if off_loop:
+                await asyncio.to_thread(self._write_batch, records)
+            else:
+                self._write_batch(records)
+        return records
+
+    def handle_lineage_event_sync(
+        self, event: Any, raw_message: Any = None, **kwargs: Any
+    ) -> LineageRecord:
+        """:meth:`handle_lineage_event` for synchronous code: the same validation and write,
+        on the calling thread (which it blocks: from a coroutine, await the async form)."""
         record = self.to_record(event)
-        self.write([record])
+        self._write_batch([record])
         return record
 
-    def write(self, records: Sequence[LineageRecord]) -> None:
-        """Write a batch to the store (composite: all of them concurrently, raising if any
-        failed), counting per store."""
-        if not records:
-            return
-        store = self.manager.get_store()
+    def _write_batch(self, records: list[LineageRecord]) -> None:
+        """Write a batch to the store, counting per store (blocking: runs in a worker thread)."""
+        manager = self.lineage_manager
+        store = manager.get_store()
         started = time.perf_counter()
         try:
             store.write_batch(records)
@@ -71,5 +124,5 @@ class LineageCollectorService:
             raise StoreError(store.name, f"{type(exc).__name__}: {exc}") from exc
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
         self.metrics.batch_events.observe(len(records))
-        for leaf in self.manager.stores:
+        for leaf in manager.stores:
             self.metrics.events_stored.labels(leaf.name).inc(len(records))

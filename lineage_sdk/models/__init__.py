@@ -1,5 +1,7 @@
 """pydantic v2 models of OpenLineage 2-0-2 events and facets, and the event codec.
 
+- :class:`LineageEvent` is the base of the three event kinds (``BaseEvent`` is its earlier name);
+  :class:`LineageDataset` is the SDK's (namespace, name) pair for inputs and outputs.
 - :func:`parse_event` decodes untrusted bytes into a :class:`RunEvent`, :class:`DatasetEvent` or
   :class:`JobEvent`, raising :class:`~lineage_sdk.exceptions.InvalidEventError` with a reason.
 - :func:`to_dict` / :func:`to_json` serialize losslessly (unknown keys and facets kept).
@@ -47,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "JobFacets": "lineage_sdk.models.facets",
     "JobTypeJobFacet": "lineage_sdk.models.facets",
     "LineageDataset": "lineage_sdk.models.dataset",
+    "LineageEvent": "lineage_sdk.models.events",
     "LineageModel": "lineage_sdk.models._base",
     "MAX_DEPTH": "lineage_sdk.models.codec",
     "MESSAGING_FACET_KEY": "lineage_sdk.models.constants",
@@ -142,6 +145,7 @@ if TYPE_CHECKING:
         InputDataset,
         Job,
         JobEvent,
+        LineageEvent,
         OutputDataset,
         Run,
         RunEvent,
@@ -235,6 +239,7 @@ __all__ = [
     "JobFacets",
     "JobTypeJobFacet",
     "LineageDataset",
+    "LineageEvent",
     "LineageModel",
     "MessagingDatasetFacet",
     "NominalTimeRunFacet",

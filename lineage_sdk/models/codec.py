@@ -20,7 +20,7 @@ from pydantic_core import ErrorDetails
 
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models._base import TOLERANT_CONTEXT
-from lineage_sdk.models.events import BaseEvent, DatasetEvent, EventType, JobEvent, RunEvent
+from lineage_sdk.models.events import DatasetEvent, EventType, JobEvent, LineageEvent, RunEvent
 from lineage_sdk.models.fast import is_valid_event
 
 __all__ = [
@@ -100,7 +100,7 @@ def check_event(data: Mapping[str, Any], *, tree_checked: bool = False) -> None:
         parse_event(data)
 
 
-def to_dict(event: BaseEvent) -> dict[str, Any]:
+def to_dict(event: LineageEvent) -> dict[str, Any]:
     """The event as a JSON-ready dict, spelled as on the wire, with exactly the keys it was given.
 
     Lossless for parsed events: unknown keys and facets come back unchanged. Times come back in
@@ -109,13 +109,13 @@ def to_dict(event: BaseEvent) -> dict[str, Any]:
     return event.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-def to_json(event: BaseEvent | Mapping[str, Any]) -> bytes:
+def to_json(event: LineageEvent | Mapping[str, Any]) -> bytes:
     """Sorted-key JSON bytes: the wire form (equal events give equal bytes, hence equal ids)."""
-    data = to_dict(event) if isinstance(event, BaseEvent) else _as_dict(event)
+    data = to_dict(event) if isinstance(event, LineageEvent) else _as_dict(event)
     return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
 
 
-def event_id(event: BaseEvent | Mapping[str, Any]) -> str:
+def event_id(event: LineageEvent | Mapping[str, Any]) -> str:
     """The content id of an event: 32 hex chars = the first 128 bits of SHA-256.
 
     Defined as ``sha256(orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]`` over

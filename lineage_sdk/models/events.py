@@ -1,4 +1,9 @@
-"""OpenLineage 2-0-2 events (RunEvent, DatasetEvent, JobEvent) and their runs, jobs, datasets."""
+"""OpenLineage 2-0-2 events (RunEvent, DatasetEvent, JobEvent) and their runs, jobs, datasets.
+
+:class:`LineageEvent` is the base the three share (the Data Lineage API's name for "an
+OpenLineage event"): ``isinstance(event, LineageEvent)`` holds for each of them, and it is what the
+collector accepts. ``BaseEvent`` is the same class under its earlier name.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ __all__ = [
     "InputDataset",
     "Job",
     "JobEvent",
+    "LineageEvent",
     "OutputDataset",
     "Run",
     "RunEvent",
@@ -84,8 +90,15 @@ class StaticDataset(Dataset):
     """The dataset of a DatasetEvent (metadata about a dataset, outside any run)."""
 
 
-class BaseEvent(LineageModel):
-    """What every event has: when, who produced it, and which schema it follows."""
+class LineageEvent(LineageModel):
+    """An OpenLineage event: the base of :class:`RunEvent`, :class:`DatasetEvent` and
+    :class:`JobEvent`, with what every event has (when, who produced it, which schema it follows).
+
+    Build one of the three subclasses, or parse any event with
+    :func:`lineage_sdk.models.parse_event`, which picks the subclass. Validating a whole event
+    with ``LineageEvent.model_validate`` keeps its other keys too (models keep unknown keys), so
+    it round-trips, but only the three subclasses check what their kind requires.
+    """
 
     SCHEMA_URL: ClassVar[str] = ""
     _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
@@ -95,7 +108,7 @@ class BaseEvent(LineageModel):
     schema_url: UriStr = wire("schemaURL")
 
 
-class RunEvent(BaseEvent):
+class RunEvent(LineageEvent):
     """A run's state transition, with the datasets it read and wrote."""
 
     SCHEMA_URL: ClassVar[str] = RUN_EVENT_SCHEMA_URL
@@ -108,7 +121,7 @@ class RunEvent(BaseEvent):
     outputs: list[OutputDataset] | None = None
 
 
-class DatasetEvent(BaseEvent):
+class DatasetEvent(LineageEvent):
     """Static metadata about a dataset."""
 
     SCHEMA_URL: ClassVar[str] = DATASET_EVENT_SCHEMA_URL
@@ -117,7 +130,7 @@ class DatasetEvent(BaseEvent):
     dataset: StaticDataset
 
 
-class JobEvent(BaseEvent):
+class JobEvent(LineageEvent):
     """Static metadata about a job (and the datasets it reads and writes), outside any run."""
 
     SCHEMA_URL: ClassVar[str] = JOB_EVENT_SCHEMA_URL
@@ -126,3 +139,7 @@ class JobEvent(BaseEvent):
     job: Job
     inputs: list[InputDataset] | None = None
     outputs: list[OutputDataset] | None = None
+
+
+BaseEvent = LineageEvent
+"""The earlier name of :class:`LineageEvent`, kept for code written against it."""

@@ -61,7 +61,7 @@ def make_api(tmp_path: Path) -> Iterator[Callable[..., Api]]:
     def factory(**kwargs: Any) -> Api:
         config, toml = _sql_config(tmp_path / f"api{len(started)}")
         manager = LineageManager(config)
-        manager.open()
+        manager.connect_sync()
         server = ApiServer(create_app(manager, **kwargs)).start()
         headers = {"X-API-Key": kwargs["api_key"]} if kwargs.get("api_key") else {}
         client = httpx.Client(base_url=server.url, headers=headers, timeout=30)
@@ -74,7 +74,7 @@ def make_api(tmp_path: Path) -> Iterator[Callable[..., Api]]:
     for server, client, manager in started:
         client.close()
         server.stop()
-        manager.close()
+        manager.close_sync()
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ back through the read API and the CLI, batch outcomes per the spec, and parity w
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import uuid
 
@@ -287,11 +288,11 @@ def test_http_path_and_queue_path_store_identically(api, tmp_path):
 
     queue_store = SqlStore(f"sqlite:///{tmp_path}/queue.db")
     manager = LineageManager(LineageConfig(), stores=[queue_store])
-    manager.open()
+    manager.connect_sync()
     try:
         body = orjson.dumps(events)
         decoded = decode_message(body, "application/vnd.lineage-sdk.batch+json")
-        LineageCollectorService(manager).write(decoded.records)
+        asyncio.run(LineageCollectorService(manager).handle_lineage_events(decoded.records))
         for node in ("dataset:ns:out", "job:ns:a", "dataset:ns:in"):
             assert queue_store.lineage(node, depth=5) == api.store.lineage(node, depth=5)
         run_id = events[0]["run"]["runId"]
@@ -299,7 +300,7 @@ def test_http_path_and_queue_path_store_identically(api, tmp_path):
         assert queue_store.runs_of_job("ns", "b") == api.store.runs_of_job("ns", "b")
         assert queue_store.count_events() == api.count() == 3
     finally:
-        manager.close()
+        manager.close_sync()
 
 
 def test_gzip_body_is_inflated_and_stored(api):

@@ -190,10 +190,10 @@ def test_manager_close_ends_the_composite_writer_threads(tmp_path):
         }
     )
     manager = LineageManager(config)
-    manager.open()
+    manager.connect_sync()
     before = set(writers())
     manager.get_store().write_batch([])  # the second store is written on a writer thread
     started = set(writers()) - before
     assert started, "the composite wrote its second store inline"
-    manager.close()
+    manager.close_sync()
     assert not (set(writers()) & started)

@@ -125,11 +125,11 @@ def test_handle_lineage_event_accepts_models_and_dicts(make_config):
     with LineageManager(config) as manager:
         service = LineageCollectorService(manager)
         raw = many_events(2)
-        record = service.handle_lineage_event(raw[0], raw_message=b"...", delivery_tag=1)
+        record = service.handle_lineage_event_sync(raw[0], raw_message=b"...", delivery_tag=1)
         assert record.event_id == event_id(raw[0])
-        service.handle_lineage_event(parse_event(raw[1]))
+        service.handle_lineage_event_sync(parse_event(raw[1]))
         with pytest.raises(InvalidEventError, match="runId"):
-            service.handle_lineage_event({**raw[0], "run": {"runId": "nope"}})
+            service.handle_lineage_event_sync({**raw[0], "run": {"runId": "nope"}})
         store = manager.get_store()
         assert isinstance(store, SqlStore) and store.count_events() == 2
 

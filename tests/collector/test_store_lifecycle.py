@@ -7,6 +7,7 @@ store registered in-process under its own name, both built by the manager from c
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Sequence
@@ -97,14 +98,14 @@ def _calls(store: LineageStoreProtocol) -> list[str]:
 
 def test_each_leaf_of_a_composite_is_opened_once_and_closed_once(tmp_path):
     manager, built = _manager(tmp_path, ["sql", "memory"])
-    manager.open()
-    manager.open()  # a second open (the bench opens before run() opens) changes nothing
+    manager.connect_sync()
+    manager.connect_sync()  # a second open (the bench opens before run() opens) changes nothing
     composite = manager.get_store()
     assert isinstance(composite, CompositeStore)
     assert [_calls(built[name]) for name in ("sql", "memory")] == [["open"], ["open"]]
 
     service = LineageCollectorService(manager)
-    service.write([service.to_record(event) for event in many_events(10)])
+    asyncio.run(service.handle_lineage_events(many_events(10)))
     sql = built["sql"]
     memory = built["memory"]
     assert isinstance(sql, SqlStore) and isinstance(memory, MemoryStore)
@@ -116,8 +117,8 @@ def test_each_leaf_of_a_composite_is_opened_once_and_closed_once(tmp_path):
     assert [_calls(built[name]) for name in ("sql", "memory")] == [["open"], ["open"]]
     assert sql.count_events() == 10
 
-    manager.close()
-    manager.close()  # closing again closes nothing twice
+    manager.close_sync()
+    manager.close_sync()  # closing again closes nothing twice
     assert [_calls(built[name]) for name in ("sql", "memory")] == [
         ["open", "close"],
         ["open", "close"],
@@ -148,10 +149,10 @@ def test_the_manager_opens_the_composite_so_its_writers_run_from_the_first_batch
 def test_a_store_that_fails_to_open_closes_what_was_opened_once(tmp_path, caplog):
     manager, built = _manager(tmp_path, ["sql", "memory"], fail_open=True)
     with pytest.raises(StoreError, match="server unreachable"):
-        manager.open()
+        manager.connect_sync()
     assert _calls(built["sql"]) == ["open", "close"]
     assert _calls(built["memory"]) == ["open", "close"]  # released what its open acquired
-    manager.close()  # nothing is open: nothing is closed again
+    manager.close_sync()  # nothing is open: nothing is closed again
     assert _calls(built["sql"]) == ["open", "close"]
     assert _calls(built["memory"]) == ["open", "close"]
 
@@ -159,7 +160,7 @@ def test_a_store_that_fails_to_open_closes_what_was_opened_once(tmp_path, caplog
 def test_a_manager_never_opened_closes_nothing(tmp_path):
     manager, built = _manager(tmp_path, ["sql"])
     manager.build()
-    manager.close()
+    manager.close_sync()
     assert _calls(built["sql"]) == []
 
 
@@ -179,10 +180,10 @@ def test_close_goes_on_past_a_failing_store_last_opened_first(tmp_path, caplog):
         store.name = name
         stores.append(store)
     manager = LineageManager(LineageConfig(), stores=stores)
-    manager.open()
+    manager.connect_sync()
     manager.get_store().write_batch([])
     with caplog.at_level(logging.ERROR, logger="lineage_sdk.collector"):
-        manager.close()  # never raises
+        manager.close_sync()  # never raises
     assert order == ["c", "b", "a"]
     assert "closing store b failed" in caplog.text
 

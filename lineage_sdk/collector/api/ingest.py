@@ -2,20 +2,29 @@
 
 A body is decoded by :func:`lineage_sdk.collector.decode.decode_message` (size cap, NUL bytes,
 nesting depth, JSON, then :func:`lineage_sdk.models.parse_event` per event) and the valid events
-are written by :meth:`LineageCollectorService.write`, exactly what the queue consumer does, so an
-event stores identically whichever way it came. The answer is sent only after every configured
-store wrote it (or refused it): a 201 means stored, and a 503 means nothing was lost that the
-client will not resend (the OpenLineage client retries 5xx, and stores are idempotent per event).
+are written by awaiting :meth:`LineageCollectorService.handle_lineage_events`, exactly what the
+queue consumer does, so an event stores identically whichever way it came. Neither step blocks the
+server's event loop: large bodies are decoded in a worker thread, and the service writes in one.
+The answer is sent only after every configured store wrote it (or refused it): a 201 means
+stored, and a 503 means nothing was lost that the client will not resend (the OpenLineage client
+retries 5xx, and stores are idempotent per event).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from lineage_sdk.collector.api.errors import ApiError
-from lineage_sdk.collector.decode import JSON_CONTENT_TYPE, PoisonMessage, decode_message
+from lineage_sdk.collector.decode import (
+    JSON_CONTENT_TYPE,
+    DecodedMessage,
+    PoisonMessage,
+    decode_message,
+)
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.exceptions import StoreError
 
@@ -24,6 +33,10 @@ __all__ = ["Ingestor"]
 _log = logging.getLogger("lineage_sdk.collector.api")
 # PoisonMessage reasons that are not "the event is malformed" and deserve their own status.
 _STATUS_BY_REASON = {"too_large": 413, "unsupported_encoding": 415}
+# Plain bodies up to this size decode on the event loop (tens of microseconds); larger or
+# compressed ones in a worker thread, so one big batch never stalls the other requests.
+_INLINE_DECODE_BYTES = 64 * 1024
+_T = TypeVar("_T")
 
 
 class Ingestor:
@@ -61,7 +74,7 @@ class Ingestor:
             )
         return out
 
-    def _decode(self, body: bytes) -> Any:
+    def _decode(self, body: bytes) -> DecodedMessage:
         try:
             return decode_message(body, JSON_CONTENT_TYPE, max_bytes=self.max_body_bytes)
         except PoisonMessage as exc:
@@ -69,9 +82,19 @@ class Ingestor:
             reason = exc.reason if exc.reason != "undecodable" else "malformed_json"
             raise ApiError(status, reason, exc.detail) from None
 
-    def _write(self, service: LineageCollectorService, records: list[Any]) -> None:
+    async def _off_loop(
+        self, decode: Callable[[bytes, str | None], _T], body: bytes, encoding: str | None
+    ) -> _T:
+        if len(body) <= _INLINE_DECODE_BYTES and (encoding or "").strip().lower() in (
+            "",
+            "identity",
+        ):
+            return decode(body, encoding)
+        return await asyncio.to_thread(decode, body, encoding)
+
+    async def _write(self, service: LineageCollectorService, records: list[Any]) -> None:
         try:
-            service.write(records)
+            await service.handle_lineage_events(records)
         except StoreError as exc:
             _log.warning("HTTP ingest: store failed: %s", exc)
             if exc.permanent:
@@ -80,9 +103,15 @@ class Ingestor:
                 ) from None
             raise ApiError(503, "store_unavailable", f"store unavailable, retry: {exc}") from None
 
-    def single(self, body: bytes, content_encoding: str | None) -> dict[str, Any]:
+    async def single(self, body: bytes, content_encoding: str | None) -> dict[str, Any]:
         """``POST /api/v1/lineage``: one event object -> ``{"eventId": ...}``."""
         service = self._require_service()
+        decoded = await self._off_loop(self._decode_single, body, content_encoding)
+        record = decoded.records[0]
+        await self._write(service, decoded.records)
+        return {"eventId": record.event_id}
+
+    def _decode_single(self, body: bytes, content_encoding: str | None) -> DecodedMessage:
         body = self.inflate(body, content_encoding)
         if _is_array(body):
             raise ApiError(
@@ -93,21 +122,16 @@ class Ingestor:
         decoded = self._decode(body)
         if decoded.rejected or len(decoded.records) != 1:  # pragma: no cover - objects only
             raise ApiError(400, "invalid_event", "the body is not one OpenLineage event")
-        record = decoded.records[0]
-        self._write(service, decoded.records)
-        return {"eventId": record.event_id}
+        return decoded
 
-    def batch(self, body: bytes, content_encoding: str | None) -> tuple[int, dict[str, Any]]:
+    async def batch(self, body: bytes, content_encoding: str | None) -> tuple[int, dict[str, Any]]:
         """``POST /api/v1/lineage/batch``: an array of events -> (status, the spec's answer).
 
         Good events are stored even when others in the batch are bad; each bad one is reported
         with its index and reason. 200 when at least one event was stored.
         """
         service = self._require_service()
-        body = self.inflate(body, content_encoding)
-        if not _is_array(body):
-            raise ApiError(400, "not_a_batch", "the body must be a JSON array of events")
-        decoded = self._decode(body)
+        decoded = await self._off_loop(self._decode_batch, body, content_encoding)
         failed: list[dict[str, Any]] = [
             {"index": r.index, "reason": f"{r.reason}: {r.detail}", "retriable": False}
             for r in decoded.rejected
@@ -117,7 +141,7 @@ class Ingestor:
         store_error: ApiError | None = None
         if decoded.records:
             try:
-                self._write(service, decoded.records)
+                await self._write(service, decoded.records)
                 stored = len(decoded.records)
             except ApiError as exc:
                 store_error = exc
@@ -144,6 +168,12 @@ class Ingestor:
         if store_error is not None:
             raise ApiError(store_error.status, store_error.reason, store_error.detail, body=result)
         raise ApiError(400, "invalid_events", "no event in the batch is valid", body=result)
+
+    def _decode_batch(self, body: bytes, content_encoding: str | None) -> DecodedMessage:
+        body = self.inflate(body, content_encoding)
+        if not _is_array(body):
+            raise ApiError(400, "not_a_batch", "the body must be a JSON array of events")
+        return self._decode(body)
 
 
 def _is_array(body: bytes) -> bool:

@@ -100,7 +100,7 @@ def serve(
         )
     manager = LineageManager(config)
     manager.build()
-    manager.open()
+    manager.connect_sync()
     try:
         app = create_app(
             manager,
@@ -117,7 +117,7 @@ def serve(
             proxy_headers=False,
         )
     finally:
-        manager.close()
+        manager.close_sync()
 
 
 class ApiServer:

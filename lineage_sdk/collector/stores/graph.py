@@ -704,6 +704,7 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
             )
         self._connection = connection
         self._runner = runner
+        self._owns_runner = runner is None  # a driver of its own, made again on the next open
         self._max_rows = max(1, max_rows_per_statement)
         self.dialect: str | None = None
 
@@ -758,6 +759,8 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
     def close(self) -> None:
         if self._runner is not None:
             self._runner.close()
+            if self._owns_runner:
+                self._runner = None  # a closed driver cannot be reopened: open makes a new one
 
     # -- writes
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from starlette.concurrency import run_in_threadpool
 
 from lineage_sdk.collector.api.dependencies import JsonBody, State, write_auth
 from lineage_sdk.collector.api.errors import error_responses
@@ -30,7 +29,7 @@ router = APIRouter(tags=["OpenLineage"], dependencies=write_auth)
 )
 async def post_lineage(request: Request, body: JsonBody, state: State) -> Response:
     encoding = request.headers.get("content-encoding")
-    result = await run_in_threadpool(state.ingestor.single, body, encoding)
+    result = await state.ingestor.single(body, encoding)
     return JSONBody(result, status_code=201)
 
 
@@ -60,5 +59,5 @@ async def post_lineage(request: Request, body: JsonBody, state: State) -> Respon
 )
 async def post_lineage_batch(request: Request, body: JsonBody, state: State) -> Response:
     encoding = request.headers.get("content-encoding")
-    status, result = await run_in_threadpool(state.ingestor.batch, body, encoding)
+    status, result = await state.ingestor.batch(body, encoding)
     return JSONBody(result, status_code=status)
