@@ -139,24 +139,37 @@ def _empty_name(event: Mapping[str, Any]) -> str | None:
     """``<where>: must not be empty`` for the first job or dataset with an empty namespace or name.
 
     Only asked once the models accepted the event, so every object on the way has its shape.
+    Parent facets are followed as the fast check follows them (``parent.run.facets`` may hold a
+    parent again).
     """
     named: list[tuple[str, Any]] = [("job", event.get("job")), ("dataset", event.get("dataset"))]
     for role in ("inputs", "outputs"):
         named += [(f"{role}[{i}]", item) for i, item in enumerate(event.get(role) or ())]
-    run = event.get("run")
-    parent = ((run or {}).get("facets") or {}).get(PARENT_FACET_KEY) if run else None
-    if isinstance(parent, Mapping):
-        where = f"run.facets.{PARENT_FACET_KEY}"
+    runs: list[tuple[str, Any]] = [("run", event.get("run"))]
+    while runs:
+        where, run = runs.pop(0)
+        parent = _facet(run, PARENT_FACET_KEY)
+        if parent is None:
+            continue
+        where = f"{where}.facets.{PARENT_FACET_KEY}"
         named.append((f"{where}.job", parent.get("job")))
+        runs.append((f"{where}.run", parent.get("run")))
         root = parent.get("root")
         if isinstance(root, Mapping):
             named.append((f"{where}.root.job", root.get("job")))
+            runs.append((f"{where}.root.run", root.get("run")))
     for where, item in named:
         if isinstance(item, Mapping):
             for key in ("namespace", "name"):
                 if item.get(key) == "":
                     return f"{where}.{key}: must not be empty"
     return None
+
+
+def _facet(run: Any, key: str) -> Mapping[str, Any] | None:
+    facets = run.get("facets") if isinstance(run, Mapping) else None
+    facet = facets.get(key) if isinstance(facets, Mapping) else None
+    return facet if isinstance(facet, Mapping) else None
 
 
 def to_dict(event: BaseEvent) -> dict[str, Any]:
