@@ -17,7 +17,7 @@ import orjson
 from lineage_sdk.collector.records import build_record, compute_event_id
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models.codec import MAX_DEPTH, check_event
+from lineage_sdk.models.codec import MAX_DEPTH, check_ingest_event
 from lineage_sdk.models.constants import BATCH_CONTENT_TYPE, JSON_CONTENT_TYPE
 
 __all__ = [
@@ -88,16 +88,18 @@ def _too_deep(data: Any) -> bool:
 def validate_event(data: Any, body: bytes | None = None) -> LineageRecord:
     """Validate one event (parsed JSON) and build its record; raises PoisonMessage if invalid.
 
-    Validation is :func:`lineage_sdk.models.codec.check_event`: it accepts exactly what
-    :func:`parse_event` accepts, with parse_event's error message, but decides valid events with
-    a plain-Python check instead of building pydantic models (the collector's hot path).
+    Validation is :func:`lineage_sdk.models.codec.check_ingest_event`: what the stores need, with
+    every ``format: uri`` an annotation (issue 14: Spark's ``dataSource.uri`` ``file`` is
+    accepted, as Marquez accepts it), decided by a plain-Python check instead of building
+    pydantic models (the collector's hot path), with a reason naming the field for a refusal.
+    The event is stored exactly as it came.
     ``body``, when given, says that the message it came from was already checked for NUL bytes
     and nesting depth (as :func:`decode_message` does), so the tree walk is skipped.
     """
     if not isinstance(data, dict):
         raise PoisonMessage("not_an_event", f"expected a JSON object, got {type(data).__name__}")
     try:
-        check_event(data, tree_checked=body is not None)
+        check_ingest_event(data, tree_checked=body is not None)
         return build_record(data, event_id=compute_event_id(data))
     except InvalidEventError as exc:
         raise PoisonMessage("invalid_event", str(exc)) from None

@@ -2,8 +2,8 @@
 
 Every store needs the same few facts (ids, job, parent, datasets, a real timestamp); extracting
 them here means each store neither parses nor interprets the event again. The input is the event
-as plain JSON data (validated beforehand by :func:`lineage_sdk.models.parse_event`), so unknown
-facets pass through untouched in ``record.event``.
+as plain JSON data (validated beforehand by :func:`lineage_sdk.models.codec.check_ingest_event`),
+so unknown facets pass through untouched in ``record.event``.
 """
 
 from __future__ import annotations

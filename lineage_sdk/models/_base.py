@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "INGEST_CONTEXT",
     "TOLERANT_CONTEXT",
     "LineageModel",
     "RunId",
@@ -34,6 +35,10 @@ __all__ = [
 
 #: The validation context :func:`parse_event` uses: offset-less timestamps are read as UTC.
 TOLERANT_CONTEXT: dict[str, Any] = {"tolerant": True}
+#: The context the collector's ingest check validates with (issue 14): tolerant, and the ``uri``
+#: format is an annotation (JSON Schema's default), so ``producer``, ``_producer``/``_schemaURL``
+#: and ``dataSource.uri`` need only be strings. Run ids and times are still checked.
+INGEST_CONTEXT: dict[str, Any] = {"tolerant": True, "uri_is_annotation": True}
 
 # RFC 3339 date-time; the offset is optional here so that tolerant parsing can default it to UTC,
 # and any number of fractional digits is accepted (Java producers send nanoseconds).
@@ -102,9 +107,13 @@ def _to_uuid(value: Any) -> uuid.UUID | str:
     raise ValueError(f"not a UUID: {_short(value)}")
 
 
-def _to_uri(value: Any) -> str:
-    if isinstance(value, str) and _URI.fullmatch(value):
-        return value
+def _to_uri(value: Any, info: ValidationInfo) -> str:
+    if isinstance(value, str):
+        if _URI.fullmatch(value):
+            return value
+        context = info.context
+        if context and context.get("uri_is_annotation"):
+            return value
     raise ValueError(f"not a URI: {_short(value)}")
 
 

@@ -5,7 +5,9 @@ defends against hostile input cheaply (NUL bytes, nesting bombs, non-object JSON
 sees it, decodes once with orjson and validates the resulting dict once, and turns every failure
 into one :class:`~lineage_sdk.exceptions.InvalidEventError` with a short reason naming the field.
 :func:`check_event` gives the same verdict and reason for an already decoded event without
-building a model (the collector's hot path; see :mod:`lineage_sdk.models.fast`).
+building a model (see :mod:`lineage_sdk.models.fast`). :func:`check_ingest_event` is the
+collector's rule (issue 14, "accept what Marquez accepts"): ``format: uri`` is an annotation,
+names must be non-empty, and everything else as :func:`check_event`.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models._base import TOLERANT_CONTEXT
+from lineage_sdk.models._base import INGEST_CONTEXT, TOLERANT_CONTEXT
+from lineage_sdk.models.constants import PARENT_FACET_KEY
 from lineage_sdk.models.events import DatasetEvent, EventType, JobEvent, LineageEvent, RunEvent
-from lineage_sdk.models.fast import is_valid_event
+from lineage_sdk.models.fast import is_acceptable_event, is_valid_event
 
 __all__ = [
     "MAX_DEPTH",
     "AnyEvent",
     "check_event",
+    "check_ingest_event",
     "event_id",
     "event_kind",
     "parse_event",
@@ -72,11 +76,15 @@ def parse_event(data: bytes | bytearray | memoryview | str | Mapping[str, Any]) 
     else:
         kind = type(data).__name__
         raise InvalidEventError(f"not an event: expected JSON bytes, str or a mapping, got {kind}")
+    return _validate(obj, TOLERANT_CONTEXT)
+
+
+def _validate(obj: dict[str, Any], context: dict[str, Any]) -> AnyEvent:
     model = event_kind(obj)
     if "schemaURL" not in obj:  # required by the spec; the model's default is for building only
         raise InvalidEventError("schemaURL: required")
     try:
-        return model.model_validate(obj, context=TOLERANT_CONTEXT, by_alias=True, by_name=False)
+        return model.model_validate(obj, context=context, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise InvalidEventError(_reason(exc)) from None
 
@@ -98,6 +106,70 @@ def check_event(data: Mapping[str, Any], *, tree_checked: bool = False) -> None:
         _check_tree(data)
     if not is_valid_event(data):
         parse_event(data)
+
+
+def check_ingest_event(data: Any, *, tree_checked: bool = False) -> None:
+    """Raise :class:`InvalidEventError` unless the collector should store ``data`` (decoded JSON).
+
+    What the stores need, and the event's shape as the models read it, with every ``format: uri``
+    an annotation (JSON Schema's default): ``producer``, ``schemaURL``, facets' ``_producer`` /
+    ``_schemaURL`` and ``dataSource.uri`` need only be strings, so the ``file`` and
+    ``bigquery`` namespaces of OpenLineage's Spark integration are accepted, as Marquez accepts
+    them. Still checked: ``eventType`` from the enum, ``eventTime`` a date-time (offset-less is
+    read as UTC, as :func:`parse_event` does), run ids (the event's and its parent's) UUIDs, job
+    and dataset namespaces and names non-empty strings. The event itself is not changed.
+    The fast check of :mod:`lineage_sdk.models.fast` decides; the models (with
+    :data:`~lineage_sdk.models._base.INGEST_CONTEXT`) give the reason for a refusal, naming the
+    field (``run.runId: not a UUID: 'x'``). ``tree_checked`` as for :func:`check_event`.
+    """
+    if not isinstance(data, Mapping):
+        parse_event(data)  # JSON text, or the error parse_event gives for anything else
+        return
+    if not tree_checked:
+        _check_tree(data)
+    if is_acceptable_event(data):
+        return
+    _validate(data if isinstance(data, dict) else dict(data), INGEST_CONTEXT)
+    reason = _empty_name(data)
+    if reason is not None:
+        raise InvalidEventError(reason)
+
+
+def _empty_name(event: Mapping[str, Any]) -> str | None:
+    """``<where>: must not be empty`` for the first job or dataset with an empty namespace or name.
+
+    Only asked once the models accepted the event, so every object on the way has its shape.
+    Parent facets are followed as the fast check follows them (``parent.run.facets`` may hold a
+    parent again).
+    """
+    named: list[tuple[str, Any]] = [("job", event.get("job")), ("dataset", event.get("dataset"))]
+    for role in ("inputs", "outputs"):
+        named += [(f"{role}[{i}]", item) for i, item in enumerate(event.get(role) or ())]
+    runs: list[tuple[str, Any]] = [("run", event.get("run"))]
+    while runs:
+        where, run = runs.pop(0)
+        parent = _facet(run, PARENT_FACET_KEY)
+        if parent is None:
+            continue
+        where = f"{where}.facets.{PARENT_FACET_KEY}"
+        named.append((f"{where}.job", parent.get("job")))
+        runs.append((f"{where}.run", parent.get("run")))
+        root = parent.get("root")
+        if isinstance(root, Mapping):
+            named.append((f"{where}.root.job", root.get("job")))
+            runs.append((f"{where}.root.run", root.get("run")))
+    for where, item in named:
+        if isinstance(item, Mapping):
+            for key in ("namespace", "name"):
+                if item.get(key) == "":
+                    return f"{where}.{key}: must not be empty"
+    return None
+
+
+def _facet(run: Any, key: str) -> Mapping[str, Any] | None:
+    facets = run.get("facets") if isinstance(run, Mapping) else None
+    facet = facets.get(key) if isinstance(facets, Mapping) else None
+    return facet if isinstance(facet, Mapping) else None
 
 
 def to_dict(event: LineageEvent) -> dict[str, Any]:

@@ -110,15 +110,6 @@ CASES = [
         "eventType",
     ),
     (
-        "producer-not-uri",
-        "/api/v1/lineage",
-        orjson.dumps(_with("producer", "not a uri")),
-        JSON,
-        400,
-        "invalid_event",
-        "producer",
-    ),
-    (
         "inputs-not-list",
         "/api/v1/lineage",
         orjson.dumps(_with("inputs", "everything")),
@@ -256,6 +247,14 @@ def test_bad_input_is_a_clear_4xx_and_stores_nothing(
     assert small.count() == 0
     # Nothing crashed: the same server still stores a good event.
     assert small.client.post("/api/v1/lineage", json=_valid()).status_code == 201
+
+
+def test_a_producer_that_is_not_a_uri_is_accepted_and_stored_as_sent(small):
+    """Issue 14: ``format: uri`` is an annotation (it was a 400 naming ``producer``)."""
+    event = _with("producer", "not a uri")
+    response = small.client.post("/api/v1/lineage", content=orjson.dumps(event), headers=JSON)
+    assert response.status_code == 201, response.text
+    assert small.store.events_of_run(event["run"]["runId"]) == [event]
 
 
 def test_chunked_body_over_the_limit_is_413_without_reading_it_all(small):

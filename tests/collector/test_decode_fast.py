@@ -60,7 +60,6 @@ _BAD_EVENTS: dict[str, Any] = {
     "wrong eventType": _with(_GOOD, ("eventType",), "EXPLODE"),
     "eventTime not a date": _with(_GOOD, ("eventTime",), "yesterday at noon"),
     "eventTime missing": _with(_GOOD, ("eventTime",), _DROP),
-    "producer not a URI": _with(_GOOD, ("producer",), "not a uri"),
     "schemaURL missing": _with(_GOOD, ("schemaURL",), _DROP),
     "job without a name": _with(_GOOD, ("job", "name"), _DROP),
     "job namespace a number": _with(_GOOD, ("job", "namespace"), 7),
@@ -110,6 +109,66 @@ def test_each_bad_event_is_refused_with_parse_events_reason(name: str) -> None:
     [rejected] = decoded.rejected
     assert (rejected.index, rejected.reason, rejected.detail) == (1, "invalid_event", expected)
     assert orjson.loads(rejected.body) == event
+
+
+_DATASOURCE = {
+    "_producer": PRODUCER,
+    "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/DatasourceDatasetFacet.json",
+    "name": "bigquery",
+}
+
+
+def test_uri_formats_are_annotations_and_the_event_is_kept_as_sent() -> None:
+    """Issue 14: ``format: uri`` is an annotation at ingest; the models stay strict."""
+    spark = _with(_GOOD, ("producer",), "not a uri")  # was refused as "producer: not a URI"
+    spark = _with(spark, ("schemaURL",), "OpenLineage.json#/$defs/RunEvent")
+    spark = _with(spark, ("run", "facets", "processing_engine", "_producer"), "spark")
+    spark = _with(
+        spark,
+        ("outputs", 0, "facets"),
+        {
+            "dataSource": {
+                "_producer": "spark",
+                "_schemaURL": "DatasourceDatasetFacet.json",
+                "name": "file",
+                "uri": "file",
+            }
+        },
+    )
+    spark = _with(
+        spark, ("inputs", 0, "facets"), {"dataSource": {**_DATASOURCE, "uri": "bigquery"}}
+    )
+    assert _models_reason(spark) is not None  # parse_event is as strict as ever
+    body = orjson.dumps(spark)
+    [record] = decode_message(body, "application/json").records
+    assert record.event == spark and orjson.dumps(record.event) == body
+    assert record.event_id == event_id(spark) and record.producer == "not a uri"
+    decoded = decode_message(orjson.dumps([spark, _GOOD]), BATCH_CONTENT_TYPE)
+    assert [r.event for r in decoded.records] == [spark, _GOOD] and not decoded.rejected
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        (("job", "name"), "job.name: must not be empty"),
+        (("job", "namespace"), "job.namespace: must not be empty"),
+        (("inputs", 0, "name"), "inputs[0].name: must not be empty"),
+        (("outputs", 0, "namespace"), "outputs[0].namespace: must not be empty"),
+        (
+            ("run", "facets", "parent", "job", "name"),
+            "run.facets.parent.job.name: must not be empty",
+        ),
+    ],
+)
+def test_an_empty_name_is_refused_naming_the_field(path: tuple[Any, ...], reason: str) -> None:
+    """The stores key jobs and datasets on namespace and name: empty ones are refused."""
+    event = _with(_GOOD, path, "")
+    with pytest.raises(PoisonMessage) as single:
+        decode_message(orjson.dumps(event), "application/json")
+    assert (single.value.reason, single.value.detail) == ("invalid_event", reason)
+    decoded = decode_message(orjson.dumps([_GOOD, event]), BATCH_CONTENT_TYPE)
+    assert [r.event for r in decoded.records] == [_GOOD]
+    assert [(r.index, r.detail) for r in decoded.rejected] == [(1, reason)]
 
 
 def test_unusual_but_valid_content_is_accepted() -> None:

@@ -1,7 +1,8 @@
 """OpenLineage ingest over HTTP: the same decoding and the same store path as broker messages.
 
 A body is decoded by :func:`lineage_sdk.collector.decode.decode_message` (size cap, NUL bytes,
-nesting depth, JSON, then :func:`lineage_sdk.models.parse_event` per event) and the valid events
+nesting depth, JSON, then :func:`lineage_sdk.models.codec.check_ingest_event` per event: what
+the stores need, with every URI format an annotation, as Marquez accepts) and the valid events
 are written by awaiting :meth:`LineageCollectorService.handle_lineage_events`, exactly what the
 queue consumer does, so an event stores identically whichever way it came. Neither step blocks the
 server's event loop: large bodies are decoded in a worker thread, and the service writes in one.
