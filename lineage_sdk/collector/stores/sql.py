@@ -862,10 +862,13 @@ class _BatchRows:
                         job_io[(job_key, dkey, direction)] = None
             if rec.run_id:
                 _merge_run(runs, rec, job_key)
-        self.datasets = list(ds_rows.values())
+        # Every table's rows in key order: collectors writing at once then take row locks in one
+        # order, so PostgreSQL never has to break a deadlock between them (and retry a batch).
+        self.events.sort(key=lambda row: row[0])
+        self.datasets = sorted(ds_rows.values())
         self.jobs = [
             (k, ns, nm, run_id, None if t is None else bound.get(t) or bind_time(t))
-            for k, ns, nm, run_id, t in job_rows.values()
+            for k, ns, nm, run_id, t in sorted(job_rows.values(), key=lambda row: row[0])
         ]
         columns = ("started_at", "ended_at", "first_event_time", "state_time")
         for run in runs.values():
@@ -886,10 +889,10 @@ class _BatchRows:
                 r["parent_run_id"],
                 r["root_run_id"],
             )
-            for r in runs.values()
+            for r in sorted(runs.values(), key=lambda row: row["run_id"])
         ]
-        self.run_io = list(run_io)
-        self.job_io = list(job_io)
+        self.run_io = sorted(run_io)
+        self.job_io = sorted(job_io)
 
 
 def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str | None) -> None:
