@@ -217,8 +217,10 @@ def collector_rig(
     *,
     mongo_timeout_ms: int = 5000,
     collector: dict[str, Any] | None = None,
+    sql_url: str | None = None,
 ) -> Iterator[CollectorRig]:
-    """A rig on fresh names; the broker objects, collection, graph and SQLite file go afterwards."""
+    """A rig on fresh names; the broker objects, collection, graph and SQLite file go afterwards.
+    ``sql_url`` replaces the SQLite file (its owner creates and drops that database)."""
     suffix = uuid.uuid4().hex[:10]
     topic = f"test.lineage.nosql.{suffix}"
     connections: dict[str, Any] = {
@@ -243,7 +245,7 @@ def collector_rig(
                 "backends": list(BACKENDS),
                 "document": {"collection_name": f"c_{suffix}", "document_connection_name": "mongo"},
                 "graph": {"graph_connection_name": "graph"},
-                "sql": {"url": f"sqlite:///{tmp_path}/lineage-{suffix}.db"},
+                "sql": {"url": sql_url or f"sqlite:///{tmp_path}/lineage-{suffix}.db"},
             },
             "connections": connections,
             "collector": collector_cfg,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from lineage_sdk.collector.records import parse_event_time
+from lineage_sdk.collector.records import compute_event_id, parse_event_time
 from lineage_sdk.collector.store import (
     JobSummary,
     LineageGraph,
@@ -26,7 +26,7 @@ from lineage_sdk.collector.store import (
     node_id,
 )
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
+from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey, state_key
 
 __all__ = [
     "MARQUEZ_RUN_STATES",
@@ -92,33 +92,37 @@ def run_from_summary(summary: RunSummary) -> dict[str, Any]:
 
 
 def run_from_events(run_id: str, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A Marquez ``Run`` folded from a run's raw events, by the stores' rule: a terminal state
-    outranks RUNNING, which outranks START, whatever order the events arrived in."""
-    best: tuple[int, datetime] | None = None
-    state: str | None = None
-    started: datetime | None = None
-    ended: datetime | None = None
-    run_facets: dict[str, Any] = {}
+    """A Marquez ``Run`` folded from a run's raw events by the stores' rule
+    (:mod:`lineage_sdk.models.run_state`): the same answer whatever order the events are in.
+    Run facets are merged oldest first (by event time, then event id), so the latest wins."""
+    timed: list[tuple[datetime, str, Mapping[str, Any]]] = []
     for event in events:
         try:
             when = parse_event_time(event.get("eventTime"))
         except InvalidEventError:
             continue
+        timed.append((when, compute_event_id(event), event))
+    timed.sort(key=lambda item: item[:2])
+    best: StateKey | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    run_facets: dict[str, Any] = {}
+    for when, event_id, event in timed:
         kind = event.get("eventType")
-        kind = kind if isinstance(kind, str) else None
         run = event.get("run")
         facets = run.get("facets") if isinstance(run, Mapping) else None
         if isinstance(facets, Mapping):
             run_facets.update(facets)
-        if kind in STATE_RANK:
-            key = (STATE_RANK[kind], when)
-            if best is None or key >= best:
-                best, state = key, kind
-        if kind == "START" and (started is None or when < started):
+        key = state_key(kind if isinstance(kind, str) else None, when, event_id)
+        if key is None:
+            continue
+        if best is None or key > best:
+            best = key
+        if key[2] == "START" and (started is None or when < started):
             started = when
-        if kind in TERMINAL_STATES and (ended is None or when > ended):
+        if key[2] in TERMINAL_STATES and (ended is None or when > ended):
             ended = when
-    result = _run(run_id, state, started, ended)
+    result = _run(run_id, None if best is None else best[2], started, ended)
     result["facets"] = run_facets
     return result
 

@@ -54,7 +54,7 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
-from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
+from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey, pick_link, state_key
 
 __all__ = [
     "DocumentLineageStore",
@@ -392,8 +392,14 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 "$group": {
                     "_id": "$runId",
                     "first": {"$min": "$eventTime"},
-                    "events": {"$push": {"t": "$eventTime", "type": "$eventType", "id": "$_id"}},
-                    "parent": {"$max": "$parentRunId"},
+                    "events": {
+                        "$push": {
+                            "t": "$eventTime",
+                            "type": "$eventType",
+                            "id": "$_id",
+                            "parent": "$parentRunId",
+                        }
+                    },
                 }
             },
         ]
@@ -401,21 +407,22 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             groups = list(self.collection.aggregate(pipeline))
         runs: list[tuple[datetime, RunSummary]] = []
         for g in groups:
-            state, state_rank = None, None
+            # The rules of lineage_sdk.models.run_state, over the run's set of events.
+            best: StateKey | None = None
             started: datetime | None = None
             ended: datetime | None = None
             for e in g["events"]:
-                etype = (e.get("type") or "").upper()
                 t = _utc(e["t"])
-                order = STATE_RANK.get(etype)
-                if order is not None:
-                    rank = (etype in TERMINAL_STATES, t, order, e["id"])
-                    if state_rank is None or rank > state_rank:
-                        state, state_rank = etype, rank
-                if etype == "START" and (started is None or t < started):
+                key = state_key(e.get("type"), t, e["id"])
+                if key is None:
+                    continue
+                if best is None or key > best:
+                    best = key
+                if key[2] == "START" and (started is None or t < started):
                     started = t
-                if etype in TERMINAL_STATES and (ended is None or t > ended):
+                if key[2] in TERMINAL_STATES and (ended is None or t > ended):
                     ended = t
+            state = None if best is None else best[2]
             sort_key = started or _utc(g["first"])
             runs.append(
                 (
@@ -427,7 +434,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                         state=state,
                         started_at=started,
                         ended_at=ended,
-                        parent_run_id=g.get("parent"),
+                        parent_run_id=pick_link(e.get("parent") for e in g["events"]),
                     ),
                 )
             )

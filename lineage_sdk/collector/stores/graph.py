@@ -14,10 +14,12 @@ Why it is written this way:
 * Every statement is a constant string; event data only ever travels as parameters, batched with
   ``UNWIND``. Facets are JSON strings: not every server stores maps as properties.
 * Events arrive out of order and more than once, so every property is a pure function of the *set*
-  of events seen: ``startedAt`` is the minimum START time, ``endedAt`` the maximum terminal time,
-  ``state`` the event with the greatest rank (terminal beats START/RUNNING, then later time, then
-  event id), facets those of the latest event that carried any. Each value carries its rank and is
-  only replaced by a greater one, so replays and reorderings converge.
+  of events seen, by the rules of :mod:`lineage_sdk.models.run_state`: ``state`` that of the
+  greatest ``state_key`` (rank, then time, then state name, then event id), ``startedAt`` the
+  minimum START time, ``endedAt`` the maximum terminal time, ``jobKey`` the least named, facets
+  those of the latest event that carried any (then the greatest event id). Each value carries its
+  rank and is only replaced by a greater one, so replays and reorderings converge. A run whose
+  events name several parents has a CHILD_OF edge to each; reads answer the least.
 * Times are stored as fixed-width UTC strings (``2024-05-01T12:00:00.000000Z``), which sort
   correctly as strings: not every Bolt server accepts temporal parameters.
 * Indexes/constraints are created at start-up in the server's dialect: Neo4j answers
@@ -62,7 +64,7 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
-from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
+from lineage_sdk.models.run_state import TERMINAL_STATES, pick_link, state_key
 
 __all__ = [
     "GraphRunner",
@@ -313,7 +315,7 @@ SET x.state = CASE WHEN newState THEN r.state ELSE x.state END,
                           THEN r.firstEventAt ELSE x.firstEventAt END,
     x.lastEventAt = CASE WHEN x.lastEventAt IS NULL OR r.lastEventAt > x.lastEventAt
                          THEN r.lastEventAt ELSE x.lastEventAt END,
-    x.jobKey = r.jobKey
+    x.jobKey = CASE WHEN x.jobKey IS NULL OR r.jobKey < x.jobKey THEN r.jobKey ELSE x.jobKey END
 WITH x, r
 MERGE (j:Job {key: r.jobKey})
 ON CREATE SET j.namespace = r.jobNamespace, j.name = r.jobName
@@ -329,7 +331,8 @@ WITH p, r WHERE r.parentJobKey IS NOT NULL
 MERGE (pj:Job {key: r.parentJobKey})
 ON CREATE SET pj.namespace = r.parentJobNamespace, pj.name = r.parentJobName
 MERGE (p)-[:INSTANCE_OF]->(pj)
-SET p.jobKey = r.parentJobKey
+SET p.jobKey = CASE WHEN p.jobKey IS NULL OR r.parentJobKey < p.jobKey
+                    THEN r.parentJobKey ELSE p.jobKey END
 """
 
 _MERGE_READ = """
@@ -448,11 +451,14 @@ RETURN j.key AS key, j.namespace AS namespace, j.name AS name, ins, outs
 ORDER BY namespace, name
 """
 
+# A job's latest run, as the sql store keeps it: the run with the latest event, least id first.
 _LATEST_RUNS = """
 UNWIND $keys AS k
 MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: k})
-WITH j, x ORDER BY coalesce(x.startedAt, x.firstEventAt, '') DESC, x.runId
-WITH j, collect([x.runId, x.state, x.startedAt, x.endedAt])[0] AS latest
+OPTIONAL MATCH (x)-[:CHILD_OF]->(p:Run)
+WITH j, x, collect(p.runId) AS parents
+WITH j, x, parents ORDER BY coalesce(x.lastEventAt, '') DESC, x.runId
+WITH j, collect([x.runId, x.state, x.startedAt, x.endedAt, parents])[0] AS latest
 RETURN j.key AS key, latest
 """
 
@@ -580,8 +586,8 @@ class _Batch:
 
     def _add_run(self, rec: LineageRecord, job: dict[str, Any], when: str, rank: str) -> None:
         assert rec.run_id is not None
-        etype = (rec.event_type or "").upper()
-        order = STATE_RANK.get(etype)
+        state = state_key(rec.event_type, rec.event_time, rec.event_id)
+        etype = None if state is None else state[2]
         terminal = etype in TERMINAL_STATES
         row = self.runs.get(rec.run_id)
         if row is None:
@@ -599,8 +605,10 @@ class _Batch:
             }
         row["firstEventAt"] = min(row["firstEventAt"], when)
         row["lastEventAt"] = max(row["lastEventAt"], when)
-        if order is not None:
-            state_rank = f"{int(terminal)}|{when}|{order}|{rec.event_id}"
+        if state is not None:
+            # state_key as text that sorts like the tuple: one-digit rank, fixed-width time, state
+            # names that differ in their first letter among equal ranks.
+            state_rank = f"{state[0]}|{when}|{etype}|{rec.event_id}"
             if row["stateRank"] is None or state_rank > row["stateRank"]:
                 row["state"], row["stateRank"] = etype, state_rank
         if etype == "START" and (row["startedAt"] is None or when < row["startedAt"]):
@@ -861,7 +869,7 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                 state=row["state"],
                 started_at=parse_time(row["startedAt"]),
                 ended_at=parse_time(row["endedAt"]),
-                parent_run_id=(sorted(row["parents"])[0] if row["parents"] else None),
+                parent_run_id=pick_link(row["parents"]),
             )
             for row in rows
         ]
@@ -928,6 +936,7 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                         state=run[1],
                         started_at=parse_time(run[2]),
                         ended_at=parse_time(run[3]),
+                        parent_run_id=pick_link(run[4]),
                     )
         jobs = [
             JobSummary(

@@ -12,8 +12,11 @@ Why the tables look like this:
   characters of anything; PostgreSQL cannot index such text (btree rows are capped near 2.7 KB),
   and short fixed keys keep the edge tables and their indexes small, which is what makes a
   depth-10 lineage walk over 100,000 events take milliseconds.
-* Run state converges whatever the arrival order: a terminal state outranks RUNNING, which
-  outranks START, and among equals the later event wins (columns ``state_rank``/``state_time``).
+* Every run column is a pure function of the run's set of events, whatever the arrival order
+  or the number of collectors writing, by :mod:`lineage_sdk.models.run_state`: the state by rank,
+  then time, then name (columns ``state_rank``/``state_time``/``state``), the earliest START, the
+  latest terminal time, the least parent/root/job named. A job's latest run is the run with the
+  latest event, the least run id among equals.
 * Lineage is walked breadth-first, one indexed ``IN`` query per hop on ``lineage_job_io``.
 """
 
@@ -55,7 +58,7 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
-from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES
+from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES, pick_link, run_state
 
 __all__ = ["SqlStore", "SqlStoreConfig", "name_key"]
 
@@ -327,6 +330,10 @@ class SqlStore(BaseLineageStore):
         newer = sa.or_(
             jobs.c.latest_run_time.is_(None),
             ins.excluded.latest_run_time > jobs.c.latest_run_time,
+            sa.and_(
+                ins.excluded.latest_run_time == jobs.c.latest_run_time,
+                ins.excluded.latest_run_id < jobs.c.latest_run_id,
+            ),
         )
         out["jobs"] = ins.on_conflict_do_update(
             index_elements=["job_key"],
@@ -340,9 +347,21 @@ class SqlStore(BaseLineageStore):
         runs = t["runs"]
         ins = insert(runs)
         x = ins.excluded
+        # state_key's order (run_state.py) without its last part, which never changes the state.
+        no_state: Any = sa.literal_column("''")  # inline: the statement binds table columns only
         wins = sa.or_(
             x.state_rank > runs.c.state_rank,
-            sa.and_(x.state_rank == runs.c.state_rank, x.state_time >= runs.c.state_time),
+            sa.and_(
+                x.state_rank == runs.c.state_rank,
+                sa.or_(
+                    x.state_time > runs.c.state_time,
+                    sa.and_(
+                        x.state_time == runs.c.state_time,
+                        sa.func.coalesce(x.state, no_state)
+                        >= sa.func.coalesce(runs.c.state, no_state),
+                    ),
+                ),
+            ),
         )
         out["runs"] = ins.on_conflict_do_update(
             index_elements=["run_id"],
@@ -353,9 +372,9 @@ class SqlStore(BaseLineageStore):
                 "started_at": _least(runs.c.started_at, x.started_at),
                 "ended_at": _greatest(runs.c.ended_at, x.ended_at),
                 "first_event_time": _least(runs.c.first_event_time, x.first_event_time),
-                "job_key": sa.func.coalesce(runs.c.job_key, x.job_key),
-                "parent_run_id": sa.func.coalesce(runs.c.parent_run_id, x.parent_run_id),
-                "root_run_id": sa.func.coalesce(runs.c.root_run_id, x.root_run_id),
+                "job_key": _least(runs.c.job_key, x.job_key),
+                "parent_run_id": _least(runs.c.parent_run_id, x.parent_run_id),
+                "root_run_id": _least(runs.c.root_run_id, x.root_run_id),
             },
         )
         return out
@@ -807,7 +826,9 @@ class _BatchRows:
                 row = job_rows.get(job_key)
                 if row is None:
                     row = job_rows[job_key] = [job_key, rec.job_namespace, rec.job_name, None, None]
-                if rec.run_id and (row[4] is None or rec.event_time > row[4]):
+                if rec.run_id and (
+                    row[4] is None or (rec.event_time, row[3]) > (row[4], rec.run_id)
+                ):  # the latest event's run; the least run id among equals
                     row[3], row[4] = rec.run_id, rec.event_time
             if rec.parent_job_namespace and rec.parent_job_name:
                 pkey = key_of(rec.parent_job_namespace, rec.parent_job_name)
@@ -841,10 +862,13 @@ class _BatchRows:
                         job_io[(job_key, dkey, direction)] = None
             if rec.run_id:
                 _merge_run(runs, rec, job_key)
-        self.datasets = list(ds_rows.values())
+        # Every table's rows in key order: collectors writing at once then take row locks in one
+        # order, so PostgreSQL never has to break a deadlock between them (and retry a batch).
+        self.events.sort(key=lambda row: row[0])
+        self.datasets = sorted(ds_rows.values())
         self.jobs = [
             (k, ns, nm, run_id, None if t is None else bound.get(t) or bind_time(t))
-            for k, ns, nm, run_id, t in job_rows.values()
+            for k, ns, nm, run_id, t in sorted(job_rows.values(), key=lambda row: row[0])
         ]
         columns = ("started_at", "ended_at", "first_event_time", "state_time")
         for run in runs.values():
@@ -865,15 +889,15 @@ class _BatchRows:
                 r["parent_run_id"],
                 r["root_run_id"],
             )
-            for r in runs.values()
+            for r in sorted(runs.values(), key=lambda row: row["run_id"])
         ]
-        self.run_io = list(run_io)
-        self.job_io = list(job_io)
+        self.run_io = sorted(run_io)
+        self.job_io = sorted(job_io)
 
 
 def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str | None) -> None:
     """Fold ``rec`` into the batch's row for its run, by the rules the upsert applies."""
-    state = rec.event_type if rec.event_type in STATE_RANK else None
+    state = run_state(rec.event_type)
     rank = STATE_RANK.get(state or "", 0)
     t = rec.event_time
     run_id = rec.run_id or ""
@@ -888,11 +912,11 @@ def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str
             "started_at": t if state == "START" else None,
             "ended_at": t if state in TERMINAL_STATES else None,
             "first_event_time": t,
-            "parent_run_id": rec.parent_run_id,
-            "root_run_id": rec.root_run_id,
+            "parent_run_id": rec.parent_run_id or None,
+            "root_run_id": rec.root_run_id or None,
         }
         return
-    if (rank, t) >= (old["state_rank"], old["state_time"]):
+    if (rank, t, state or "") >= (old["state_rank"], old["state_time"], old["state"] or ""):
         old["state"], old["state_rank"], old["state_time"] = state, rank, t
     if state == "START":
         old["started_at"] = t if old["started_at"] is None else min(old["started_at"], t)
@@ -904,7 +928,7 @@ def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str
         ("parent_run_id", rec.parent_run_id),
         ("root_run_id", rec.root_run_id),
     ):
-        old[column] = old[column] or value
+        old[column] = pick_link((old[column], value))
 
 
 def _reason(exc: BaseException) -> str:
