@@ -114,12 +114,12 @@ def store_rig(
     logger.setLevel(logging.INFO)
     logger.propagate = False
     logger.addHandler(rig.log)
-    manager.open()
+    manager.connect_sync()
     try:
         yield rig
     finally:
         with contextlib.suppress(Exception):
             document.collection.drop()
         runner.drop()
-        manager.close()
+        manager.close_sync()
         logger.removeHandler(rig.log)
