@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from brokers import RabbitNode, one_node
+from servers import FalkorDBServer, MongoTarget, falkordb_server, mongo_target
 
 import lineage_sdk
 from lineage_sdk.config.schema import LineageConfig
@@ -29,3 +30,19 @@ def rabbit_node() -> Iterator[RabbitNode]:
     never the machine's shared broker. Killed and removed afterwards, even if the test fails."""
     with one_node() as node:
         yield node
+
+
+@pytest.fixture(scope="session")
+def mongo() -> Iterator[MongoTarget]:
+    """A MongoDB-wire server for the whole session (SecantusDB unless LINEAGE_TEST_MONGODB_URI),
+    shared by every folder that needs one."""
+    with mongo_target() as target:
+        yield target
+
+
+@pytest.fixture(scope="session")
+def falkordb() -> Iterator[FalkorDBServer]:
+    """One FalkorDB for the session: its Redis protocol for the full store suites, its Bolt
+    endpoint for the driver smoke tests (tests/servers.py says why)."""
+    with falkordb_server(persistent=False) as server:
+        yield server

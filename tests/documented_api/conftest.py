@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # documented_helpers, for the test module
 
 from documented_helpers import DOCUMENTED_TOML, ExchangeReader, GraphServer
-from servers import MongoTarget, falkordb_server, mongo_target, neo4j_from_env
+from servers import MongoTarget, falkordb_server, neo4j_from_env
 
 import lineage_sdk
 
@@ -31,9 +31,9 @@ _OURS = (
 
 
 @pytest.fixture(scope="session")
-def mongo_server() -> Iterator[MongoTarget]:
-    with mongo_target() as target:
-        yield target
+def mongo_server(mongo: MongoTarget) -> MongoTarget:
+    """The session's MongoDB-wire server (tests/conftest.py)."""
+    return mongo
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,8 @@
 """Session-scoped servers for the document and graph stores, and fresh, isolated stores per test.
 
-Servers come from tests/servers.py: SecantusDB and FalkorDB started on free loopback ports, or a
-real MongoDB / Neo4j when LINEAGE_TEST_MONGODB_URI / LINEAGE_TEST_NEO4J_URI are set. Other test
-folders can import these fixtures with ``from stores_nosql.conftest import ...`` or, better, use the
-helpers of ``servers`` directly.
+Servers come from tests/servers.py through the session fixtures ``mongo`` and ``falkordb`` of
+tests/conftest.py: SecantusDB and FalkorDB started on free loopback ports, or a real MongoDB /
+Neo4j when LINEAGE_TEST_MONGODB_URI / LINEAGE_TEST_NEO4J_URI are set.
 """
 
 from __future__ import annotations
@@ -20,28 +19,12 @@ from servers import (
     FalkorDBServer,
     GraphTarget,
     MongoTarget,
-    falkordb_server,
-    mongo_target,
     neo4j_from_env,
 )
 
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-
-
-@pytest.fixture(scope="session")
-def mongo() -> Iterator[MongoTarget]:
-    """A MongoDB-wire server for the whole session (SecantusDB unless LINEAGE_TEST_MONGODB_URI)."""
-    with mongo_target() as target:
-        yield target
-
-
-@pytest.fixture(scope="session")
-def falkordb() -> Iterator[FalkorDBServer]:
-    """One FalkorDB for the session (RESP for the full suite, Bolt for the driver smoke tests)."""
-    with falkordb_server(persistent=False) as server:
-        yield server
 
 
 @pytest.fixture(scope="session")
