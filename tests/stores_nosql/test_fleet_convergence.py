@@ -229,18 +229,23 @@ def deliver(rig: CollectorRig, bodies: list[bytes], distinct: int, collectors: i
         publish_fast(rig.topic, bodies)
         sql = rig.sql()
         rig.wait_stored(sql, distinct, timeout=60)
-        wait_until(
-            lambda: (
-                sum(queue_depths(rig).values()) == 0
-                and sum(
-                    sample_value(c, "lineage_collector_events_consumed_total")
-                    for c in running_collectors
-                )
-                >= len(bodies)
-            ),
-            30,
-            message="every delivery consumed",
-        )
+
+        def consumed() -> float:
+            return sum(
+                sample_value(c, "lineage_collector_events_consumed_total")
+                for c in running_collectors
+            )
+
+        try:
+            wait_until(
+                lambda: sum(queue_depths(rig).values()) == 0 and consumed() >= len(bodies),
+                90,  # a loaded machine may send a batch through the retry queues first
+                message="every delivery consumed",
+            )
+        except AssertionError as exc:  # say what was left, so a failure explains itself
+            raise AssertionError(
+                f"{exc}: queues {queue_depths(rig)}, consumed {consumed()} of {len(bodies)}"
+            ) from None
         return [
             sample_value(c, "lineage_collector_events_consumed_total") for c in running_collectors
         ]
