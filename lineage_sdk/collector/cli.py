@@ -25,7 +25,6 @@ from rich.table import Table
 
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.config import config_keys, load_config, redact
-from lineage_sdk.config.amqp import AmqpConnectionConfig
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, LineageError
 
@@ -185,7 +184,7 @@ def check(config: LineageConfig) -> None:
     """Validate the configuration, connect to the broker and to every store; exit 0 or 1."""
     import pika
 
-    from lineage_sdk.collector.consumer import connection_parameters
+    from lineage_sdk.collector.consumer import broker_addresses
     from lineage_sdk.collector.manager import LineageManager
     from lineage_sdk.collector.topology import Topology, TopologyMismatch
     from lineage_sdk.transport.amqp import describe_failure
@@ -197,27 +196,28 @@ def check(config: LineageConfig) -> None:
     table.add_column("detail", overflow="fold")
     failed = False
     topology = Topology.from_config(config)
-    params = connection_parameters(config)
-    try:
-        connection = pika.BlockingConnection(params)
+    brokers = broker_addresses(config)
+    for params, shown in brokers:  # every node of a cluster: a failover target must work too
+        part = "broker" if len(brokers) == 1 else f"broker {shown}"
         try:
-            topology.declare(connection.channel())
-        finally:
-            connection.close()
-        table.add_row(
-            "broker",
-            "[green]ok[/]",
-            f"{redact(config.section('rabbitmq', AmqpConnectionConfig).url)} queue "
-            f"{topology.queue}, dead-letter {topology.dead_letter_queue}",
-        )
-    except ConfigError:
-        raise
-    except TopologyMismatch as exc:
-        failed = True
-        table.add_row("broker", "[red]failed[/]", str(exc))
-    except Exception as exc:  # noqa: BLE001 - any failure to reach the broker is reported
-        failed = True
-        table.add_row("broker", "[red]failed[/]", describe_failure(exc, params)[0])
+            connection = pika.BlockingConnection(params)
+            try:
+                topology.declare(connection.channel())
+            finally:
+                connection.close()
+            table.add_row(
+                part,
+                "[green]ok[/]",
+                f"{shown} queue {topology.queue}, dead-letter {topology.dead_letter_queue}",
+            )
+        except ConfigError:
+            raise
+        except TopologyMismatch as exc:
+            failed = True
+            table.add_row(part, "[red]failed[/]", str(exc))
+        except Exception as exc:  # noqa: BLE001 - any failure to reach the broker is reported
+            failed = True
+            table.add_row(part, "[red]failed[/]", describe_failure(exc, params)[0])
     manager = LineageManager(config)
     manager.build()
     addresses = {store.name: getattr(store, "address", "") for store in manager.stores}

@@ -69,13 +69,23 @@ _CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError)
 
 
 def connection_parameters(config: LineageConfig, *, role: str = "collector") -> pika.URLParameters:
-    """pika parameters from ``[lineage.rabbitmq]``: URL, heartbeat, connection name and TLS."""
+    """pika parameters for the first broker address of ``[lineage.rabbitmq]`` (one-shot commands:
+    ``check``, ``dlq``, ``topology migrate``)."""
+    return broker_addresses(config, role=role)[0][0]
+
+
+def broker_addresses(
+    config: LineageConfig, *, role: str = "collector"
+) -> list[tuple[pika.URLParameters, str]]:
+    """pika parameters for every broker address (URL, heartbeat, connection name, TLS), in
+    order, each with its URL for a log line."""
     rmq = config.section("rabbitmq", AmqpConnectionConfig)
     name = rmq.connection_name or f"lineage-{role}/{socket.gethostname()}/{os.getpid()}"
-    params = amqp.connection_parameters(rmq, name=name, product="lineage-sdk")
-    params.blocked_connection_timeout = max(rmq.publish_timeout_ms / 1000, 1.0)
-    params.socket_timeout = 10
-    return params
+    addresses = amqp.connection_parameter_list(rmq, name=name, product="lineage-sdk")
+    for params, _url in addresses:
+        params.blocked_connection_timeout = max(rmq.publish_timeout_ms / 1000, 1.0)
+        params.socket_timeout = 10
+    return addresses
 
 
 @dataclass(slots=True)
@@ -110,7 +120,8 @@ class LineageCollector:
         self.manager = manager or LineageManager(config)
         self.metrics = metrics or CollectorMetrics()
         self.service = LineageCollectorService(self.manager, self.metrics)
-        self._params = connection_parameters(config)
+        self._addresses = broker_addresses(config)
+        self._address = 0  # the one tried next; each failure moves on to the next, round robin
         self._stop = threading.Event()
         self._connected = False
         self._stores_open = False
@@ -120,9 +131,7 @@ class LineageCollector:
         self._first_at = 0.0
         self._retry_names = tuple(r.name for r in self.topology.retry_queues)
         self._tag_prefix = consumer_tag_prefix
-        self._broker_state = amqp.ConnectionStateLog(
-            _log, amqp.safe_url(self.amqp.url, amqp.url_password(self.amqp.url))
-        )
+        self._broker_state = amqp.ConnectionStateLog(_log, self._addresses[0][1])
         self._runner: asyncio.Runner | None = None  # the service's loop, while run() runs
 
     # -- state for the health endpoint ----------------------------------------------------------
@@ -163,6 +172,7 @@ class LineageCollector:
                     self.metrics.reconnects.inc()
                     wait = random.uniform(delay / 2, delay)  # noqa: S311 - jitter, not crypto
                     self._broker_state.failed(amqp.describe_failure(exc, self._params)[0], wait)
+                    self._next_address()
                     self._stop.wait(wait)
                     delay = min(delay * 2, max_delay)
         finally:
@@ -177,6 +187,15 @@ class LineageCollector:
                 runner.close()
                 self._runner = None
                 self._alive = False
+
+    @property
+    def _params(self) -> pika.URLParameters:
+        return self._addresses[self._address][0]
+
+    def _next_address(self) -> None:
+        """Fail over: the next attempt goes to the next broker address (a no-op with one)."""
+        self._address = (self._address + 1) % len(self._addresses)
+        self._broker_state.url = self._addresses[self._address][1]
 
     def _open_stores(self) -> None:
         delay = 0.5

@@ -23,6 +23,14 @@ class AmqpConnectionConfig(Section):
         default="amqp://guest:guest@127.0.0.1:5672/%2F",
         description="AMQP URL (`amqp://` or `amqps://`), with credentials and vhost.",
     )
+    urls: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Several broker addresses (the nodes of a cluster), each an AMQP URL like `url`. When "
+            "set, it replaces `url`: the first is tried first, and each reconnect after a failure "
+            "or a lost connection tries the next one, round robin."
+        ),
+    )
     heartbeat_s: int = Field(default=30, ge=0, description="AMQP heartbeat interval in seconds.")
     connection_name: str | None = Field(
         default=None,
@@ -60,3 +68,18 @@ class AmqpConnectionConfig(Section):
     def _amqp_url(cls, value: str) -> str:
         check_url(value, ("amqp", "amqps"))
         return value
+
+    @field_validator("urls")
+    @classmethod
+    def _amqp_urls(cls, value: list[str]) -> list[str]:
+        for number, url in enumerate(value, 1):
+            try:
+                check_url(url, ("amqp", "amqps"))
+            except ValueError as exc:
+                raise ValueError(f"address {number}: {exc}") from None
+        return value
+
+    @property
+    def broker_urls(self) -> list[str]:
+        """The addresses to connect to, in order: ``urls`` when set, else ``url`` alone."""
+        return list(self.urls) or [self.url]

@@ -29,6 +29,7 @@ from lineage_sdk.version import __version__
 __all__ = [
     "DEFAULT_KEY",
     "ConnectionStateLog",
+    "connection_parameter_list",
     "connection_parameters",
     "describe_failure",
     "persistent_copy",
@@ -41,28 +42,33 @@ DEFAULT_KEY = "lineage.rabbitmq"
 """The configuration table of the broker settings, as error messages name it."""
 
 
-def url_password(url: str, *, key: str = DEFAULT_KEY) -> str | None:
-    """Check the shape of an AMQP URL; returns its password, to hide it from any message."""
+def url_password(url: str, *, key: str = DEFAULT_KEY, field: str = "url") -> str | None:
+    """Check the shape of an AMQP URL; returns its password, to hide it from any message.
+
+    ``field`` is the key that holds ``url`` in the ``key`` table (``urls[2]`` for one of several).
+    """
     try:
         parts = urlsplit(url)
         password = unquote(parts.password) if parts.password else None
         port = parts.port
     except ValueError as exc:
         raise ConfigError(
-            f"{key}.url", redact(url), f"a URL like amqp://user:password@host:5672/vhost ({exc})"
+            f"{key}.{field}",
+            redact(url),
+            f"a URL like amqp://user:password@host:5672/vhost ({exc})",
         ) from None
     if parts.scheme not in ("amqp", "amqps"):
         raise ConfigError(
-            f"{key}.url", redact(url, password), "a URL whose scheme is amqp:// or amqps://"
+            f"{key}.{field}", redact(url, password), "a URL whose scheme is amqp:// or amqps://"
         )
     if not parts.hostname:
         raise ConfigError(
-            f"{key}.url",
+            f"{key}.{field}",
             redact(url, password),
             "a URL that names the broker's host, e.g. amqp://guest:guest@127.0.0.1:5672/%2F",
         )
     if port == 0:
-        raise ConfigError(f"{key}.url", redact(url, password), "a port from 1 to 65535")
+        raise ConfigError(f"{key}.{field}", redact(url, password), "a port from 1 to 65535")
     return password
 
 
@@ -74,30 +80,56 @@ def safe_url(url: str, password: str | None = None) -> str:
 
 
 def connection_parameters(
-    settings: AmqpConnectionConfig, *, name: str, product: str, key: str = DEFAULT_KEY
+    settings: AmqpConnectionConfig,
+    *,
+    name: str,
+    product: str,
+    key: str = DEFAULT_KEY,
+    url: str | None = None,
+    field: str = "url",
 ) -> pika.URLParameters:
-    """pika parameters for ``settings``: URL, heartbeat, connection name and TLS.
+    """pika parameters for ``url`` (default: the first broker address of ``settings``).
 
-    ``name`` is the connection name shown in the broker's UI, ``key`` the configuration table
+    Adds the heartbeat, connection name and TLS of ``settings``. ``name`` is the connection name
+    shown in the broker's UI, ``key`` the configuration table and ``field`` the key of ``url``
     that error messages name. Raises :class:`ConfigError` for a malformed URL or TLS files that
     do not load; the caller sets its own timeouts and retry counts on the result.
     """
-    password = url_password(settings.url, key=key)
+    if url is None:
+        url = settings.broker_urls[0]
+        field = "urls[1]" if settings.urls else "url"
+    password = url_password(url, key=key, field=field)
     try:
-        params = pika.URLParameters(settings.url)
+        params = pika.URLParameters(url)
     except Exception as exc:  # noqa: BLE001 - pika raises several types on bad query args
         raise ConfigError(
-            f"{key}.url",
-            redact(settings.url, password),
+            f"{key}.{field}",
+            redact(url, password),
             f"a valid AMQP URL ({redact(str(exc), password)})",
         ) from None
     params.heartbeat = settings.heartbeat_s
     params.client_properties = {"connection_name": name, "product": product, "version": __version__}
-    if urlsplit(settings.url).scheme == "amqps":
+    if urlsplit(url).scheme == "amqps":
         params.ssl_options = pika.SSLOptions(
             tls_context(settings, key=key), server_hostname=params.host
         )
     return params
+
+
+def connection_parameter_list(
+    settings: AmqpConnectionConfig, *, name: str, product: str, key: str = DEFAULT_KEY
+) -> list[tuple[pika.URLParameters, str]]:
+    """:func:`connection_parameters` for every broker address, in order, each with its URL for a
+    log line (password hidden). One failover rule for both clients: try them round robin."""
+    urls = settings.broker_urls
+    addresses = []
+    for number, url in enumerate(urls, 1):
+        field = f"urls[{number}]" if settings.urls else "url"
+        params = connection_parameters(
+            settings, name=name, product=product, key=key, url=url, field=field
+        )
+        addresses.append((params, safe_url(url, url_password(url, key=key, field=field))))
+    return addresses
 
 
 def tls_context(settings: AmqpConnectionConfig, *, key: str = DEFAULT_KEY) -> ssl.SSLContext:

@@ -99,9 +99,11 @@ def declare_event_exchange(channel: Any, exchange: str) -> bool:
         probe.queue_declare(holding_queue(exchange), durable=True)
         probe.queue_bind(holding_queue(exchange), unrouted_exchange(exchange))
     except pika.exceptions.ChannelClosedByBroker as exc:
-        if exc.reply_code != _PRECONDITION_FAILED:
+        # 404: the holding queue lives on a cluster node that is down (a classic queue has one
+        # home node); the events exchange is fine, so consuming and publishing go on without it.
+        if exc.reply_code not in (_PRECONDITION_FAILED, _NOT_FOUND):
             raise
-        _LOG.debug("the holding side of %r exists with other properties: %s", exchange, exc)
+        _LOG.debug("the holding side of %r is unavailable or differs: %s", exchange, exc)
     finally:
         if probe.is_open:
             probe.close()

@@ -35,6 +35,8 @@ def _non_default(key: ConfigKey) -> tuple[str, Any]:
     if base == "int":
         value = 7 if default != 7 else 9  # small: within every range of the schema
         return str(value), value
+    if base == "list[str]" and key.path.endswith("urls"):  # each item must be a URL
+        return " amqp://a/%2F, amqp://b:5673/v ,,", ["amqp://a/%2F", "amqp://b:5673/v"]
     if base == "list[str]":
         return " alpha, beta ,,", ["alpha", "beta"]
     if base == "list[int]":

@@ -59,9 +59,8 @@ from lineage_sdk.models.constants import DEFAULT_EXCHANGE
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.sdk.suppression import suppress_for_current_thread
 from lineage_sdk.transport.amqp import (
-    connection_parameters,
+    connection_parameter_list,
     describe_failure,
-    safe_url,
     url_password,
 )
 from lineage_sdk.transport.unrouted import (
@@ -78,6 +77,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _TICK_S = 0.25
 _PRECONDITION_FAILED = 406
+_NOT_FOUND = 404
 _FIRST_CONNECT_S = 1.0
 
 
@@ -230,12 +230,10 @@ class RabbitMQExporter(LineageExporter):
     ) -> None:
         self.settings = settings = settings or RabbitMQConfig()
         self.exchange = exchange
-        self._password = url_password(settings.url)
         self.connection_name = settings.connection_name or f"{job_namespace}/{_process_name()}"
-        self._params = self._build_parameters(settings)
-        self.safe_url = safe_url(settings.url, self._password)
-        self._host = str(self._params.host)
-        self._port = int(self._params.port)
+        self._addresses = self._build_addresses(settings)
+        self._address = 0  # each reconnect after a failure or a loss tries the next, round robin
+        self._use_address(0)
         self._publish_timeout_s = settings.publish_timeout_ms / 1000
         self._reconnect_initial_s = settings.reconnect_initial_ms / 1000
         self._reconnect_max_s = max(settings.reconnect_max_ms, settings.reconnect_initial_ms) / 1000
@@ -282,21 +280,34 @@ class RabbitMQExporter(LineageExporter):
             job_namespace=config.producer.job_namespace,
         )
 
-    def _build_parameters(self, s: RabbitMQConfig) -> Any:
-        params = connection_parameters(
-            s, name=self.connection_name, product="lineage-sdk rabbitmq exporter"
-        )
-        params.connection_attempts = 1
-        params.retry_delay = 0
-        params.socket_timeout = min(10.0, max(1.0, s.publish_timeout_ms / 1000))
-        params.stack_timeout = min(15.0, max(2.0, s.publish_timeout_ms / 1000 * 1.5))
+    def _build_addresses(self, s: RabbitMQConfig) -> list[tuple[Any, str, str | None]]:
+        """(pika parameters, URL for a log line, password) of every broker address."""
         # A blocked connection (a broker resource alarm) confirms nothing: with the spool as the
         # outage buffer, drop it after the fsync interval so what is in flight reaches the disk.
         blocked_s = s.publish_timeout_ms / 1000
         if s.outage_buffer == "spool":
             blocked_s = min(blocked_s, max(s.spool_fsync_interval_ms / 1000, 0.1))
-        params.blocked_connection_timeout = blocked_s
-        return params
+        addresses = connection_parameter_list(
+            s, name=self.connection_name, product="lineage-sdk rabbitmq exporter"
+        )
+        built: list[tuple[Any, str, str | None]] = []
+        for (params, shown), url in zip(addresses, s.broker_urls, strict=True):
+            params.connection_attempts = 1
+            params.retry_delay = 0
+            params.socket_timeout = min(10.0, max(1.0, s.publish_timeout_ms / 1000))
+            params.stack_timeout = min(15.0, max(2.0, s.publish_timeout_ms / 1000 * 1.5))
+            params.blocked_connection_timeout = blocked_s
+            built.append((params, shown, url_password(url)))
+        return built
+
+    def _use_address(self, index: int) -> None:
+        """Make broker address ``index`` the one the next connection attempt goes to."""
+        self._address = index
+        self._params, self.safe_url, self._password = self._addresses[index]
+        self._host = str(self._params.host)
+        self._port = int(self._params.port)
+        if threading.get_ident() in _QUIET_THREADS:
+            _QUIET_THREADS[threading.get_ident()] = self._password
 
     def _start(self) -> None:
         """Open the spool and start the I/O thread (again in a forked child)."""
@@ -678,6 +689,11 @@ class RabbitMQExporter(LineageExporter):
                 _LOG.debug("lineage RabbitMQ exporter: %s exists otherwise: %s", step, exc)
             self._on_exchange_ready(None)
             return
+        if exc.reply_code == _NOT_FOUND and self._DECLARE_STEPS[step] in ("holding", "bind"):
+            # The holding queue's home node is down (a cluster node was lost): publish anyway.
+            _LOG.debug("lineage RabbitMQ exporter: holding queue unavailable: %s", exc)
+            self._on_exchange_ready(None)
+            return
         self._on_channel_closed(None, exc)  # e.g. access refused: report, reconnect
 
     @_guarded
@@ -771,6 +787,7 @@ class RabbitMQExporter(LineageExporter):
 
     def _schedule_reconnect(self) -> None:
         self._set_state(_State.WAITING)
+        self._use_address((self._address + 1) % len(self._addresses))  # fail over
         base = min(self._reconnect_max_s, self._reconnect_initial_s * (2 ** min(self._attempt, 30)))
         self._attempt += 1
         delay = base / 2 + random.uniform(0, base / 2)  # noqa: S311 - jitter, not cryptography
