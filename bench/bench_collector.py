@@ -28,6 +28,7 @@ import pika
 from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.transport.unrouted import holding_queue, unrouted_exchange
 
 URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
@@ -162,10 +163,13 @@ def collector_rate(
 
 
 def delete_queues(channel: Any, topology: Topology) -> None:
-    """Remove a collector's queues (not the exchange, which producers share)."""
+    """Remove a collector's queues and its topic's holding queue for the unrouted with the
+    alternate exchange feeding it (the bench's topic is its own)."""
     retries = (r.name for r in topology.retry_queues)
     for name in (topology.queue, *retries, topology.dead_letter_queue):
         channel.queue_delete(queue=name)
+    channel.queue_delete(queue=holding_queue(topology.exchange))
+    channel.exchange_delete(exchange=unrouted_exchange(topology.exchange))
 
 
 def _median(values: list[float]) -> float:

@@ -17,7 +17,7 @@ from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.transport.unrouted import declare_event_exchange
+from lineage_sdk.transport.unrouted import declare_event_exchange, holding_queue, unrouted_exchange
 
 RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests"
@@ -148,10 +148,14 @@ def dumps(event: Any) -> bytes:
 
 
 def delete_queues(channel: Any, topology: Topology) -> None:
-    """Remove a collector's queues (not the exchange, which producers share)."""
+    """Remove a collector's queues, and its topic's holding queue for the unrouted with the
+    alternate exchange feeding it (tests use a topic of their own; the topic exchange itself is
+    left to the caller, since producers share it)."""
     retries = (r.name for r in topology.retry_queues)
     for name in (topology.queue, *retries, topology.dead_letter_queue):
         channel.queue_delete(queue=name)
+    channel.queue_delete(queue=holding_queue(topology.exchange))
+    channel.exchange_delete(exchange=unrouted_exchange(topology.exchange))
 
 
 def queue_depth(queue: str) -> int:

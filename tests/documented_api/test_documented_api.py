@@ -31,6 +31,7 @@ from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.config import load_config
 from lineage_sdk.models import LineageDataset, LineageEvent
+from lineage_sdk.transport.unrouted import holding_queue, unrouted_exchange
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.mongodb, pytest.mark.neo4j]
 
@@ -177,6 +178,8 @@ def failing_store_collector(
                 channel.queue_delete(queue)
             for retry in topology.retry_queues:
                 channel.queue_delete(retry.name)
+            channel.queue_delete(holding_queue(topic))  # test plumbing: the topic's holding queue
+            channel.exchange_delete(unrouted_exchange(topic))
             channel.exchange_delete(topic)
             conn.close()
     assert not thread.is_alive(), "collector did not stop"
