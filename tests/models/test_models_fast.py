@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from _model_helpers import RUN_ID, run_event
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +33,7 @@ from lineage_sdk.models.fast import is_valid_event
 SETTINGS = settings(
     derandomize=True,
     database=None,
-    max_examples=200,
+    max_examples=examples(100),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -374,7 +375,7 @@ def _single_changes(event: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-@settings(SETTINGS, max_examples=25)
+@settings(SETTINGS, max_examples=examples(12))
 @given(valid_events())
 def test_fast_check_agrees_with_the_models_on_every_single_change(
     event: dict[str, Any],
