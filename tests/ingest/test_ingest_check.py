@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from _model_helpers import run_event
 from hypothesis import given, settings
 from test_models_fast import SETTINGS, broken_events, valid_events
 
@@ -81,3 +83,24 @@ def test_the_fast_yes_is_never_given_to_an_event_the_models_refuse(event: dict[s
     assert _ingest_accepts(event) == accepted, event
     if _parse_accepts(event) and "" not in _names(event):
         assert _ingest_accepts(event), event  # never stricter than parse_event, but for names
+
+
+def _event_at(event_time: str) -> dict[str, Any]:
+    event = run_event()
+    event["eventTime"] = event_time
+    return event
+
+
+def test_an_offset_less_event_time_is_accepted_and_read_as_utc() -> None:
+    """Marquez accepts these (older Great Expectations and dbt-ol events sent them)."""
+    check_ingest_event(_event_at("2024-05-01T12:00:00.123456"))
+    parsed = parse_event(_event_at("2024-05-01T12:00:00.123456"))
+    assert parsed.event_time.isoformat() == "2024-05-01T12:00:00.123456+00:00"
+
+
+@pytest.mark.parametrize(
+    "bad", ["2021-11-05T10:28:18.969066Z[Europe/London]", "yesterday", "2024-13-01T00:00:00Z"]
+)
+def test_event_times_marquez_refuses_are_refused_naming_the_field(bad: str) -> None:
+    with pytest.raises(InvalidEventError, match=r"^eventTime"):
+        check_ingest_event(_event_at(bad))
