@@ -9,6 +9,11 @@
    then ``GET /api/v1/lineage?depth=10`` is timed end to end (HTTP + JSON) and
    ``store.lineage(depth=10)`` alone, upstream from the last layer and both ways from the middle.
    Target: < 100 ms per query.
+3. **Ingest against its baseline** (issue 14). The liberal ingest check (``check_ingest_event``:
+   URIs are annotations) must not cost throughput. The same batches go, alternately, into a
+   fresh store through the real check and through the strict pre-issue-14 check
+   (``check_event``), ``--rounds`` times each; the ratio of the medians is reported
+   (target >= 1.0 within noise).
 
 Run: ``python bench/bench_api.py`` (under 3 minutes here); ``--events 5000`` for a smoke run.
 """
@@ -32,10 +37,12 @@ from typing import Any
 import httpx
 import orjson
 
+from lineage_sdk.collector import decode
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.models.codec import check_event, check_ingest_event
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -126,6 +133,44 @@ def ingest_single(url: str, bodies: list[bytes]) -> float:
         return time.perf_counter() - start
 
 
+def ingest_rate(folder: str, name: str, bodies: list[bytes], events: int, clients: int) -> float:
+    """Events/s of one ingest of ``bodies`` into a fresh SQLite store named ``name``."""
+    config = LineageConfig.model_validate(
+        {"store": {"backend": "sql", "sql": {"url": f"sqlite:///{folder}/{name}.db"}}}
+    )
+    manager = LineageManager(config)
+    manager.connect_sync()
+    try:
+        with ApiServer(create_app(manager, max_body_bytes=64 << 20)) as server:
+            return events / ingest_batches(server.url, bodies, clients)
+    finally:
+        manager.close_sync()
+
+
+def ingest_against_strict(
+    folder: str, bodies: list[bytes], events: int, clients: int, rounds: int
+) -> dict[str, Any]:
+    """Median events/s through the real ingest check and through the strict check, alternated."""
+    rates: dict[str, list[float]] = {"ingest_check": [], "strict_check": []}
+    try:
+        for index in range(rounds):
+            for kind, check in (
+                ("strict_check", check_event),
+                ("ingest_check", check_ingest_event),
+            ):
+                decode.check_ingest_event = check  # type: ignore[assignment]
+                rates[kind].append(ingest_rate(folder, f"{kind}{index}", bodies, events, clients))
+    finally:
+        decode.check_ingest_event = check_ingest_event  # type: ignore[assignment]
+    medians = {kind: statistics.median(values) for kind, values in rates.items()}
+    return {
+        "events": events,
+        "rounds": rounds,
+        "events_per_s": {kind: round(value) for kind, value in medians.items()},
+        "ratio_ingest_to_strict": round(medians["ingest_check"] / medians["strict_check"], 3),
+    }
+
+
 def latencies_ms(fn: Callable[[int], Any], count: int) -> dict[str, float]:
     for i in range(min(5, count)):  # warm-up: connections, statement cache
         fn(i)
@@ -155,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=2, help="concurrent HTTP clients")
     parser.add_argument("--single", type=int, default=500, help="single-event POSTs (timed)")
     parser.add_argument("--queries", type=int, default=100, help="timed queries per kind")
+    parser.add_argument("--rounds", type=int, default=3, help="alternated ingest-vs-strict rounds")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
 
@@ -165,6 +211,13 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"events_in_graph": len(all_events)}
 
     with tempfile.TemporaryDirectory(prefix="bench-api-") as folder:
+        bodies = [orjson.dumps(chunk) for chunk in _chunks(http_part, args.batch)]
+        versus = ingest_against_strict(folder, bodies, len(http_part), args.clients, args.rounds)
+        results["ingest_vs_strict"] = versus
+        print(
+            f"ingest check vs strict check (median of {args.rounds}, same run): "
+            f"{versus['events_per_s']} events/s, ratio {versus['ratio_ingest_to_strict']}"
+        )
         config = LineageConfig.model_validate(
             {"store": {"backend": "sql", "sql": {"url": f"sqlite:///{folder}/bench.db"}}}
         )
@@ -173,7 +226,6 @@ def main(argv: list[str] | None = None) -> int:
         try:
             store = manager.get_store()
             with ApiServer(create_app(manager, max_body_bytes=64 << 20)) as server:
-                bodies = [orjson.dumps(chunk) for chunk in _chunks(http_part, args.batch)]
                 elapsed = ingest_batches(server.url, bodies, args.clients)
                 results["ingest_batch"] = {
                     "events": len(http_part),
@@ -267,7 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     ok_query = all(
         results[f"lineage_{k}_depth10_http"]["p95_ms"] < 100 for k in ("upstream", "both")
     )
-    results["targets"] = {"ingest_2000_events_per_s": ok_ingest, "query_p95_under_100ms": ok_query}
+    results["targets"] = {
+        "ingest_2000_events_per_s": ok_ingest,
+        "query_p95_under_100ms": ok_query,
+        "ingest_not_slower_than_strict": results["ingest_vs_strict"]["ratio_ingest_to_strict"]
+        >= 0.95,  # the noise on these machines; the figures are printed above
+    }
     print(json.dumps(results, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
