@@ -96,6 +96,7 @@ class _Delivery:
     exchange: str
     routing_key: str
     records: list[LineageRecord] | None = None
+    positions: list[int] | None = None  # each record's index in the message's batch
 
 
 class LineageCollector:
@@ -308,6 +309,7 @@ class LineageCollector:
                 )
             if decoded.records:
                 d.records = decoded.records
+                d.positions = decoded.positions
                 good.append(d)
         records = [r for d in good for r in (d.records or ())]
         if records:
@@ -329,7 +331,8 @@ class LineageCollector:
             records = d.records or []
             refused: list[tuple[int, LineageRecord, StoreError]] = []  # with batch positions
             transient: StoreError | None = None
-            for index, record in enumerate(records):
+            positions = d.positions or list(range(len(records)))
+            for index, record in zip(positions, records, strict=True):
                 try:
                     self._await(self.service.handle_lineage_events([record], off_loop=False))
                 except StoreError as write_error:

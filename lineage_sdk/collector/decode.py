@@ -61,8 +61,15 @@ class RejectedEvent:
 
 @dataclass(slots=True)
 class DecodedMessage:
+    """The good events of a message, and the refused ones with their reasons.
+
+    ``positions[i]`` is the index in the batch of ``records[i]`` (0 for a single event), so an
+    event parked later by a store still names its place in the message it came in.
+    """
+
     records: list[LineageRecord] = field(default_factory=list)
     rejected: list[RejectedEvent] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
 
 
 def _too_deep(data: Any) -> bool:
@@ -169,13 +176,14 @@ def decode_message(
             raise PoisonMessage(
                 "not_an_event", f"JSON {type(data).__name__} is not an event object"
             )
-        return DecodedMessage(records=[validate_event(data, body)])
+        return DecodedMessage(records=[validate_event(data, body)], positions=[0])
     if not data:
         raise PoisonMessage("not_a_batch", "batch message holds no events")
     decoded = DecodedMessage()
     for index, item in enumerate(data):
         try:
             decoded.records.append(validate_event(item, body))  # body: the checks cover items
+            decoded.positions.append(index)
         except PoisonMessage as exc:
             decoded.rejected.append(
                 RejectedEvent(index, orjson.dumps(item), exc.reason, exc.detail)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from collector_helpers import (
+    BATCH_CONTENT_TYPE,
     RABBIT_URL,
     drain,
     dumps,
@@ -209,3 +210,29 @@ def test_dlq_list_and_purge_commands(make_config, tmp_path):
     assert purged.returncode == 0, purged.stderr
     assert "purged 2 message(s)" in purged.stdout
     assert DeadLetterQueue(config).count() == 0
+
+
+def test_a_store_refusal_in_a_batch_names_its_place_in_the_message(make_config, sink):
+    """The batch index of an event a store refuses counts the events refused before it by the
+    decoder too (it used to be its place among the good events only)."""
+    config = _http_config(make_config, sink)
+    first, last = run_event(job="fine-first"), run_event(job="fine-last")
+    invalid = run_event(job="invalid")
+    invalid["run"]["runId"] = "not-a-uuid"
+    refused = run_event(job="refused", run_id=None)
+    sink.refuse.add("refused")
+    batch = dumps([first, invalid, refused, last])
+    with running(config) as collector:
+        publish(config.collector_topic, [(batch, json_props(content_type=BATCH_CONTENT_TYPE))])
+        wait_until(
+            lambda: collector.metrics.dead_lettered.labels("store_rejected")._value.get() >= 1,
+            30,
+            message="the refused event parked",
+        )
+        wait_until(lambda: {event_id(e) for e in sink.events} == {event_id(first), event_id(last)})
+    parked = {
+        props.headers["x-lineage-reason"]: (props.headers["x-lineage-batch-index"], body)
+        for props, body in drain(Topology.from_config(config).dead_letter_queue)
+    }
+    assert parked["invalid_event"][0] == 1
+    assert parked["store_rejected"] == (2, dumps(refused))
