@@ -14,6 +14,8 @@ import orjson
 import pika
 from servers import FalkorDBServer, bolt_warmup
 
+from lineage_sdk.transport.unrouted import declare_event_exchange
+
 RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 EXCHANGE = "platform.lineage.events"
 
@@ -60,8 +62,9 @@ class ExchangeReader:
     def __init__(self, exchange: str = EXCHANGE) -> None:
         self.connection = pika.BlockingConnection(pika.URLParameters(RABBIT_URL))
         self.channel = self.connection.channel()
-        # Idempotent, with the exporter's arguments; the exchange is never deleted.
-        self.channel.exchange_declare(exchange, exchange_type="topic", durable=True)
+        # Idempotent, with the exporter's own declaration (alternate exchange and holding queue),
+        # whichever of the two comes first; the product's exchange is never deleted.
+        declare_event_exchange(self.channel, exchange)
         self.queue = self.channel.queue_declare(
             f"test.documented-api.{uuid.uuid4().hex[:10]}", exclusive=True, auto_delete=True
         ).method.queue
