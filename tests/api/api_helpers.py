@@ -218,7 +218,15 @@ __all__ = [
 def run_cli(
     *args: str, env: Mapping[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    unset = ("FORCE_COLOR", "NO_COLOR", "LINEAGE_API_URL", "LINEAGE_API_KEY", "LINEAGE_CONFIG")
+    # COLUMNS too: a width the caller's environment sets (pytest-xdist sets 80) would wrap names.
+    unset = (
+        "FORCE_COLOR",
+        "NO_COLOR",
+        "COLUMNS",
+        "LINEAGE_API_URL",
+        "LINEAGE_API_KEY",
+        "LINEAGE_CONFIG",
+    )
     base = {k: v for k, v in os.environ.items() if k not in unset}
     return subprocess.run(
         [sys.executable, "-m", "lineage_sdk.cli", *args],
