@@ -409,8 +409,17 @@
       .concat((node.outEdges || []).map(function (e) { return e.destination; }))
       .map(function (id) { return state.byId[id]; })
       .filter(function (n) { return n && n.type === "JOB" && n.data; });
-    if (!jobs.length) return Promise.resolve([]);
-    var job = jobs[0].data;
+    // Producers first (their outputs carry the schema they wrote), then consumers; a few at most.
+    var tryJob = function (i) {
+      if (i >= Math.min(jobs.length, 4)) return Promise.resolve([]);
+      return schemaFromLatestRun(jobs[i].data, data).then(function (fields) {
+        return fields.length ? fields : tryJob(i + 1);
+      });
+    };
+    return tryJob(0);
+  }
+
+  function schemaFromLatestRun(job, data) {
     var path = "namespaces/" + seg(job.namespace) + "/jobs/" + seg(job.name) + "/runs";
     return apiGet(path, { limit: "1" }).then(function (answer) {
       var run = (answer.runs || [])[0];
