@@ -604,8 +604,8 @@
       load(currentChoice(), id);
     });
     item.appendChild(button);
-    item.appendChild(el("span", "ns", " " + hit.ref.namespace));
     if (hit.hops > 1) item.appendChild(el("span", "hint", " (" + hit.hops + " hops)"));
+    item.appendChild(el("span", "ns", hit.ref.namespace));
     return item;
   }
 
