@@ -198,7 +198,13 @@ def test_hostile_names_are_shown_as_text_and_never_run(api, loaded, browser):
     _open(driver, api.url, "job:shop:report", depth=1)
     assert HOSTILE_DATASET in driver.find_element("id", "node-list").text
     assert driver.execute_script("return window.__pwned === undefined")
-    injected = "#node-list img, #details-body img, #status img, script[src='x']"
+    # And through the search box, whose hits are data too.
+    box = driver.find_element("id", "search-input")
+    box.send_keys("onerror")
+    box.submit()
+    _wait(driver, "return document.querySelectorAll('#search-results button').length === 1")
+    assert HOSTILE_DATASET in driver.find_element("id", "search-results").text
+    injected = "#node-list img, #details-body img, #status img, #search-results img, script[src='x']"
     assert driver.find_elements("css selector", injected) == []
     assert driver.execute_script(
         "return Array.from(document.scripts).every(s => s.src.startsWith(location.origin))"
