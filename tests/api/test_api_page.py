@@ -204,7 +204,9 @@ def test_hostile_names_are_shown_as_text_and_never_run(api, loaded, browser):
     box.submit()
     _wait(driver, "return document.querySelectorAll('#search-results button').length === 1")
     assert HOSTILE_DATASET in driver.find_element("id", "search-results").text
-    injected = "#node-list img, #details-body img, #status img, #search-results img, script[src='x']"
+    injected = (
+        "#node-list img, #details-body img, #status img, #search-results img, script[src='x']"
+    )
     assert driver.find_elements("css selector", injected) == []
     assert driver.execute_script(
         "return Array.from(document.scripts).every(s => s.src.startsWith(location.origin))"
