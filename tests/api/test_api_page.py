@@ -313,6 +313,19 @@ def test_namespaces_are_on_the_nodes_in_the_list_and_in_details(api, columns, br
     rows = driver.find_elements("css selector", "#node-details dt, #node-details dd")
     pairs = dict(zip([r.text for r in rows[::2]], [r.text for r in rows[1::2]], strict=True))
     assert pairs["namespace"] == PG and pairs["name"] == "stg.orders"
+    # Readable without a mouse or without sight: every control is labelled, every button named.
+    unlabelled = driver.execute_script(
+        "return Array.from(document.querySelectorAll('input, select'))"
+        ".filter(e => e.type !== 'hidden' && !e.closest('[hidden]'))"
+        ".filter(e => !(e.id && document.querySelector('label[for=\"' + e.id + '\"]')))"
+        ".map(e => e.id || e.outerHTML)"
+    )
+    assert unlabelled == []
+    unnamed = driver.execute_script(
+        "return Array.from(document.querySelectorAll('button'))"
+        ".filter(b => !b.textContent.trim() && !b.getAttribute('aria-label')).map(b => b.outerHTML)"
+    )
+    assert unnamed == []
 
 
 def test_run_list_shows_state_start_duration_and_event_count(api, columns, browser):
