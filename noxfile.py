@@ -86,6 +86,9 @@ def tests(session: nox.Session) -> None:
     _ensure_rabbitmq(session)
     _ensure_postgres(session)
     _ensure_chromium(session)
+    # dbt-ol's venv (its own: dbt-core and mypy need different pathspec), built before the clock
+    # of any test starts; reused while pyproject's dbt-producer extra is unchanged.
+    session.run("python", "tests/ingest/dbt_env.py")
     args = session.posargs or ["-q", "-p", "no:cacheprovider", "--durations=15"]
     session.run("pytest", *args)
 

@@ -236,3 +236,95 @@ def run_cli(
         env={**base, **(env or {})},
         check=False,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Fields and column lineage
+
+SCHEMA_FACET = (
+    "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet"
+)
+COLUMN_FACET = "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json#/$defs/ColumnLineageDatasetFacet"
+
+
+def schema_facet(*fields: tuple[str, str, str]) -> dict[str, Any]:
+    """A schema facet of (name, type, description) fields ("" leaves the description out)."""
+    return {
+        "_producer": PRODUCER,
+        "_schemaURL": SCHEMA_FACET,
+        "fields": [
+            {"name": n, "type": t, **({"description": d} if d else {})} for n, t, d in fields
+        ],
+    }
+
+
+def column_facet(mapping: Mapping[str, Sequence[tuple[str, str, str]]]) -> dict[str, Any]:
+    """A columnLineage facet: output field -> its (namespace, dataset, field) inputs."""
+    return {
+        "_producer": PRODUCER,
+        "_schemaURL": COLUMN_FACET,
+        "fields": {
+            out: {
+                "inputFields": [
+                    {
+                        "namespace": ns,
+                        "name": name,
+                        "field": field,
+                        "transformations": [{"type": "DIRECT", "subtype": "IDENTITY"}],
+                    }
+                    for ns, name, field in inputs
+                ]
+            }
+            for out, inputs in mapping.items()
+        },
+    }
+
+
+def column_pipeline() -> list[dict[str, Any]]:
+    """Two runs carrying schema and columnLineage facets, on top of :func:`pipeline`:
+
+    stg.orders(order_id, amount, customer) -> [enrich] -> mart.enriched(order_id, amount_eur)
+    mart.enriched -> [publish] -> pub.enriched(total)      (amount -> amount_eur -> total)
+
+    ``enrich`` runs 1.5 s (START at 400 s, COMPLETE at 401.5 s).
+    """
+    orders = schema_facet(
+        ("order_id", "INTEGER", ""), ("amount", "DECIMAL(10,2)", ""), ("customer", "VARCHAR", "")
+    )
+    enriched = schema_facet(
+        ("order_id", "INTEGER", "the order"), ("amount_eur", "DECIMAL(10,2)", "amount in euros")
+    )
+    published = schema_facet(("total", "DECIMAL(12,2)", "sum of amount_eur"))
+    events: list[dict[str, Any]] = []
+    for job, inputs, outputs, start, end in (
+        ("enrich", [("stg.orders", orders)], [("mart.enriched", enriched)], 400.0, 401.5),
+        ("publish", [("mart.enriched", enriched)], [("pub.enriched", published)], 500.0, 500.25),
+    ):
+        run_id = str(uuid.uuid4())
+        for kind, seconds in (("START", start), ("COMPLETE", end)):
+            event = run_event(
+                job,
+                event_type=kind,
+                run_id=run_id,
+                inputs=[(PG, n) for n, _ in inputs],
+                outputs=[(PG, n) for n, _ in outputs],
+                seconds=seconds,
+            )
+            for dataset, (_, facet) in zip(
+                event["inputs"] + event["outputs"], inputs + outputs, strict=True
+            ):
+                dataset["facets"]["schema"] = copy.deepcopy(facet)
+            out = event["outputs"][0]
+            if job == "enrich":
+                out["facets"]["columnLineage"] = column_facet(
+                    {
+                        "order_id": [(PG, "stg.orders", "order_id")],
+                        "amount_eur": [(PG, "stg.orders", "amount")],
+                    }
+                )
+            else:
+                out["facets"]["columnLineage"] = column_facet(
+                    {"total": [(PG, "mart.enriched", "amount_eur")]}
+                )
+            events.append(event)
+    return events

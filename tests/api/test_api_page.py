@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from api_helpers import HOSTILE_DATASET, HOSTILE_JOB, PG
+from api_helpers import HOSTILE_DATASET, HOSTILE_JOB, PG, column_pipeline
 
 pytestmark = pytest.mark.browser
 
@@ -36,8 +36,9 @@ def _require_browser() -> None:
     pytest.skip(message)
 
 
-@pytest.fixture
-def browser(tmp_path):
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    """One headless chromium for the module (starting one takes ~3 s); see ``browser``."""
     _require_browser()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -53,7 +54,7 @@ def browser(tmp_path):
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
         "--window-size=1400,900",
     ):
         options.add_argument(flag)
@@ -65,6 +66,14 @@ def browser(tmp_path):
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser(chromium):
+    """The module's chromium, on a blank page with its console log emptied for this test."""
+    chromium.get("about:blank")
+    chromium.get_log("browser")
+    return chromium
 
 
 def _wait(driver, condition, timeout: float = 20.0):
@@ -189,7 +198,15 @@ def test_hostile_names_are_shown_as_text_and_never_run(api, loaded, browser):
     _open(driver, api.url, "job:shop:report", depth=1)
     assert HOSTILE_DATASET in driver.find_element("id", "node-list").text
     assert driver.execute_script("return window.__pwned === undefined")
-    injected = "#node-list img, #details-body img, #status img, script[src='x']"
+    # And through the search box, whose hits are data too.
+    box = driver.find_element("id", "search-input")
+    box.send_keys("onerror")
+    box.submit()
+    _wait(driver, "return document.querySelectorAll('#search-results button').length === 1")
+    assert HOSTILE_DATASET in driver.find_element("id", "search-results").text
+    injected = (
+        "#node-list img, #details-body img, #status img, #search-results img, script[src='x']"
+    )
     assert driver.find_elements("css selector", injected) == []
     assert driver.execute_script(
         "return Array.from(document.scripts).every(s => s.src.startsWith(location.origin))"
@@ -214,3 +231,282 @@ def test_page_without_a_node_lists_jobs_to_choose_from(api, loaded, browser):
     button.click()
     assert _ready(driver) == "ready"
     assert "job%3Ashop%3Aaudit" in driver.current_url
+
+
+# ---- search, namespaces, runs, fields, column lineage, export, shareable URLs -------------------
+
+
+@pytest.fixture
+def columns(api, loaded):
+    """The known pipeline plus two runs carrying schema and columnLineage facets."""
+    events = column_pipeline()
+    response = api.client.post("/api/v1/lineage/batch", json=events)
+    assert response.status_code == 200, response.text
+    assert response.json()["summary"]["successful"] == len(events)
+    return events
+
+
+def _details(driver) -> str:
+    _wait(driver, "return document.querySelector('#node-details') !== null")
+    return driver.find_element("id", "details-body").text
+
+
+def _server_has_column_lineage(api) -> bool:
+    return "/api/v1/column-lineage" in api.client.get("/openapi.json").json()["paths"]
+
+
+def test_search_box_lists_matches_with_namespaces_and_opens_one(api, columns, browser):
+    driver = browser
+    _open(driver, api.url, "job:shop:extract")
+    box = driver.find_element("id", "search-input")
+    box.send_keys("enrich")
+    box.submit()
+    _wait(driver, "return document.querySelectorAll('#search-results button').length >= 2")
+    hits = driver.find_elements("css selector", "#search-results button")
+    by_id = {b.get_attribute("data-node-id"): b.text for b in hits}
+    # Same answer as the API's search, in the API's order.
+    expected = [
+        r["nodeId"]
+        for r in api.client.get("/api/v1/search", params={"q": "enrich"}).json()["results"]
+    ]
+    assert [b.get_attribute("data-node-id") for b in hits] == expected
+    assert {"job:shop:enrich", f"dataset:{PG}:mart.enriched", f"dataset:{PG}:pub.enriched"} <= set(
+        by_id
+    )
+    assert "shop" in by_id["job:shop:enrich"] and PG in by_id[f"dataset:{PG}:mart.enriched"]
+    assert "matches" in driver.find_element("id", "search-status").text
+    next(
+        b for b in hits if b.get_attribute("data-node-id") == f"dataset:{PG}:mart.enriched"
+    ).click()
+    _wait(driver, "return location.hash.includes('mart.enriched')")
+    assert _ready(driver) == "ready"
+    assert (
+        driver.execute_script("return window.lineagePage.cy.$('.root').id()")
+        == f"dataset:{PG}:mart.enriched"
+    )
+    # Nothing found is said, not left blank.
+    box.clear()
+    box.send_keys("no-such-thing-anywhere")
+    box.submit()
+    _wait(
+        driver, "return document.getElementById('search-status').textContent.startsWith('Nothing')"
+    )
+    assert driver.find_elements("css selector", "#search-results li") == []
+
+
+def test_namespaces_are_on_the_nodes_in_the_list_and_in_details(api, columns, browser):
+    driver = browser
+    _open(driver, api.url, "job:shop:enrich", depth=1)
+    labels = dict(
+        driver.execute_script(
+            "return window.lineagePage.cy.nodes().map(n => [n.id(), n.data('label')])"
+        )
+    )
+    assert labels["job:shop:enrich"] == "enrich\nshop"
+    assert labels[f"dataset:{PG}:mart.enriched"] == f"mart.enriched\n{PG}"
+    listed = driver.find_element(
+        "css selector", f'#node-list button[data-node-id="dataset:{PG}:stg.orders"]'
+    )
+    assert listed.find_element("css selector", ".ns").text == PG
+    _click_node(driver, f"dataset:{PG}:stg.orders")
+    _wait(driver, f"return location.hash.includes({quote('stg.orders')!r})")
+    rows = driver.find_elements("css selector", "#node-details dt, #node-details dd")
+    pairs = dict(zip([r.text for r in rows[::2]], [r.text for r in rows[1::2]], strict=True))
+    assert pairs["namespace"] == PG and pairs["name"] == "stg.orders"
+    # Readable without a mouse or without sight: every control is labelled, every button named.
+    unlabelled = driver.execute_script(
+        "return Array.from(document.querySelectorAll('input, select'))"
+        ".filter(e => e.type !== 'hidden' && !e.closest('[hidden]'))"
+        ".filter(e => !(e.id && document.querySelector('label[for=\"' + e.id + '\"]')))"
+        ".map(e => e.id || e.outerHTML)"
+    )
+    assert unlabelled == []
+    unnamed = driver.execute_script(
+        "return Array.from(document.querySelectorAll('button'))"
+        ".filter(b => !b.textContent.trim() && !b.getAttribute('aria-label')).map(b => b.outerHTML)"
+    )
+    assert unnamed == []
+
+
+def test_run_list_shows_state_start_duration_and_event_count(api, columns, browser):
+    import re
+
+    driver = browser
+    _open(driver, api.url, "job:shop:enrich", depth=1)
+    _details(driver)
+    _wait(
+        driver,
+        "return /events?$/.test((document.querySelector('#details-body .runs li .events-button') || {}).textContent || '') && document.querySelector('#details-body .runs li .events-button').textContent !== 'events'",
+    )
+    line = driver.find_element("css selector", "#details-body .runs li").text
+    assert re.fullmatch(r"COMPLETED · 2025-03-01 00:06:40 UTC · 1\.5 s · 2 events", line), line
+    # The failed job: its state, a 12 s run, its two events; and the events open on demand.
+    _open(driver, api.url, "job:shop:clean", depth=1)
+    _details(driver)
+    _wait(
+        driver,
+        "return (document.querySelector('#details-body .events-button') || {}).textContent === '2 events'",
+    )
+    line = driver.find_element("css selector", "#details-body .runs li").text
+    assert line == "FAILED · 2025-03-01 00:01:40 UTC · 12.0 s · 2 events", line
+    assert "msevents" not in driver.find_element("id", "details-body").text
+    button = driver.find_element("css selector", "#details-body .events-button")
+    button.click()
+    _wait(driver, "return document.querySelector('#details-body pre.event') !== null")
+    shown = driver.find_element("css selector", "#details-body pre.event").text
+    assert '"eventType": "START"' in shown and '"eventType": "FAIL"' in shown
+    assert button.get_attribute("aria-expanded") == "true"
+
+
+def test_dataset_details_list_its_schema_fields(api, columns, browser):
+    driver = browser
+    _open(driver, api.url, f"dataset:{PG}:mart.enriched", depth=1)
+    _details(driver)
+    _wait(driver, "return document.querySelectorAll('table.fields tbody tr').length > 0")
+    rows = [
+        [td.text for td in tr.find_elements("css selector", "td")]
+        for tr in driver.find_elements("css selector", "table.fields tbody tr")
+    ]
+    assert rows == [
+        ["order_id", "INTEGER", "the order"],
+        ["amount_eur", "DECIMAL(10,2)", "amount in euros"],
+    ]
+    # A dataset no event gave a schema says so.
+    _open(driver, api.url, f"dataset:{PG}:raw.orders", depth=1)
+    _wait(
+        driver,
+        "return (document.querySelector('.fields-box .hint') || {}).textContent === 'No schema recorded for this dataset.'",
+    )
+
+
+def test_a_field_shows_its_upstream_and_downstream_fields(api, columns, browser):
+    driver = browser
+    _open(driver, api.url, f"dataset:{PG}:mart.enriched", depth=3)
+    _details(driver)
+    _wait(
+        driver, "return document.querySelector('.field-button[data-field=\"amount_eur\"]') !== null"
+    )
+    driver.find_element("css selector", '.field-button[data-field="amount_eur"]').click()
+    _wait(driver, "return location.hash.includes('field=amount_eur')")
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "graph-page-fields.png"))
+    pressed = driver.find_element("css selector", '.field-button[data-field="amount_eur"]')
+    assert pressed.get_attribute("aria-pressed") == "true"
+    if not _server_has_column_lineage(api):
+        # Until GET /api/v1/column-lineage is served, the page says so and asks nothing.
+        _wait(driver, "return document.querySelector('#column-lineage .not-available') !== null")
+        assert "not available" in driver.find_element("id", "column-lineage").text
+        return
+    _wait(driver, "return document.querySelector('#upstream-fields') !== null")
+    upstream = {
+        li.get_attribute("data-field-id")
+        for li in driver.find_elements("css selector", "#upstream-fields li[data-field-id]")
+    }
+    downstream = {
+        li.get_attribute("data-field-id")
+        for li in driver.find_elements("css selector", "#downstream-fields li[data-field-id]")
+    }
+    assert upstream == {f"datasetField:{PG}:stg.orders:amount"}
+    assert downstream == {f"datasetField:{PG}:pub.enriched:total"}
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "graph-page-columns.png"))
+    # Following a field opens its dataset with that field chosen.
+    driver.find_element("css selector", "#downstream-fields li button").click()
+    _wait(
+        driver,
+        "return location.hash.includes('pub.enriched') && location.hash.includes('field=total')",
+    )
+    assert _ready(driver) == "ready"
+
+
+def test_export_downloads_png_and_svg_of_the_drawn_graph(api, columns, browser, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    driver = browser
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    driver.execute_cdp_cmd(
+        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+    )
+    _open(driver, api.url, "job:shop:report", depth=1)
+    driver.find_element("id", "export-png").click()
+    driver.find_element("id", "export-svg").click()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and sorted(p.name for p in downloads.iterdir()) != [
+        "lineage-report.png",
+        "lineage-report.svg",
+    ]:
+        time.sleep(0.1)
+    png = (downloads / "lineage-report.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+    svg = ET.fromstring((downloads / "lineage-report.svg").read_bytes())
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    drawn = set(driver.execute_script("return window.lineagePage.cy.nodes().map(n => n.id())"))
+    edges = driver.execute_script(
+        "return window.lineagePage.cy.edges().map(e => [e.source().id(), e.target().id()])"
+    )
+    groups = svg.findall("s:g[@class='nodes']/s:g", ns)
+    assert {g.get("data-id") for g in groups} == drawn
+    assert sorted(
+        (line.get("data-source"), line.get("data-target"))
+        for line in svg.findall("s:g[@class='edges']/s:line", ns)
+    ) == sorted(map(tuple, edges))
+    # Jobs as rectangles, datasets as ellipses, names and namespaces as text (the hostile
+    # dataset name too: escaped by the serializer, read back intact).
+    texts = {
+        g.get("data-id"): ["".join(t.itertext()) for t in g.findall("s:text/s:tspan", ns)]
+        for g in groups
+    }
+    assert texts["job:shop:report"] == ["report", "shop"]
+    assert texts[f"dataset:{PG}:{HOSTILE_DATASET}"][0].startswith("<img src=x")
+    assert all(g.find("s:rect", ns) is not None for g in groups if g.get("class") == "job")
+    assert all(g.find("s:ellipse", ns) is not None for g in groups if g.get("class") == "dataset")
+    assert driver.execute_script("return window.__pwned === undefined")
+
+
+def test_depth_direction_and_selection_survive_a_reload(api, columns, browser):
+    driver = browser
+    driver.get(f"{api.url}/")
+    _ready(driver)
+    driver.find_element("id", "node-input").send_keys(f"dataset:{PG}:mart.enriched")
+    depth = driver.find_element("id", "depth-input")
+    depth.clear()
+    depth.send_keys("2")
+    driver.find_element("css selector", "#direction-input option[value='upstream']").click()
+    driver.find_element("id", "show-button").click()
+    assert _ready(driver) == "ready"
+    _click_node(driver, "job:shop:enrich")
+    _wait(driver, "return location.hash.includes('selected=')")
+    _click_node(driver, f"dataset:{PG}:stg.orders")
+    _wait(
+        driver,
+        f"return location.hash.includes('selected=' + encodeURIComponent({'dataset:' + PG + ':stg.orders'!r}))",
+    )
+    _wait(driver, "return document.querySelector('.field-button[data-field=\"amount\"]') !== null")
+    driver.find_element("css selector", '.field-button[data-field="amount"]').click()
+    _wait(driver, "return location.hash.includes('field=amount')")
+    shared = driver.current_url
+    before = set(driver.execute_script("return window.lineagePage.cy.nodes().map(n => n.id())"))
+
+    driver.get("about:blank")
+    driver.get(shared)  # the link as someone else would open it
+    assert _ready(driver) == "ready"
+    assert driver.find_element("id", "depth-input").get_attribute("value") == "2"
+    assert driver.find_element("id", "direction-input").get_attribute("value") == "upstream"
+    assert (
+        driver.find_element("id", "node-input").get_attribute("value")
+        == f"dataset:{PG}:mart.enriched"
+    )
+    assert (
+        set(driver.execute_script("return window.lineagePage.cy.nodes().map(n => n.id())"))
+        == before
+    )
+    assert driver.execute_script(
+        "return window.lineagePage.cy.$(':selected').map(n => n.id())"
+    ) == [f"dataset:{PG}:stg.orders"]
+    assert "stg.orders" in _details(driver)
+    _wait(
+        driver,
+        "return (document.querySelector('.field-button[aria-pressed=\"true\"]') || {}).textContent === 'amount'",
+    )
+    assert driver.current_url == shared

@@ -6,7 +6,12 @@
   "use strict";
 
   var cytoscape = window.cytoscape;
-  var state = { cy: null, apiKey: null, rootId: null, graph: null, byId: {} };
+  var state = {
+    cy: null, apiKey: null, rootId: null, graph: null, byId: {},
+    // What the URL records so a view can be shared: the graph asked for, the node whose details
+    // are open and the field whose column lineage is shown.
+    choice: { nodeId: "", depth: 3, direction: "both" }, selected: "", field: "",
+  };
   var $ = function (id) { return document.getElementById(id); };
 
   // ---- small DOM helpers (text only) --------------------------------------------------------
@@ -48,11 +53,33 @@
             var detail = body && typeof body.detail === "string" ? body.detail : response.statusText;
             var error = new Error(detail);
             error.status = response.status;
+            error.reason = body && typeof body.reason === "string" ? body.reason : null;
             throw error;
           }
           return body;
         });
       });
+  }
+
+  // Which optional reads this server has, from its OpenAPI document, asked once: a route it
+  // lacks is then never requested (no 404 in the console) and the page says what is missing.
+  var capabilities = null;
+  function serverHas() {
+    if (!capabilities) {
+      capabilities = fetch("openapi.json", { credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.json() : {}; })
+        .then(function (doc) {
+          var paths = Object.keys((doc && doc.paths) || {});
+          var has = function (re) { return paths.some(function (p) { return re.test(p); }); };
+          if (!paths.length) return { dataset: true, columnLineage: true };
+          return {
+            dataset: has(/^\/api\/v1\/namespaces\/\{[^}]+\}\/datasets\/\{[^}]+\}$/),
+            columnLineage: has(/^\/api\/v1\/column-lineage$/),
+          };
+        })
+        .catch(function () { return { dataset: true, columnLineage: true }; });
+    }
+    return capabilities;
   }
 
   function seg(text) {
@@ -69,13 +96,18 @@
       depth: isFinite(depth) ? Math.max(0, Math.min(100, depth)) : 3,
       direction: ["both", "upstream", "downstream"].indexOf(params.get("direction")) >= 0
         ? params.get("direction") : "both",
+      selected: params.get("selected") || "",
+      field: params.get("field") || "",
     };
   }
 
-  function writeHash(choice) {
+  function writeHash() {
+    var choice = state.choice;
     var params = new URLSearchParams({
       nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction,
     });
+    if (state.selected && state.selected !== choice.nodeId) params.set("selected", state.selected);
+    if (state.field) params.set("field", state.field);
     var next = "#" + params.toString();
     if (location.hash !== next) history.replaceState(null, "", next);
   }
@@ -110,7 +142,11 @@
         data: {
           id: node.id,
           type: node.type,
-          label: shorten(String(data.name || node.id), 48),
+          name: String(data.name || node.id),
+          namespace: String(data.namespace || ""),
+          // Name, then namespace: two datasets of one name in two systems must not look alike.
+          label: shorten(String(data.name || node.id), 40) +
+            (data.namespace ? "\n" + shorten(String(data.namespace), 40) : ""),
         },
         classes: [
           node.type === "JOB" ? "job" : "dataset",
@@ -136,8 +172,9 @@
   var graphStyle = [
     { selector: "node", style: {
       "label": "data(label)", "font-size": 11, "color": "#1d232a",
-      "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "ellipsis",
-      "text-max-width": "180px", "width": 34, "height": 34, "border-width": 0,
+      "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "wrap",
+      "text-max-width": "260px", "line-height": 1.25, "width": 34, "height": 34,
+      "border-width": 0,
     } },
     { selector: "node.job", style: {
       "shape": "round-rectangle", "background-color": "#2f6fbf", "width": 46, "height": 28,
@@ -172,6 +209,7 @@
       maxZoom: 3,
     });
     state.cy.on("tap", "node", function (evt) {
+      state.field = "";
       showDetails(evt.target.id());
     });
     state.cy.on("dbltap", "node", function (evt) {
@@ -179,6 +217,15 @@
     });
     fillNodeList(graph);
     window.lineagePage.cy = state.cy;
+    $("export-png").disabled = false;
+    $("export-svg").disabled = false;
+  }
+
+  function selectInGraph(id) {
+    if (!state.cy) return;
+    state.cy.elements().unselect();
+    var target = state.cy.getElementById(id);
+    if (target.nonempty()) target.select();
   }
 
   function fillNodeList(graph) {
@@ -194,14 +241,16 @@
       button.appendChild(el("span", "kind " + (node.type === "JOB" ? "JOB" : "DATASET"),
         node.type === "JOB" ? "job" : "dataset"));
       button.appendChild(document.createTextNode(String((node.data && node.data.name) || node.id)));
+      if (node.data && node.data.namespace) {
+        button.appendChild(el("span", "ns", " " + node.data.namespace));
+      }
       if (isFailed(node)) button.appendChild(el("span", "state-FAILED", " \u2716 " + latestState(node)));
       button.addEventListener("click", function () {
-        if (state.cy) {
-          state.cy.elements().unselect();
-          var target = state.cy.getElementById(node.id);
-          target.select();
-          state.cy.animate({ center: { eles: target } }, { duration: 200 });
+        if (state.cy && state.cy.getElementById(node.id).nonempty()) {
+          state.cy.animate({ center: { eles: state.cy.getElementById(node.id) } },
+            { duration: 200 });
         }
+        state.field = "";
         showDetails(node.id);
       });
       item.appendChild(button);
@@ -216,11 +265,26 @@
     dl.appendChild(el("dd", className || null, value));
   }
 
+  // 850 ms, 1.2 s, 2 min 5 s, 1 h 3 min: a run list is read at a glance.
   function fmtDuration(ms) {
-    if (typeof ms !== "number") return "";
-    if (ms < 1000) return ms + " ms";
+    if (typeof ms !== "number" || !isFinite(ms) || ms < 0) return "";
+    if (ms < 1000) return Math.round(ms) + " ms";
     if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
-    return (ms / 60000).toFixed(1) + " min";
+    var minutes = Math.floor(ms / 60000);
+    if (minutes < 60) return minutes + " min " + Math.round((ms % 60000) / 1000) + " s";
+    return Math.floor(minutes / 60) + " h " + (minutes % 60) + " min";
+  }
+
+  // "2025-03-01T00:01:05.123Z" -> "2025-03-01 00:01:05 UTC"
+  function fmtTime(text) {
+    if (typeof text !== "string" || !text) return "";
+    var match = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?(Z|[+-]\d{2}:?\d{2})?$/.exec(text);
+    if (!match) return text;
+    return match[1] + " " + match[2] + (match[3] === "Z" || !match[3] ? " UTC" : " " + match[3]);
+  }
+
+  function plural(count, word) {
+    return count + " " + word + (count === 1 ? "" : "s");
   }
 
   function showDetails(id) {
@@ -228,6 +292,9 @@
     var body = $("details-body");
     clear(body);
     if (!node) return;
+    state.selected = id;
+    selectInGraph(id);
+    if (state.choice.nodeId) writeHash();
     var data = node.data || {};
     var dl = el("dl", "node-details");
     dl.id = "node-details";
@@ -246,38 +313,451 @@
     recenter.addEventListener("click", function () { reroot(node.id); });
     body.appendChild(recenter);
 
-    if (node.type === "JOB") {
-      var runsBox = el("div", "runs-box");
-      runsBox.appendChild(el("h3", null, "Recent runs"));
-      var list = el("ul", "runs");
-      runsBox.appendChild(list);
-      body.appendChild(runsBox);
-      var path = "namespaces/" + seg(data.namespace) + "/jobs/" + seg(data.name) + "/runs";
-      apiGet(path, { limit: "5" }).then(function (answer) {
-        if (!answer.runs || !answer.runs.length) list.appendChild(el("li", null, "no runs"));
-        (answer.runs || []).forEach(function (run) {
-          var item = el("li");
-          item.appendChild(el("span", "state-" + run.state, run.state));
-          item.appendChild(document.createTextNode(
-            " " + (run.startedAt || run.endedAt || "") + " " + fmtDuration(run.durationMs)));
-          var show = el("button", "link-button", " events");
-          show.type = "button";
-          show.addEventListener("click", function () { showEvents(item, run.id); });
-          item.appendChild(show);
-          list.appendChild(item);
-        });
-      }).catch(function (error) {
-        list.appendChild(el("li", "state-FAILED", "runs unavailable: " + error.message));
-      });
-    }
+    if (node.type === "JOB") showRuns(node, body);
+    else showFields(node, body);
   }
 
-  function showEvents(container, runId) {
-    apiGet("jobs/runs/" + seg(runId) + "/events").then(function (answer) {
-      var pre = el("pre", "event", JSON.stringify(answer.events, null, 2));
-      container.appendChild(pre);
+  function showRuns(node, body) {
+    var data = node.data || {};
+    var runsBox = el("div", "runs-box");
+    runsBox.appendChild(el("h3", null, "Recent runs"));
+    var list = el("ul", "runs");
+    runsBox.appendChild(list);
+    body.appendChild(runsBox);
+    var path = "namespaces/" + seg(data.namespace) + "/jobs/" + seg(data.name) + "/runs";
+    apiGet(path, { limit: "5" }).then(function (answer) {
+      if (!answer.runs || !answer.runs.length) list.appendChild(el("li", null, "no runs"));
+      (answer.runs || []).forEach(function (run) { list.appendChild(runItem(run)); });
     }).catch(function (error) {
-      container.appendChild(el("div", "state-FAILED", error.message));
+      list.appendChild(el("li", "state-FAILED", "runs unavailable: " + error.message));
+    });
+  }
+
+  // COMPLETED · 2025-03-01 00:01:05 UTC · 1.2 s · [3 events]
+  function runItem(run) {
+    var item = el("li", "run");
+    item.dataset.runId = run.id;
+    item.appendChild(el("span", "state-" + run.state, run.state));
+    var when = fmtTime(run.startedAt || run.endedAt);
+    if (when) item.appendChild(document.createTextNode(" \u00B7 " + when));
+    var took = run.endedAt ? fmtDuration(run.durationMs) : (run.startedAt ? "running" : "");
+    if (took) item.appendChild(el("span", "duration", " \u00B7 " + took));
+    item.appendChild(document.createTextNode(" \u00B7 "));
+    var show = el("button", "link-button events-button", "events");
+    show.type = "button";
+    show.setAttribute("aria-expanded", "false");
+    item.appendChild(show);
+    var events = null;
+    apiGet("jobs/runs/" + seg(run.id) + "/events").then(function (answer) {
+      events = answer.events || [];
+      show.textContent = plural(events.length, "event");
+    }).catch(function () { /* the button still fetches them on click */ });
+    show.addEventListener("click", function () {
+      var open = item.querySelector("pre.event");
+      if (open) {
+        item.removeChild(open);
+        show.setAttribute("aria-expanded", "false");
+        return;
+      }
+      var render = function (list) {
+        item.appendChild(el("pre", "event", JSON.stringify(list, null, 2)));
+        show.setAttribute("aria-expanded", "true");
+      };
+      if (events) return render(events);
+      apiGet("jobs/runs/" + seg(run.id) + "/events").then(function (answer) {
+        render(answer.events || []);
+      }).catch(function (error) {
+        item.appendChild(el("div", "state-FAILED", error.message));
+      });
+    });
+    return item;
+  }
+
+  // ---- dataset fields and column lineage ---------------------------------------------------
+
+  function fieldList(raw) {
+    return (Array.isArray(raw) ? raw : []).filter(function (f) {
+      return f && typeof f.name === "string";
+    }).map(function (f) {
+      return {
+        name: f.name,
+        type: typeof f.type === "string" ? f.type : "",
+        description: typeof f.description === "string" ? f.description : "",
+      };
+    });
+  }
+
+  // Marquez's getDataset answers `fields` (from the schema facet). A server without that route
+  // still has the events: the schema facet of the dataset in the latest run of a job next to it.
+  function datasetFields(node) {
+    var data = node.data || {};
+    var path = "namespaces/" + seg(data.namespace) + "/datasets/" + seg(data.name);
+    return serverHas().then(function (has) {
+      if (!has.dataset) return fieldsFromEvents(node);
+      return apiGet(path).then(function (dataset) {
+        return fieldList(dataset.fields);
+      }).catch(function (error) {
+        if (error.status !== 404 && error.status !== 405) throw error;
+        return fieldsFromEvents(node);
+      });
+    });
+  }
+
+  function fieldsFromEvents(node) {
+    var data = node.data || {};
+    var jobs = (node.inEdges || []).map(function (e) { return e.origin; })
+      .concat((node.outEdges || []).map(function (e) { return e.destination; }))
+      .map(function (id) { return state.byId[id]; })
+      .filter(function (n) { return n && n.type === "JOB" && n.data; });
+    // Producers first (their outputs carry the schema they wrote), then consumers; a few at most.
+    var tryJob = function (i) {
+      if (i >= Math.min(jobs.length, 4)) return Promise.resolve([]);
+      return schemaFromLatestRun(jobs[i].data, data).then(function (fields) {
+        return fields.length ? fields : tryJob(i + 1);
+      });
+    };
+    return tryJob(0);
+  }
+
+  function schemaFromLatestRun(job, data) {
+    var path = "namespaces/" + seg(job.namespace) + "/jobs/" + seg(job.name) + "/runs";
+    return apiGet(path, { limit: "1" }).then(function (answer) {
+      var run = (answer.runs || [])[0];
+      if (!run) return [];
+      return apiGet("jobs/runs/" + seg(run.id) + "/events").then(function (runEvents) {
+        var events = (runEvents.events || []).slice().reverse();
+        for (var i = 0; i < events.length; i++) {
+          var datasets = (events[i].outputs || []).concat(events[i].inputs || []);
+          for (var j = 0; j < datasets.length; j++) {
+            var ds = datasets[j] || {};
+            var schema = ds.facets && ds.facets.schema;
+            if (ds.namespace === data.namespace && ds.name === data.name && schema) {
+              return fieldList(schema.fields);
+            }
+          }
+        }
+        return [];
+      });
+    });
+  }
+
+  function showFields(node, body) {
+    var box = el("div", "fields-box");
+    box.appendChild(el("h3", null, "Fields"));
+    var note = el("p", "hint", "Loading fields\u2026");
+    box.appendChild(note);
+    body.appendChild(box);
+    var columns = el("div", "column-lineage");
+    columns.id = "column-lineage";
+    columns.setAttribute("aria-live", "polite");
+    datasetFields(node).then(function (fields) {
+      if (state.selected !== node.id) return;
+      if (!fields.length) {
+        note.textContent = "No schema recorded for this dataset.";
+        state.field = "";
+        return;
+      }
+      note.textContent = "Choose a field to see the fields it comes from and feeds.";
+      var table = el("table", "fields");
+      var head = el("tr");
+      ["field", "type", "description"].forEach(function (h) {
+        var th = el("th", null, h);
+        th.scope = "col";
+        head.appendChild(th);
+      });
+      table.appendChild(el("thead")).appendChild(head);
+      var tbody = table.appendChild(el("tbody"));
+      fields.forEach(function (f) {
+        var row = el("tr");
+        var cell = el("td");
+        var button = el("button", "field-button", f.name);
+        button.type = "button";
+        button.dataset.field = f.name;
+        button.setAttribute("aria-pressed", "false");
+        button.addEventListener("click", function () { showColumnLineage(node, f.name, columns); });
+        cell.appendChild(button);
+        row.appendChild(cell);
+        row.appendChild(el("td", null, f.type));
+        row.appendChild(el("td", null, f.description));
+        tbody.appendChild(row);
+      });
+      box.appendChild(table);
+      box.appendChild(columns);
+      var wanted = state.field;
+      if (wanted && fields.some(function (f) { return f.name === wanted; })) {
+        showColumnLineage(node, wanted, columns);
+      } else {
+        state.field = "";
+      }
+    }).catch(function (error) {
+      note.textContent = "fields unavailable: " + error.message;
+      note.className = "state-FAILED";
+    });
+  }
+
+  function fieldNodeId(namespace, dataset, field) {
+    return "datasetField:" + namespace + ":" + dataset + ":" + field;
+  }
+
+  // A column-lineage node as {namespace, dataset, field}: from its data when the server sends
+  // it (Marquez does), else from its id (the field and dataset never hold ':' here; the
+  // namespace may).
+  function fieldOf(node, id) {
+    var data = (node && node.data) || {};
+    if (typeof data.field === "string" && typeof data.dataset === "string") {
+      return { namespace: String(data.namespace || ""), dataset: data.dataset, field: data.field };
+    }
+    var rest = String(id).replace(/^datasetField:/, "");
+    var f = rest.lastIndexOf(":");
+    var d = rest.lastIndexOf(":", f - 1);
+    return { namespace: rest.slice(0, d), dataset: rest.slice(d + 1, f), field: rest.slice(f + 1) };
+  }
+
+  // Fields reached from `rootId` one way: the other end of each edge on that side, hop by hop.
+  function walkFields(byId, rootId, side) {
+    var seen = {};
+    seen[rootId] = 0;
+    var queue = [rootId];
+    var found = [];
+    while (queue.length) {
+      var id = queue.shift();
+      var node = byId[id];
+      if (!node) continue;
+      var next = [];
+      (node[side] || []).forEach(function (edge) {
+        next.push(edge.origin === id ? edge.destination : edge.origin);
+      });
+      if (side === "inEdges" && node.data && Array.isArray(node.data.inputFields)) {
+        node.data.inputFields.forEach(function (f) {
+          if (f && f.field) next.push(fieldNodeId(f.namespace, f.dataset || f.name, f.field));
+        });
+      }
+      next.forEach(function (other) {
+        if (other === undefined || Object.prototype.hasOwnProperty.call(seen, other)) return;
+        seen[other] = seen[id] + 1;
+        found.push({ id: other, hops: seen[other], ref: fieldOf(byId[other], other) });
+        queue.push(other);
+      });
+    }
+    return found;
+  }
+
+  function showColumnLineage(node, field, box) {
+    var data = node.data || {};
+    state.field = field;
+    writeHash();
+    Array.prototype.forEach.call(document.querySelectorAll(".field-button"), function (b) {
+      b.setAttribute("aria-pressed", b.dataset.field === field ? "true" : "false");
+    });
+    clear(box);
+    box.appendChild(el("h3", null, "Column lineage of " + field));
+    var status = el("p", "hint", "Loading column lineage\u2026");
+    box.appendChild(status);
+    var rootId = fieldNodeId(data.namespace, data.name, field);
+    serverHas().then(function (has) {
+      if (!has.columnLineage) {
+        var missing = new Error("no such route");
+        missing.status = 404;
+        throw missing;
+      }
+      return apiGet("column-lineage", {
+        nodeId: rootId, depth: String(Math.max(1, state.choice.depth)), withDownstream: "true",
+      });
+    }).then(function (answer) {
+      if (state.field !== field || state.selected !== node.id) return;
+      var byId = {};
+      (answer.graph || []).forEach(function (n) { byId[n.id] = n; });
+      var up = walkFields(byId, rootId, "inEdges");
+      var down = walkFields(byId, rootId, "outEdges");
+      status.textContent = plural(up.length, "upstream field") + ", " +
+        plural(down.length, "downstream field") + ".";
+      [["Upstream", "upstream-fields", up], ["Downstream", "downstream-fields", down]]
+        .forEach(function (part) {
+          box.appendChild(el("h4", null, part[0]));
+          var list = el("ul", "field-links");
+          list.id = part[1];
+          if (!part[2].length) list.appendChild(el("li", "hint", "none"));
+          part[2].forEach(function (hit) { list.appendChild(fieldLink(hit)); });
+          box.appendChild(list);
+        });
+    }).catch(function (error) {
+      // A server without the route answers a plain 404 (no reason code) or 405.
+      var missing = (error.status === 404 && !error.reason) || error.status === 405;
+      status.textContent = missing
+        ? "Column lineage is not available on this server (GET /api/v1/column-lineage)."
+        : "column lineage unavailable: " + error.message;
+      status.className = missing ? "hint not-available" : "state-FAILED";
+    });
+  }
+
+  function fieldLink(hit) {
+    var item = el("li");
+    item.dataset.fieldId = hit.id;
+    var button = el("button", "link-button", hit.ref.dataset + "." + hit.ref.field);
+    button.type = "button";
+    button.title = "Show the lineage of " + hit.ref.dataset;
+    button.addEventListener("click", function () {
+      var id = "dataset:" + hit.ref.namespace + ":" + hit.ref.dataset;
+      $("node-input").value = id;
+      state.selected = id;
+      state.field = hit.ref.field;
+      load(currentChoice(), id);
+    });
+    item.appendChild(button);
+    if (hit.hops > 1) item.appendChild(el("span", "hint", " (" + hit.hops + " hops)"));
+    item.appendChild(el("span", "ns", hit.ref.namespace));
+    return item;
+  }
+
+  // ---- export -------------------------------------------------------------------------------
+
+  function fileName(ext) {
+    var root = state.byId[state.rootId];
+    var name = root && root.data && root.data.name ? String(root.data.name) : "graph";
+    return "lineage-" + name.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 80) + "." + ext;
+  }
+
+  function download(blob, name) {
+    var link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = name;
+    link.hidden = true;
+    document.body.appendChild(link);
+    link.click();
+    document.body.removeChild(link);
+    setTimeout(function () { URL.revokeObjectURL(link.href); }, 10000);
+  }
+
+  function exportPng() {
+    if (!state.cy) return;
+    download(state.cy.png({ output: "blob", full: true, scale: 2, bg: "#ffffff" }),
+      fileName("png"));
+  }
+
+  // The drawn graph as SVG, from cytoscape's positions and sizes: shapes, colours and labels
+  // as on screen. Built as DOM nodes and serialized, so names are escaped by the serializer.
+  function graphSvg() {
+    var cy = state.cy;
+    var NS = "http://www.w3.org/2000/svg";
+    var make = function (tag, attrs, text) {
+      var node = document.createElementNS(NS, tag);
+      Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, String(attrs[k])); });
+      if (text !== undefined) node.textContent = text;
+      return node;
+    };
+    var box = cy.elements().boundingBox({ includeLabels: true, includeOverlays: false });
+    var pad = 20;
+    var x0 = box.x1 - pad;
+    var y0 = box.y1 - pad;
+    var w = Math.max(1, box.w + 2 * pad);
+    var h = Math.max(1, box.h + 2 * pad);
+    var svg = make("svg", {
+      xmlns: NS, width: Math.ceil(w), height: Math.ceil(h),
+      viewBox: [x0, y0, w, h].map(function (v) { return v.toFixed(1); }).join(" "),
+      "font-family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
+    });
+    var root = state.byId[state.rootId];
+    svg.appendChild(make("title", {}, "Lineage around " +
+      (root && root.data ? root.data.namespace + ":" + root.data.name : state.rootId)));
+    var defs = svg.appendChild(make("defs"));
+    var marker = defs.appendChild(make("marker", {
+      id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7,
+      orient: "auto-start-reverse",
+    }));
+    marker.appendChild(make("path", { d: "M0,0L10,5L0,10z", fill: "#9aa5b1" }));
+    svg.appendChild(make("rect", { x: x0, y: y0, width: w, height: h, fill: "#ffffff" }));
+    var edges = svg.appendChild(make("g", { "class": "edges" }));
+    cy.edges().forEach(function (edge) {
+      var a = edge.sourceEndpoint();
+      var b = edge.targetEndpoint();
+      var line = make("line", {
+        x1: a.x.toFixed(1), y1: a.y.toFixed(1), x2: b.x.toFixed(1), y2: b.y.toFixed(1),
+        stroke: "#9aa5b1", "stroke-width": 1.6, "marker-end": "url(#arrow)",
+      });
+      line.setAttribute("data-source", edge.source().id());
+      line.setAttribute("data-target", edge.target().id());
+      edges.appendChild(line);
+    });
+    var nodes = svg.appendChild(make("g", { "class": "nodes" }));
+    cy.nodes().forEach(function (n) {
+      var p = n.position();
+      var nw = n.width();
+      var nh = n.height();
+      var isJob = n.data("type") === "JOB";
+      var group = make("g", { "class": isJob ? "job" : "dataset" });
+      group.setAttribute("data-id", n.id());
+      var shape = function (grow, attrs) {
+        return isJob
+          ? make("rect", Object.assign({ x: p.x - nw / 2 - grow, y: p.y - nh / 2 - grow,
+            width: nw + 2 * grow, height: nh + 2 * grow, rx: 5 + grow }, attrs))
+          : make("ellipse", Object.assign({ cx: p.x, cy: p.y, rx: nw / 2 + grow,
+            ry: nh / 2 + grow }, attrs));
+      };
+      if (n.hasClass("root")) group.appendChild(shape(7, { fill: "#f4a259", opacity: 0.8 }));
+      var body = { fill: isJob ? "#2f6fbf" : "#2e8b57" };
+      if (n.hasClass("failed")) { body.stroke = "#d62828"; body["stroke-width"] = 5; }
+      group.appendChild(shape(0, body));
+      var text = make("text", {
+        x: p.x, y: p.y + nh / 2 + 4 + 11, "text-anchor": "middle", "font-size": 11,
+        fill: "#1d232a", "font-weight": n.hasClass("root") ? "bold" : "normal",
+      });
+      String(n.data("label") || "").split("\n").forEach(function (line, i) {
+        text.appendChild(make("tspan", { x: p.x, dy: i ? "1.25em" : 0 }, line));
+      });
+      group.appendChild(text);
+      nodes.appendChild(group);
+    });
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(svg);
+  }
+
+  function exportSvg() {
+    if (!state.cy) return;
+    download(new Blob([graphSvg()], { type: "image/svg+xml" }), fileName("svg"));
+  }
+
+  // ---- search -------------------------------------------------------------------------------
+
+  var searchTimer = null;
+  var searchSeq = 0;
+
+  function runSearch(text) {
+    var section = $("search");
+    var list = $("search-results");
+    var status = $("search-status");
+    if (searchTimer) clearTimeout(searchTimer);
+    text = text.trim();
+    if (!text) {
+      section.hidden = true;
+      clear(list);
+      return Promise.resolve();
+    }
+    section.hidden = false;
+    status.textContent = "Searching\u2026";
+    var seq = ++searchSeq;
+    return apiGet("search", { q: text, limit: "50" }).then(function (answer) {
+      if (seq !== searchSeq) return;
+      clear(list);
+      var hits = answer.results || [];
+      status.textContent = hits.length
+        ? (hits.length === 1 ? "1 match" : hits.length + " matches") +
+          " for \u201C" + text + "\u201D"
+        : "Nothing matches \u201C" + text + "\u201D.";
+      hits.forEach(function (hit) {
+        var item = el("li");
+        var button = el("button", "node-button search-hit");
+        button.type = "button";
+        button.dataset.nodeId = hit.nodeId;
+        var kind = hit.type === "JOB" ? "JOB" : "DATASET";
+        button.appendChild(el("span", "kind " + kind, kind === "JOB" ? "job" : "dataset"));
+        button.appendChild(document.createTextNode(String(hit.name)));
+        button.appendChild(el("span", "ns", " " + String(hit.namespace || "")));
+        button.addEventListener("click", function () { reroot(hit.nodeId); });
+        item.appendChild(button);
+        list.appendChild(item);
+      });
+    }).catch(function (error) {
+      if (seq !== searchSeq) return;
+      status.textContent = "search failed: " + error.message;
     });
   }
 
@@ -285,16 +765,20 @@
 
   function reroot(id) {
     $("node-input").value = id;
-    load(currentChoice());
+    state.field = "";
+    load(currentChoice(), id);
   }
 
-  function load(choice) {
+  // `selected`: the node whose details to open once drawn (the chosen node by default).
+  function load(choice, selected) {
+    state.choice = choice;
     if (!choice.nodeId) {
       document.body.dataset.state = "empty";
-      setStatus("Choose a job or dataset: type a name, or pick one from the list.");
+      setStatus("Choose a job or dataset: type a name, search, or pick one from the list.");
       return browse();
     }
-    writeHash(choice);
+    state.selected = selected || choice.nodeId;
+    writeHash();
     document.body.dataset.state = "loading";
     setStatus("Loading lineage\u2026");
     return apiGet("lineage", {
@@ -303,7 +787,9 @@
       draw(answer.graph || [], choice.nodeId);
       var count = (answer.graph || []).length;
       setStatus(count + " node(s) within depth " + choice.depth + " (" + choice.direction + ")");
-      showDetails(choice.nodeId);
+      var open = state.byId[state.selected] ? state.selected : choice.nodeId;
+      if (open !== state.selected) state.field = "";
+      showDetails(open);
       document.body.dataset.state = "ready";
     }).catch(function (error) {
       setStatus("Cannot show " + choice.nodeId + ": " + error.message, true);
@@ -371,7 +857,21 @@
       var box = $("graph").getBoundingClientRect();
       return { x: box.left + pos.x, y: box.top + pos.y };
     },
+    // The SVG the "Export SVG" button downloads, as text.
+    graphSvg: function () { return state.cy ? graphSvg() : null; },
   };
+
+  function loadFromHash() {
+    var choice = readHash();
+    $("node-input").value = choice.nodeId;
+    $("depth-input").value = String(choice.depth);
+    $("direction-input").value = choice.direction;
+    state.field = choice.field;
+    return load(
+      { nodeId: choice.nodeId, depth: choice.depth, direction: choice.direction },
+      choice.selected || choice.nodeId
+    );
+  }
 
   document.addEventListener("DOMContentLoaded", function () {
     if (typeof cytoscape !== "function") {
@@ -379,19 +879,40 @@
       document.body.dataset.state = "error";
       return;
     }
-    var choice = readHash();
-    $("node-input").value = choice.nodeId;
-    $("depth-input").value = String(choice.depth);
-    $("direction-input").value = choice.direction;
     $("controls").addEventListener("submit", function (evt) {
       evt.preventDefault();
-      load(currentChoice());
+      var choice = currentChoice();
+      // Same node, other depth or direction: keep the open details if still in the graph.
+      var keep = choice.nodeId === state.choice.nodeId ? state.selected : "";
+      if (!keep) state.field = "";
+      load(choice, keep);
+    });
+    $("search-form").addEventListener("submit", function (evt) {
+      evt.preventDefault();
+      runSearch($("search-input").value);
+    });
+    $("search-input").addEventListener("input", function () {
+      if (searchTimer) clearTimeout(searchTimer);
+      var text = $("search-input").value;
+      searchTimer = setTimeout(function () { runSearch(text); }, 250);
+    });
+    $("export-png").addEventListener("click", exportPng);
+    $("export-svg").addEventListener("click", exportSvg);
+    // A link pasted into the address bar of an open page changes only the hash.
+    window.addEventListener("hashchange", function () {
+      var want = readHash();
+      var have = state.choice;
+      if (want.nodeId !== have.nodeId || want.depth !== have.depth ||
+          want.direction !== have.direction || (want.selected || want.nodeId) !== state.selected ||
+          want.field !== state.field) {
+        loadFromHash();
+      }
     });
     $("node-input").addEventListener("input", suggest);
     $("key-input").addEventListener("change", function () {
       state.apiKey = $("key-input").value || null;
-      load(currentChoice());
+      load(currentChoice(), state.selected);
     });
-    load(choice);
+    loadFromHash();
   });
 })();

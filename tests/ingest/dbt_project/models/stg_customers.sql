@@ -1,0 +1,2 @@
+select id as customer_id, name as customer_name, country
+from {{ source('raw', 'customers') }}

@@ -1,0 +1,2 @@
+select id as order_id, customer_id, amount
+from {{ source('raw', 'orders') }}
