@@ -89,7 +89,18 @@ def tests(session: nox.Session) -> None:
     # dbt-ol's venv (its own: dbt-core and mypy need different pathspec), built before the clock
     # of any test starts; reused while pyproject's dbt-producer extra is unchanged.
     session.run("python", "tests/ingest/dbt_env.py")
-    args = session.posargs or ["-q", "-p", "no:cacheprovider", "--durations=15"]
+    # Two workers: most tests wait on servers, so two share the two cores well; the heavy ones
+    # (private broker nodes, slow scenarios) stay together on one worker (tests/conftest.py).
+    args = session.posargs or [
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--durations=15",
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
+    ]
     session.run("pytest", *args)
 
 

@@ -46,3 +46,16 @@ def falkordb() -> Iterator[FalkorDBServer]:
     endpoint for the driver smoke tests (tests/servers.py says why)."""
     with falkordb_server(persistent=False) as server:
         yield server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``-n 2 --dist loadgroup``, as ``./dev -s tests`` runs it), a module's
+    tests stay on one worker, so module-scoped servers, browsers and dbt runs start once; the
+    heavy tests (private RabbitMQ nodes and clusters, and the other ``slow`` scenarios) share one
+    group, so two Erlang clusters never compete for the two cores."""
+    for item in items:
+        heavy = item.get_closest_marker("slow") or "rabbit_node" in getattr(
+            item, "fixturenames", ()
+        )
+        group = "heavy" if heavy else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
