@@ -397,7 +397,12 @@ def get_run(state: State, id: RunId) -> Response:
         and isinstance(job.get("name"), str)
     ):
         ns, name = job["namespace"], job["name"]
-        own = [e for e in events if e.get("job") == job]
+        own = [
+            e
+            for e in events
+            if isinstance(e.get("job"), dict)
+            and (e["job"].get("namespace"), e["job"].get("name")) == (ns, name)
+        ]
         version = marquez_events.job_version_id(ns, name, own)
         run["jobVersion"] = {"namespace": ns, "name": name, "version": version}
     return JSONBody(run)
