@@ -22,10 +22,9 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+import conformance
 from api_helpers import marquez_document, validate_marquez
 from jsonschema import Draft7Validator
-
-import conformance
 
 __all__ = ["OPERATION_CHECKS", "operation", "response_component", "validate_operation"]
 
