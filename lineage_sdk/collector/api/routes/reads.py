@@ -107,7 +107,7 @@ def _instant(value: str | None, name: str) -> datetime | None:
         parsed = datetime.fromisoformat(text.replace("z", "Z"))
     except ValueError:
         raise ApiError(
-            400, "invalid_parameter", f"{name} must be an RFC 3339 time or YYYY-MM-DD, got {text!r}"
+            422, "invalid_parameter", f"{name} must be an RFC 3339 time or YYYY-MM-DD, got {text!r}"
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
@@ -116,7 +116,7 @@ def _ascending(value: str | None) -> bool:
     direction = (value or "desc").strip().lower()
     if direction not in ("asc", "desc"):
         raise ApiError(
-            400, "invalid_parameter", f"sortDirection must be asc or desc, got {value!r}"
+            422, "invalid_parameter", f"sortDirection must be asc or desc, got {value!r}"
         )
     return direction == "asc"
 
@@ -413,7 +413,7 @@ def get_run(state: State, id: RunId) -> Response:
     response_model=FacetsResultModel,
     tags=["Jobs"],
     summary="A run's run facets or job facets (the latest value of each)",
-    responses=error_responses(400, 401, 404, 503),
+    responses=error_responses(401, 404, 422, 503),
 )
 def get_run_facets(
     state: State,
@@ -422,7 +422,7 @@ def get_run_facets(
 ) -> Response:
     kind = type.strip().lower()
     if kind not in ("run", "job"):
-        raise ApiError(400, "invalid_parameter", f"type must be run or job, got {type!r}")
+        raise ApiError(422, "invalid_parameter", f"type must be run or job, got {type!r}")
     store = state.catalog()
     events = answer(lambda: queries.run_events(store, id))
     run_id = marquez.run_from_events(id, events)["id"]
@@ -516,7 +516,7 @@ SortDirection = Annotated[
     response_model=LineageEventList,
     tags=["Events"],
     summary="The received OpenLineage events, newest first (Marquez's getLineageEvents)",
-    responses=error_responses(400, 401, 501, 503),
+    responses=error_responses(401, 422, 501, 503),
 )
 def get_lineage_events(
     state: State,
@@ -542,7 +542,7 @@ def get_lineage_events(
     response_model=LineageEventList,
     tags=["Events"],
     summary="The event log, as marquez-python's list_events() asks for it",
-    responses=error_responses(400, 401, 501, 503),
+    responses=error_responses(401, 422, 501, 503),
 )
 def get_events(
     state: State,
@@ -568,7 +568,7 @@ def get_events(
     response_model=LineageEventList,
     tags=["Events"],
     summary="The run events of one namespace's jobs (marquez-python's list_events(namespace))",
-    responses=error_responses(400, 401, 501, 503),
+    responses=error_responses(401, 422, 501, 503),
 )
 def get_namespace_events(
     state: State,
@@ -625,7 +625,7 @@ def _updated_at(state: Any, kind: NodeType, namespace: str, name: str) -> dateti
     response_model=SearchResultList,
     tags=["Search"],
     summary="Jobs and datasets whose name matches the text (case-insensitive; % and _ wildcards)",
-    responses=error_responses(400, 401, 503),
+    responses=error_responses(401, 422, 503),
 )
 def search(
     state: State,
@@ -649,10 +649,10 @@ def search(
 ) -> Response:
     kind = (filter or "").strip().upper() or None
     if kind not in (None, "DATASET", "JOB"):
-        raise ApiError(400, "invalid_parameter", f"filter must be dataset or job, got {filter!r}")
+        raise ApiError(422, "invalid_parameter", f"filter must be dataset or job, got {filter!r}")
     order = (sort or "name").strip().lower()
     if order not in ("name", "updated_at", "updatedat"):
-        raise ApiError(400, "invalid_parameter", f"sort must be name or updated_at, got {sort!r}")
+        raise ApiError(422, "invalid_parameter", f"sort must be name or updated_at, got {sort!r}")
     since, until = _instant(after, "after"), _instant(before, "before")
     literal, pattern = _search_pattern(q)
     store = state.catalog()
