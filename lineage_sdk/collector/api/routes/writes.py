@@ -3,8 +3,8 @@
 This collector records OpenLineage events (``POST /api/v1/lineage``) and derives everything else
 from them, so Marquez's older write API (create a namespace, a source, a job, a run, a tag; mark a
 run; tag a dataset; soft-delete) has nothing to write to. A Marquez client calling one of them
-gets a JSON error that says so, with ``Allow`` naming what the path does answer, rather than a
-bare 404 or 405.
+gets a JSON error that says so, with ``Allow`` naming what the path does answer (empty when
+nothing), rather than a bare 404 or 405.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _refuse(what: str, allow: str) -> object:
             "read_only",
             f"{what} are derived from OpenLineage events here: "
             "POST them to /api/v1/lineage instead of using Marquez's write API",
-            headers={"Allow": allow} if allow else {},
+            headers={"Allow": allow},  # empty: the path answers no method here
         )
 
     return refuse
