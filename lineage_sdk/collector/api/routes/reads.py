@@ -40,6 +40,7 @@ from lineage_sdk.collector.api.schemas import (
     SourceModel,
     TagList,
 )
+from lineage_sdk.collector.api.state import ApiState
 from lineage_sdk.collector.records import parse_event_time
 from lineage_sdk.collector.store import (
     LineageCatalogProtocol,
@@ -84,7 +85,7 @@ After = Annotated[
 Version = Annotated[str, PathParam(min_length=1, max_length=64, description="A version's UUID.")]
 
 
-def _history(state: Any) -> LineageHistoryProtocol:
+def _history(state: ApiState) -> LineageHistoryProtocol:
     """The query store as a history store (the sql, document and graph stores are)."""
     store = state.catalog()
     if not isinstance(store, LineageHistoryProtocol):
@@ -137,19 +138,18 @@ def _dataset_namespaces(store: LineageCatalogProtocol) -> list[str]:
             return sorted(found)
 
 
-def _dataset_events(
-    state: Any, namespace: str, dataset: str
-) -> tuple[LineageCatalogProtocol, list[dict[str, Any]]]:
+def _dataset_events(state: ApiState, namespace: str, dataset: str) -> list[dict[str, Any]]:
     """The events of the runs that touched a dataset; 404 when it is not recorded at all."""
     store = _history(state)
-    catalog = state.catalog()
     events = answer(lambda: store.events_of_dataset(namespace, dataset))
-    if not events and not answer(lambda: queries.exists(catalog, "DATASET", namespace, dataset)):
+    if not events and not answer(
+        lambda: queries.exists(state.catalog(), "DATASET", namespace, dataset)
+    ):
         raise ApiError(404, "not_found", "no dataset is recorded under this name")
-    return catalog, events
+    return events
 
 
-def _job_events(state: Any, namespace: str, job: str) -> list[dict[str, Any]]:
+def _job_events(state: ApiState, namespace: str, job: str) -> list[dict[str, Any]]:
     store = _history(state)
     events = answer(lambda: store.events_of_job(namespace, job))
     if not events and not answer(lambda: queries.exists(state.catalog(), "JOB", namespace, job)):
@@ -290,7 +290,7 @@ def get_datasets(state: State, namespace: str, limit: Limit = 100, offset: Offse
     responses=error_responses(401, 404, 501, 503),
 )
 def get_dataset_version(state: State, namespace: str, dataset: str, version: Version) -> Response:
-    _, events = _dataset_events(state, namespace, dataset)
+    events = _dataset_events(state, namespace, dataset)
     for item in marquez_events.dataset_versions(namespace, dataset, events):
         if item["version"] == version.lower():
             return JSONBody(item)
@@ -307,7 +307,7 @@ def get_dataset_version(state: State, namespace: str, dataset: str, version: Ver
 def get_dataset_versions(
     state: State, namespace: str, dataset: str, limit: Limit = 100, offset: Offset = 0
 ) -> Response:
-    _, events = _dataset_events(state, namespace, dataset)
+    events = _dataset_events(state, namespace, dataset)
     page = _paged(marquez_events.dataset_versions(namespace, dataset, events), limit, offset)
     return JSONBody({"versions": page, "totalCount": page.total})
 
@@ -320,7 +320,7 @@ def get_dataset_versions(
     responses=error_responses(401, 404, 501, 503),
 )
 def get_dataset(state: State, namespace: str, dataset: str) -> Response:
-    _, events = _dataset_events(state, namespace, dataset)
+    events = _dataset_events(state, namespace, dataset)
     return JSONBody(marquez_events.dataset_from_events(namespace, dataset, events))
 
 
@@ -483,7 +483,7 @@ def get_tags(limit: Limit = 100, offset: Offset = 0) -> Response:
 
 
 def _event_log(
-    state: Any,
+    state: ApiState,
     *,
     namespace: str | None,
     before: str | None,
@@ -607,7 +607,7 @@ def _event_time(event: dict[str, Any]) -> datetime | None:
         return None
 
 
-def _updated_at(state: Any, kind: NodeType, namespace: str, name: str) -> datetime | None:
+def _updated_at(state: ApiState, kind: NodeType, namespace: str, name: str) -> datetime | None:
     store = _history(state)
     events = (
         store.events_of_job(namespace, name)
