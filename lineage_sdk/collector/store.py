@@ -510,3 +510,8 @@ class LineageHistoryProtocol(Protocol):
         ``ascending`` (ties by event id); ``namespace`` keeps the run events of that job
         namespace. ``total`` counts the whole answer."""
         ...
+
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        """Each job's latest run (the run of its latest event, the least run id among equals),
+        for the jobs that have runs; keyed by (namespace, name)."""
+        ...

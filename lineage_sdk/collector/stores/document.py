@@ -581,11 +581,33 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         if not rows:
             return None
         rows.sort(key=lambda r: r["_id"])
-        latest = max(rows, key=lambda r: _utc(r["last"]))
-        for run in self.runs_of_job(namespace, name, limit=1_000_000):
-            if run.run_id == latest["_id"]:
-                return run
-        return None
+        run_id = max(rows, key=lambda r: _utc(r["last"]))["_id"]
+        fields = {"eventTime": 1, "eventType": 1, "parentRunId": 1}
+        with self._errors("find"):
+            docs = list(self.collection.find({"runId": run_id}, fields))
+        # The rules of lineage_sdk.models.run_state, as runs_of_job folds them.
+        best: StateKey | None = None
+        started: datetime | None = None
+        ended: datetime | None = None
+        for d in docs:
+            t = _utc(d["eventTime"])
+            key = state_key(d.get("eventType"), t, d["_id"])
+            if key is None:
+                continue
+            best = key if best is None or key > best else best
+            if key[2] == "START" and (started is None or t < started):
+                started = t
+            if key[2] in TERMINAL_STATES and (ended is None or t > ended):
+                ended = t
+        return RunSummary(
+            run_id=run_id,
+            job_namespace=namespace,
+            job_name=name,
+            state=None if best is None else best[2],
+            started_at=started,
+            ended_at=ended,
+            parent_run_id=pick_link(d.get("parentRunId") for d in docs),
+        )
 
     def jobs(
         self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
@@ -679,6 +701,14 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 else self.collection.count_documents(query)
             )
         return Page((json.loads(d["raw"]) for d in docs), total)
+
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        out: dict[tuple[str, str], RunSummary] = {}
+        for ns, nm in sorted(set(jobs)):
+            run = self._latest_run(ns, nm)
+            if run is not None:
+                out[(ns, nm)] = run
+        return out
 
     # -- errors
 

@@ -1054,6 +1054,26 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                 out.append(value)
         return Page(out, total)
 
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        names = {name_key(_text(ns), _text(nm)): (ns, nm) for ns, nm in jobs}
+        out: dict[tuple[str, str], RunSummary] = {}
+        if not names:
+            return out
+        for row in self.runner.run(_LATEST_RUNS, {"keys": list(names)}):
+            run = row["latest"]
+            if run and run[0] is not None and row["key"] in names:
+                ns, nm = names[row["key"]]
+                out[(ns, nm)] = RunSummary(
+                    run_id=run[0],
+                    job_namespace=ns,
+                    job_name=nm,
+                    state=run[1],
+                    started_at=parse_time(run[2]),
+                    ended_at=parse_time(run[3]),
+                    parent_run_id=pick_link(run[4]),
+                )
+        return out
+
 
 def _text(value: object) -> str:
     if not isinstance(value, str):

@@ -802,6 +802,22 @@ class SqlStore(BaseLineageStore):
                 count=lambda: self._count(conn, query),
             )
 
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        names = {name_key(ns, nm): (ns, nm) for ns, nm in jobs}
+        jobs_t, runs = self.t["jobs"], self.t["runs"]
+        out: dict[tuple[str, str], RunSummary] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(sorted(names)):
+                query = (
+                    sa.select(runs)
+                    .join(jobs_t, runs.c.run_id == jobs_t.c.latest_run_id)
+                    .where(jobs_t.c.job_key.in_(chunk))
+                )
+                for row in conn.execute(query):
+                    key = names[row.job_key]
+                    out[key] = self._run_summary(row, {row.job_key: key})
+        return out
+
 
 class _Statement:
     """One compiled upsert, and how to hand it rows built in table-column order."""
