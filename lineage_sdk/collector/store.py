@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -33,6 +33,7 @@ __all__ = [
     "LineageEdge",
     "LineageGraph",
     "LineageGraphBuilder",
+    "LineageHistoryProtocol",
     "LineageNode",
     "LineageQueryProtocol",
     "LineageRecord",
@@ -44,6 +45,7 @@ __all__ = [
     "StoreCreator",
     "check_page",
     "named_connection",
+    "names_dataset",
     "node_id",
     "parse_node_id",
     "pick_query_store",
@@ -450,3 +452,66 @@ def pick_query_store(stores: Sequence[Any]) -> LineageCatalogProtocol | None:
             if getattr(store, "name", None) == preferred:
                 return store
     return catalogs[0] if catalogs else None
+
+
+# ------------------------------------------------------------------ history (Marquez's read API)
+
+
+def names_dataset(event: Mapping[str, Any], namespace: str, name: str) -> bool:
+    """Whether ``event`` names the dataset among its inputs or outputs (or as a DatasetEvent's
+    ``dataset``)."""
+    for key in ("inputs", "outputs"):
+        items = event.get(key)
+        if isinstance(items, list):
+            for item in items:
+                if (
+                    isinstance(item, Mapping)
+                    and item.get("namespace") == namespace
+                    and item.get("name") == name
+                ):
+                    return True
+    single = event.get("dataset")
+    return (
+        isinstance(single, Mapping)
+        and single.get("namespace") == namespace
+        and single.get("name") == name
+    )
+
+
+@runtime_checkable
+class LineageHistoryProtocol(Protocol):
+    """The raw-event questions behind Marquez's versions, facets, fields, sources and event log
+    (sql, document and graph stores). Answers are folded from the raw events by
+    :mod:`lineage_sdk.collector.api.marquez`, so every store answers alike.
+
+    Only run events count for a job or a dataset (events without a run are in the event log).
+    """
+
+    def events_of_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        """The raw run events of a job, in event-time order (then event id)."""
+        ...
+
+    def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        """Every raw event of the runs that named the dataset as input or output (whether or
+        not that event names it: see :func:`names_dataset`), in event-time order."""
+        ...
+
+    def lineage_events(
+        self,
+        *,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        namespace: str | None = None,
+        ascending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[dict[str, Any]]:
+        """Every stored event with ``after <= eventTime < before``, newest first unless
+        ``ascending`` (ties by event id); ``namespace`` keeps the run events of that job
+        namespace. ``total`` counts the whole answer."""
+        ...
+
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        """Each job's latest run (the run of its latest event, the least run id among equals),
+        for the jobs that have runs; keyed by (namespace, name)."""
+        ...

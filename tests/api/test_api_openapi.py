@@ -24,12 +24,25 @@ def test_document_lists_every_route(openapi):
         "/api/v1/lineage": {"get", "post"},
         "/api/v1/lineage/batch": {"post"},
         "/api/v1/namespaces": {"get"},
+        "/api/v1/namespaces/{namespace}": {"get"},
         "/api/v1/namespaces/{namespace}/jobs": {"get"},
         "/api/v1/namespaces/{namespace}/jobs/{job}": {"get"},
         "/api/v1/namespaces/{namespace}/jobs/{job}/runs": {"get"},
+        "/api/v1/namespaces/{namespace}/jobs/{job}/versions": {"get"},
+        "/api/v1/namespaces/{namespace}/jobs/{job}/versions/{version}": {"get"},
         "/api/v1/namespaces/{namespace}/datasets": {"get"},
+        "/api/v1/namespaces/{namespace}/datasets/{dataset}": {"get"},
+        "/api/v1/namespaces/{namespace}/datasets/{dataset}/versions": {"get"},
+        "/api/v1/namespaces/{namespace}/datasets/{dataset}/versions/{version}": {"get"},
         "/api/v1/jobs/runs/{id}": {"get"},
         "/api/v1/jobs/runs/{id}/events": {"get"},
+        "/api/v1/jobs/runs/{id}/facets": {"get"},
+        "/api/v1/sources": {"get"},
+        "/api/v1/sources/{source}": {"get"},
+        "/api/v1/tags": {"get"},
+        "/api/v1/events": {"get"},
+        "/api/v1/events/lineage": {"get"},
+        "/api/v1/events/{namespace}": {"get"},
         "/api/v1/search": {"get"},
         "/api/v1/health": {"get"},
     }
@@ -59,11 +72,42 @@ def test_answers_match_the_declared_schemas(api, loaded, openapi):
         ("/api/v1/jobs/runs/{id}/events", f"/api/v1/jobs/runs/{run_id}/events", None),
         ("/api/v1/search", "/api/v1/search", {"q": "orders"}),
         ("/api/v1/health", "/api/v1/health", None),
+        ("/api/v1/namespaces/{namespace}", f"/api/v1/namespaces/{ns}", None),
+        (
+            "/api/v1/namespaces/{namespace}/datasets/{dataset}",
+            f"/api/v1/namespaces/{ns}/datasets/stg.orders",
+            None,
+        ),
+        (
+            "/api/v1/namespaces/{namespace}/datasets/{dataset}/versions",
+            f"/api/v1/namespaces/{ns}/datasets/stg.orders/versions",
+            None,
+        ),
+        (
+            "/api/v1/namespaces/{namespace}/jobs/{job}/versions",
+            "/api/v1/namespaces/shop/jobs/clean/versions",
+            None,
+        ),
+        ("/api/v1/jobs/runs/{id}/facets", f"/api/v1/jobs/runs/{run_id}/facets", None),
+        ("/api/v1/sources", "/api/v1/sources", None),
+        ("/api/v1/sources/{source}", f"/api/v1/sources/{ns}", None),
+        ("/api/v1/tags", "/api/v1/tags", None),
+        ("/api/v1/events/lineage", "/api/v1/events/lineage", None),
+        ("/api/v1/events", "/api/v1/events", None),
+        ("/api/v1/events/{namespace}", "/api/v1/events/shop", None),
     ]
     for template, url, params in checks:
         response = api.client.get(url, params=params)
         assert response.status_code == 200, (url, response.text)
         validate_openapi_response(openapi, template, "get", 200, response.json())
+    for kind, versions in (
+        ("datasets", f"/api/v1/namespaces/{ns}/datasets/stg.orders"),
+        ("jobs", "/api/v1/namespaces/shop/jobs/clean"),
+    ):
+        version = api.client.get(f"{versions}/versions").json()["versions"][0]["version"]
+        one = api.client.get(f"{versions}/versions/{version}")
+        template = f"/api/v1/namespaces/{{namespace}}/{kind}/{{{kind[:-1]}}}/versions/{{version}}"
+        validate_openapi_response(openapi, template, "get", 200, one.json())
 
     created = api.client.post("/api/v1/lineage", json=run_event("openapi", outputs=[("n", "d")]))
     validate_openapi_response(openapi, "/api/v1/lineage", "post", 201, created.json())

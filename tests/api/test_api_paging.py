@@ -119,8 +119,9 @@ def test_runs_page_and_total(client):
 
 
 def test_namespaces_page(client):
+    owner = {"ownerName": "anonymous"}  # Marquez's owner of namespaces made from events
     assert client.get("/api/v1/namespaces").json() == {
-        "namespaces": [{"name": "other"}, {"name": NS}]
+        "namespaces": [{"name": "other", **owner}, {"name": NS, **owner}]
     }
     page = client.get("/api/v1/namespaces", params={"limit": 1, "offset": 1}).json()
-    assert page == {"namespaces": [{"name": NS}]}
+    assert page == {"namespaces": [{"name": NS, **owner}]}

@@ -166,7 +166,7 @@ def test_events_of_a_run_in_time_order(api, loaded):
         ({"q": "ORDERS", "filter": "dataset"}, {"raw.orders", "stg.orders", "clean.orders"}),
         ({"q": "a", "filter": "job"}, {"extract", "clean", "audit"}),
         ({"q": "<script>"}, {HOSTILE_JOB}),
-        ({"q": "%"}, set()),  # Marquez wildcards are plain text here: nothing holds a '%'
+        ({"q": "s_g%rs"}, {"stg.orders"}),  # Marquez's wildcards: '_' one character, '%' any
     ],
 )
 def test_search_by_name(api, loaded, params, expected):

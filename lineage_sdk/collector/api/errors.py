@@ -39,9 +39,12 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         400: "Malformed request or event; `detail` says what is wrong.",
         401: "Missing or wrong API key.",
         404: "Nothing is recorded under that name.",
+        405: "A Marquez write endpoint: this collector only records OpenLineage events.",
         413: "Request body larger than the configured limit.",
         415: "Content type is not application/json.",
-        422: "The store refused the event permanently; retrying will not help.",
+        422: "The store refused the event permanently (retrying will not help), or a query "
+        "parameter has a value the API does not take (`detail` names it).",
+        501: "The query store keeps no event history (only the sql, document, graph stores do).",
         503: "The store is unavailable (retry later), or none is configured for this request.",
     }
     return {code: {"model": ErrorBody, "description": descriptions[code]} for code in codes}

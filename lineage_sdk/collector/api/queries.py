@@ -12,6 +12,7 @@ from lineage_sdk.collector.api import marquez
 from lineage_sdk.collector.store import (
     Direction,
     LineageCatalogProtocol,
+    LineageHistoryProtocol,
     NodeType,
     Page,
     parse_node_id,
@@ -48,6 +49,16 @@ def lineage(
     isolated = len(graph.nodes) <= 1 and (root is None or not (root.in_edges or root.out_edges))
     if isolated and not exists(store, node_type, namespace, name):
         raise NotFound(f"nothing is recorded for {node!r}")
+    # The sql walk reads each job's latest run on the way; the others are asked for it here,
+    # so every store answers alike.
+    missing = {
+        (n.namespace, n.name): n
+        for n in graph.nodes.values()
+        if n.type == "JOB" and "latestRun" not in n.data
+    }
+    if missing and isinstance(store, LineageHistoryProtocol):
+        for key, run in store.latest_runs(sorted(missing)).items():
+            missing[key].data["latestRun"] = {"runId": run.run_id, "state": run.state}
     return marquez.lineage_graph(graph)
 
 

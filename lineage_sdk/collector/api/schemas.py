@@ -16,10 +16,15 @@ __all__ = [
     "BatchFailedEvent",
     "BatchResult",
     "BatchSummary",
+    "DatasetField",
     "DatasetId",
     "DatasetList",
     "DatasetModel",
+    "DatasetVersionId",
+    "DatasetVersionList",
+    "DatasetVersionModel",
     "ErrorBody",
+    "FacetsResultModel",
     "GraphEdge",
     "GraphNode",
     "HealthBody",
@@ -27,6 +32,9 @@ __all__ = [
     "JobId",
     "JobList",
     "JobModel",
+    "JobVersionId",
+    "JobVersionList",
+    "JobVersionModel",
     "LineageEventList",
     "LineageGraphModel",
     "NamespaceList",
@@ -35,6 +43,10 @@ __all__ = [
     "RunModel",
     "SearchResult",
     "SearchResultList",
+    "SourceList",
+    "SourceModel",
+    "TagList",
+    "TagModel",
 ]
 
 RunState = Literal["NEW", "RUNNING", "COMPLETED", "FAILED", "ABORTED"]
@@ -102,10 +114,29 @@ class RunModel(_Doc):
     facets: dict[str, Any] = Field(default_factory=dict)
 
 
+class DatasetField(_Doc):
+    name: str
+    type: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    description: str | None = None
+
+
 class DatasetModel(_Doc):
+    """Marquez ``Dataset``; the single-dataset answer adds fields, facets, times and version."""
+
     id: DatasetId
     namespace: str
     name: str
+    type: str | None = None
+    physicalName: str | None = None
+    sourceName: str | None = None
+    fields: list[DatasetField] | None = None
+    tags: list[str] | None = None
+    facets: dict[str, Any] | None = None
+    createdAt: str | None = None
+    updatedAt: str | None = None
+    lastModifiedAt: str | None = None
+    currentVersion: str | None = None
 
 
 class JobModel(_Doc):
@@ -116,6 +147,12 @@ class JobModel(_Doc):
     outputs: list[DatasetId] | None = None
     latestRun: RunModel | None = None
     latestRuns: list[RunModel] | None = None
+    type: str | None = None
+    facets: dict[str, Any] | None = None
+    createdAt: str | None = None
+    updatedAt: str | None = None
+    location: str | None = None
+    currentVersion: str | None = None
 
 
 class GraphEdge(_Doc):
@@ -137,6 +174,7 @@ class LineageGraphModel(_Doc):
 
 class NamespaceModel(_Doc):
     name: str
+    ownerName: str | None = None
 
 
 class NamespaceList(_Doc):
@@ -178,3 +216,84 @@ class HealthBody(_Doc):
     status: Literal["ok"]
     ingest: bool = Field(description="True when events can be posted (a store is configured).")
     query_store: str | None = Field(description="Store answering the read API, if any.")
+
+
+# ---------------------------------------------------------------- versions, sources, tags, facets
+
+
+class DatasetVersionId(_Doc):
+    namespace: str
+    name: str
+    version: str
+
+
+class DatasetVersionModel(_Doc):
+    """Marquez ``DatasetVersion``: the dataset as one run wrote it."""
+
+    id: DatasetVersionId
+    type: str
+    name: str
+    physicalName: str
+    createdAt: str
+    version: str
+    namespace: str
+    sourceName: str
+    fields: list[DatasetField]
+    description: str
+    createdByRun: RunModel
+    facets: dict[str, Any]
+
+
+class DatasetVersionList(_Doc):
+    versions: list[DatasetVersionModel]
+    totalCount: int = Field(description="Number of versions of the dataset.")
+
+
+class JobVersionId(_Doc):
+    namespace: str
+    name: str
+    version: str
+
+
+class JobVersionModel(_Doc):
+    """Marquez ``JobVersion``: the runs of a job that agree on inputs, outputs and location."""
+
+    id: JobVersionId
+    name: str
+    version: str
+    createdAt: str | None = None
+    namespace: str
+    inputs: list[DatasetId]
+    outputs: list[DatasetId]
+    location: str | None = None
+    latestRun: RunModel | None = None
+    facets: dict[str, Any]
+
+
+class JobVersionList(_Doc):
+    versions: list[JobVersionModel]
+    totalCount: int = Field(description="Number of versions of the job.")
+
+
+class SourceModel(_Doc):
+    type: str
+    name: str
+    connectionUrl: str
+
+
+class SourceList(_Doc):
+    sources: list[SourceModel]
+
+
+class TagModel(_Doc):
+    name: str
+    description: str | None = None
+
+
+class TagList(_Doc):
+    tags: list[TagModel]
+
+
+class FacetsResultModel(_Doc):
+    runId: str
+    facets: dict[str, Any]

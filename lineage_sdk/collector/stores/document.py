@@ -42,6 +42,7 @@ from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     HopByHopLineage,
+    JobSummary,
     LineageGraphBuilder,
     LineageRecord,
     NodeType,
@@ -534,6 +535,180 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                     seen_jobs.add((jns, jn))
                     jobs.append((jns, jn))
             frontier = []
+
+    # -- catalog: the browsing questions of the HTTP API (sql and graph answer them too)
+
+    def _aggregate(self, pipeline: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        with self._errors("aggregate"):
+            return list(self.collection.aggregate(pipeline))
+
+    def _job_names(self) -> list[tuple[str, str]]:
+        """Every job named by an event, as a job or as a run's parent job."""
+        found: set[tuple[str, str]] = set()
+        for field in ("job", "parentJob"):
+            group = {"_id": {"ns": f"${field}.namespace", "n": f"${field}.name"}}
+            for row in self._aggregate([{"$group": group}]):
+                ns, n = row["_id"].get("ns"), row["_id"].get("n")
+                if isinstance(ns, str) and isinstance(n, str):
+                    found.add((ns, n))
+        return sorted(found)
+
+    def _dataset_names(self) -> list[tuple[str, str]]:
+        pipeline: list[dict[str, Any]] = [
+            {"$project": {"datasets": 1}},
+            {"$unwind": "$datasets"},
+            {"$group": {"_id": {"ns": "$datasets.namespace", "n": "$datasets.name"}}},
+        ]
+        found = {(r["_id"].get("ns"), r["_id"].get("n")) for r in self._aggregate(pipeline)}
+        return sorted((ns, n) for ns, n in found if isinstance(ns, str) and isinstance(n, str))
+
+    def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]:
+        check_page(limit, offset)
+        names = sorted(
+            {ns for ns, _ in self._job_names()} | {ns for ns, _ in self._dataset_names()}
+        )
+        end = None if limit is None else offset + limit
+        return Page(names[offset:end], len(names))
+
+    def _latest_run(self, namespace: str, name: str) -> RunSummary | None:
+        """The run of the job's latest event (the least run id among equals), as sql and graph."""
+        pipeline: list[dict[str, Any]] = [
+            {"$match": {"job.namespace": namespace, "job.name": name}},
+            {"$match": {"runId": {"$type": "string"}}},
+            {"$group": {"_id": "$runId", "last": {"$max": "$eventTime"}}},
+        ]
+        rows = self._aggregate(pipeline)
+        if not rows:
+            return None
+        rows.sort(key=lambda r: r["_id"])
+        run_id = max(rows, key=lambda r: _utc(r["last"]))["_id"]
+        fields = {"eventTime": 1, "eventType": 1, "parentRunId": 1}
+        with self._errors("find"):
+            docs = list(self.collection.find({"runId": run_id}, fields))
+        # The rules of lineage_sdk.models.run_state, as runs_of_job folds them.
+        best: StateKey | None = None
+        started: datetime | None = None
+        ended: datetime | None = None
+        for d in docs:
+            t = _utc(d["eventTime"])
+            key = state_key(d.get("eventType"), t, d["_id"])
+            if key is None:
+                continue
+            best = key if best is None or key > best else best
+            if key[2] == "START" and (started is None or t < started):
+                started = t
+            if key[2] in TERMINAL_STATES and (ended is None or t > ended):
+                ended = t
+        return RunSummary(
+            run_id=run_id,
+            job_namespace=namespace,
+            job_name=name,
+            state=None if best is None else best[2],
+            started_at=started,
+            ended_at=ended,
+            parent_run_id=pick_link(d.get("parentRunId") for d in docs),
+        )
+
+    def jobs(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[JobSummary]:
+        check_page(limit, offset)
+        names = [(ns, n) for ns, n in self._job_names() if namespace is None or ns == namespace]
+        page = names[offset : offset + limit]
+        ins = self._job_datasets(page, "input") if page else set()
+        outs = self._job_datasets(page, "output") if page else set()
+        out: list[JobSummary] = []
+        for ns, n in page:
+            out.append(
+                JobSummary(
+                    ns,
+                    n,
+                    self._latest_run(ns, n),
+                    tuple(sorted((d, dn) for j, jn, d, dn in ins if (j, jn) == (ns, n))),
+                    tuple(sorted((d, dn) for j, jn, d, dn in outs if (j, jn) == (ns, n))),
+                )
+            )
+        return Page(out, len(names))
+
+    def datasets(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[tuple[str, str]]:
+        check_page(limit, offset)
+        names = [p for p in self._dataset_names() if namespace is None or p[0] == namespace]
+        return Page(names[offset : offset + limit], len(names))
+
+    def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
+        needle = _text(text, "text").lower()
+        found: list[tuple[NodeType, str, str]] = [
+            ("JOB", ns, n) for ns, n in self._job_names() if needle in n.lower()
+        ]
+        found += [("DATASET", ns, n) for ns, n in self._dataset_names() if needle in n.lower()]
+        return found[:limit]
+
+    # -- history: the raw events behind Marquez's versions, facets and event log
+
+    def _raw_events(self, query: dict[str, Any]) -> list[dict[str, Any]]:
+        with self._errors("find"):
+            docs = list(self.collection.find(query, {"raw": 1, "eventTime": 1, "runId": 1}))
+        docs = [d for d in docs if isinstance(d.get("runId"), str)]
+        docs.sort(key=lambda d: (_utc(d["eventTime"]), d["_id"]))
+        return [json.loads(d["raw"]) for d in docs]
+
+    def events_of_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        query = {"job.namespace": _text(namespace, "namespace"), "job.name": _text(name, "name")}
+        return self._raw_events(query)
+
+    def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        query = {
+            "datasets.namespace": _text(namespace, "namespace"),
+            "datasets.name": _text(name, "name"),
+        }
+        with self._errors("find"):
+            runs = {d.get("runId") for d in self.collection.find(query, {"runId": 1})}
+        ids = sorted(r for r in runs if isinstance(r, str))
+        return self._raw_events({"runId": {"$in": ids}}) if ids else []
+
+    def lineage_events(
+        self,
+        *,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        namespace: str | None = None,
+        ascending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[dict[str, Any]]:
+        check_page(limit, offset)
+        query: dict[str, Any] = {}
+        if namespace is not None:
+            query["job.namespace"] = _text(namespace, "namespace")
+            query["runId"] = {"$type": "string"}
+        span: dict[str, Any] = {}
+        if before is not None:
+            span["$lt"] = _utc(before)
+        if after is not None:
+            span["$gte"] = _utc(after)
+        if span:
+            query["eventTime"] = span
+        order = [("eventTime", 1 if ascending else -1), ("_id", 1)]
+        with self._errors("find"):
+            docs = list(
+                self.collection.find(query, {"raw": 1}).sort(order).skip(offset).limit(limit)
+            )
+            total = (
+                offset + len(docs)
+                if len(docs) < limit and (docs or offset == 0)
+                else self.collection.count_documents(query)
+            )
+        return Page((json.loads(d["raw"]) for d in docs), total)
+
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        out: dict[tuple[str, str], RunSummary] = {}
+        for ns, nm in sorted(set(jobs)):
+            run = self._latest_run(ns, nm)
+            if run is not None:
+                out[(ns, nm)] = run
+        return out
 
     # -- errors
 

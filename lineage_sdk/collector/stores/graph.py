@@ -477,6 +477,33 @@ MATCH (d:Dataset) WHERE $namespace IS NULL OR d.namespace = $namespace RETURN co
 """
 
 _NAMESPACES_JOBS = "MATCH (j:Job) RETURN DISTINCT j.namespace AS namespace"
+_EVENTS_OF_JOB = """
+MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: $key})
+MATCH (e:Event {runId: x.runId})
+RETURN e.json AS json, e.eventTime AS eventTime, e.eventId AS eventId
+"""
+_EVENTS_OF_DATASET = """
+MATCH (x:Run)-[:READ|WROTE]->(d:Dataset {key: $key})
+WITH DISTINCT x
+MATCH (e:Event {runId: x.runId})
+RETURN e.json AS json, e.eventTime AS eventTime, e.eventId AS eventId
+"""
+# The event log; with a namespace, only the run events of that namespace's jobs.
+_EVENTS_IN_TIME = """
+MATCH (e:Event)
+WHERE ($before IS NULL OR e.eventTime < $before) AND ($after IS NULL OR e.eventTime >= $after)
+"""
+_EVENTS_IN_NAMESPACE = """
+MATCH (j:Job {namespace: $namespace})<-[:INSTANCE_OF]-(x:Run)
+MATCH (e:Event {runId: x.runId})
+WHERE ($before IS NULL OR e.eventTime < $before) AND ($after IS NULL OR e.eventTime >= $after)
+"""
+_EVENTS_PAGE = """RETURN e.json AS json, e.eventTime AS eventTime, e.eventId AS eventId
+ORDER BY eventTime ORDER_, eventId
+SKIP $offset LIMIT $limit
+"""
+_EVENTS_COUNT = "RETURN count(e) AS total\n"
+
 _NAMESPACES_DATASETS = "MATCH (d:Dataset) RETURN DISTINCT d.namespace AS namespace"
 
 _SEARCH_JOBS = """
@@ -970,6 +997,82 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         ]
         found.sort(key=lambda t: (t[0] != "DATASET", t[1], t[2]))
         return found[:limit]
+
+    # -- history: the raw events behind Marquez's versions, facets and event log
+
+    def _event_rows(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        rows = self.runner.run(query, params)
+        rows.sort(key=lambda r: (r["eventTime"] or "", r["eventId"] or ""))
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for row in rows:
+            if row["eventId"] in seen:
+                continue
+            seen.add(row["eventId"])
+            value = json.loads(row["json"])
+            if isinstance(value, dict):
+                out.append(value)
+        return out
+
+    def events_of_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        key = name_key(_text(namespace), _text(name))
+        events = self._event_rows(_EVENTS_OF_JOB, {"key": key})
+        return [
+            e
+            for e in events
+            if _section(e, "job").get("namespace") == namespace
+            and _section(e, "job").get("name") == name
+        ]
+
+    def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        key = name_key(_text(namespace), _text(name))
+        return self._event_rows(_EVENTS_OF_DATASET, {"key": key})
+
+    def lineage_events(
+        self,
+        *,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        namespace: str | None = None,
+        ascending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[dict[str, Any]]:
+        params: dict[str, Any] = {
+            "before": None if before is None else format_time(before),
+            "after": None if after is None else format_time(after),
+            "namespace": None if namespace is None else _text(namespace),
+            **_paging(limit, offset),
+        }
+        match = _EVENTS_IN_TIME if namespace is None else _EVENTS_IN_NAMESPACE
+        page = _EVENTS_PAGE.replace("ORDER_", "ASC" if ascending else "DESC")
+        rows, total = self._page(match + page, match + _EVENTS_COUNT, params)
+        out: list[dict[str, Any]] = []
+        for row in rows:
+            value = json.loads(row["json"])
+            if isinstance(value, dict):
+                out.append(value)
+        return Page(out, total)
+
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        names = {name_key(_text(ns), _text(nm)): (ns, nm) for ns, nm in jobs}
+        out: dict[tuple[str, str], RunSummary] = {}
+        if not names:
+            return out
+        for row in self.runner.run(_LATEST_RUNS, {"keys": list(names)}):
+            run = row["latest"]
+            if run and run[0] is not None and row["key"] in names:
+                ns, nm = names[row["key"]]
+                out[(ns, nm)] = RunSummary(
+                    run_id=run[0],
+                    job_namespace=ns,
+                    job_name=nm,
+                    state=run[1],
+                    started_at=parse_time(run[2]),
+                    ended_at=parse_time(run[3]),
+                    parent_run_id=pick_link(run[4]),
+                )
+        return out
 
 
 def _text(value: object) -> str:

@@ -753,6 +753,71 @@ class SqlStore(BaseLineageStore):
                 conn.execute(sa.select(sa.func.count()).select_from(self.t["events"])).scalar_one()
             )
 
+    # -- history: the raw events behind Marquez's versions, facets and event log
+
+    def _payloads(self, query: Any) -> list[dict[str, Any]]:
+        ev = self.t["events"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(ev.c.event_time, ev.c.event_id)).scalars().all()
+        return [orjson.loads(p) for p in rows]
+
+    def events_of_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        ev = self.t["events"]
+        key = name_key(namespace, name)
+        return self._payloads(
+            sa.select(ev.c.payload).where(ev.c.job_key == key, ev.c.run_id.is_not(None))
+        )
+
+    def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        ev, io = self.t["events"], self.t["run_io"]
+        runs = sa.select(io.c.run_id).where(io.c.dataset_key == name_key(namespace, name))
+        return self._payloads(sa.select(ev.c.payload).where(ev.c.run_id.in_(runs)))
+
+    def lineage_events(
+        self,
+        *,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        namespace: str | None = None,
+        ascending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[dict[str, Any]]:
+        ev, jobs = self.t["events"], self.t["jobs"]
+        query = sa.select(ev.c.payload)
+        if before is not None:
+            query = query.where(ev.c.event_time < before)
+        if after is not None:
+            query = query.where(ev.c.event_time >= after)
+        if namespace is not None:
+            keys = sa.select(jobs.c.job_key).where(jobs.c.namespace == namespace)
+            query = query.where(ev.c.run_id.is_not(None), ev.c.job_key.in_(keys))
+        when = ev.c.event_time.asc() if ascending else ev.c.event_time.desc()
+        with self.engine.connect() as conn:
+            rows = self._page_rows(conn, query.order_by(when, ev.c.event_id), limit, offset)
+            return Page.sliced(
+                (orjson.loads(r.payload) for r in rows),
+                offset=offset,
+                limit=limit,
+                count=lambda: self._count(conn, query),
+            )
+
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        names = {name_key(ns, nm): (ns, nm) for ns, nm in jobs}
+        jobs_t, runs = self.t["jobs"], self.t["runs"]
+        out: dict[tuple[str, str], RunSummary] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(sorted(names)):
+                query = (
+                    sa.select(runs)
+                    .join(jobs_t, runs.c.run_id == jobs_t.c.latest_run_id)
+                    .where(jobs_t.c.job_key.in_(chunk))
+                )
+                for row in conn.execute(query):
+                    key = names[row.job_key]
+                    out[key] = self._run_summary(row, {row.job_key: key})
+        return out
+
 
 class _Statement:
     """One compiled upsert, and how to hand it rows built in table-column order."""

@@ -1,0 +1,149 @@
+"""Validate an answer against the Marquez operation that defines it (``shared/marquez/openapi.yml``).
+
+``validate_operation("getDataset", body)`` finds the operation by its ``operationId``, takes the
+schema its ``responses`` declare for the status, and validates ``body`` with jsonschema (formats
+``date-time`` and ``uuid`` checked), through :func:`api_helpers.validate_marquez`, so the document's
+known defects are corrected in one place:
+
+- ``GraphNode.data`` is checked as ``Dataset`` or ``Job`` by the node's type (the discriminator);
+- a ``Run`` is also checked as an ``IncompleteRun`` (its ``anyOf`` alone accepts anything);
+- ``FacetsResult.facets`` is declared as one ``CustomFacet`` but Marquez answers a map of facets
+  (``{"spark.logicalPlan": {...}}``), so it is checked as ``RunFacets``;
+- versions' runs (``createdByRun``, ``latestRun``) are checked as runs too.
+
+``OPERATION_VALIDATORS`` replaces the schema check of an operation the document gets wrong, and
+``OPERATION_CHECKS`` adds checks after it. ``getColumnLineage`` is registered in the first: Marquez
+answers it with a ``LineageGraph`` whose nodes are ``DATASET_FIELD`` nodes, a type the document's
+``NodeType`` lacks, so it is checked as a ``LineageGraph`` that allows that type, each field
+node's ``data`` as Marquez's column-lineage node data (``namespace``, ``dataset``, ``field``,
+``inputFields``). The column-lineage tests may replace or extend it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import conformance
+from api_helpers import marquez_document, validate_marquez
+from jsonschema import Draft7Validator
+
+__all__ = [
+    "OPERATION_CHECKS",
+    "OPERATION_VALIDATORS",
+    "operation",
+    "response_component",
+    "validate_operation",
+]
+
+#: Marquez's column-lineage node data (``ColumnLineageNodeData``); loose where Marquez is.
+_FIELD_ID = {
+    "type": "object",
+    "required": ["namespace", "dataset", "field"],
+    "properties": {
+        "namespace": {"type": "string"},
+        "dataset": {"type": "string"},
+        "field": {"type": "string"},
+        "datasetVersion": {"type": ["string", "null"]},
+        "transformationDescription": {"type": ["string", "null"]},
+        "transformationType": {"type": ["string", "null"]},
+    },
+}
+FIELD_NODE_DATA: dict[str, Any] = {
+    **_FIELD_ID,
+    "properties": {
+        **_FIELD_ID["properties"],
+        "fieldType": {"type": ["string", "null"]},
+        "inputFields": {"type": "array", "items": _FIELD_ID},
+    },
+}
+
+
+def _column_lineage(body: Any) -> None:
+    components = copy.deepcopy(marquez_document()["components"])
+    components["schemas"]["NodeType"]["enum"] = ["JOB", "DATASET", "DATASET_FIELD"]
+    root = {"$ref": "#/components/schemas/LineageGraph", "components": components}
+    Draft7Validator(root, format_checker=conformance.FORMAT_CHECKER).validate(body)
+    for node in body["graph"]:
+        if node["type"] == "DATASET_FIELD":
+            Draft7Validator(FIELD_NODE_DATA).validate(node["data"])
+        else:
+            validate_marquez("Dataset" if node["type"] == "DATASET" else "Job", node["data"])
+
+
+#: operationId -> a validator used instead of the document's schema (raises on a bad answer).
+OPERATION_VALIDATORS: dict[str, Callable[[Any], None]] = {"getColumnLineage": _column_lineage}
+#: operationId -> extra checks run after the schema's (append; each raises on a bad answer).
+OPERATION_CHECKS: dict[str, list[Callable[[Any], None]]] = {}
+
+
+def operation(operation_id: str) -> tuple[str, str, dict[str, Any]]:
+    """(path, method, operation) of ``operation_id``; KeyError naming the known ids if absent."""
+    known: list[str] = []
+    for path, item in marquez_document()["paths"].items():
+        for method, op in item.items():
+            if isinstance(op, dict) and "operationId" in op:
+                known.append(op["operationId"])
+                if op["operationId"] == operation_id:
+                    return path, method, op
+    raise KeyError(f"no operation {operation_id!r} in openapi.yml; known: {sorted(known)}")
+
+
+def response_component(operation_id: str, status: int = 200) -> dict[str, Any]:
+    """The JSON schema the operation declares for ``status`` (often just a ``$ref``)."""
+    _, _, op = operation(operation_id)
+    responses = op["responses"]
+    response = responses.get(str(status), responses.get(status))
+    if response is None:
+        raise KeyError(f"{operation_id} declares no {status} answer")
+    schema: dict[str, Any] = response["content"]["application/json"]["schema"]
+    return schema
+
+
+def _runs(items: Any, key: str) -> None:
+    for item in items or []:
+        if item.get(key) is not None:
+            validate_marquez("Run", item[key])
+
+
+def _nested(component: str, body: Any) -> None:
+    """Checks the document's own schemas leave out (see the module docstring)."""
+    if component == "DatasetVersion":
+        _runs([body], "createdByRun")
+    elif component == "DatasetVersionList":
+        _runs(body.get("versions"), "createdByRun")
+    elif component == "JobVersion":
+        _runs([body], "latestRun")
+    elif component == "JobVersionList":
+        _runs(body.get("versions"), "latestRun")
+    elif component == "DatasetList":
+        for dataset in body.get("datasets", []):
+            validate_marquez("Dataset", dataset)
+    elif component in ("SourceList", "TagList"):
+        item = "Source" if component == "SourceList" else "Tag"
+        for entry in body.get("sources" if item == "Source" else "tags", []):
+            validate_marquez(item, entry)
+
+
+def validate_operation(operation_id: str, body: Any, status: int = 200) -> None:
+    """Validate ``body`` as the answer ``operation_id`` declares for ``status``; raises
+    jsonschema's ValidationError."""
+    schema = response_component(operation_id, status)
+    ref = schema.get("$ref", "")
+    if operation_id in OPERATION_VALIDATORS:
+        OPERATION_VALIDATORS[operation_id](body)
+    elif ref == "#/components/schemas/FacetsResult":
+        corrected = copy.deepcopy(marquez_document()["components"]["schemas"]["FacetsResult"])
+        corrected["properties"]["facets"] = {"$ref": "#/components/schemas/RunFacets"}
+        root = {**corrected, "components": marquez_document()["components"]}
+        Draft7Validator(root, format_checker=conformance.FORMAT_CHECKER).validate(body)
+    elif ref.startswith("#/components/schemas/"):
+        component = ref.rsplit("/", 1)[1]
+        validate_marquez(component, body)
+        _nested(component, body)
+    else:
+        root = {**schema, "components": marquez_document()["components"]}
+        Draft7Validator(root, format_checker=conformance.FORMAT_CHECKER).validate(body)
+    for check in OPERATION_CHECKS.get(operation_id, []):
+        check(body)
