@@ -11,7 +11,7 @@ from opentelemetry import trace
 
 from lineage_instrumentation.auto import load_instrumentors
 from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement, Patcher
-from lineage_instrumentation.pika._naming import dataset_name, namespace_of
+from lineage_instrumentation.pika import dataset_name, namespace_of
 from lineage_instrumentation.propagation import (
     PARENT_RUN_ID_HEADER,
     extract_context,
