@@ -31,19 +31,28 @@ DATABASE_URL = os.environ.get("DATABASE_URL")
 READY_FILE = os.environ.get("READY_FILE")
 
 
-async def store(order: int) -> None:
+async def prepare_table() -> None:
     if not DATABASE_URL:
         return
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(DATABASE_URL) as db:
         await db.execute("CREATE TABLE IF NOT EXISTS billed_orders (id integer PRIMARY KEY)")
+
+
+async def store(order: int) -> None:
+    if not DATABASE_URL:
+        return
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(DATABASE_URL) as db:
         await db.execute("INSERT INTO billed_orders (id) VALUES (%s)", (order,))
 
 
 async def main() -> int:
     handled: list[int] = []
     done = asyncio.Event()
+    await prepare_table()
     connection = await aio_pika.connect(URL)
     async with connection:
         channel = await connection.channel()

@@ -7,6 +7,9 @@ pika and aio-pika services, and a consumer writing into a real PostgreSQL databa
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -493,3 +496,104 @@ async def test_consumer_writing_to_postgres_links_producer_exchange_job_and_tabl
         (exchange_node, job(consumer_job)),
         (job(consumer_job), table_node),
     } <= edges
+
+
+# --- lineage-instrument python app.py: an aio-pika service with no lineage code -----------------
+
+
+def run_services(env: dict[str, str], tmp_path: Path) -> tuple[Any, Any]:
+    """The aio-pika consumer service, then (once subscribed) the pika producer service, both
+    under ``lineage-instrument``; waits for both."""
+    from .test_wrapper_subprocess import EXAMPLES, WRAPPER
+
+    consumer = subprocess.Popen(
+        [*WRAPPER, sys.executable, str(EXAMPLES / "aio_pika_consumer_service.py")],
+        env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "consumer.jsonl")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(env["READY_FILE"]).exists():
+            assert consumer.poll() is None, consumer.communicate()
+            assert time.monotonic() < deadline, "consumer did not subscribe"
+            time.sleep(0.05)
+        producer = subprocess.run(
+            [*WRAPPER, sys.executable, str(EXAMPLES / "producer_service.py")],
+            env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "producer.jsonl")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        out, err = consumer.communicate(timeout=60)
+    finally:
+        if consumer.poll() is None:
+            consumer.kill()
+            consumer.wait()
+    return producer, subprocess.CompletedProcess(consumer.args, consumer.returncode, out, err)
+
+
+@pytest.fixture
+def services_env(names: Names, database: str, tmp_path: Path) -> dict[str, str]:
+    from .test_wrapper_subprocess import clean_env
+
+    return clean_env(
+        EXCHANGE=names.exchange,
+        QUEUE=names.queue,
+        ROUTING_KEY=names.routing_key,
+        COUNT="3",
+        READY_FILE=str(tmp_path / "ready"),
+        DATABASE_URL=f"{PG}/{database}",
+        LINEAGE_EXPORTERS="file",
+    )
+
+
+@pytest.mark.parametrize(
+    ("style", "mode"), [("callback", "per_message"), ("iterator", "streaming")]
+)
+def test_lineage_instrument_runs_an_aio_pika_service_without_lineage_code(
+    style, mode, names, database, services_env, tmp_path
+):
+    from .test_wrapper_subprocess import read_events
+
+    env = {**services_env, "STYLE": style, "LINEAGE_INSTRUMENTATION_AIO_PIKA_MODE": mode}
+    producer, consumer = run_services(env, tmp_path)
+    assert (producer.returncode, consumer.returncode) == (0, 0), (producer.stderr, consumer.stderr)
+    assert consumer.stdout == "billed orders [0, 1, 2]\n"
+    assert producer.stderr == consumer.stderr == ""
+    with psycopg.connect(f"{PG}/{database}") as db:
+        assert db.execute("SELECT id FROM billed_orders ORDER BY id").fetchall() == [
+            (0,),
+            (1,),
+            (2,),
+        ]
+
+    produced = read_events(tmp_path / "producer.jsonl")
+    consumed = read_events(tmp_path / "consumer.jsonl")
+    destination = (NAMESPACE, f"{names.exchange}:{names.routing_key}")
+    assert {(d["namespace"], d["name"]) for e in produced for d in e["outputs"]} == {destination}
+    ends = [e for e in consumed if e["eventType"] in ("COMPLETE", "FAIL")]
+    assert {e["eventType"] for e in ends} == {"COMPLETE"}
+    assert {(d["namespace"], d["name"]) for e in ends for d in e["inputs"]} == {destination}
+    callback = "main.on_order" if style == "callback" else "iterator"
+    assert {e["job"]["name"] for e in consumed} == {f"{names.queue}.{callback}"}
+    if mode == "per_message":  # each delivery's run is the child of the pika publish's run
+        assert len(ends) == 3
+        parents = {e["run"]["facets"]["parent"]["run"]["runId"] for e in ends}
+        assert parents == {e["run"]["runId"] for e in produced}
+    else:
+        assert len(ends) == 1
+        assert ends[0]["job"]["facets"]["jobType"]["processingType"] == "STREAMING"
+
+
+def test_aio_pika_instrumentation_can_be_disabled(names, database, services_env, tmp_path):
+    from .test_wrapper_subprocess import read_events
+
+    env = {**services_env, "LINEAGE_DISABLED_INSTRUMENTATIONS": "aio_pika"}
+    producer, consumer = run_services(env, tmp_path)
+    assert (producer.returncode, consumer.returncode) == (0, 0)
+    assert consumer.stdout == "billed orders [0, 1, 2]\n"
+    assert producer.stderr == consumer.stderr == ""
+    assert read_events(tmp_path / "consumer.jsonl") == []
+    assert len(read_events(tmp_path / "producer.jsonl")) == 6  # pika is still instrumented
