@@ -265,6 +265,29 @@ async def test_streaming_one_run_per_consumer(style, names, captured, aio_instru
         ]
 
 
+async def test_a_channel_close_ends_the_streaming_run(names, captured, aio_instrument):
+    """Closed by the application: COMPLETE; closed by the broker for an error: FAIL."""
+    aio_instrument(mode="streaming")
+
+    async def ignore(_message: Any) -> None:
+        return None
+
+    connection, channel, queue = await open_queue(names)
+    async with connection:
+        await queue.consume(ignore, consumer_tag="closed-by-app")
+        await channel.close()
+        broken = await connection.channel()
+        queue = await broken.get_queue(names.queue)
+        await queue.consume(ignore, consumer_tag="closed-by-error")
+        with pytest.raises(aio_pika.exceptions.ChannelNotFoundEntity):
+            await broken.declare_queue(f"{names.queue}.missing", passive=True)
+        await asyncio.sleep(0.1)  # the close callbacks run as tasks
+    kinds = sorted(e["eventType"] for e in captured.events() if e["eventType"] != "START")
+    assert kinds == ["COMPLETE", "FAIL"]
+    (failed,) = [e for e in captured.events() if e["eventType"] == "FAIL"]
+    assert "NOT_FOUND" in failed["run"]["facets"]["errorMessage"]["message"]
+
+
 async def test_failures_end_runs_with_fail_and_reach_the_application_unchanged(
     names, captured, aio_instrument
 ):

@@ -78,9 +78,18 @@ def _configured(sdk: LineageSDK | None) -> Settings:
     )
 
 
+def _close_error(reason: BaseException | None) -> BaseException | None:
+    """The error a channel closed with, or None for a close the application asked for: aiormq
+    reports that as ``ChannelClosed``/``ConnectionClosed`` with no reply code (or 200)."""
+    if reason is None or type(reason).__name__ not in ("ChannelClosed", "ConnectionClosed"):
+        return reason
+    code = reason.args[0] if reason.args else None
+    return None if code in (None, 200) else reason
+
+
 def _on_channel_close(channel: Any, *args: Any) -> None:
     reason = next((a for a in args if isinstance(a, BaseException)), None)
-    end_channel_streams(channel, reason)
+    end_channel_streams(channel, _close_error(reason))
 
 
 def _watch_channel(channel: Any) -> None:
