@@ -27,10 +27,10 @@ from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.exporters import InMemoryExporter
-from lineage_sdk.sdk.provider import configure, shutdown
+from lineage_sdk.sdk.provider import STATE, configure, shutdown
 from lineage_sdk.sdk.suppression import suppress_instrumentation
 
-from .conftest import BROKER_URL, Captured, Names, connect
+from .conftest import BROKER_URL, Captured, Names, connect, validate_event
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -54,9 +54,11 @@ def aio_instrument(captured: Captured) -> Iterator[Any]:
     instrumentor.uninstrument()
 
 
-async def open_queue(names: Names, prefetch: int = 20) -> tuple[Any, Any, Any]:
+async def open_queue(
+    names: Names, prefetch: int = 20, *, robust: bool = False
+) -> tuple[Any, Any, Any]:
     """An aio-pika connection, channel and the test's queue (declared by the fixture)."""
-    connection = await aio_pika.connect(BROKER_URL)
+    connection = await (aio_pika.connect_robust if robust else aio_pika.connect)(BROKER_URL)
     channel = await connection.channel()
     await channel.set_qos(prefetch_count=prefetch)
     queue = await channel.get_queue(names.queue)
@@ -130,13 +132,16 @@ def dataset(namespace: str, name: str) -> str:
     return node_id("DATASET", namespace, name)
 
 
-@pytest.mark.parametrize("style", ["callback", "iterator"])
+@pytest.mark.parametrize(
+    ("style", "robust"), [("callback", False), ("iterator", False), ("iterator", True)]
+)
 async def test_per_message_run_per_delivery_linked_to_publisher(
-    style, names, captured, aio_instrument
+    style, robust, names, captured, aio_instrument
 ):
+    """Plain and robust connections (RobustQueueIterator has an ``__anext__`` of its own)."""
     aio_instrument(mode="per_message")
     producer_run = await publish(names, [b"0", b"1", b"2"])
-    connection, _channel, queue = await open_queue(names)
+    connection, _channel, queue = await open_queue(names, robust=robust)
     in_body: list[tuple[str | None, str | None]] = []
 
     async def handle(_message: Any) -> None:
@@ -381,6 +386,45 @@ async def test_instrument_is_idempotent_and_uninstrument_restores(names, capture
         await consume_callback(queue, 1, lambda _m: asyncio.sleep(0))
     assert {e["job"]["name"] for e in captured.events()} == {PRODUCER_JOB}
     assert all(e["outputs"] == [] for e in captured.events())
+
+
+async def test_publisher_job_names_come_from_configuration(
+    names, captured, instrument, aio_instrument
+):
+    """Publishes outside any run: the configured job, for pika and aio-pika alike."""
+    shutdown(5.0)
+    exporter = InMemoryExporter()
+    configure(
+        LineageConfig.model_validate(
+            {
+                "exporters": ["memory"],
+                "producer": {"job_namespace": JOB_NAMESPACE},
+                "instrumentation": {
+                    "pika_publisher_job_name": "shop.pika_publisher",
+                    "aio_pika": {"publisher_job_name": "shop.aio_publisher"},
+                },
+            }
+        ),
+        exporters=[exporter],
+        strict=True,
+    )
+    instrument()
+    aio_instrument()
+    await publish(names, [b"0"], in_run=False)
+
+    def pika_publish() -> None:
+        conn = connect()
+        conn.channel().basic_publish(names.exchange, names.routing_key, b"1")
+        conn.close()
+
+    await asyncio.to_thread(pika_publish)
+    assert STATE.sdk is not None and STATE.sdk.force_flush(10.0)
+    for event in exporter.events:
+        validate_event(event)
+    assert {e["job"]["name"] for e in exporter.events} == {
+        "shop.pika_publisher",
+        "shop.aio_publisher",
+    }
 
 
 def test_bad_options_are_clear_errors(captured):

@@ -275,7 +275,7 @@ class _IteratorRun:
                     sdk,
                 )
                 consumer.start_stream(sdk, getattr(iterator, "consumer_tag", None))
-                weakref.finalize(iterator, _finish_stream, consumer)
+                weakref.finalize(iterator, self.abandon)
             stream = consumer.stream
             if stream is not None:
                 if stream.ended:
@@ -304,6 +304,19 @@ class _IteratorRun:
                 stream.error = error  # the stream goes on; its end reports the last outcome
             else:
                 scope.end(error)
+        except Exception as exc:  # noqa: BLE001
+            AIO_PIKA.warn_once("ending a consumer run", exc)
+
+    def abandon(self) -> None:
+        """The iterator was collected unclosed (a ``break`` out of a bare ``async for``): end
+        what is still open. Runs from the garbage collector: never raises."""
+        scope, self.pending = self.pending, None
+        try:
+            stream = self.consumer.stream if self.consumer is not None else None
+            if scope is not None and (stream is None or scope is not stream.scope):
+                scope.end()
+            if stream is not None:
+                stream.end()
         except Exception as exc:  # noqa: BLE001
             AIO_PIKA.warn_once("ending a consumer run", exc)
 
