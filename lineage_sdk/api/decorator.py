@@ -122,16 +122,7 @@ def _wrap_function(
             scope = None
         if scope is None:
             return func(*args, **kwargs)
-        scope.activate()
-        try:
-            result = func(*args, **kwargs)
-        except BaseException as exc:
-            scope.deactivate()
-            scope.end(exc)
-            raise
-        scope.deactivate()
-        scope.end()
-        return result
+        return scope.call(func, *args, **kwargs)
 
     return wrapper
 
@@ -146,17 +137,7 @@ def _wrap_coroutine(
             scope = None
         if scope is None:
             return await func(*args, **kwargs)
-        # A coroutine runs in its own task context, so the run stays current across awaits.
-        scope.activate()
-        try:
-            result = await func(*args, **kwargs)
-        except BaseException as exc:
-            scope.deactivate()
-            scope.end(exc)
-            raise
-        scope.deactivate()
-        scope.end()
-        return result
+        return await scope.acall(func, *args, **kwargs)
 
     return wrapper
 

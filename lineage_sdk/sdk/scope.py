@@ -7,8 +7,8 @@ outcome (the processor queues COMPLETE or FAIL). Nothing else happens on the cal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import uuid_utils
 from opentelemetry import context as otel_context
@@ -23,6 +23,7 @@ from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun, ParentRef
 
 __all__ = ["RunScope"]
 
+T = TypeVar("T")
 _ERROR_STATUS = Status(StatusCode.ERROR)
 _NO_PARENT: Any = object()
 
@@ -30,7 +31,8 @@ _NO_PARENT: Any = object()
 class RunScope:
     """One run's span and context. ``start`` once, ``activate``/``deactivate`` around each
     stretch of the run's own code (once for a function, once per step for a generator), then
-    ``end`` once."""
+    ``end`` once. ``call``/``acall`` do all three around one call: the sequence every wrapper of a
+    function, a callback or a coroutine shares."""
 
     __slots__ = ("_ctx_token", "_run_token", "context", "run", "span")
 
@@ -93,3 +95,31 @@ class RunScope:
             self.run.error = (type(error), error, error.__traceback__)
             self.span.set_status(_ERROR_STATUS)
         self.span.end()
+
+    def call(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``func(*args, **kwargs)`` as this run: current while it runs, then ended with what it
+        raised (FAIL) or COMPLETE; the exception reaches the caller unchanged."""
+        self.activate()
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as exc:
+            self.deactivate()
+            self.end(exc)
+            raise
+        self.deactivate()
+        self.end()
+        return result
+
+    async def acall(self, func: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """``await func(*args, **kwargs)`` as this run (see ``call``). The run stays current
+        across the awaits: they run in the awaiting task's context."""
+        self.activate()
+        try:
+            result = await func(*args, **kwargs)
+        except BaseException as exc:
+            self.deactivate()
+            self.end(exc)
+            raise
+        self.deactivate()
+        self.end()
+        return result

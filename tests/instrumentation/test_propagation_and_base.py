@@ -11,7 +11,7 @@ from opentelemetry import trace
 
 from lineage_instrumentation.auto import load_instrumentors
 from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement, Patcher
-from lineage_instrumentation.pika._naming import dataset_name, namespace_of
+from lineage_instrumentation.pika import dataset_name, namespace_of
 from lineage_instrumentation.propagation import (
     PARENT_RUN_ID_HEADER,
     extract_context,
@@ -181,5 +181,16 @@ def test_unmet_dependency_skips_instrumenting(requirement, missing, monkeypatch)
 
 
 def test_load_instrumentors_honours_disabled_names():
-    assert load_instrumentors(["PIKA"]) == []
+    from importlib.metadata import entry_points
+
+    from lineage_instrumentation.aio_pika import AioPikaInstrumentor
+    from lineage_instrumentation.auto import ENTRY_POINT_GROUP
+
+    registered = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    assert {"pika", "aio_pika"} <= registered
+    assert load_instrumentors([name.upper() for name in registered]) == []
     assert load_instrumentors(["all"]) == []
+    try:  # LINEAGE_DISABLED_INSTRUMENTATIONS=pika leaves aio-pika on, and the other way round
+        assert load_instrumentors(sorted(registered - {"aio_pika"})) == ["aio_pika"]
+    finally:
+        AioPikaInstrumentor().uninstrument()

@@ -19,34 +19,29 @@ Importing this module does not import pika; ``instrument()`` does, after checkin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import copy
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement, Patcher
-from lineage_instrumentation.pika._consumers import (
-    STATE_PIKA,
-    Consumer,
-    Settings,
-    callable_name,
-    end_all_streams,
-    end_stream,
-    instrumented_consume,
-    warn_once,
-)
-from lineage_instrumentation.pika._naming import (
+from lineage_instrumentation.amqp.consumers import Overrides, end_all_streams, end_stream
+from lineage_instrumentation.amqp.naming import (
     MESSAGING_FACET_KEY,
     MESSAGING_FACET_URL,
     dataset_name,
+)
+from lineage_instrumentation.amqp.publisher import (
+    end_publisher_streams,
+    prepare_program_publish,
+    record_publish,
+)
+from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement, Patcher
+from lineage_instrumentation.pika._consumers import (
+    PIKA,
+    consumer_for,
+    instrumented_consume,
     namespace_of,
+    wrap_callback,
 )
-from lineage_instrumentation.pika._publisher import (
-    end_publisher_stream,
-    prepare_publish,
-    publish_without_run,
-)
-from lineage_instrumentation.propagation import parent_from_environment
-from lineage_sdk.exceptions import ConfigError
-from lineage_sdk.sdk.provider import STATE, get_sdk
 from lineage_sdk.sdk.runs import CURRENT_RUN
 from lineage_sdk.sdk.suppression import is_instrumentation_suppressed
 
@@ -57,8 +52,6 @@ __all__ = [
     "dataset_name",
     "namespace_of",
 ]
-
-_MODES = ("per_message", "streaming")
 
 
 class PikaInstrumentor(BaseInstrumentor):
@@ -77,36 +70,15 @@ class PikaInstrumentor(BaseInstrumentor):
         return (LibraryRequirement("pika>=1.1,<2", "pika"),)
 
     def _instrument(self, **kwargs: Any) -> None:
-        mode = kwargs.get("mode")
-        if mode is not None and mode not in _MODES:
-            raise ConfigError(
-                "instrumentation.pika_mode",
-                mode,
-                "per_message or streaming",
-                source="PikaInstrumentor.instrument()",
-            )
-        interval = kwargs.get("streaming_interval_ms")
-        if interval is not None and (not isinstance(interval, int) or interval < 1):
-            raise ConfigError(
-                "instrumentation.pika_streaming_interval_ms",
-                interval,
-                "an integer >= 1",
-                source="PikaInstrumentor.instrument()",
-            )
-        job_name = kwargs.get("consumer_job_name")
-        if job_name is not None and (not isinstance(job_name, str) or not job_name):
-            raise ConfigError(
-                "instrumentation.pika_consumer_job_name",
-                job_name,
-                "a non-empty string",
-                source="PikaInstrumentor.instrument()",
-            )
+        overrides = Overrides.from_kwargs(
+            kwargs, lambda key: f"instrumentation.pika_{key}", "PikaInstrumentor.instrument()"
+        )
 
         import pika.adapters.blocking_connection as blocking
         import pika.channel
         import pika.spec
 
-        STATE_PIKA.settings = Settings(mode, job_name, interval, parent_from_environment())
+        PIKA.overrides = overrides
         patcher = Patcher()
         blocking_channel = blocking.BlockingChannel
         patcher.patch(blocking_channel, "basic_consume", _blocking_basic_consume)
@@ -123,22 +95,13 @@ class PikaInstrumentor(BaseInstrumentor):
         )
         patcher.patch(pika.channel.Channel, "basic_cancel", _basic_cancel)
         self._patcher = patcher
-        STATE_PIKA.active = True
+        PIKA.active = True
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        STATE_PIKA.active = False  # callbacks wrapped earlier now pass straight through
+        PIKA.active = False  # callbacks wrapped earlier now pass straight through
         self._patcher.restore()
-        end_all_streams()
-        end_publisher_stream()
-
-
-def _consumer_for(channel: Any, queue: str, callback: Any) -> tuple[Consumer | None, Any]:
-    try:
-        sdk = STATE.sdk or get_sdk()
-        return Consumer(channel, queue, callable_name(callback), sdk), sdk
-    except Exception as exc:  # noqa: BLE001 - lineage must never break the subscription
-        warn_once("setting up a consumer", exc)
-        return None, None
+        end_all_streams(PIKA)
+        end_publisher_streams(PIKA)
 
 
 def _blocking_basic_consume(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -152,18 +115,14 @@ def _blocking_basic_consume(original: Callable[..., Any]) -> Callable[..., Any]:
         arguments: dict[str, Any] | None = None,
     ) -> Any:
         consumer, sdk = None, None
-        if (
-            STATE_PIKA.active
-            and not is_instrumentation_suppressed()
-            and callable(on_message_callback)
-        ):
-            consumer, sdk = _consumer_for(self._impl, queue, on_message_callback)
+        if PIKA.active and not is_instrumentation_suppressed() and callable(on_message_callback):
+            consumer, sdk = consumer_for(self._impl, queue, on_message_callback)
         tag = original(
             self,
             queue=queue,
             on_message_callback=on_message_callback
             if consumer is None
-            else consumer.wrap(on_message_callback),
+            else wrap_callback(consumer, on_message_callback),
             auto_ack=auto_ack,
             exclusive=exclusive,
             consumer_tag=consumer_tag,
@@ -195,9 +154,9 @@ def _blocking_consume(original: Callable[..., Any]) -> Callable[..., Any]:
             inactivity_timeout=inactivity_timeout,
             consumer_tag=consumer_tag,
         )
-        if not STATE_PIKA.active or is_instrumentation_suppressed():
+        if not PIKA.active or is_instrumentation_suppressed():
             return inner
-        consumer, sdk = _consumer_for(self._impl, queue, "consume")
+        consumer, sdk = consumer_for(self._impl, queue, "consume")
         if consumer is None:
             return inner
         return instrumented_consume(inner, consumer, sdk)
@@ -220,19 +179,19 @@ def _channel_basic_consume(
     ) -> Any:
         consumer, sdk = None, None
         if (
-            STATE_PIKA.active
+            PIKA.active
             and not is_instrumentation_suppressed()
             and callable(on_message_callback)
             # BlockingChannel subscribes its own dispatcher here; its callbacks are wrapped above.
             and not isinstance(getattr(on_message_callback, "__self__", None), blocking_channel)
         ):
-            consumer, sdk = _consumer_for(self, queue, on_message_callback)
+            consumer, sdk = consumer_for(self, queue, on_message_callback)
         tag = original(
             self,
             queue=queue,
             on_message_callback=on_message_callback
             if consumer is None
-            else consumer.wrap(on_message_callback),
+            else wrap_callback(consumer, on_message_callback),
             auto_ack=auto_ack,
             exclusive=exclusive,
             consumer_tag=consumer_tag,
@@ -246,6 +205,20 @@ def _channel_basic_consume(
     return basic_consume
 
 
+def _with_headers(properties: Any, headers: Mapping[str, Any], basic_properties: type[Any]) -> Any:
+    """Properties carrying the lineage headers: a new object, never the caller's one changed.
+
+    A caller reusing one ``BasicProperties`` for many messages would otherwise see headers of an
+    old run appear on later messages.
+    """
+    if properties is None:
+        return basic_properties(headers=dict(headers))
+    new = copy.copy(properties)
+    old = getattr(properties, "headers", None)
+    new.headers = {**old, **headers} if old else dict(headers)
+    return new
+
+
 def _basic_publish(original: Callable[..., Any], basic_properties: type[Any]) -> Callable[..., Any]:
     def basic_publish(
         self: Any,
@@ -255,57 +228,49 @@ def _basic_publish(original: Callable[..., Any], basic_properties: type[Any]) ->
         properties: Any = None,
         mandatory: bool = False,
     ) -> Any:
-        if not STATE_PIKA.active or is_instrumentation_suppressed():
+        def publish(props: Any) -> Any:
             return original(
                 self,
                 exchange=exchange,
                 routing_key=routing_key,
                 body=body,
-                properties=properties,
+                properties=props,
                 mandatory=mandatory,
             )
+
+        if not PIKA.active or is_instrumentation_suppressed():
+            return publish(properties)
         run = CURRENT_RUN.get()
         if run is None:
-            return publish_without_run(
-                lambda props: original(
-                    self,
-                    exchange=exchange,
-                    routing_key=routing_key,
-                    body=body,
-                    properties=props,
-                    mandatory=mandatory,
-                ),
-                self,
-                exchange,
-                routing_key,
-                properties,
-                basic_properties,
+            prepared = prepare_program_publish(
+                PIKA, namespace_of(getattr(self, "connection", None)), exchange, routing_key
             )
+            if prepared is None:
+                return publish(properties)
+            scope, headers = prepared
+            try:
+                properties = _with_headers(properties, headers, basic_properties)
+            except Exception as exc:  # noqa: BLE001 - publish as the caller asked
+                PIKA.warn_once("recording a publish", exc)
+            return publish(properties) if scope is None else scope.call(publish, properties)
         try:
-            properties = prepare_publish(
-                self, exchange, routing_key, properties, run, basic_properties
-            )
+            namespace = namespace_of(getattr(self, "connection", None))
+            headers = record_publish(run, namespace, exchange, routing_key)
+            properties = _with_headers(properties, headers, basic_properties)
         except Exception as exc:  # noqa: BLE001 - publish as the caller asked
-            warn_once("recording a publish", exc)
-        return original(
-            self,
-            exchange=exchange,
-            routing_key=routing_key,
-            body=body,
-            properties=properties,
-            mandatory=mandatory,
-        )
+            PIKA.warn_once("recording a publish", exc)
+        return publish(properties)
 
     return basic_publish
 
 
 def _basic_cancel(original: Callable[..., Any]) -> Callable[..., Any]:
     def basic_cancel(self: Any, consumer_tag: str = "", callback: Any = None) -> Any:
-        if STATE_PIKA.active:
+        if PIKA.active:
             try:
                 end_stream(self, consumer_tag)
             except Exception as exc:  # noqa: BLE001
-                warn_once("ending a cancelled consumer's run", exc)
+                PIKA.warn_once("ending a cancelled consumer's run", exc)
         return original(self, consumer_tag=consumer_tag, callback=callback)
 
     return basic_cancel

@@ -4,7 +4,8 @@ A message is named by where it was *published*, which both sides know: the produ
 ``basic_publish(exchange, routing_key)``, the consumer from the delivery's ``method.exchange`` and
 ``method.routing_key``. So the producer's output and the consumer's input are the same dataset:
 
-- namespace ``rabbitmq://{host}:{port}`` of the connection (IPv6 hosts in brackets);
+- namespace ``rabbitmq://{host}:{port}`` of the connection (IPv6 hosts in brackets), the same
+  for pika and aio-pika so services on either client meet on one dataset;
 - name ``{exchange}:{routing_key}`` (the ``messaging.destination.name`` form of OpenTelemetry's
   RabbitMQ conventions), or, for the default exchange ``""`` (which routes by queue name), just
   the routing key, i.e. the queue, falling back to the consuming queue if the key is empty.
@@ -24,7 +25,7 @@ __all__ = [
     "MESSAGING_FACET_URL",
     "dataset_name",
     "messaging_dataset",
-    "namespace_of",
+    "namespace_for",
 ]
 
 MESSAGING_FACET_KEY = "lineagesdk_messaging"
@@ -34,14 +35,12 @@ MESSAGING_FACET_URL = (
 )
 
 
-def namespace_of(connection: Any) -> str:
-    """``rabbitmq://host:port`` of a pika connection (``pika.connection.Connection``)."""
-    params = getattr(connection, "params", None)
-    host = str(getattr(params, "host", None) or "localhost")
-    port = getattr(params, "port", None) or 5672
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"rabbitmq://{host}:{port}"
+def namespace_for(host: str | None, port: int | None, default_port: int = 5672) -> str:
+    """``rabbitmq://host:port`` of a broker address (the client library knows where it is)."""
+    text = str(host or "localhost")
+    if ":" in text and not text.startswith("["):
+        text = f"[{text}]"
+    return f"rabbitmq://{text}:{port or default_port}"
 
 
 def dataset_name(exchange: str, routing_key: str, queue: str | None = None) -> str:
