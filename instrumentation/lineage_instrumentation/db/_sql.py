@@ -56,6 +56,22 @@ _INSERT_COLUMNS = re.compile(
     r"^\s*INSERT\s+(?:OR\s+\w+\s+)?INTO\s+[^\s(]+\s*\(([^)]*)\)", re.IGNORECASE
 )
 _SYNTHETIC = re.compile(r"_\d+")
+# System catalogs are the database's own bookkeeping (drivers and SQLAlchemy query them on
+# connect), never a dataset of the program: by schema, and by the name of an unqualified table.
+_SYSTEM_SCHEMAS = {
+    "postgres": {"pg_catalog", "information_schema"},
+    "mysql": {"information_schema", "mysql", "performance_schema", "sys"},
+    "mssql": {"sys", "information_schema"},
+}
+_SYSTEM_PREFIXES = {"postgres": "pg_", "sqlite": "sqlite_"}
+
+
+def _is_system(table: Any, dialect: str) -> bool:
+    schema = (table.schema or "").lower()
+    if schema in _SYSTEM_SCHEMAS.get(dialect, ("information_schema",)):
+        return True
+    prefix = _SYSTEM_PREFIXES.get(dialect)
+    return prefix is not None and not table.schema and table.name.lower().startswith(prefix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +227,8 @@ def _datasets(
     out: list[LineageDataset] = []
     local: set[str] = set()
     for table in tables:
+        if _is_system(table, target.dialect):
+            continue
         name = table_name(table, target)
         if not name or name in local:
             continue

@@ -113,6 +113,16 @@ def _connection_class(base: type[Any], cursor_base: type[Any]) -> type[Any]:
                 return super().cursor(_CURSOR)
             return super().cursor(factory)
 
+        # The C shortcuts make their cursor without calling cursor(): do what they do, with ours.
+        def execute(self, sql: Any, *args: Any) -> Any:
+            return self.cursor().execute(sql, *args)
+
+        def executemany(self, sql: Any, *args: Any) -> Any:
+            return self.cursor().executemany(sql, *args)
+
+        def executescript(self, sql_script: Any) -> Any:
+            return self.cursor().executescript(sql_script)
+
         def commit(self) -> None:
             try:
                 super().commit()
