@@ -133,6 +133,10 @@ class LineageSpanProcessor(SpanProcessor):
         span another tracer started (it is not in ``current_run()``)."""
         return self._active.get(span_id)
 
+    def active_run_count(self) -> int:
+        """How many runs are open now (instrumentation skips its span lookup when none is)."""
+        return len(self._active)
+
     def _submit(self, record: LineageRecord) -> None:
         pipeline = self._pipeline
         if pipeline is not None:

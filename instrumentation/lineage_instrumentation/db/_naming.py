@@ -19,7 +19,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["Target", "host_port", "mongodb_target", "postgres_target", "sqlite_target"]
+__all__ = [
+    "Target",
+    "host_port",
+    "intern_target",
+    "mongodb_target",
+    "postgres_target",
+    "sqlite_target",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +46,20 @@ class Target:
     dollar_params: bool = False  # rewrite %s / %(name)s placeholders as $n for the parser
 
 
+_INTERNED: dict[Target, Target] = {}
+
+
+def intern_target(target: Target) -> Target:
+    """The one object for targets equal to ``target``: its ``id`` then names it for good (the
+    per-run statement memo keys on it, cheaper than hashing the dataclass)."""
+    found = _INTERNED.get(target)
+    if found is None:
+        if len(_INTERNED) >= 4096:  # a program connecting to ever new servers: start over
+            _INTERNED.clear()
+        found = _INTERNED.setdefault(target, target)
+    return found
+
+
 def host_port(host: str | None, port: int | str | None, default_port: int) -> str:
     """``host:port``, IPv6 hosts in brackets; a Unix socket directory reads as ``localhost``."""
     name = host or "localhost"
@@ -50,13 +71,15 @@ def host_port(host: str | None, port: int | str | None, default_port: int) -> st
 
 
 def postgres_target(host: str | None, port: int | str | None, database: str | None) -> Target:
-    return Target(
-        f"postgres://{host_port(host, port, 5432)}",
-        "postgres",
-        database or None,
-        "public",
-        fold_case=True,
-        dollar_params=True,
+    return intern_target(
+        Target(
+            f"postgres://{host_port(host, port, 5432)}",
+            "postgres",
+            database or None,
+            "public",
+            fold_case=True,
+            dollar_params=True,
+        )
     )
 
 
@@ -66,7 +89,7 @@ def sqlite_target(path: str | None) -> Target | None:
         return None
     if path.startswith("file:"):
         path = path[len("file:") :].split("?", 1)[0]
-    return Target(f"sqlite://{os.path.abspath(path)}", "sqlite", None, "main")
+    return intern_target(Target(f"sqlite://{os.path.abspath(path)}", "sqlite", None, "main"))
 
 
 def mongodb_target(host: str, port: int) -> str:

@@ -83,6 +83,11 @@ def current_lineage_run(sdk: LineageSDK) -> LineageRun | None:
     return sdk.processor.active_run(span_id) if span_id else None
 
 
+def _other_spans(sdk: LineageSDK) -> bool:
+    """Whether a span of another tracer may be the current run (any run open at all)."""
+    return sdk.processor.active_run_count() > 0
+
+
 def _add_unique(run: LineageRun, datasets: tuple[LineageDataset, ...], outputs: bool) -> None:
     for dataset in datasets:
         existing = run.outputs if outputs else run.inputs
@@ -252,25 +257,29 @@ class DbKind:
         statement: str,
         target: Target | None,
         error: BaseException | None = None,
-        in_transaction: Callable[[], bool] | None = None,
+        in_transaction: Callable[[Any], bool] | None = None,
     ) -> None:
         """A SQL statement ran on ``connection`` (``error``: what the driver raised); its
         datasets come from the parser. Never raises.
 
-        ``in_transaction()`` says, after a successful statement, whether a transaction is still
+        ``in_transaction(connection)`` says, after a statement, whether a transaction is still
         open (only asked when a run per transaction is kept; None: assume it is).
         """
         if target is None:
             self.observe(connection, None, None, statement, error, in_transaction)
             return
         sdk = STATE.sdk
-        key = (statement, target)
-        if sdk is not None and error is None:
-            run = CURRENT_RUN.get()
-            if run is not None:  # the hot path: a run that has seen this statement already
+        if sdk is None:
+            return
+        key = (statement, id(target))  # targets are interned: the id names one for good
+        run = CURRENT_RUN.get()
+        if run is not None:
+            if error is None:  # the hot path: a run that has seen this statement already
                 memo = _MEMOS.get(run.run_id)
                 if memo is not None and key in memo.seen:
                     return
+        elif self._resolved[0] is sdk and self._resolved[1] == "ignore" and not _other_spans(sdk):
+            return  # outside any run, nothing to record
         self.observe(
             connection,
             key,
@@ -287,7 +296,7 @@ class DbKind:
         analysis: Callable[[str], Analysis] | None,
         statement: str,
         error: BaseException | None = None,
-        in_transaction: Callable[[], bool] | None = None,
+        in_transaction: Callable[[Any], bool] | None = None,
     ) -> None:
         """An operation ran in ``transaction`` (a connection, or a session's key); ``analysis``
         (given the producer URI) tells its datasets, ``key`` identifies it within a run. Never
@@ -310,7 +319,7 @@ class DbKind:
                 record_analysis(tx.scope.run, key, analysis(sdk.builder.producer), statement)
             elif error is not None and tx.error is None:
                 tx.error = error
-            if in_transaction is not None and not in_transaction():
+            if in_transaction is not None and not in_transaction(transaction):
                 self.end_transaction(transaction, committed=True)  # FAIL if it had an error
         except Exception as exc:  # noqa: BLE001 - telemetry never breaks the statement
             warn_once("recording a statement", exc)

@@ -13,7 +13,6 @@ seen.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -24,24 +23,24 @@ from lineage_instrumentation.instrumentor import LibraryRequirement, Patcher
 
 __all__ = ["PsycopgInstrumentor"]
 
-_TARGETS: weakref.WeakKeyDictionary[Any, Target] = weakref.WeakKeyDictionary()
 _IDLE = 0  # libpq PQTRANS_IDLE: no transaction open
 
 
 def _target(connection: Any) -> Target | None:
     try:
-        found = _TARGETS.get(connection)
+        found: Target | None = connection.__dict__.get("_lineage_target")
         if found is None:
             info = connection.info
-            found = _TARGETS[connection] = postgres_target(info.host, info.port, info.dbname)
+            found = postgres_target(info.host, info.port, info.dbname)
+            connection._lineage_target = found
         return found
     except Exception as exc:  # noqa: BLE001 - a closed or odd connection: no lineage from it
         warn_once("reading the connection's address", exc)
         return None
 
 
-def _in_transaction(connection: Any) -> Callable[[], bool]:
-    return lambda: int(connection.pgconn.transaction_status) != _IDLE
+def _in_transaction(connection: Any) -> bool:
+    return int(connection.pgconn.transaction_status) != _IDLE
 
 
 class PsycopgInstrumentor(DbInstrumentor):
@@ -116,7 +115,7 @@ def _seen(cursor: Any, query: Any, error: BaseException | None) -> None:
     if text is None:
         return
     PsycopgInstrumentor.kind.statement(
-        connection, text, _target(connection), error, _in_transaction(connection)
+        connection, text, _target(connection), error, _in_transaction
     )
 
 

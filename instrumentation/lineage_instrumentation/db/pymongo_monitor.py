@@ -264,7 +264,7 @@ def _listener_class() -> type[Any]:
     return LineageCommandListener
 
 
-def _not_in_transaction() -> bool:
+def _not_in_transaction(_key: object) -> bool:
     return False
 
 

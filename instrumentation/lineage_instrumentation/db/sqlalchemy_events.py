@@ -17,7 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from lineage_instrumentation.db._dbapi import IN_SQLALCHEMY, DbInstrumentor
-from lineage_instrumentation.db._naming import Target, host_port, postgres_target, sqlite_target
+from lineage_instrumentation.db._naming import (
+    Target,
+    host_port,
+    intern_target,
+    postgres_target,
+    sqlite_target,
+)
 from lineage_instrumentation.db._record import warn_once
 from lineage_instrumentation.instrumentor import LibraryRequirement
 
@@ -49,13 +55,15 @@ def target_of_url(url: Any) -> Target | None:
     if backend == "sqlite":
         return sqlite_target(url.database)
     if backend in ("mysql", "mariadb"):
-        return Target(f"mysql://{host_port(url.host, url.port, 3306)}", "mysql", url.database, None)
+        namespace = f"mysql://{host_port(url.host, url.port, 3306)}"
+        return intern_target(Target(namespace, "mysql", url.database, None))
     if backend == "mssql":
         namespace = f"mssql://{host_port(url.host, url.port, 1433)}"
-        return Target(namespace, "mssql", url.database, "dbo")
+        return intern_target(Target(namespace, "mssql", url.database, "dbo"))
     host = url.host or "localhost"
     authority = f"{host}:{url.port}" if url.port else host
-    return Target(f"{backend}://{authority}", _DIALECTS.get(backend, "generic"), url.database, None)
+    dialect = _DIALECTS.get(backend, "generic")
+    return intern_target(Target(f"{backend}://{authority}", dialect, url.database, None))
 
 
 def _target(connection: Any) -> Target | None:
@@ -119,7 +127,11 @@ def _after(
     except Exception as exc:  # noqa: BLE001
         warn_once("naming an engine's database", exc)
         return
-    kind.statement(conn, statement, target, None, conn.in_transaction)
+    kind.statement(conn, statement, target, None, _in_transaction)
+
+
+def _in_transaction(conn: Any) -> bool:
+    return bool(conn.in_transaction())
 
 
 def _error(context: Any) -> None:

@@ -59,7 +59,11 @@ def _seen(connection: Any, sql: Any, error: BaseException | None) -> None:
     target: Target | None = getattr(connection, "_lineage_target", None)
     if target is None:
         return
-    kind.statement(connection, sql, target, error, lambda: bool(connection.in_transaction))
+    kind.statement(connection, sql, target, error, _in_transaction)
+
+
+def _in_transaction(connection: Any) -> bool:
+    return bool(connection.in_transaction)
 
 
 def _cursor_class(base: type[Any]) -> type[Any]:

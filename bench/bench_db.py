@@ -1,0 +1,154 @@
+"""Benchmark of the database instrumentors (issue 15) on the real PostgreSQL over loopback.
+
+1. **Repeated statement.** ``SELECT v FROM items WHERE id = %s`` run ``--statements`` times on one
+   psycopg connection inside a ``@track_lineage`` run, uninstrumented and instrumented, in
+   alternating rounds of the same process; reported per round trip (median of the rounds) and as
+   the ratio instrumented / uninstrumented. Target: <= 1.10. The same with the instrumentor on but
+   no run open (``outside_run = "ignore"``) is reported alongside.
+2. **First sight.** The cost of analysing a statement never seen before (``openlineage-sql``
+   parse, naming, facets), for a one-table SELECT and an ``INSERT ... SELECT ... JOIN``; every
+   later execution of it is a cache hit.
+
+Run: ``python bench/bench_db.py`` (about 20 s here). It creates a database of its own and drops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import timeit
+import uuid
+
+import psycopg
+
+from lineage_instrumentation.db import clear_cache, sql_stats
+from lineage_instrumentation.db._naming import postgres_target
+from lineage_instrumentation.db._sql import analyze
+from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor, _seen
+from lineage_sdk import track_lineage
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.sdk.exporters import InMemoryExporter
+from lineage_sdk.sdk.provider import configure, shutdown
+
+ADMIN = "host=127.0.0.1 port=5432 dbname=test"
+QUERY = "SELECT v FROM items WHERE id = %s"
+JOIN = (
+    "INSERT INTO report{n} (id, total) SELECT a.id AS id, a.v + b.v AS total "
+    "FROM items a JOIN items_b b ON a.id = b.id WHERE a.v > %s"
+)
+
+
+def _loop(conn: psycopg.Connection, n: int) -> float:
+    cur = conn.cursor()
+    started = time.perf_counter()
+    for i in range(n):
+        cur.execute(QUERY, (i % 1000,))
+        cur.fetchone()
+    return (time.perf_counter() - started) / n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--statements", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--distinct", type=int, default=200)
+    args = parser.parse_args()
+
+    configure(
+        LineageConfig.model_validate({"exporters": ["memory"]}),
+        exporters=[InMemoryExporter()],
+        strict=True,
+    )
+    name = f"lineage_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    instrumentor = PsycopgInstrumentor()
+    try:
+        dsn = f"host=127.0.0.1 port=5432 dbname={name}"
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE items (id int PRIMARY KEY, v int)")
+            conn.execute("INSERT INTO items SELECT g, g FROM generate_series(0, 999) g")
+
+            @track_lineage(job_name="bench_db")
+            def in_run(n: int) -> float:
+                return _loop(conn, n)
+
+            # The machine is shared and noisy: alternate short blocks (the order flipping every
+            # block) and compare medians of the blocks, so drift hits both sides alike.
+            plain: list[float] = []
+            instrumented: list[float] = []
+            outside: list[float] = []
+            instrumentor.instrument()
+            in_run(200)  # warm-up: connection, plans, the statement's one parse
+            for block in range(args.rounds):
+                order = (False, True) if block % 2 else (True, False)
+                for on in order:
+                    if on:
+                        instrumentor.instrument()
+                        instrumented.append(in_run(args.statements))
+                        outside.append(_loop(conn, args.statements))
+                    else:
+                        instrumentor.uninstrument()
+                        plain.append(in_run(args.statements))
+            # The instrumentation's own work per statement, without the round trip: what the
+            # ratio above measures through the noise of a shared machine.
+            instrumentor.instrument()
+            cursor = conn.cursor()
+
+            @track_lineage(job_name="bench_db_work")
+            def work() -> float:
+                return timeit.timeit(lambda: _seen(cursor, QUERY, None), number=20000) / 20000
+
+            own_in_run = work()
+            own_outside = timeit.timeit(lambda: _seen(cursor, QUERY, None), number=20000) / 20000
+            instrumentor.uninstrument()
+        base = statistics.median(plain)
+        inst = statistics.median(instrumented)
+        out = statistics.median(outside)
+        print(
+            f"repeated parametrised SELECT over loopback: {args.rounds} alternating blocks of "
+            f"{args.statements} statements per variant (median of blocks)"
+        )
+        print(f"  uninstrumented, in a run      {base * 1e6:8.1f} us/round trip")
+        print(
+            f"  instrumented, in a run        {inst * 1e6:8.1f} us/round trip  "
+            f"ratio {inst / base:.3f} (target <= 1.10)"
+        )
+        print(
+            f"  instrumented, outside any run {out * 1e6:8.1f} us/round trip  "
+            f"ratio {out / base:.3f}"
+        )
+        print(
+            f"  instrumentation's own work per statement: {own_in_run * 1e6:.2f} us in a run, "
+            f"{own_outside * 1e6:.2f} us outside ({own_in_run / base:.1%} of the round trip)"
+        )
+
+        target = postgres_target("127.0.0.1", 5432, name)
+        for label, make in (
+            ("one-table SELECT", lambda n: f"SELECT v FROM items_{n} WHERE id = %s"),
+            ("INSERT ... SELECT ... JOIN", lambda n: JOIN.format(n=n)),
+        ):
+            clear_cache()
+            started = time.perf_counter()
+            for n in range(args.distinct):
+                analyze(make(n), target, "bench")
+            first = (time.perf_counter() - started) / args.distinct
+            started = time.perf_counter()
+            for n in range(args.distinct):
+                analyze(make(n), target, "bench")
+            hit = (time.perf_counter() - started) / args.distinct
+            stats = sql_stats()
+            print(
+                f"first sight of a {label}: {first * 1e6:8.1f} us (parsed {stats.parsed}, "
+                f"unparseable {stats.unparseable}); cached: {hit * 1e6:.2f} us"
+            )
+    finally:
+        instrumentor.uninstrument()
+        shutdown(5.0)
+        with psycopg.connect(ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()
