@@ -19,6 +19,7 @@ import statistics
 import time
 import timeit
 import uuid
+from collections.abc import Callable
 
 import psycopg
 
@@ -74,23 +75,35 @@ def main() -> None:
             def in_run(n: int) -> float:
                 return _loop(conn, n)
 
-            # The machine is shared and noisy: alternate short blocks (the order flipping every
-            # block) and compare medians of the blocks, so drift hits both sides alike.
-            plain: list[float] = []
-            instrumented: list[float] = []
-            outside: list[float] = []
+            # The machine is shared and noisy: four variants in short blocks, their order rotating
+            # every block, compared by the medians of their blocks; two of them are the same
+            # uninstrumented loop, whose ratio is the noise floor of this run.
+            def plain_loop() -> float:
+                instrumentor.uninstrument()
+                return in_run(args.statements)
+
+            def instrumented_loop() -> float:
+                instrumentor.instrument()
+                return in_run(args.statements)
+
+            def outside_loop() -> float:
+                instrumentor.instrument()
+                return _loop(conn, args.statements)
+
+            variants: dict[str, Callable[[], float]] = {
+                "plain": plain_loop,
+                "instrumented": instrumented_loop,
+                "plain again": plain_loop,
+                "outside": outside_loop,
+            }
+            times: dict[str, list[float]] = {key: [] for key in variants}
             instrumentor.instrument()
             in_run(200)  # warm-up: connection, plans, the statement's one parse
+            keys = list(variants)
             for block in range(args.rounds):
-                order = (False, True) if block % 2 else (True, False)
-                for on in order:
-                    if on:
-                        instrumentor.instrument()
-                        instrumented.append(in_run(args.statements))
-                        outside.append(_loop(conn, args.statements))
-                    else:
-                        instrumentor.uninstrument()
-                        plain.append(in_run(args.statements))
+                for i in range(len(keys)):
+                    key = keys[(block + i) % len(keys)]
+                    times[key].append(variants[key]())
             # The instrumentation's own work per statement, without the round trip: what the
             # ratio above measures through the noise of a shared machine.
             instrumentor.instrument()
@@ -103,21 +116,24 @@ def main() -> None:
             own_in_run = work()
             own_outside = timeit.timeit(lambda: _seen(cursor, QUERY, None), number=20000) / 20000
             instrumentor.uninstrument()
-        base = statistics.median(plain)
-        inst = statistics.median(instrumented)
-        out = statistics.median(outside)
+        med = {key: statistics.median(values) for key, values in times.items()}
+        base = med["plain"]
         print(
-            f"repeated parametrised SELECT over loopback: {args.rounds} alternating blocks of "
+            f"repeated parametrised SELECT over loopback: {args.rounds} rotating blocks of "
             f"{args.statements} statements per variant (median of blocks)"
         )
         print(f"  uninstrumented, in a run      {base * 1e6:8.1f} us/round trip")
         print(
-            f"  instrumented, in a run        {inst * 1e6:8.1f} us/round trip  "
-            f"ratio {inst / base:.3f} (target <= 1.10)"
+            f"  uninstrumented, again         {med['plain again'] * 1e6:8.1f} us/round trip  "
+            f"ratio {med['plain again'] / base:.3f} (the noise floor of this run)"
         )
         print(
-            f"  instrumented, outside any run {out * 1e6:8.1f} us/round trip  "
-            f"ratio {out / base:.3f}"
+            f"  instrumented, in a run        {med['instrumented'] * 1e6:8.1f} us/round trip  "
+            f"ratio {med['instrumented'] / base:.3f} (target <= 1.10)"
+        )
+        print(
+            f"  instrumented, outside any run {med['outside'] * 1e6:8.1f} us/round trip  "
+            f"ratio {med['outside'] / base:.3f}"
         )
         print(
             f"  instrumentation's own work per statement: {own_in_run * 1e6:.2f} us in a run, "

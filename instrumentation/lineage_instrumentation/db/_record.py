@@ -115,7 +115,7 @@ def add_datasets(
 
 
 class _RunMemo:
-    """What one run has seen: its statements (so a repeated one costs a set lookup) and the
+    """What one run has seen: its statements' keys (so a repeated one costs a set lookup) and the
     statements the parser could not read (its ``extractionError`` facet)."""
 
     __slots__ = ("failed", "seen")
@@ -271,7 +271,9 @@ class DbKind:
         sdk = STATE.sdk
         if sdk is None:
             return
-        key = (statement, id(target))  # targets are interned: the id names one for good
+        # Targets are interned, so their id names one for good; the memo keeps the hash alone,
+        # not the text (runs of dynamic SQL would otherwise hold every statement they ran).
+        key = hash((statement, id(target)))
         run = CURRENT_RUN.get()
         if run is not None:
             if error is None:  # the hot path: a run that has seen this statement already

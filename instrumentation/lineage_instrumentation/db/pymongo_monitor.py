@@ -226,7 +226,7 @@ def _listener_class() -> type[Any]:
                     pending.clear()
                 pending[(event.request_id, event.connection_id)] = (
                     session,
-                    (name, analysis.inputs, analysis.outputs),
+                    hash((name, analysis.inputs, analysis.outputs)),
                     analysis,
                     f"{name} {event.database_name}",
                 )
