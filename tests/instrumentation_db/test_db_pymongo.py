@@ -87,3 +87,25 @@ def test_command_collections_covers_every_stage():
         "aggregate", {"aggregate": 1, "pipeline": [{"$out": "o"}]}, "db"
     ) == ([], ["db.o"])
     assert command_collections("getMore", {"getMore": 1, "collection": "a"}, "db") == ([], [])
+
+
+def test_run_per_transaction_outside_any_run(mongo_uri, captured, instrumented):
+    instrumented(PymongoInstrumentor, outside_run="run_per_transaction", job_name="mongo_tx")
+    client = pymongo.MongoClient(mongo_uri)
+    db = client["shop_i15_tx"]
+    try:
+        db.create_collection("ledger")
+        with client.start_session() as session, session.start_transaction():
+            db.ledger.insert_one({"_id": 1}, session=session)
+            db.ledger.update_one({"_id": 1}, {"$set": {"n": 2}}, session=session)
+        assert db.ledger.find_one({"_id": 1}) == {"_id": 1, "n": 2}
+    finally:
+        client.drop_database("shop_i15_tx")
+        client.close()
+    finals = [e for e in captured.final("mongo_tx")]
+    outputs = [[d["name"] for d in e["outputs"]] for e in finals]
+    inputs = [[d["name"] for d in e["inputs"]] for e in finals]
+    assert ["shop_i15_tx.ledger"] in outputs  # the transaction: one run, both writes
+    assert outputs.count(["shop_i15_tx.ledger"]) == 1
+    assert ["shop_i15_tx.ledger"] in inputs  # the find_one after it: a run of its own
+    assert all(e["eventType"] == "COMPLETE" for e in finals)

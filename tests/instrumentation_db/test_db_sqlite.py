@@ -115,3 +115,23 @@ def test_sqlalchemy_on_sqlite_is_recorded_once(db_file, captured, instrumented):
     assert set(by_name(complete["inputs"])) == {"main.items"}
     assert set(by_name(complete["outputs"])) == {"main.totals"}
     assert complete["outputs"][0]["namespace"] == f"sqlite://{db_file}"
+
+
+def test_sqlalchemy_driver_error_fails_the_transaction_run(db_file, captured, instrumented):
+    import sqlalchemy as sa
+
+    instrumented(SQLAlchemyInstrumentor, outside_run="run_per_transaction", job_name="sa_tx")
+    engine = sa.create_engine(f"sqlite:///{db_file}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE items SET price = price"))
+    with pytest.raises(sa.exc.OperationalError) as info, engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM totals"))
+        conn.execute(sa.text("SELECT * FROM nowhere"))
+    assert isinstance(info.value.orig, sqlite3.OperationalError)
+    engine.dispose()
+    committed, failed = captured.final("sa_tx")
+    assert committed["eventType"] == "COMPLETE"
+    assert [d["name"] for d in committed["outputs"]] == ["main.items"]
+    assert failed["eventType"] == "FAIL"
+    assert "no such table: nowhere" in failed["run"]["facets"]["errorMessage"]["message"]
+    assert [d["name"] for d in failed["outputs"]] == ["main.totals"]
