@@ -124,9 +124,14 @@ def test_sqlalchemy_driver_error_fails_the_transaction_run(db_file, captured, in
     engine = sa.create_engine(f"sqlite:///{db_file}")
     with engine.begin() as conn:
         conn.execute(sa.text("UPDATE items SET price = price"))
-    with pytest.raises(sa.exc.OperationalError) as info, engine.begin() as conn:
-        conn.execute(sa.text("DELETE FROM totals"))
-        conn.execute(sa.text("SELECT * FROM nowhere"))
+
+    def failing() -> None:
+        with engine.begin() as conn:
+            conn.execute(sa.text("DELETE FROM totals"))
+            conn.execute(sa.text("SELECT * FROM nowhere"))
+
+    with pytest.raises(sa.exc.OperationalError) as info:
+        failing()
     assert isinstance(info.value.orig, sqlite3.OperationalError)
     engine.dispose()
     committed, failed = captured.final("sa_tx")
