@@ -41,6 +41,8 @@ __all__ = [
     "add_datasets",
     "current_lineage_run",
     "record_analysis",
+    "seen_in_current_run",
+    "statement_key",
     "warn_once",
 ]
 
@@ -139,6 +141,22 @@ def _memo(run: LineageRun) -> _RunMemo:
                 while len(_MEMOS) > _MAX_RUN_MEMOS:
                     del _MEMOS[next(iter(_MEMOS))]
     return memo
+
+
+def statement_key(statement: str, target: Target) -> int:
+    """A statement's key in a run's memo. Targets are interned, so their id names one for good;
+    the memo keeps the hash alone, not the text (runs of dynamic SQL would otherwise hold every
+    statement they ran)."""
+    return hash((statement, id(target)))
+
+
+def seen_in_current_run(statement: str, target: Target) -> bool:
+    """True when the current run has recorded ``statement`` already: the drivers' fast path."""
+    run = CURRENT_RUN.get()
+    if run is None:
+        return False
+    memo = _MEMOS.get(run.run_id)
+    return memo is not None and hash((statement, id(target))) in memo.seen
 
 
 def record_analysis(run: LineageRun, key: object, analysis: Analysis, statement: str) -> None:
@@ -271,17 +289,16 @@ class DbKind:
         sdk = STATE.sdk
         if sdk is None:
             return
-        # Targets are interned, so their id names one for good; the memo keeps the hash alone,
-        # not the text (runs of dynamic SQL would otherwise hold every statement they ran).
-        key = hash((statement, id(target)))
         run = CURRENT_RUN.get()
-        if run is not None:
-            if error is None:  # the hot path: a run that has seen this statement already
-                memo = _MEMOS.get(run.run_id)
-                if memo is not None and key in memo.seen:
-                    return
-        elif self._resolved[0] is sdk and self._resolved[1] == "ignore" and not _other_spans(sdk):
-            return  # outside any run, nothing to record
+        if run is None:
+            resolved = self._resolved
+            if resolved[0] is sdk and resolved[1] == "ignore" and not _other_spans(sdk):
+                return  # outside any run, nothing to record
+        key = statement_key(statement, target)
+        if run is not None and error is None:  # a run that has seen this statement already
+            memo = _MEMOS.get(run.run_id)
+            if memo is not None and key in memo.seen:
+                return
         self.observe(
             connection,
             key,

@@ -18,7 +18,7 @@ from typing import Any
 
 from lineage_instrumentation.db._dbapi import IN_SQLALCHEMY, DbInstrumentor, statement_text
 from lineage_instrumentation.db._naming import Target, postgres_target
-from lineage_instrumentation.db._record import warn_once
+from lineage_instrumentation.db._record import seen_in_current_run, warn_once
 from lineage_instrumentation.instrumentor import LibraryRequirement, Patcher
 
 __all__ = ["PsycopgInstrumentor"]
@@ -82,7 +82,10 @@ def _sync_execute(original: Callable[..., Any]) -> Callable[..., Any]:
         except BaseException as exc:
             _seen(self, query, exc)
             raise
-        _seen(self, query, None)
+        # The hot path, inline: a statement the current run has recorded already.
+        target = getattr(getattr(self, "_conn", None), "_lineage_target", None)
+        if target is None or type(query) is not str or not seen_in_current_run(query, target):
+            _seen(self, query, None)
         return result
 
     return execute
