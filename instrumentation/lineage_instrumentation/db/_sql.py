@@ -190,7 +190,8 @@ def _analyze(statement: str, target: Target, producer: str) -> Analysis:
     inputs = _datasets(meta.in_tables, target, names)
     outputs = _datasets(meta.out_tables, target, names)
     if len(outputs) == 1:
-        facets = _output_facets(statement, meta.column_lineage, target, producer)
+        known = {d.name for d in (*inputs, *outputs)}
+        facets = _output_facets(statement, meta.column_lineage, target, producer, known)
         if facets:
             only = outputs[0]
             outputs = (LineageDataset(only.namespace, only.name, facets),)
@@ -254,8 +255,10 @@ def _insert_columns(statement: str, target: Target) -> list[str] | None:
 
 
 def _output_facets(
-    statement: str, lineage: Iterable[Any], target: Target, producer: str
+    statement: str, lineage: Iterable[Any], target: Target, producer: str, known: set[str]
 ) -> dict[str, Any]:
+    """``schema`` and ``columnLineage`` of the one output; input fields only of tables the
+    statement names (``known``), never of a CTE or alias the parser could not resolve."""
     columns = _insert_columns(statement, target)
     facets: dict[str, Any] = {}
     if columns:
@@ -274,10 +277,13 @@ def _output_facets(
         for source in edge.lineage:
             if source.origin is None:
                 continue
+            name = table_name(source.origin, target)
+            if name not in known:
+                continue
             sources.append(
                 {
                     "namespace": target.namespace,
-                    "name": table_name(source.origin, target),
+                    "name": name,
                     "field": _column(source.name, target),
                 }
             )
