@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from lineage_instrumentation.auto import ENTRY_POINT_GROUP, load_instrumentors
 from lineage_instrumentation.db import DbInstrumentationConfig
 from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
+from lineage_instrumentation.db.sqlite import Sqlite3Instrumentor
 from lineage_sdk.config.loader import load_config
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
@@ -99,3 +100,25 @@ def test_async_psycopg_and_a_span_of_another_tracer(pg_db, captured, instrumente
         assert asyncio.run(work()) == 2
     [complete] = captured.final("otel_job")
     assert [d["name"] for d in complete["inputs"]] == [f"{pg_db}.public.customers"]
+
+
+def test_a_bad_table_skips_that_instrumentor_with_one_clear_line(caplog):
+    config = load_config(
+        environ={
+            "LINEAGE_EXPORTERS": "memory",
+            "LINEAGE_INSTRUMENTATION_SQLITE3_OUTSIDE_RUN": "always",
+        }
+    )
+    configure(config, exporters=[InMemoryExporter()], strict=True)
+    loaded: list[str] = []
+    try:
+        loaded = load_instrumentors(["psycopg", "sqlalchemy", "pymongo", "pika"])
+        assert "sqlite3" not in loaded
+        assert not Sqlite3Instrumentor().is_instrumented
+        [line] = [r.getMessage() for r in caplog.records if "sqlite3" in r.getMessage()]
+        assert "LINEAGE_INSTRUMENTATION_SQLITE3_OUTSIDE_RUN" in line and "always" in line
+    finally:
+        for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+            if entry_point.name in loaded:
+                entry_point.load()().uninstrument()
+        shutdown(5.0)
