@@ -11,7 +11,8 @@ the transaction's run on ``commit``, ``rollback``, ``close`` and ``with connecti
 Not seen: connections opened before ``instrument()`` or with a ``connect`` bound earlier
 (``from sqlite3 import connect`` before instrumenting; under ``lineage-instrument`` the bootstrap
 runs first, so this only concerns code that instruments by hand), connections built by calling
-``sqlite3.Connection(...)`` directly, cursors of a ``factory=`` given to ``cursor()``, and
+``sqlite3.Connection(...)`` directly, cursors of a ``factory=`` given to ``cursor()`` or of a
+connection factory class that defines its own ``cursor()``, and
 in-memory or temporary databases (no one else can read them; see :mod:`._naming`).
 
 Namespace ``sqlite://{absolute path of the database file}``, names ``{schema}.{table}``
@@ -107,15 +108,20 @@ def _end(connection: Any, committed: bool, error: BaseException | None = None) -
 
 
 def _connection_class(base: type[Any], cursor_base: type[Any]) -> type[Any]:
+    import sqlite3
+
+    # A factory class with a cursor() of its own keeps it (its cursors are then not seen).
+    own_cursor = base.cursor is not sqlite3.Connection.cursor
+
     class LineageConnection(base):  # type: ignore[misc]
         """A ``sqlite3.Connection`` that knows its dataset namespace and records statements."""
 
         _lineage_target: Target | None = None
 
-        def cursor(self, factory: Any = None) -> Any:
-            if factory is None:
-                return super().cursor(_CURSOR)
-            return super().cursor(factory)
+        def cursor(self, *args: Any, **kwargs: Any) -> Any:
+            if args or kwargs or own_cursor:  # the caller's (or the factory class's) choice
+                return super().cursor(*args, **kwargs)
+            return super().cursor(_CURSOR)
 
         # The C shortcuts make their cursor without calling cursor(): do what they do, with ours.
         def execute(self, sql: Any, *args: Any) -> Any:
