@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from importlib.metadata import entry_points
 from collections.abc import Collection
+from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
