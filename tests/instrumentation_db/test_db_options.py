@@ -122,3 +122,37 @@ def test_a_bad_table_skips_that_instrumentor_with_one_clear_line(caplog):
             if entry_point.name in loaded:
                 entry_point.load()().uninstrument()
         shutdown(5.0)
+
+
+def test_libraries_are_patched_when_the_program_imports_them():
+    """Instrumenting imports nothing: SQLAlchemy and pymongo are patched on their first import."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from lineage_instrumentation.db.pymongo_monitor import PymongoInstrumentor as P\n"
+        "from lineage_instrumentation.db.sqlalchemy_events import SQLAlchemyInstrumentor as S\n"
+        "assert S().instrument() and P().instrument()\n"
+        "assert 'sqlalchemy' not in sys.modules and 'pymongo' not in sys.modules\n"
+        "assert not S().is_patched\n"
+        "import sqlalchemy, sqlalchemy.event\n"
+        "assert S().is_patched and not P().is_patched\n"
+        "assert sqlalchemy.event.contains(sqlalchemy.engine.Engine, 'commit', "
+        "sys.modules['lineage_instrumentation.db.sqlalchemy_events']._commit)\n"
+        "assert S().uninstrument() and P().uninstrument()\n"
+        "import pymongo\n"
+        "assert not P().is_patched\n"
+        "print('ok')\n"
+    )
+    env = {"LINEAGE_ENABLED": "false", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

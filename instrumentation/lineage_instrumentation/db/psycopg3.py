@@ -47,6 +47,7 @@ class PsycopgInstrumentor(DbInstrumentor):
     """Lineage from psycopg 3 (see the module docstring)."""
 
     name = "psycopg"
+    module = "psycopg"
     requirements = (LibraryRequirement("psycopg>=3.1,<4", "psycopg"),)
 
     def _patch(self) -> None:

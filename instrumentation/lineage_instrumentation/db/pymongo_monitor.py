@@ -135,6 +135,7 @@ class PymongoInstrumentor(DbInstrumentor):
     """Lineage from pymongo 4 (see the module docstring)."""
 
     name = "pymongo"
+    module = "pymongo"
     requirements = (LibraryRequirement("pymongo>=4.0,<5", "pymongo"),)
 
     def _patch(self) -> None:

@@ -84,6 +84,7 @@ class SQLAlchemyInstrumentor(DbInstrumentor):
     """Lineage from SQLAlchemy engines (see the module docstring)."""
 
     name = "sqlalchemy"
+    module = "sqlalchemy"
     requirements = (LibraryRequirement("sqlalchemy>=1.4,<3", "sqlalchemy"),)
 
     def _patch(self) -> None:

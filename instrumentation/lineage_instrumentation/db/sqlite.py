@@ -38,6 +38,7 @@ class Sqlite3Instrumentor(DbInstrumentor):
 
     name = "sqlite3"
     # The standard library: nothing to check (a Python without _sqlite3 fails at import).
+    module = "sqlite3"
     requirements = ()
 
     def _patch(self) -> None:
