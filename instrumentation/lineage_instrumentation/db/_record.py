@@ -286,19 +286,23 @@ class DbKind:
         if target is None:
             self.observe(connection, None, None, statement, error, in_transaction)
             return
-        sdk = STATE.sdk
-        if sdk is None:
-            return
-        run = CURRENT_RUN.get()
-        if run is None:
-            resolved = self._resolved
-            if resolved[0] is sdk and resolved[1] == "ignore" and not _other_spans(sdk):
-                return  # outside any run, nothing to record
-        key = statement_key(statement, target)
-        if run is not None and error is None:  # a run that has seen this statement already
-            memo = _MEMOS.get(run.run_id)
-            if memo is not None and key in memo.seen:
+        try:
+            sdk = STATE.sdk
+            if sdk is None:
                 return
+            run = CURRENT_RUN.get()
+            if run is None:
+                resolved = self._resolved
+                if resolved[0] is sdk and resolved[1] == "ignore" and not _other_spans(sdk):
+                    return  # outside any run, nothing to record
+            key = statement_key(statement, target)
+            if run is not None and error is None:  # a run that has seen this statement already
+                memo = _MEMOS.get(run.run_id)
+                if memo is not None and key in memo.seen:
+                    return
+        except Exception as exc:  # noqa: BLE001 - telemetry never breaks the statement
+            warn_once("recording a statement", exc)
+            return
         self.observe(
             connection,
             key,
