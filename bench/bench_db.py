@@ -130,6 +130,7 @@ def main() -> None:
             own_outside = per_call(lambda: wrapped(cursor, QUERY, (1,))) - floor
             instrumentor.uninstrument()
         med = {key: statistics.median(values) for key, values in times.items()}
+        best = {key: min(values) for key, values in times.items()}
         base = med["plain"]
         print(
             f"repeated parametrised SELECT over loopback: {args.rounds} rotating blocks of "
@@ -147,6 +148,12 @@ def main() -> None:
         print(
             f"  instrumented, outside any run {med['outside'] * 1e6:8.1f} us/round trip  "
             f"ratio {med['outside'] / base:.3f}"
+        )
+        print(
+            "  best blocks (least disturbed):  uninstrumented "
+            f"{best['plain'] * 1e6:.1f} / {best['plain again'] * 1e6:.1f} us, instrumented "
+            f"{best['instrumented'] * 1e6:.1f} us (ratio "
+            f"{best['instrumented'] / min(best['plain'], best['plain again']):.3f})"
         )
         print(
             f"  instrumentation's own work per statement: {own_in_run * 1e6:.2f} us in a run, "

@@ -269,6 +269,17 @@ class DbKind:
 
     # --- statements ----------------------------------------------------------------------------
 
+    def idle(self) -> bool:
+        """True when nothing could be recorded now: no SDK, or outside any run with
+        ``outside_run = "ignore"``. The drivers' cheapest check, before anything else."""
+        sdk = STATE.sdk
+        if sdk is None:
+            return True
+        if CURRENT_RUN.get() is not None:
+            return False
+        resolved = self._resolved
+        return resolved[0] is sdk and resolved[1] == "ignore" and not _other_spans(sdk)
+
     def statement(
         self,
         connection: object,

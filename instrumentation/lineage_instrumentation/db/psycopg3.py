@@ -83,7 +83,9 @@ def _sync_execute(original: Callable[..., Any]) -> Callable[..., Any]:
         except BaseException as exc:
             _seen(self, query, exc)
             raise
-        # The hot path, inline: a statement the current run has recorded already.
+        # The hot paths, inline: nothing to record, or a statement the run has recorded already.
+        if kind.idle():
+            return result
         target = getattr(getattr(self, "_conn", None), "_lineage_target", None)
         if target is None or type(query) is not str or not seen_in_current_run(query, target):
             _seen(self, query, None)
@@ -103,7 +105,8 @@ def _async_execute(original: Callable[..., Any]) -> Callable[..., Any]:
         except BaseException as exc:
             _seen(self, query, exc)
             raise
-        _seen(self, query, None)
+        if not kind.idle():
+            _seen(self, query, None)
         return result
 
     return execute
