@@ -121,7 +121,7 @@ def _after(
     if IN_SQLALCHEMY.depth:
         IN_SQLALCHEMY.depth -= 1
     kind = SQLAlchemyInstrumentor.kind
-    if not kind.active or not isinstance(statement, str):
+    if not kind.active or not isinstance(statement, str) or kind.idle():
         return
     try:
         target = _target(conn)

@@ -58,6 +58,8 @@ def _seen(connection: Any, sql: Any, error: BaseException | None) -> None:
     kind = Sqlite3Instrumentor.kind
     if not kind.active or IN_SQLALCHEMY.depth or not isinstance(sql, str):
         return
+    if error is None and kind.idle():
+        return
     target: Target | None = getattr(connection, "_lineage_target", None)
     if target is None:
         return
