@@ -80,7 +80,7 @@ def instrumented(captured: Captured) -> Iterator[Any]:
         instrumentor.uninstrument()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pg_db() -> Iterator[str]:
     """A database of our own on the shared PostgreSQL, with two source tables; dropped after."""
     import psycopg
