@@ -139,6 +139,7 @@ def bench(session: nox.Session) -> None:
     """Every benchmark, each reporting ratios against a baseline measured in the same run."""
     session.install("-e", ".[all,test]")
     _ensure_rabbitmq(session)
+    _ensure_postgres(session)  # bench_db.py, bench_fleet.py
     os.makedirs(".bench-results", exist_ok=True)
     scripts = session.posargs or sorted(
         f"bench/{name}"

@@ -128,6 +128,15 @@ class LineageSpanProcessor(SpanProcessor):
             ExplicitEvent(event_type, run, time_ns, tuple(run.inputs), tuple(run.outputs), builder)
         )
 
+    def active_run(self, span_id: int) -> LineageRun | None:
+        """The run of the open span ``span_id``, or None: how instrumentation finds the run of a
+        span another tracer started (it is not in ``current_run()``)."""
+        return self._active.get(span_id)
+
+    def active_run_count(self) -> int:
+        """How many runs are open now (instrumentation skips its span lookup when none is)."""
+        return len(self._active)
+
     def _submit(self, record: LineageRecord) -> None:
         pipeline = self._pipeline
         if pipeline is not None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
 from opentelemetry import trace
 
-from lineage_instrumentation.auto import load_instrumentors
+from lineage_instrumentation.auto import ENTRY_POINT_GROUP, load_instrumentors
 from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement, Patcher
 from lineage_instrumentation.pika import dataset_name, namespace_of
 from lineage_instrumentation.propagation import (
@@ -181,10 +182,7 @@ def test_unmet_dependency_skips_instrumenting(requirement, missing, monkeypatch)
 
 
 def test_load_instrumentors_honours_disabled_names():
-    from importlib.metadata import entry_points
-
     from lineage_instrumentation.aio_pika import AioPikaInstrumentor
-    from lineage_instrumentation.auto import ENTRY_POINT_GROUP
 
     registered = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)}
     assert {"pika", "aio_pika"} <= registered

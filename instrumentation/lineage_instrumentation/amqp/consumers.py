@@ -24,6 +24,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind
 
 from lineage_instrumentation.amqp.naming import messaging_dataset
+from lineage_instrumentation.jobs import job_type_facet
 from lineage_instrumentation.propagation import (
     extract_context,
     extract_parent,
@@ -31,7 +32,6 @@ from lineage_instrumentation.propagation import (
 )
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.models.dataset import LineageDataset
-from lineage_sdk.sdk.events import JOB_TYPE_FACET_URL
 from lineage_sdk.sdk.provider import LineageSDK
 from lineage_sdk.sdk.runs import CURRENT_RUN, ParentRef
 from lineage_sdk.sdk.scope import RunScope
@@ -47,7 +47,6 @@ __all__ = [
     "end_all_streams",
     "end_channel_streams",
     "end_stream",
-    "job_type_facet",
     "normal_close",
     "register_exit_hook",
 ]
@@ -159,17 +158,6 @@ def callable_name(callback: Any) -> str:
         func = func.func
     name = getattr(func, "__qualname__", None) or type(func).__qualname__
     return str(name).replace("<locals>.", "")
-
-
-def job_type_facet(producer: str, processing_type: str, job_type: str) -> dict[str, Any]:
-    """``jobType`` facet of instrumented jobs: STREAMING for the long runs of streaming mode."""
-    return {
-        "_producer": producer,
-        "_schemaURL": JOB_TYPE_FACET_URL,
-        "processingType": processing_type,
-        "integration": "LINEAGE_SDK",
-        "jobType": job_type,
-    }
 
 
 class Consumer:

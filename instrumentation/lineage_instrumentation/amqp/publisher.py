@@ -18,8 +18,6 @@ The library-specific modules put the returned headers on (a copy of) their messa
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -28,8 +26,9 @@ from typing import Any
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 
-from lineage_instrumentation.amqp.consumers import Library, job_type_facet, register_exit_hook
+from lineage_instrumentation.amqp.consumers import Library, register_exit_hook
 from lineage_instrumentation.amqp.naming import messaging_dataset
+from lineage_instrumentation.jobs import job_type_facet, program_job_name
 from lineage_instrumentation.propagation import inject
 from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.provider import STATE, LineageSDK, get_sdk
@@ -40,7 +39,6 @@ __all__ = [
     "end_publisher_streams",
     "lineage_headers",
     "prepare_program_publish",
-    "program_job_name",
     "record_publish",
 ]
 
@@ -48,15 +46,6 @@ _CACHE: dict[tuple[str, str, str, str], LineageDataset] = {}
 _MAX_CACHE = 4096
 _MAX_OUTPUTS_SCANNED = 256
 _EMPTY: Mapping[str, Any] = {}
-
-
-def program_job_name() -> str:
-    """The job of publishes made outside any run: the program's name."""
-    argv0 = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c", "-m") else ""
-    name = os.path.splitext(os.path.basename(argv0))[0]
-    if name == "__main__":  # python -m package: the package folder names the program
-        name = os.path.basename(os.path.dirname(argv0))
-    return name or "python"
 
 
 def _dataset(namespace: str, exchange: str, routing_key: str, producer: str) -> LineageDataset:

@@ -1,0 +1,298 @@
+"""SQL statements to datasets, with ``openlineage-sql`` (the OpenLineage project's Rust parser).
+
+``analyze(statement, target, producer)`` returns the statement's input and output datasets. The
+result is cached by ``(statement text, target, producer)`` in a bounded LRU, so a statement is
+parsed once however often it runs (a repeated statement costs one dictionary lookup).
+
+- Tables read are inputs, tables written (INSERT, UPDATE, DELETE, MERGE, CREATE TABLE AS, ...) are
+  outputs, named by the connection's :class:`~lineage_instrumentation.db._naming.Target`.
+- With exactly one output, the parser's column lineage becomes the output's ``columnLineage``
+  facet. The parser names an output column after the SELECT expression (its alias), so
+  ``INSERT INTO t (a, b) SELECT ...`` keeps only the columns whose names are in the column list;
+  unnamed expressions (``_0``) are dropped. An explicit INSERT column list is also the output's
+  ``schema`` facet (names only: the statement does not say the types).
+- A statement the parser cannot read is counted in :func:`sql_stats` and yields no datasets; it
+  is never an error for the application.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from lineage_instrumentation.db._naming import Target
+from lineage_sdk.models.dataset import LineageDataset
+
+__all__ = [
+    "COLUMN_LINEAGE_FACET_URL",
+    "SCHEMA_FACET_URL",
+    "Analysis",
+    "SqlStats",
+    "analyze",
+    "clear_cache",
+    "sql_stats",
+]
+
+_LOG = logging.getLogger("lineage_instrumentation.db")
+
+COLUMN_LINEAGE_FACET_URL = (
+    "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json"
+    "#/$defs/ColumnLineageDatasetFacet"
+)
+SCHEMA_FACET_URL = (
+    "https://openlineage.io/spec/facets/1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet"
+)
+CACHE_SIZE = 2048  # distinct statements remembered; an application has far fewer in practice
+_MAX_STATEMENT = 100_000  # longer statements (bulk VALUES lists) are not parsed
+
+_PERCENT_PARAM = re.compile(r"%%|%\(\w+\)[sbt]|%[sbt]")
+_INSERT_COLUMNS = re.compile(
+    r"^\s*INSERT\s+(?:OR\s+\w+\s+)?INTO\s+[^\s(]+\s*\(([^)]*)\)", re.IGNORECASE
+)
+_SYNTHETIC = re.compile(r"_\d+")
+# System catalogs are the database's own bookkeeping (drivers and SQLAlchemy query them on
+# connect), never a dataset of the program: by schema, and by the name of an unqualified table.
+_SYSTEM_SCHEMAS = {
+    "postgres": {"pg_catalog", "information_schema"},
+    "mysql": {"information_schema", "mysql", "performance_schema", "sys"},
+    "mssql": {"sys", "information_schema"},
+}
+_SYSTEM_PREFIXES = {"postgres": "pg_", "sqlite": "sqlite_"}
+
+
+def _is_system(table: Any, dialect: str) -> bool:
+    schema = (table.schema or "").lower()
+    if schema in _SYSTEM_SCHEMAS.get(dialect, ("information_schema",)):
+        return True
+    prefix = _SYSTEM_PREFIXES.get(dialect)
+    return prefix is not None and not table.schema and table.name.lower().startswith(prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """What a statement reads and writes; ``error`` is set when the parser could not read it."""
+
+    inputs: tuple[LineageDataset, ...]
+    outputs: tuple[LineageDataset, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SqlStats:
+    """Counters of the SQL analysis since the process started (or :func:`clear_cache`).
+
+    ``unparseable``: distinct statements the parser could not read (each is skipped: it yields no
+    datasets); ``parsed``: distinct statements read; ``cache_hits``: executions answered from the
+    cache; ``parse_seconds``: time spent parsing, all on first sight of a statement.
+    """
+
+    parsed: int
+    unparseable: int
+    cache_hits: int
+    cached: int
+    parse_seconds: float
+
+
+_EMPTY = Analysis((), ())
+
+
+class _Cache:
+    __slots__ = ("hits", "lock", "parse_ns", "parsed", "store", "unparseable")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.store: OrderedDict[tuple[str, Target, str], Analysis] = OrderedDict()
+        self.hits = 0
+        self.parsed = 0
+        self.unparseable = 0
+        self.parse_ns = 0
+
+
+_CACHE = _Cache()
+
+
+def sql_stats() -> SqlStats:
+    """The SQL analysis counters: how many statements were parsed, or could not be."""
+    c = _CACHE
+    with c.lock:
+        return SqlStats(c.parsed, c.unparseable, c.hits, len(c.store), c.parse_ns / 1e9)
+
+
+def clear_cache() -> None:
+    """Forget every analysed statement and reset the counters (tests, benchmarks)."""
+    c = _CACHE
+    with c.lock:
+        c.store.clear()
+        c.hits = c.parsed = c.unparseable = c.parse_ns = 0
+
+
+def analyze(statement: str, target: Target, producer: str) -> Analysis:
+    """The datasets ``statement`` reads and writes on ``target``: cached, never raises."""
+    key = (statement, target, producer)
+    c = _CACHE
+    with c.lock:
+        found = c.store.get(key)
+        if found is not None:
+            c.store.move_to_end(key)
+            c.hits += 1
+            return found
+    started = time.perf_counter_ns()
+    try:
+        result = _analyze(statement, target, producer)
+    except Exception as exc:  # noqa: BLE001 - a parser bug must not reach the application
+        result = Analysis((), (), f"{type(exc).__name__}: {exc}")
+    elapsed = time.perf_counter_ns() - started
+    with c.lock:
+        c.parse_ns += elapsed
+        if result.error is None:
+            c.parsed += 1
+        else:
+            c.unparseable += 1
+            _LOG.debug(
+                "SQL not understood, no lineage from it: %s (%.200s)", result.error, statement
+            )
+        c.store[key] = result
+        if len(c.store) > CACHE_SIZE:
+            c.store.popitem(last=False)
+    return result
+
+
+def _parser_text(statement: str, target: Target) -> str:
+    """The statement with driver placeholders the parser's dialect reads."""
+    if "%" not in statement:
+        return statement
+    if target.dollar_params:
+        counter = iter(range(1, 1 << 30))
+        return _PERCENT_PARAM.sub(
+            lambda m: "%" if m.group(0) == "%%" else f"${next(counter)}", statement
+        )
+    return _PERCENT_PARAM.sub(lambda m: "%" if m.group(0) == "%%" else "?", statement)
+
+
+def _analyze(statement: str, target: Target, producer: str) -> Analysis:
+    if len(statement) > _MAX_STATEMENT:
+        return Analysis((), (), f"statement longer than {_MAX_STATEMENT} characters")
+    from openlineage_sql import parse
+
+    meta = parse([_parser_text(statement, target)], dialect=target.dialect)
+    errors = list(meta.errors)
+    if errors and not meta.in_tables and not meta.out_tables:
+        return Analysis((), (), str(errors[0].message))
+    if not meta.in_tables and not meta.out_tables:
+        return _EMPTY
+    names: dict[tuple[str, str], None] = {}
+    inputs = _datasets(meta.in_tables, target, names)
+    outputs = _datasets(meta.out_tables, target, names)
+    if len(outputs) == 1:
+        known = {d.name for d in (*inputs, *outputs)}
+        facets = _output_facets(statement, meta.column_lineage, target, producer, known)
+        if facets:
+            only = outputs[0]
+            outputs = (LineageDataset(only.namespace, only.name, facets),)
+    return Analysis(inputs, outputs, str(errors[0].message) if errors else None)
+
+
+def _part(value: str | None, quoted: Any, target: Target) -> str | None:
+    if value is None:
+        return None
+    return value.lower() if target.fold_case and not quoted else value
+
+
+def table_name(table: Any, target: Target) -> str:
+    """The dataset name of a parser ``DbTableMeta``: the parts the target's naming has, with the
+    connection's database and default schema where the statement leaves them out."""
+    quotes = table.quote_style
+    name = _part(table.name, quotes and quotes.name, target) or ""
+    schema = _part(table.schema, quotes and quotes.schema, target)
+    database = _part(table.database, quotes and quotes.database, target)
+    if target.default_schema is None:  # database.table systems (MySQL): a qualifier is the db
+        parts = [database or schema or target.database, name]
+    else:
+        parts = [database or target.database, schema or target.default_schema, name]
+    return ".".join(p for p in parts if p)
+
+
+def _column(name: str, target: Target) -> str:
+    return name.lower() if target.fold_case else name
+
+
+def _datasets(
+    tables: Iterable[Any], target: Target, seen: dict[tuple[str, str], None]
+) -> tuple[LineageDataset, ...]:
+    out: list[LineageDataset] = []
+    local: set[str] = set()
+    for table in tables:
+        if _is_system(table, target.dialect):
+            continue
+        name = table_name(table, target)
+        if not name or name in local:
+            continue
+        local.add(name)
+        seen[(target.namespace, name)] = None
+        out.append(LineageDataset(target.namespace, name))
+    return tuple(out)
+
+
+def _insert_columns(statement: str, target: Target) -> list[str] | None:
+    found = _INSERT_COLUMNS.match(statement)
+    if found is None:
+        return None
+    columns = []
+    for raw in found.group(1).split(","):
+        col = raw.strip()
+        if not col:
+            return None
+        quoted = col[0] in '"`['
+        col = col.strip('"`[]')
+        columns.append(col.lower() if target.fold_case and not quoted else col)
+    return columns
+
+
+def _output_facets(
+    statement: str, lineage: Iterable[Any], target: Target, producer: str, known: set[str]
+) -> dict[str, Any]:
+    """``schema`` and ``columnLineage`` of the one output; input fields only of tables the
+    statement names (``known``), never of a CTE or alias the parser could not resolve."""
+    columns = _insert_columns(statement, target)
+    facets: dict[str, Any] = {}
+    if columns:
+        facets["schema"] = {
+            "_producer": producer,
+            "_schemaURL": SCHEMA_FACET_URL,
+            "fields": [{"name": col} for col in columns],
+        }
+    allowed = set(columns) if columns else None
+    fields: dict[str, Any] = {}
+    for edge in lineage:
+        column = _column(edge.descendant.name, target)
+        if _SYNTHETIC.fullmatch(column) or (allowed is not None and column not in allowed):
+            continue
+        sources = []
+        for source in edge.lineage:
+            if source.origin is None:
+                continue
+            name = table_name(source.origin, target)
+            if name not in known:
+                continue
+            sources.append(
+                {
+                    "namespace": target.namespace,
+                    "name": name,
+                    "field": _column(source.name, target),
+                }
+            )
+        if sources:
+            fields[column] = {"inputFields": sources}
+    if fields:
+        facets["columnLineage"] = {
+            "_producer": producer,
+            "_schemaURL": COLUMN_LINEAGE_FACET_URL,
+            "fields": fields,
+        }
+    return facets

@@ -1,0 +1,160 @@
+"""``PsycopgInstrumentor``: the tables psycopg 3 statements read and write, as datasets.
+
+Patched (restored exactly by ``uninstrument()``): ``execute``/``executemany`` of ``Cursor`` (so of
+``ClientCursor``, ``RawCursor`` and ``Connection.execute``), ``ServerCursor.execute``, the same on
+the async classes, and ``commit``/``rollback``/``close`` of ``Connection``/``AsyncConnection``
+(which end a transaction's run in ``run_per_transaction`` mode; closing with a transaction open
+rolls it back).
+
+Namespace ``postgres://{host}:{port}`` from the connection, names ``{database}.{schema}.{table}``
+(``public`` when the statement does not name a schema). ``Cursor.stream()`` and ``COPY`` are not
+seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lineage_instrumentation.db._dbapi import IN_SQLALCHEMY, DbInstrumentor, statement_text
+from lineage_instrumentation.db._naming import Target, postgres_target
+from lineage_instrumentation.db._record import seen_in_current_run, warn_once
+from lineage_instrumentation.instrumentor import LibraryRequirement, Patcher
+
+__all__ = ["PsycopgInstrumentor"]
+
+_IDLE = 0  # libpq PQTRANS_IDLE: no transaction open
+
+
+def _target(connection: Any) -> Target | None:
+    try:
+        found: Target | None = connection.__dict__.get("_lineage_target")
+        if found is None:
+            info = connection.info
+            found = postgres_target(info.host, info.port, info.dbname)
+            connection._lineage_target = found
+        return found
+    except Exception as exc:  # noqa: BLE001 - a closed or odd connection: no lineage from it
+        warn_once("reading the connection's address", exc)
+        return None
+
+
+def _in_transaction(connection: Any) -> bool:
+    return int(connection.pgconn.transaction_status) != _IDLE
+
+
+class PsycopgInstrumentor(DbInstrumentor):
+    """Lineage from psycopg 3 (see the module docstring)."""
+
+    name = "psycopg"
+    module = "psycopg"
+    requirements = (LibraryRequirement("psycopg>=3.1,<4", "psycopg"),)
+
+    def _patch(self) -> None:
+        import psycopg
+
+        patcher = Patcher()
+        for cls in (psycopg.Cursor, psycopg.ServerCursor):
+            patcher.patch(cls, "execute", _sync_execute)
+        patcher.patch(psycopg.Cursor, "executemany", _sync_execute)
+        for acls in (psycopg.AsyncCursor, psycopg.AsyncServerCursor):
+            patcher.patch(acls, "execute", _async_execute)
+        patcher.patch(psycopg.AsyncCursor, "executemany", _async_execute)
+        patcher.patch(psycopg.Connection, "commit", lambda o: _sync_end(o, committed=True))
+        patcher.patch(psycopg.Connection, "rollback", lambda o: _sync_end(o, committed=False))
+        patcher.patch(psycopg.Connection, "close", lambda o: _sync_end(o, committed=False))
+        patcher.patch(psycopg.AsyncConnection, "commit", lambda o: _async_end(o, committed=True))
+        patcher.patch(psycopg.AsyncConnection, "rollback", lambda o: _async_end(o, committed=False))
+        patcher.patch(psycopg.AsyncConnection, "close", lambda o: _async_end(o, committed=False))
+        self._patcher = patcher
+
+    def _unpatch(self) -> None:
+        self._patcher.restore()
+
+
+def _sync_execute(original: Callable[..., Any]) -> Callable[..., Any]:
+    kind = PsycopgInstrumentor.kind
+
+    def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kind.active or IN_SQLALCHEMY.depth:
+            return original(self, query, *args, **kwargs)
+        try:
+            result = original(self, query, *args, **kwargs)
+        except BaseException as exc:
+            _seen(self, query, exc)
+            raise
+        # The hot paths, inline: nothing to record, or a statement the run has recorded already.
+        if kind.idle():
+            return result
+        target = getattr(getattr(self, "_conn", None), "_lineage_target", None)
+        if target is None or type(query) is not str or not seen_in_current_run(query, target):
+            _seen(self, query, None)
+        return result
+
+    return execute
+
+
+def _async_execute(original: Callable[..., Any]) -> Callable[..., Any]:
+    kind = PsycopgInstrumentor.kind
+
+    async def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kind.active or IN_SQLALCHEMY.depth:
+            return await original(self, query, *args, **kwargs)
+        try:
+            result = await original(self, query, *args, **kwargs)
+        except BaseException as exc:
+            _seen(self, query, exc)
+            raise
+        if not kind.idle():
+            _seen(self, query, None)
+        return result
+
+    return execute
+
+
+def _seen(cursor: Any, query: Any, error: BaseException | None) -> None:
+    try:
+        connection = cursor.connection
+        text = statement_text(query, cursor)
+    except Exception as exc:  # noqa: BLE001
+        warn_once("reading a statement", exc)
+        return
+    if text is None:
+        return
+    PsycopgInstrumentor.kind.statement(
+        connection, text, _target(connection), error, _in_transaction
+    )
+
+
+def _sync_end(original: Callable[..., Any], *, committed: bool) -> Callable[..., Any]:
+    kind = PsycopgInstrumentor.kind
+
+    def end(self: Any) -> Any:
+        if not kind.transactions:
+            return original(self)
+        try:
+            result = original(self)
+        except BaseException as exc:
+            kind.end_transaction(self, committed=False, error=exc)
+            raise
+        kind.end_transaction(self, committed=committed)
+        return result
+
+    return end
+
+
+def _async_end(original: Callable[..., Any], *, committed: bool) -> Callable[..., Any]:
+    kind = PsycopgInstrumentor.kind
+
+    async def end(self: Any) -> Any:
+        if not kind.transactions:
+            return await original(self)
+        try:
+            result = await original(self)
+        except BaseException as exc:
+            kind.end_transaction(self, committed=False, error=exc)
+            raise
+        kind.end_transaction(self, committed=committed)
+        return result
+
+    return end

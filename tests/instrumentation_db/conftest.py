@@ -1,0 +1,102 @@
+"""Fixtures for the database instrumentors: lineage to memory, a PostgreSQL database of our own."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lineage_instrumentation.db import clear_cache
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.sdk.exporters import InMemoryExporter
+from lineage_sdk.sdk.provider import STATE, configure, shutdown
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from conformance import validate_event
+
+PG_ADMIN = "host=127.0.0.1 port=5432 dbname=test"
+PG_NAMESPACE = "postgres://127.0.0.1:5432"
+
+__all__ = ["PG_ADMIN", "PG_NAMESPACE", "Captured", "by_name"]
+
+
+class Captured:
+    def __init__(self, exporter: InMemoryExporter) -> None:
+        self.exporter = exporter
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every event so far, each validated against the OpenLineage schemas."""
+        assert STATE.sdk is not None
+        assert STATE.sdk.force_flush(10.0)
+        events = list(self.exporter.events)
+        for event in events:
+            validate_event(event)
+        return events
+
+    def final(self, job_name: str) -> list[dict[str, Any]]:
+        """The COMPLETE/FAIL events of ``job_name``."""
+        return [
+            e
+            for e in self.events()
+            if e["job"]["name"] == job_name and e["eventType"] in ("COMPLETE", "FAIL")
+        ]
+
+
+def by_name(datasets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["name"]: d for d in datasets}
+
+
+@pytest.fixture
+def captured() -> Iterator[Captured]:
+    """Lineage configured to memory (namespace ``tests.db``); shut down afterwards."""
+    exporter = InMemoryExporter()
+    config = LineageConfig.model_validate(
+        {"exporters": ["memory"], "producer": {"job_namespace": "tests.db"}}
+    )
+    configure(config, exporters=[exporter], strict=True)
+    clear_cache()
+    yield Captured(exporter)
+    shutdown(10.0)
+
+
+@pytest.fixture
+def instrumented(captured: Captured) -> Iterator[Any]:
+    """``instrumented(Instrumentor, **kwargs)`` instruments for this test only."""
+    done: list[Any] = []
+
+    def do(cls: Any, **kwargs: Any) -> Any:
+        instrumentor = cls()
+        instrumentor.uninstrument()
+        assert instrumentor.instrument(**kwargs)
+        done.append(instrumentor)
+        return instrumentor
+
+    yield do
+    for instrumentor in done:
+        instrumentor.uninstrument()
+
+
+@pytest.fixture(scope="session")
+def pg_db() -> Iterator[str]:
+    """A database of our own on the shared PostgreSQL, with two source tables; dropped after."""
+    import psycopg
+
+    name = f"lineage_i15_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    dsn = f"host=127.0.0.1 port=5432 dbname={name}"
+    try:
+        with psycopg.connect(dsn) as conn:
+            conn.execute("CREATE TABLE customers (id int PRIMARY KEY, name text, region text)")
+            conn.execute("CREATE TABLE orders (id int PRIMARY KEY, customer_id int, amount int)")
+            conn.execute("CREATE TABLE order_report (order_id int, customer text, amount int)")
+            conn.execute("INSERT INTO customers VALUES (1, 'ann', 'eu'), (2, 'bob', 'us')")
+            conn.execute("INSERT INTO orders VALUES (10, 1, 5), (11, 2, 7), (12, 1, 9)")
+        yield name
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
