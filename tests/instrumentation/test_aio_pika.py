@@ -20,6 +20,7 @@ import psycopg
 import pytest
 
 from lineage_instrumentation.aio_pika import AioPikaInstrumentor
+from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
 from lineage_sdk import LineageDataset, current_run, track_lineage
 from lineage_sdk.collector.records import build_record
 from lineage_sdk.collector.store import node_id
@@ -532,21 +533,26 @@ def database() -> Iterator[str]:
 async def test_consumer_writing_to_postgres_links_producer_exchange_job_and_table(
     names, database, captured, aio_instrument, tmp_path
 ):
+    """No dataset is declared: the psycopg instrumentor finds the table the delivery's run wrote."""
     aio_instrument()
+    database_instrumentor = PsycopgInstrumentor()
+    database_instrumentor.uninstrument()
+    assert database_instrumentor.instrument()
     table = LineageDataset("postgres://127.0.0.1:5432", f"{database}.public.billed_orders")
-    async with await psycopg.AsyncConnection.connect(f"{PG}/{database}", autocommit=True) as db:
-        await db.execute("CREATE TABLE billed_orders (id integer PRIMARY KEY)")
-        await publish(names, [b"1", b"2"])
-        connection, _channel, queue = await open_queue(names)
+    try:
+        async with await psycopg.AsyncConnection.connect(f"{PG}/{database}", autocommit=True) as db:
+            await db.execute("CREATE TABLE billed_orders (id integer PRIMARY KEY)")
+            await publish(names, [b"1", b"2"])
+            connection, _channel, queue = await open_queue(names)
 
-        async def bill(message: Any) -> None:
-            # Declared by hand until the psycopg instrumentor finds it (same name and namespace).
-            current_run().add_output(table)
-            await db.execute("INSERT INTO billed_orders (id) VALUES (%s)", (int(message.body),))
+            async def bill(message: Any) -> None:
+                await db.execute("INSERT INTO billed_orders (id) VALUES (%s)", (int(message.body),))
 
-        async with connection:
-            await consume_callback(queue, 2, bill)
-        rows = await (await db.execute("SELECT id FROM billed_orders ORDER BY id")).fetchall()
+            async with connection:
+                await consume_callback(queue, 2, bill)
+            rows = await (await db.execute("SELECT id FROM billed_orders ORDER BY id")).fetchall()
+    finally:
+        database_instrumentor.uninstrument()
     assert rows == [(1,), (2,)]
     consumer_job = f"{names.queue}.consume_callback.on_message"
     runs = events_by_run(captured, consumer_job)
@@ -643,6 +649,9 @@ def test_lineage_instrument_runs_an_aio_pika_service_without_lineage_code(
     ends = [e for e in consumed if e["eventType"] in ("COMPLETE", "FAIL")]
     assert {e["eventType"] for e in ends} == {"COMPLETE"}
     assert {(d["namespace"], d["name"]) for e in ends for d in e["inputs"]} == {destination}
+    # The table the service wrote, found by the psycopg instrumentor (no lineage code in the app).
+    table = ("postgres://127.0.0.1:5432", f"{database}.public.billed_orders")
+    assert {(d["namespace"], d["name"]) for e in ends for d in e["outputs"]} == {table}
     callback = "main.on_order" if style == "callback" else "iterator"
     assert {e["job"]["name"] for e in consumed} == {f"{names.queue}.{callback}"}
     if mode == "per_message":  # each delivery's run is the child of the pika publish's run
