@@ -53,9 +53,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests stay on one worker, so module-scoped servers, browsers and dbt runs start once; the
     heavy tests (private RabbitMQ nodes and clusters, and the other ``slow`` scenarios) share one
     group, so two Erlang clusters never compete for the two cores."""
-    for item in items:
-        heavy = item.get_closest_marker("slow") or "rabbit_node" in getattr(
-            item, "fixturenames", ()
+
+    def heavy(item: pytest.Item) -> bool:
+        return bool(
+            item.get_closest_marker("slow") or "rabbit_node" in getattr(item, "fixturenames", ())
         )
-        group = "heavy" if heavy else item.nodeid.split("::", 1)[0]
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    heavy_modules = {module(item) for item in items if heavy(item)}
+    for item in items:
+        group = "heavy" if module(item) in heavy_modules else module(item)
         item.add_marker(pytest.mark.xdist_group(group))
