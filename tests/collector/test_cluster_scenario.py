@@ -14,7 +14,6 @@ kill, runtime) are printed; run with ``-s`` to see them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -24,6 +23,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pika
 import pytest
@@ -76,20 +76,21 @@ def _leader(node: RabbitNode, queue: str) -> str:
     return ""
 
 
-def _consumers(node: RabbitNode, queue: str) -> int:
-    for line in node.ctl("list_queues", "name", "consumers").splitlines():
-        name, _, count = line.partition("\t")
-        if name == queue and count.strip().isdigit():
-            return int(count)
-    return 0
+def _declare_ok(url: str, queue: str) -> Any:
+    """The broker's Queue.DeclareOk for ``queue`` (message and consumer counts)."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        return connection.channel().queue_declare(queue, passive=True).method
+    finally:
+        connection.close()
 
 
 def _depth(url: str, queue: str) -> int:
-    connection = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        return int(connection.channel().queue_declare(queue, passive=True).method.message_count)
-    finally:
-        connection.close()
+    return int(_declare_ok(url, queue).message_count)
+
+
+def _consumers(url: str, queue: str) -> int:
+    return int(_declare_ok(url, queue).consumer_count)
 
 
 def _lines(path: Path) -> int:
@@ -160,7 +161,7 @@ def test_fleet_survives_the_queue_leaders_death_and_a_collectors(
         try:
             collectors = [collector(i, _rotate(urls, i)) for i in range(COLLECTORS)]
             wait_until(
-                lambda: _consumers(survivor, topology.queue) == COLLECTORS, 60, 0.5, "consumers"
+                lambda: _consumers(survivor.url, topology.queue) == COLLECTORS, 60, 0.2, "consumers"
             )
             ids = [tmp_path / f"ids-{i}.txt" for i in range(PRODUCERS)]
             producers = []
@@ -195,7 +196,7 @@ def test_fleet_survives_the_queue_leaders_death_and_a_collectors(
             leader.spawn()
             collectors.append(collector(COLLECTORS, _rotate(urls, 0)))
 
-            results = []
+            results, warnings = [], []
             for producer in producers:
                 try:
                     out, err = producer.communicate(timeout=180)
@@ -204,6 +205,7 @@ def test_fleet_survives_the_queue_leaders_death_and_a_collectors(
                     out, err = producer.communicate()
                     raise AssertionError(err.decode()[-4000:]) from None
                 assert producer.returncode == 0, err.decode()[-3000:]
+                warnings.append(err.decode())
                 results.append(json.loads(out.decode().strip().splitlines()[-1]))
             stream_s = time.monotonic() - stream_start
             assert all(r["spool_bytes"] == 0 for r in results), results
@@ -232,13 +234,19 @@ def test_fleet_survives_the_queue_leaders_death_and_a_collectors(
             assert _depth(survivor.url, topology.queue) == 0
             assert _leader(survivor, topology.queue) not in ("", leader_name)
             assert all(p.poll() is None for p in collectors[1:]), "a collector exited"
+            logs = "".join(warnings) + "".join(
+                path.read_text() for path in tmp_path.glob("collector-*.log")
+            )
             print(
                 f"\nscenario: {RUNS} runs, {len(expected)} events from {PRODUCERS} producers"
                 f" through {COLLECTORS} collectors; cluster up in {cluster_up:.0f}s; leader"
                 f" killed at {at_kill} stored, storing again (+1000) {recovery_s:.1f}s later;"
                 f" collector killed at {before_collector_kill}; producers done in"
                 f" {stream_s:.0f}s, all stored {drained_s:.0f}s after the stream began;"
-                f" retried by the exporters {sum(r.get('retried', 0) for r in results)};"
+                f" retried by the exporters {sum(r['retried'] for r in results)}, which"
+                f" reconnected {logs.count('has nacked every publish')} time(s) after only"
+                f" nacks; collectors reconnected {logs.count('none reached this consumer')}"
+                " time(s) for a consumer fed nothing;"
                 f" total {time.monotonic() - started:.0f}s"
             )
         finally:
@@ -252,5 +260,3 @@ def test_fleet_survives_the_queue_leaders_death_and_a_collectors(
                     process.kill()
                     process.wait(5)
             engine.dispose()
-            with contextlib.suppress(Exception):
-                print((tmp_path / "collector-0.log").read_text()[-1500:])
