@@ -121,7 +121,7 @@ class _Watchdog:
             raise ConsumerStalled(
                 f"queue {self._queue!r} has had {ready} ready message(s) for"
                 f" {now - self._ready_since:.1f}s and none reached this consumer (a quorum queue"
-                " leader changed as the channel opened?); reconnecting"
+                " leader changed as the channel opened?)"
             )
 
 
