@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 __all__ = ["RabbitCluster", "RabbitNode", "free_port", "one_node"]
@@ -230,18 +230,22 @@ class RabbitCluster:
         self.nodes = [RabbitNode(self.base, f"{prefix}n{i + 1}", self.home) for i in range(size)]
 
     def start(self) -> RabbitCluster:
-        """Start every node (in parallel), then join nodes 2..N to node 1."""
+        """Start every node (in parallel), then join nodes 2..N to node 1.
+
+        Only the joins run one at a time (concurrent joins to one node can race); the
+        ``stop_app`` before and the ``start_app`` after them run on all the joiners at once, as
+        each ``rabbitmqctl`` call starts a VM of its own and takes seconds on a loaded machine.
+        """
         try:
             for node in self.nodes:
                 node.spawn()
             for node in self.nodes:
                 node.await_startup()
-            first = self.nodes[0]
-            for node in self.nodes[1:]:
-                node.ctl("stop_app")
+            first, joiners = self.nodes[0], self.nodes[1:]
+            _each(joiners, lambda node: node.ctl("stop_app"))
+            for node in joiners:
                 node.ctl("join_cluster", first.node)
-                node.ctl("start_app")
-                node.await_startup()
+            _each(joiners, lambda node: (node.ctl("start_app"), node.await_startup()))
         except BaseException:
             self.cleanup()
             raise
@@ -262,6 +266,25 @@ class RabbitCluster:
 
     def __exit__(self, *_exc: object) -> None:
         self.cleanup()
+
+
+def _each(nodes: list[RabbitNode], action: Callable[[RabbitNode], object]) -> None:
+    """``action`` on every node at once (threads); the first failure is raised."""
+    errors: list[BaseException] = []
+
+    def run(node: RabbitNode) -> None:
+        try:
+            action(node)
+        except BaseException as exc:  # handed to the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(node,)) for node in nodes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
 
 
 @contextlib.contextmanager

@@ -60,12 +60,69 @@ from lineage_sdk.exceptions import StoreError
 from lineage_sdk.models.constants import JSON_CONTENT_TYPE
 from lineage_sdk.transport import amqp, unrouted
 
-__all__ = ["LineageCollector", "connection_parameters"]
+__all__ = ["ConsumerStalled", "LineageCollector", "connection_parameters"]
 
 _T = TypeVar("_T")
 _log = logging.getLogger("lineage_sdk.collector")
 _MAX_ERROR_CHARS = 1000
 _CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError)
+# A consumer that holds nothing and has received nothing while its queue had ready messages for
+# this long is taken to be stuck, and the collector reconnects (see _Watchdog).
+_STALL_S = 2.0
+_STALL_CHECK_S = 0.5
+
+
+class ConsumerStalled(pika.exceptions.AMQPError):  # type: ignore[misc]
+    """The queue holds ready messages but none reach this consumer: reconnect."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "consumer stalled"
+
+
+class _Watchdog:
+    """Notices a consumer the broker has stopped feeding, which reconnecting cures.
+
+    RabbitMQ 3.10: a channel that first uses a quorum queue while the queue elects a new leader
+    (its leader's node has just died, and our reconnect was quick) stays bound to the dead leader
+    for its whole life: its consumer gets nothing and its publishes are nacked, while a channel
+    opened after the election is fine (measured on a 3-node cluster; docs/deployment.md). A
+    healthy consumer that holds nothing is sent a queue's ready messages at once, so ready
+    messages for ``_STALL_S`` with nothing delivered and nothing held mean a stuck channel.
+    """
+
+    def __init__(self, connection: Any, queue: str) -> None:
+        self._probe = connection.channel()
+        self._queue = queue
+        self._idle_since = time.monotonic()
+        self._ready_since: float | None = None
+        self._next_check = self._idle_since + _STALL_CHECK_S
+
+    def delivered(self) -> None:
+        """Something arrived or a batch was just written: the consumer is being fed."""
+        self._idle_since = time.monotonic()
+        self._ready_since = None
+
+    def check(self) -> None:
+        """Call while nothing is held; raises ConsumerStalled for a stuck consumer."""
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + _STALL_CHECK_S
+        if now - self._idle_since < _STALL_S:
+            return
+        ok = self._probe.queue_declare(self._queue, passive=True)
+        ready = int(ok.method.message_count)
+        if not ready:
+            self._ready_since = None
+            return
+        if self._ready_since is None:
+            self._ready_since = now
+        elif now - self._ready_since >= _STALL_S:
+            raise ConsumerStalled(
+                f"queue {self._queue!r} has had {ready} ready message(s) for"
+                f" {now - self._ready_since:.1f}s and none reached this consumer (a quorum queue"
+                " leader changed as the channel opened?)"
+            )
 
 
 def connection_parameters(config: LineageConfig, *, role: str = "collector") -> pika.URLParameters:
@@ -134,6 +191,7 @@ class LineageCollector:
         self._tag_prefix = consumer_tag_prefix
         self._broker_state = amqp.ConnectionStateLog(_log, self._addresses[0][1])
         self._runner: asyncio.Runner | None = None  # the service's loop, while run() runs
+        self._watchdog: _Watchdog | None = None
 
     # -- state for the health endpoint ----------------------------------------------------------
 
@@ -172,7 +230,12 @@ class LineageCollector:
                         break
                     self.metrics.reconnects.inc()
                     wait = random.uniform(delay / 2, delay)  # noqa: S311 - jitter, not crypto
-                    self._broker_state.failed(amqp.describe_failure(exc, self._params)[0], wait)
+                    cause = (
+                        str(exc)
+                        if isinstance(exc, ConsumerStalled)
+                        else amqp.describe_failure(exc, self._params)[0]
+                    )
+                    self._broker_state.failed(cause, wait)
                     self._next_address()
                     self._stop.wait(wait)
                     delay = min(delay * 2, max_delay)
@@ -226,6 +289,7 @@ class LineageCollector:
                 self._on_message,
                 consumer_tag=f"{self._tag_prefix}-{os.getpid()}-{random.getrandbits(32):08x}",
             )
+            watchdog = self._watchdog = _Watchdog(connection, self.topology.queue)
             self._connected = True
             self.metrics.connected.set(1)
             self._broker_state.connected()
@@ -243,11 +307,14 @@ class LineageCollector:
                     connection.process_data_events(time_limit=max(0.0, left))
                 else:
                     connection.process_data_events(time_limit=0.2)
+                    if not self._pending:
+                        watchdog.check()
                 if self._pending and (
                     self._pending_events >= batch_size
                     or time.monotonic() - self._first_at >= batch_timeout
                 ):
                     self._flush(channel, publisher)
+                    watchdog.delivered()
             # Graceful stop: no new deliveries; finish and ack what we hold. Deliveries pika
             # received but did not hand to us are rejected back to the queue by basic_cancel.
             channel.basic_cancel(tag)
@@ -267,6 +334,8 @@ class LineageCollector:
     ) -> None:
         if not self._pending:
             self._first_at = time.monotonic()
+            if self._watchdog is not None:
+                self._watchdog.delivered()
         self._pending.append(
             _Delivery(method.delivery_tag, properties, body, method.exchange, method.routing_key)
         )

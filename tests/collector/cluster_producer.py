@@ -51,7 +51,11 @@ def main(urls: str, topic: str, spool: str, ids: str, runs: int, rate: float) ->
         time.sleep(1.0)
     lineage_sdk.shutdown(20)
     stats = exporter.stats()
-    print(json.dumps({k: getattr(stats, k) for k in ("exported", "replayed", "spool_bytes")}))
+    print(
+        json.dumps(
+            {k: getattr(stats, k) for k in ("exported", "retried", "replayed", "spool_bytes")}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -65,8 +65,7 @@ def test_producer_and_collector_fail_over_when_their_node_dies(tmp_path: Path) -
     with RabbitCluster(3) as cluster:
         # Declare the topology first, find the node that leads the main queue, and give both
         # clients the address of another node first: they connect there, and killing it fails
-        # both over. (Killing the leader itself is not covered: on RabbitMQ 3.10.8 publishes to
-        # the queue were then nacked for over a minute; see docs/deployment.md.)
+        # both over. (Killing the queue's leader is test_cluster_scenario.py's part.)
         connection = pika.BlockingConnection(pika.URLParameters(cluster.urls[0]))
         try:
             topology.declare(connection.channel())

@@ -79,6 +79,12 @@ _TICK_S = 0.25
 _PRECONDITION_FAILED = 406
 _NOT_FOUND = 404
 _FIRST_CONNECT_S = 1.0
+# After a nack, publishing pauses this long before the nacked messages go out again (no hot loop).
+_NACK_PAUSE_S = 0.1
+# Only nacks, no ack, for this long: the channel is taken to be stuck and the connection is
+# dropped and opened again (on the next address). RabbitMQ 3.10 nacks every publish of a channel
+# whose first publish to a quorum queue fell into its leader election; a new channel is fine.
+_NACK_RESET_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +338,8 @@ class RabbitMQExporter(LineageExporter):
         self._stopping = False
         self._pump_pending = False
         self._ever_ready = False
+        self._nacked_since: float | None = None  # first nack since the last ack on this channel
+        self._hold_until = 0.0  # no publishing before this (a pause after a nack)
         _install_pika_filter()
         self._thread = threading.Thread(
             target=self._io_main, name="lineage-rabbitmq-io", daemon=True
@@ -708,6 +716,8 @@ class RabbitMQExporter(LineageExporter):
     def _on_confirm_mode(self, _frame: Any) -> None:
         self._next_tag = 1
         self._attempt = 0
+        self._nacked_since = None
+        self._hold_until = 0.0
         if self._failure_key is not None:
             _LOG.warning(
                 "lineage RabbitMQ exporter connected again to %s; %d buffered event(s) "
@@ -834,6 +844,8 @@ class RabbitMQExporter(LineageExporter):
         channel = self._channel
         if self._state is not _State.READY or channel is None:
             return
+        if time.monotonic() < self._hold_until:
+            return  # paused after a nack; _on_confirm scheduled the next pump
         budget = self.settings.max_in_flight - len(self._inflight)
         while budget > 0:
             batch = self._take(budget)
@@ -926,7 +938,38 @@ class RabbitMQExporter(LineageExporter):
                 self._requeue_locked(done, count_retry=True)
             if self._flush_waiters:
                 self._cond.notify_all()
-        self._pump()
+        if acked:
+            self._nacked_since = None
+            self._pump()
+        else:
+            self._on_nack()
+
+    def _on_nack(self) -> None:
+        """Nacked messages are back at the head of the queue: publish them again after a short
+        pause, and drop the connection if this channel has had nothing but nacks for a while.
+
+        A nack means the queue could not take the message now. On RabbitMQ 3.10 a channel whose
+        first publish to a quorum queue falls into the election of a new leader gets every later
+        publish nacked too, for as long as it lives (measured: over a minute), while a channel
+        opened after the election is fine. So the cure is a new channel; reconnecting (to the
+        next address) also makes the exporter go offline meanwhile, so events go to the spool.
+        """
+        now = time.monotonic()
+        if self._nacked_since is None:
+            self._nacked_since = now
+        if now - self._nacked_since >= _NACK_RESET_S and not self._aborting:
+            _LOG.warning(
+                "lineage RabbitMQ exporter: %s has nacked every publish for %.1f s (a quorum "
+                "queue without a leader, or a queue refusing publishes); reconnecting",
+                self.safe_url,
+                now - self._nacked_since,
+            )
+            self._nacked_since = None
+            self._drop_connection("publishes nacked", "nacked")
+            return
+        if self._hold_until <= now:
+            self._hold_until = now + _NACK_PAUSE_S
+            self._ioloop.call_later(_NACK_PAUSE_S, self._pump)
 
     @_guarded
     def _on_return(self, _channel: Any, _method: Any, properties: Any, _body: bytes) -> None:
@@ -975,18 +1018,23 @@ class RabbitMQExporter(LineageExporter):
             self.safe_url,
             self._publish_timeout_s,
         )
+        self._drop_connection("publisher confirm timeout", "timeout")
+
+    def _drop_connection(self, reason: str, failure_key: str) -> None:
+        """Abort the connection at once (a hung broker never sends Close-Ok); what is in flight
+        is published again after the reconnect, which goes to the next address."""
         self._aborting = True
         self._quiet_next_failure = True
-        self._failure_key = "timeout"
+        self._failure_key = failure_key
         conn = self._connection
         if conn is None:
             return
         # pika has no public abort; _terminate_stream is what its own heartbeat checker uses.
         terminate = getattr(conn, "_terminate_stream", None)
         if callable(terminate):
-            terminate(pika.exceptions.StreamLostError("publisher confirm timeout"))
+            terminate(pika.exceptions.StreamLostError(reason))
         elif conn.is_open:
-            conn.close(320, "lineage-sdk: publisher confirm timeout")
+            conn.close(320, f"lineage-sdk: {reason}")
 
     @_guarded
     def _begin_stop(self) -> None:
