@@ -24,9 +24,11 @@ from lineage_sdk.exceptions import ConfigError
 
 __all__ = [
     "BaseLineageStore",
+    "ColumnGraph",
     "DatasetRef",
     "Direction",
     "EventKind",
+    "FieldRef",
     "HopByHopLineage",
     "JobSummary",
     "LineageCatalogProtocol",
@@ -413,6 +415,15 @@ class LineageQueryProtocol(Protocol):
         """The raw events of a run, in event-time order."""
         ...
 
+    def column_lineage(
+        self, node: str, *, depth: int = 20, with_downstream: bool = False
+    ) -> ColumnGraph:
+        """Fields up to ``depth`` column hops upstream of ``node`` (and downstream too with
+        ``with_downstream``), from the ``columnLineage`` facet. ``node`` is
+        ``datasetField:<ns>:<name>:<field>`` or ``dataset:<ns>:<name>`` (every field of the
+        dataset that column lineage names); no roots found means an empty ``roots``."""
+        ...
+
 
 @runtime_checkable
 class LineageCatalogProtocol(LineageQueryProtocol, Protocol):
@@ -450,3 +461,33 @@ def pick_query_store(stores: Sequence[Any]) -> LineageCatalogProtocol | None:
             if getattr(store, "name", None) == preferred:
                 return store
     return catalogs[0] if catalogs else None
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class FieldRef:
+    """One column: a dataset's field."""
+
+    namespace: str
+    dataset: str
+    field: str
+
+    @property
+    def id(self) -> str:
+        """Marquez's node id: ``datasetField:<namespace>:<dataset>:<field>``."""
+        return f"datasetField:{self.namespace}:{self.dataset}:{self.field}"
+
+
+@dataclass(slots=True)
+class ColumnGraph:
+    """A column-lineage answer: the fields reached from ``roots`` and the edges walked.
+
+    ``edges`` maps (output field, input field) to how the output derives from the input, as
+    canonical JSON text (``transformations``, and the older ``transformationDescription`` /
+    ``transformationType``), taken from the latest event that stated the edge. Every store answers
+    the same graph for the same events (see :mod:`lineage_sdk.collector.columns`).
+    """
+
+    root: str
+    roots: tuple[FieldRef, ...] = ()
+    fields: set[FieldRef] = field(default_factory=set)
+    edges: dict[tuple[FieldRef, FieldRef], str] = field(default_factory=dict)
