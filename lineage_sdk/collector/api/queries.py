@@ -17,7 +17,7 @@ from lineage_sdk.collector.store import (
     parse_node_id,
 )
 
-__all__ = ["NotFound", "exists", "lineage", "parse_node", "run_events", "runs"]
+__all__ = ["NotFound", "column_lineage", "exists", "lineage", "parse_node", "run_events", "runs"]
 
 
 class NotFound(LookupError):
@@ -70,3 +70,18 @@ def run_events(store: LineageCatalogProtocol, run_id: str) -> list[dict[str, Any
     if not events:
         raise NotFound(f"no events are recorded for run {run_id!r}")
     return events
+
+
+def column_lineage(
+    store: LineageCatalogProtocol, node: str, *, depth: int = 20, with_downstream: bool = False
+) -> dict[str, Any]:
+    """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
+    ValueError for a malformed id, NotFound when column lineage names no such field or dataset."""
+    from lineage_sdk.collector.columns import marquez_column_graph, parse_column_node
+
+    namespace, dataset, field = parse_column_node(node)
+    graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
+    if not graph.roots:
+        what = f"field {field!r} of dataset" if field is not None else "dataset"
+        raise NotFound(f"no column lineage is recorded for {what} {namespace}:{dataset}")
+    return marquez_column_graph(graph)
