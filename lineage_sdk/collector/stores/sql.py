@@ -897,6 +897,14 @@ class _BatchRows:
         seen_events: set[str] = set()
         edges: dict[tuple[str, str], tuple[Any, ...]] = {}
 
+        fields: dict[FieldRef, str] = {}
+
+        def field_of(ref: FieldRef) -> str:
+            found = fields.get(ref)
+            if found is None:
+                found = fields[ref] = field_key(ref)
+            return found
+
         def key_of(namespace: str, name: str) -> str:
             found = keys.get((namespace, name))
             if found is None:
@@ -953,7 +961,7 @@ class _BatchRows:
             if stated:
                 rank = edge_rank(rec.event_time, rec.event_id)
                 for (out, src), info in stated.items():
-                    pair = (field_key(out), field_key(src))
+                    pair = (field_of(out), field_of(src))
                     old = edges.get(pair)
                     if old is None or rank > old[-1]:
                         edges[pair] = (
