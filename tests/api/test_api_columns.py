@@ -5,6 +5,8 @@ to a real server with the sql store on SQLite. One server for the module."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from api_helpers import PG, run_cli, run_event, validate_openapi_response
 from columns_openapi import validate_column_lineage
 from jsonschema.exceptions import ValidationError
 
+from lineage_sdk.cli import main as cli_main
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.config.schema import LineageConfig
@@ -190,11 +193,12 @@ def test_the_openapi_check_can_fail():
         validate_column_lineage({"graph": [{**node, "type": "COLUMN"}]})
 
 
-@pytest.mark.parametrize("source", ["http", "store"])
-def test_cli_columns_reads_the_same_from_api_and_store(server, source):
+def test_cli_columns_as_a_user_runs_it(server):
+    """Real processes: the tree from the store, the JSON over HTTP (the same as the API's), and a
+    dataset without its prefix, downstream only."""
     url, toml = server
-    args = ["--url", url] if source == "http" else ["--config", str(toml)]
-    result = run_cli(*args, "columns", f"dataset:{PG}:export.csv:total", "--depth", "5")
+    store = ["--config", str(toml)]
+    result = run_cli(*store, "columns", f"dataset:{PG}:export.csv:total", "--depth", "5")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert not ANSI.search(out)
@@ -202,12 +206,11 @@ def test_cli_columns_reads_the_same_from_api_and_store(server, source):
     assert "downstream of field" in out
     for text in ("mart.daily.total", "stg.orders.amount", "raw.orders.amount", "AGGREGATION"):
         assert text in out, text
-    as_json = run_cli(*args, "columns", fid("export.csv", "total"), "--upstream", "--json")
+    as_json = run_cli("--url", url, "columns", fid("export.csv", "total"), "--upstream", "--json")
     assert as_json.returncode == 0, as_json.stderr
     from_api = get(url, nodeId=fid("export.csv", "total"), depth=5).json()
     assert orjson.loads(as_json.stdout) == from_api
-    # a dataset without the prefix: each of its fields, downstream only
-    down = run_cli(*args, "columns", f"{PG}:stg.orders", "--downstream", "-d", "1")
+    down = run_cli(*store, "columns", f"{PG}:stg.orders", "--downstream", "-d", "1")
     assert down.returncode == 0, down.stderr
     assert down.stdout.count("downstream of field") == 2 and "upstream of" not in down.stdout
 
@@ -220,12 +223,44 @@ def test_cli_columns_reads_the_same_from_api_and_store(server, source):
         ("dataset:", 2, "node id"),
     ],
 )
-def test_cli_bad_input_is_one_line_without_traceback(server, target, code, message):
+def test_cli_bad_input_is_one_line_without_traceback(server, capsys, target, code, message):
+    """Through the console script's entry point, in this process (the real runs above cover
+    the process itself): exit code, one line on stderr, no traceback."""
     url, toml = server
-    sources = [["--url", url], ["--config", str(toml)]]
-    for args in sources if code == 1 else sources[:1]:  # a malformed id never reaches a source
-        result = run_cli(*args, "columns", target)
-        assert result.returncode == code, (args, result.stdout, result.stderr)
-        assert message in result.stderr
-        assert "Traceback" not in result.stderr
-        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    for args in (["--url", url], ["--config", str(toml)]):
+        with pytest.raises(SystemExit) as exit_:
+            cli_main([*args, "columns", target])
+        captured = capsys.readouterr()
+        assert exit_.value.code == code, (args, captured.err)
+        assert message in captured.err
+        assert "Traceback" not in captured.err and captured.out == ""
+        assert len(captured.err.strip().splitlines()) == 1, captured.err
+
+
+def test_cli_reading_the_store_loads_no_web_framework_and_answers_as_the_api(server):
+    _, toml = server
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from lineage_sdk.cli import StoreSource\n"
+        "source = StoreSource(Path(sys.argv[1]))\n"
+        "import orjson\n"
+        f"answer = source.column_lineage({fid('export.csv', 'total')!r}, 5, False)\n"
+        "source.close()\n"
+        "web = {m.split('.')[0] for m in sys.modules} & {'fastapi', 'starlette', 'uvicorn'}\n"
+        "print(sorted(web))\n"
+        "print(orjson.dumps(answer).decode())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(toml)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    web, answer = result.stdout.strip().splitlines()
+    assert web == "[]"
+    # read straight from the store, the same answer as over HTTP
+    url = server[0]
+    assert orjson.loads(answer) == get(url, nodeId=fid("export.csv", "total"), depth=5).json()
