@@ -671,10 +671,11 @@ def _column_answer(
     from lineage_sdk.collector.columns import parse_column_node
 
     if target.startswith("job:"):
-        try:
-            parse_column_node(target)
-        except ValueError as exc:  # always: it says where column lineage starts
-            raise SourceError(str(exc), 2) from None
+        raise SourceError(
+            f"lineage columns takes a dataset or a field, got the job {target!r}: ask for each "
+            "dataset it writes (lineage graph lists them)",
+            2,
+        )
     if not target.startswith(("dataset:", "datasetField:")):
         target = f"dataset:{target}"
     candidates = [target]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import orjson
 
@@ -32,6 +32,7 @@ from lineage_sdk.collector.store import ColumnGraph, DatasetRef, FieldRef, parse
 
 __all__ = [
     "ColumnEdge",
+    "ColumnRoot",
     "column_edges",
     "dataset_key",
     "edge_info",
@@ -166,8 +167,18 @@ def column_edges(rec: _Record) -> dict[tuple[FieldRef, FieldRef], str]:
     return out
 
 
-def parse_column_node(node: str) -> tuple[str, str, str | None]:
-    """``datasetField:<ns>:<name>:<field>`` or ``dataset:<ns>:<name>`` as (ns, name, field).
+class ColumnRoot(NamedTuple):
+    """Where a column-lineage question starts: one field, every field of a dataset, or every
+    field of the datasets a job writes (``field`` is None but for ``FIELD``)."""
+
+    kind: Literal["FIELD", "DATASET", "JOB"]
+    namespace: str
+    name: str
+    field: str | None = None
+
+
+def parse_column_node(node: str) -> ColumnRoot:
+    """``datasetField:<ns>:<name>:<field>``, ``dataset:<ns>:<name>`` or ``job:<ns>:<name>``.
 
     The field is what follows the last ``:`` (a field name holding ``:`` cannot be asked for);
     the rest splits as :func:`~lineage_sdk.collector.store.parse_node_id` splits a dataset id.
@@ -178,17 +189,17 @@ def parse_column_node(node: str) -> tuple[str, str, str | None]:
         if not sep or not col:
             raise ValueError(f"node id {node!r} must be datasetField:<namespace>:<dataset>:<field>")
         _, namespace, name = parse_node_id(f"dataset:{rest}")
-        return namespace, name, col
-    if not node.startswith("dataset:"):
+        return ColumnRoot("FIELD", namespace, name, col)
+    if not node.startswith(("dataset:", "job:")):
         raise ValueError(
-            "column lineage starts at datasetField:<namespace>:<dataset>:<field> or "
-            f"dataset:<namespace>:<dataset>, got {node!r}"
+            "column lineage starts at datasetField:<namespace>:<dataset>:<field>, "
+            f"dataset:<namespace>:<dataset> or job:<namespace>:<job>, got {node!r}"
         )
-    _, namespace, name = parse_node_id(node)
-    return namespace, name, None
+    kind, namespace, name = parse_node_id(node)
+    return ColumnRoot("JOB" if kind == "JOB" else "DATASET", namespace, name)
 
 
-Roots = Callable[[str, str, str | None], Iterable[FieldRef]]
+Roots = Callable[[ColumnRoot], Iterable[FieldRef]]
 Step = Callable[[Sequence[FieldRef], bool], Iterable[ColumnEdge]]
 
 
@@ -197,14 +208,15 @@ def walk_columns(
 ) -> ColumnGraph:
     """The answer of ``column_lineage``: breadth-first from the node's fields.
 
-    ``roots(namespace, dataset, field)`` gives the fields the node names that column lineage
-    knows (one field, or every field of a dataset); ``step(fields, upstream)`` the edges whose
+    ``roots(root)`` gives the fields the node names that column lineage knows (the field, every
+    field of a dataset, or every field of a job's output datasets, as Marquez answers a job);
+    ``step(fields, upstream)`` the edges whose
     output (upstream) or input (downstream) is one of ``fields``. Depth counts column hops.
     """
-    namespace, dataset, col = parse_column_node(node)
+    root = parse_column_node(node)
     if not isinstance(depth, int) or depth < 0:
         raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
-    start = sorted(set(roots(namespace, dataset, col)))
+    start = sorted(set(roots(root)))
     graph = ColumnGraph(root=node, roots=tuple(start), fields=set(start))
     for upstream in (True, False) if with_downstream else (True,):
         seen = set(start)

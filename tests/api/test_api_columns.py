@@ -155,7 +155,10 @@ def test_depth_downstream_dataset_roots_and_old_form(server):
     }
     orders = next(n for n in down["graph"] if n["id"] == fid("mart.daily", "orders"))
     assert orders["data"]["inputFields"][0]["transformationDescription"] == "COUNT(id)"
+    job = get(url, nodeId="job:shop:mart", depth=1).json()  # the fields the job writes
+    validate_column_lineage(job)
     whole = get(url, nodeId=f"dataset:{PG}:mart.daily", depth=1).json()
+    assert job == whole
     validate_column_lineage(whole)
     assert [n["id"] for n in whole["graph"][:2]] == [
         fid("mart.daily", "orders"),
@@ -166,7 +169,8 @@ def test_depth_downstream_dataset_roots_and_old_form(server):
 @pytest.mark.parametrize(
     ("params", "status", "reason"),
     [
-        ({"nodeId": "job:shop:stage"}, 400, "invalid_node_id"),
+        ({"nodeId": "run:shop:stage"}, 400, "invalid_node_id"),
+        ({"nodeId": "job:shop:nothing"}, 404, "not_found"),
         ({"nodeId": "datasetField:ns"}, 400, "invalid_node_id"),
         ({"nodeId": fid("stg.orders", "nope")}, 404, "not_found"),
         ({"nodeId": f"dataset:{PG}:no.such"}, 404, "not_found"),
@@ -219,7 +223,8 @@ def test_cli_columns_as_a_user_runs_it(server):
     ("target", "code", "message"),
     [
         (f"dataset:{PG}:no.such", 1, "no column lineage is recorded"),
-        ("job:shop:stage", 2, "column lineage starts at"),
+        ("job:shop:stage", 2, "takes a dataset or a field"),
+        ("datasetField:ns", 2, "must be datasetField"),
         ("dataset:", 2, "node id"),
     ],
 )

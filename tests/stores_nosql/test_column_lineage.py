@@ -230,6 +230,13 @@ def test_every_store_answers_column_lineage_alike(any_store: Any) -> None:
     whole = any_store.column_lineage(f"dataset:{PG}:stg.orders", depth=1)
     assert [r.field for r in whole.roots] == ["amount", "customer", "id"]
     assert {f.id for f in whole.fields} >= {fid("raw.orders", "cust"), fid("raw.orders", "id")}
+    # a job: the fields of the datasets it writes (as Marquez answers a job)
+    job = any_store.column_lineage(f"job:{ns}:mart", depth=1)
+    assert [r.id for r in job.roots] == [fid("mart.daily", "orders"), fid("mart.daily", "total")]
+    assert (
+        shape(job)[1:] == shape(any_store.column_lineage(f"dataset:{PG}:mart.daily", depth=1))[1:]
+    )
+    assert any_store.column_lineage(f"job:{ns}:nothing").roots == ()
     # nothing recorded: no roots, no fields
     unknown = any_store.column_lineage(fid("stg.orders", "nope"), depth=3)
     assert unknown.roots == () and unknown.fields == set()
@@ -256,9 +263,10 @@ def test_the_answers_were_identical_across_stores() -> None:
 
 
 def test_node_ids_and_bad_input(sqlite_store: SqlStore) -> None:
-    assert parse_column_node(f"datasetField:{PG}:db.s.t:col") == (PG, "db.s.t", "col")
-    assert parse_column_node("dataset:ns:a:b") == ("ns", "a:b", None)
-    for bad in ("job:ns:j", "datasetField:ns", "datasetField:ns:t:", "dataset:", "x"):
+    assert parse_column_node(f"datasetField:{PG}:db.s.t:col") == ("FIELD", PG, "db.s.t", "col")
+    assert parse_column_node("dataset:ns:a:b") == ("DATASET", "ns", "a:b", None)
+    assert parse_column_node("job:ns:j") == ("JOB", "ns", "j", None)
+    for bad in ("run:ns:j", "datasetField:ns", "datasetField:ns:t:", "dataset:", "x"):
         with pytest.raises(ValueError, match=r"node id|column lineage starts at"):
             sqlite_store.column_lineage(bad)
     with pytest.raises(ValueError, match="depth"):

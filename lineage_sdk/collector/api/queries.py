@@ -79,9 +79,13 @@ def column_lineage(
     ValueError for a malformed id, NotFound when column lineage names no such field or dataset."""
     from lineage_sdk.collector.columns import marquez_column_graph, parse_column_node
 
-    namespace, dataset, field = parse_column_node(node)
+    root = parse_column_node(node)
     graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
     if not graph.roots:
-        what = f"field {field!r} of dataset" if field is not None else "dataset"
-        raise NotFound(f"no column lineage is recorded for {what} {namespace}:{dataset}")
+        what = {
+            "FIELD": f"field {root.field!r} of dataset",
+            "DATASET": "dataset",
+            "JOB": "the outputs of job",
+        }[root.kind]
+        raise NotFound(f"no column lineage is recorded for {what} {root.namespace}:{root.name}")
     return marquez_column_graph(graph)

@@ -43,6 +43,7 @@ from pydantic import Field
 
 from lineage_sdk.collector.columns import (
     ColumnEdge,
+    ColumnRoot,
     column_edges,
     dataset_key,
     edge_rank,
@@ -605,17 +606,22 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         def ref(parts: list[str]) -> FieldRef:
             return FieldRef(parts[0], parts[1], parts[2])
 
-        def roots(namespace: str, dataset: str, col: str | None) -> list[FieldRef]:
-            if col is not None:
-                key = field_key(FieldRef(namespace, dataset, col))
+        def roots(root: ColumnRoot) -> list[FieldRef]:
+            if root.field is not None:
+                key = field_key(FieldRef(root.namespace, root.name, root.field))
                 docs = self._column_docs([f"o:{key}", f"i:{key}"])
-                return [FieldRef(namespace, dataset, col)] if docs else []
-            key = dataset_key(namespace, dataset)
+                return [FieldRef(root.namespace, root.name, root.field)] if docs else []
+            if root.kind == "JOB":
+                written = self._job_datasets([(root.namespace, root.name)], "output")
+                ds_keys = {dataset_key(dns, dn) for _, _, dns, dn in written}
+            else:
+                ds_keys = {dataset_key(root.namespace, root.name)}
             found: set[FieldRef] = set()
-            for doc in self._column_docs([f"od:{key}", f"id:{key}"]):
+            wanted = sorted(f"{side}:{k}" for k in ds_keys for side in ("od", "id"))
+            for doc in self._column_docs(wanted):
                 for edge in doc.get("columns", []):
                     found.update((ref(edge["out"]), ref(edge["in"])))
-            return sorted(f for f in found if (f.namespace, f.dataset) == (namespace, dataset))
+            return sorted(f for f in found if dataset_key(f.namespace, f.dataset) in ds_keys)
 
         def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:
             side = "o" if upstream else "i"

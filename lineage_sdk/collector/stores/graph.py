@@ -45,7 +45,13 @@ from typing import Any, ClassVar, TypeVar
 import orjson
 from pydantic import Field
 
-from lineage_sdk.collector.columns import ColumnEdge, edge_rank, facet_edges, walk_columns
+from lineage_sdk.collector.columns import (
+    ColumnEdge,
+    ColumnRoot,
+    edge_rank,
+    facet_edges,
+    walk_columns,
+)
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
@@ -490,6 +496,10 @@ RETURN f.namespace AS ns, f.dataset AS ds, f.name AS field
 _DATASET_FIELDS = """
 MATCH (d:Dataset {key: $key})-[:HAS_FIELD]->(f:Field)
 RETURN f.namespace AS ns, f.dataset AS ds, f.name AS field
+"""
+_JOB_FIELDS = """
+MATCH (j:Job {key: $key})-[:PRODUCES]->(d:Dataset)-[:HAS_FIELD]->(f:Field)
+RETURN DISTINCT f.namespace AS ns, f.dataset AS ds, f.name AS field
 """
 _FIELDS_UP = """
 UNWIND $keys AS k
@@ -1006,11 +1016,13 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         transaction (see :func:`lineage_sdk.collector.columns.walk_columns`)."""
 
         def read(run: StatementRunner) -> ColumnGraph:
-            def roots(namespace: str, dataset: str, col: str | None) -> list[FieldRef]:
-                if col is None:
-                    rows = run(_DATASET_FIELDS, {"key": name_key(namespace, dataset)})
+            def roots(root: ColumnRoot) -> list[FieldRef]:
+                if root.field is not None:
+                    key = name_key(root.namespace, root.name, root.field)
+                    rows = run(_FIELD_ROOT, {"key": key})
                 else:
-                    rows = run(_FIELD_ROOT, {"key": name_key(namespace, dataset, col)})
+                    query = _JOB_FIELDS if root.kind == "JOB" else _DATASET_FIELDS
+                    rows = run(query, {"key": name_key(root.namespace, root.name)})
                 return [FieldRef(r["ns"], r["ds"], r["field"]) for r in rows]
 
             def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:

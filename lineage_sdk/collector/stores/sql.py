@@ -40,6 +40,7 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 
 from lineage_sdk.collector.columns import (
     ColumnEdge,
+    ColumnRoot,
     column_edges,
     edge_rank,
     field_key,
@@ -811,22 +812,33 @@ class SqlStore(BaseLineageStore):
 
         with self.engine.connect() as conn:
 
-            def roots(namespace: str, dataset: str, col: str | None) -> list[FieldRef]:
-                found: set[FieldRef] = set()
-                if col is not None:
-                    ref = FieldRef(namespace, dataset, col)
+            def roots(root: ColumnRoot) -> list[FieldRef]:
+                if root.field is not None:
+                    ref = FieldRef(root.namespace, root.name, root.field)
                     key = field_key(ref)
                     for column in (c.out_key, c.in_key):
                         if conn.execute(sa.select(column).where(column == key).limit(1)).first():
                             return [ref]
                     return []
-                ds_key = name_key(namespace, dataset)
-                for column, ref_of in ((c.out_dataset_key, out_ref), (c.in_dataset_key, in_ref)):
-                    prefix = "out_" if ref_of is out_ref else "in_"
-                    names = (c[f"{prefix}namespace"], c[f"{prefix}dataset"], c[f"{prefix}field"])
-                    rows = conn.execute(sa.select(*names).where(column == ds_key).distinct())
-                    found.update(FieldRef(*row) for row in rows)
-                return sorted(f for f in found if (f.namespace, f.dataset) == (namespace, dataset))
+                if root.kind == "JOB":
+                    io = self.t["job_io"]
+                    ds_keys = set(
+                        conn.execute(
+                            sa.select(io.c.dataset_key).where(
+                                io.c.job_key == name_key(root.namespace, root.name),
+                                io.c.direction == "out",
+                            )
+                        ).scalars()
+                    )
+                else:
+                    ds_keys = {name_key(root.namespace, root.name)}
+                found: set[FieldRef] = set()
+                for column, side in ((c.out_dataset_key, "out_"), (c.in_dataset_key, "in_")):
+                    names = (c[f"{side}namespace"], c[f"{side}dataset"], c[f"{side}field"])
+                    for chunk in _chunks(sorted(ds_keys)):
+                        rows = conn.execute(sa.select(*names).where(column.in_(chunk)).distinct())
+                        found.update(FieldRef(*row) for row in rows)
+                return sorted(f for f in found if name_key(f.namespace, f.dataset) in ds_keys)
 
             def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:
                 column = c.out_key if upstream else c.in_key
