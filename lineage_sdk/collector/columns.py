@@ -111,13 +111,13 @@ def edge_info(input_field: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
     """Canonical JSON of how an output field derives from one input (``{}`` when not said)."""
     info: dict[str, Any] = {}
     transformations = input_field.get("transformations")
-    if isinstance(transformations, list):
-        kept = [t for t in transformations if isinstance(t, Mapping)]
+    if type(transformations) is list:  # decoded JSON: plain lists and dicts (cheap checks)
+        kept = [t for t in transformations if type(t) is dict or isinstance(t, Mapping)]
         if kept:
             info["transformations"] = kept
     for key in _OLD_KEYS:
         value = spec.get(key)
-        if isinstance(value, str) and value:
+        if value and type(value) is str:
             info[key] = value
     try:
         return orjson.dumps(info, option=orjson.OPT_SORT_KEYS).decode()
@@ -134,15 +134,15 @@ def facet_edges(namespace: str, name: str, facets: Any) -> Iterator[ColumnEdge]:
     if not isinstance(fields, Mapping):
         return
     for out_field, spec in fields.items():
-        if not isinstance(spec, Mapping) or not isinstance(out_field, str):
+        if not (type(spec) is dict or isinstance(spec, Mapping)) or type(out_field) is not str:
             continue
         inputs = spec.get("inputFields")
         output = FieldRef(namespace, name, out_field)
-        for src in inputs if isinstance(inputs, list) else ():
-            if not isinstance(src, Mapping):
+        for src in inputs if type(inputs) is list else ():
+            if not (type(src) is dict or isinstance(src, Mapping)):
                 continue
             ns, ds, col = src.get("namespace"), src.get("name"), src.get("field")
-            if isinstance(ns, str) and isinstance(ds, str) and isinstance(col, str):
+            if type(ns) is str and type(ds) is str and type(col) is str:
                 yield ColumnEdge(output, FieldRef(ns, ds, col), edge_info(src, spec))
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.config.keys import env_var_for
@@ -463,9 +463,9 @@ def pick_query_store(stores: Sequence[Any]) -> LineageCatalogProtocol | None:
     return catalogs[0] if catalogs else None
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class FieldRef:
-    """One column: a dataset's field."""
+class FieldRef(NamedTuple):
+    """One column: a dataset's field (a tuple: hashing and comparing it is cheap, and a batch of
+    events with column lineage hashes many)."""
 
     namespace: str
     dataset: str
