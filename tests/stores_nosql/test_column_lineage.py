@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from nosql_events import COLUMN_SCHEMA, PRODUCER, records, run_event
 
-from lineage_sdk.collector.columns import marquez_column_graph, parse_column_node
+from lineage_sdk.collector.columns import edge_info, marquez_column_graph, parse_column_node
 from lineage_sdk.collector.store import ColumnGraph, FieldRef, LineageQueryProtocol
 from lineage_sdk.collector.stores.sql import SqlStore
 
@@ -296,3 +296,28 @@ def test_marquez_shape_lists_inputs_and_flow_edges(sqlite_store: SqlStore) -> No
     assert nodes[fid("stg.orders", "id")]["outEdges"] == [
         {"origin": fid("stg.orders", "id"), "destination": root["id"]}
     ]
+
+
+def test_malformed_facets_are_skipped_not_raised(sqlite_store: SqlStore) -> None:
+    """Ingest checks no facet: whatever a producer put there, the event is stored, and only the
+    well-formed edges are kept."""
+    good = {"namespace": PG, "name": "src", "field": "a", "transformations": [{"type": "DIRECT"}]}
+    facets: list[Any] = [
+        "not an object",
+        {"fields": ["a list"]},
+        {"fields": {"x": "not an object", "y": {"inputFields": "not a list"}}},
+        {"fields": {"z": {"inputFields": [1, {"namespace": PG, "name": 2, "field": "f"}]}}},
+        {"fields": {"ok": {"inputFields": [good, {"namespace": PG, "name": "src"}]}}},
+    ]
+    events = []
+    for i, facet in enumerate(facets):
+        event = writes(f"m{i}", "malformed", "src", "dst", facet, i)
+        events.append(event)
+    sqlite_store.write_batch(records(*events))
+    assert sqlite_store.count_events() == len(events)
+    answer = sqlite_store.column_lineage(f"dataset:{PG}:dst", depth=1)
+    assert {(o.field, i.field) for o, i in answer.edges} == {("ok", "a")}
+    # integers past 64 bits inside a transformation (orjson refuses them) still make canonical text
+    assert json.loads(edge_info({**good, "transformations": [{"n": 2**70}]}, {})) == {
+        "transformations": [{"n": 2**70}]
+    }
