@@ -321,3 +321,17 @@ def test_malformed_facets_are_skipped_not_raised(sqlite_store: SqlStore) -> None
     assert json.loads(edge_info({**good, "transformations": [{"n": 2**70}]}, {})) == {
         "transformations": [{"n": 2**70}]
     }
+
+
+def test_column_lineage_over_bolt(bolt_store: Any) -> None:
+    """The neo4j driver's path (FalkorDB's Bolt endpoint): small events, one per batch (see
+    tests/servers.py on its parameter limit); a restated edge keeps the later statement."""
+    ns = f"bolt-{uuid.uuid4().hex[:8]}"
+    first = writes("b1", ns, "b.src", "b.dst", new_form({"x": [(PG, "b.src", "y", "A")]}), 1)
+    later = writes("b1", ns, "b.src", "b.dst", new_form({"x": [(PG, "b.src", "y", "B")]}), 2)
+    for event in (later, first, later):
+        bolt_store.write_batch(records(event))
+    answer = bolt_store.column_lineage(FieldRef(PG, "b.dst", "x").id, depth=3)
+    (info,) = answer.edges.values()
+    assert json.loads(info)["transformations"][0]["subtype"] == "B"
+    assert bolt_store.column_lineage(f"job:{ns}:b1", depth=1).roots == (FieldRef(PG, "b.dst", "x"),)
