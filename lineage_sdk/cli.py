@@ -12,7 +12,7 @@ import abc
 import os
 import sys
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,6 +31,7 @@ from lineage_sdk.exceptions import LineageError
 __all__ = [
     "HttpSource",
     "LineageSource",
+    "NothingRecorded",
     "SourceError",
     "StoreSource",
     "app",
@@ -49,7 +50,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# An error is one line, however narrow the terminal: the terminal wraps it, never rich.
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class SourceError(LineageError):
@@ -58,6 +60,10 @@ class SourceError(LineageError):
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+class NothingRecorded(SourceError):
+    """Nothing is recorded under the asked name (HTTP 404, or the store found nothing)."""
 
 
 # -------------------------------------------------------------------------------------------
@@ -81,6 +87,10 @@ class LineageSource(abc.ABC):
 
     def close(self) -> None:
         return None
+
+    def column_lineage(self, node: str, depth: int, with_downstream: bool) -> dict[str, Any]:
+        """Marquez's column-lineage graph (``DATASET_FIELD`` nodes) around ``node``."""
+        raise SourceError(f"{type(self).__name__} cannot answer column lineage", 2)
 
 
 class HttpSource(LineageSource):
@@ -109,7 +119,8 @@ class HttpSource(LineageSource):
             if not isinstance(detail, str):
                 detail = orjson.dumps(detail).decode()
             code = 2 if response.status_code in (400, 422) else 1
-            raise SourceError(f"{response.status_code}: {detail[:500]}", code)
+            error = NothingRecorded if response.status_code == 404 else SourceError
+            raise error(f"{response.status_code}: {detail[:500]}", code)
         return response.json()
 
     def lineage(self, node: str, direction: Direction, depth: int) -> dict[str, Any]:
@@ -130,6 +141,15 @@ class HttpSource(LineageSource):
 
     def close(self) -> None:
         self.client.close()
+
+    def column_lineage(self, node: str, depth: int, with_downstream: bool) -> dict[str, Any]:
+        params: dict[str, str | int] = {
+            "nodeId": node,
+            "depth": depth,
+            "withDownstream": "true" if with_downstream else "false",
+        }
+        answer: dict[str, Any] = self._get("/api/v1/column-lineage", params)
+        return answer
 
 
 class StoreSource(LineageSource):
@@ -164,7 +184,7 @@ class StoreSource(LineageSource):
         try:
             yield
         except NotFound as exc:
-            raise SourceError(str(exc)) from None
+            raise NothingRecorded(str(exc)) from None
         except ValueError as exc:
             raise SourceError(str(exc), 2) from None
 
@@ -190,6 +210,14 @@ class StoreSource(LineageSource):
         closer = getattr(self.store, "close", None)
         if callable(closer):
             closer()
+
+    def column_lineage(self, node: str, depth: int, with_downstream: bool) -> dict[str, Any]:
+        from lineage_sdk.collector.api import queries
+
+        with self._guard():
+            return queries.column_lineage(
+                self.store, node, depth=depth, with_downstream=with_downstream
+            )
 
 
 def _require_sqlite_file(url: Any) -> None:
@@ -266,10 +294,15 @@ def _children(node: Mapping[str, Any], upstream: bool) -> list[str]:
     return sorted(e["destination"] for e in node.get("outEdges", []))
 
 
-def _tree(graph: Mapping[str, Any], root: str, upstream: bool) -> Tree:
+def _tree(
+    graph: Mapping[str, Any],
+    root: str,
+    upstream: bool,
+    label: Callable[[Mapping[str, Any]], Text] = _label,
+) -> Tree:
     nodes = _nodes(graph)
     title = Text("upstream of " if upstream else "downstream of ", style="italic")
-    tree = Tree(title.append_text(_label(nodes[root])) if root in nodes else Text(root))
+    tree = Tree(title.append_text(label(nodes[root])) if root in nodes else Text(root))
     shown: set[str] = {root}
     # Iterative depth-first preorder, children sorted: each node is expanded once, and a later
     # meeting (a diamond or a cycle) prints "(shown above)", which is then true on screen.
@@ -280,12 +313,12 @@ def _tree(graph: Mapping[str, Any], root: str, upstream: bool) -> Tree:
         parent, current = stack.pop()
         if current not in nodes:
             continue
-        label = _label(nodes[current])
+        text = label(nodes[current])
         if current in shown:
-            parent.add(label.append("  (shown above)", style="dim"))
+            parent.add(text.append("  (shown above)", style="dim"))
             continue
         shown.add(current)
-        branch = parent.add(label)
+        branch = parent.add(text)
         stack.extend((branch, c) for c in reversed(_children(nodes[current], upstream)))
     return tree
 
@@ -603,6 +636,135 @@ def events(
         _print_json(event)
 
 
+def _field_label(node: Mapping[str, Any]) -> Text:
+    data = node.get("data", {})
+    text = Text()
+    text.append("field ", style="magenta")
+    text.append(f"{data.get('namespace', '')}:", style="dim")
+    text.append(str(data.get("dataset", "")))
+    text.append(".", style="dim")
+    text.append(str(data.get("field", node.get("id", ""))), style="bold")
+    return text
+
+
+def _how(graph: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """(input id, output id) -> a short word on the transformation, where the facet gives one."""
+    how: dict[tuple[str, str], str] = {}
+    for node in graph.get("graph", []):
+        for item in node.get("data", {}).get("inputFields", []):
+            src = f"datasetField:{item['namespace']}:{item['dataset']}:{item['field']}"
+            words = [
+                "/".join(str(t[k]) for k in ("type", "subtype") if t.get(k))
+                for t in item.get("transformations", [])
+                if isinstance(t, Mapping)
+            ]
+            words += [str(item[k]) for k in ("transformationType",) if item.get(k)]
+            if words:
+                how[(src, node["id"])] = ", ".join(w for w in words if w)
+    return how
+
+
+def _column_answer(
+    source: LineageSource, target: str, depth: int, with_downstream: bool
+) -> tuple[str, dict[str, Any]]:
+    """The asked node id and its answer. ``<ns>:<name>`` may omit ``dataset:``; a last ``:part``
+    is read as a field when no dataset has the whole name."""
+    from lineage_sdk.collector.columns import parse_column_node
+
+    if target.startswith("job:"):
+        raise SourceError(
+            f"lineage columns takes a dataset or a field, got the job {target!r}: ask for each "
+            "dataset it writes (lineage graph lists them)",
+            2,
+        )
+    if not target.startswith(("dataset:", "datasetField:")):
+        target = f"dataset:{target}"
+    candidates = [target]
+    if target.startswith("dataset:"):
+        head, sep, col = target[len("dataset:") :].rpartition(":")
+        if sep and head and col:
+            candidates.append(f"datasetField:{head}:{col}")
+    usable: list[str] = []
+    problem = ""
+    for node in candidates:
+        try:
+            parse_column_node(node)
+        except ValueError as exc:
+            problem = problem or str(exc)
+            continue
+        usable.append(node)
+    if not usable:
+        raise SourceError(problem, 2)
+    missing: list[str] = []
+    for node in usable:
+        try:
+            return node, source.column_lineage(node, depth, with_downstream)
+        except NothingRecorded as exc:
+            missing.append(str(exc))
+    raise NothingRecorded(
+        missing[0] if len(missing) == 1 else f"{missing[0]}; as a field: {missing[1]}"
+    )
+
+
+@app.command()
+def columns(
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="dataset:<namespace>:<name>[:<field>] (or <namespace>:<name>[:<field>], or "
+            "datasetField:<namespace>:<name>:<field>)"
+        ),
+    ],
+    upstream: Annotated[
+        bool, typer.Option("--upstream", help="Only the fields it derives from.")
+    ] = False,
+    downstream: Annotated[
+        bool, typer.Option("--downstream", help="Only the fields derived from it.")
+    ] = False,
+    depth: Annotated[
+        int, typer.Option("--depth", "-d", min=0, max=100, help="Column hops to follow.")
+    ] = 5,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print Marquez's column-lineage JSON instead.")
+    ] = False,
+) -> None:
+    """Show column lineage: the fields a field (or each field of a dataset) derives from, and
+    with --downstream the fields derived from it, from the columnLineage facet."""
+    want_up = upstream or not downstream
+    want_down = downstream or not upstream
+    with _open_source() as source:
+        node, answer = _column_answer(source, target, depth, want_down)
+    if as_json:
+        _print_json(answer)
+        return
+    nodes = _nodes(answer)
+    roots = [n["id"] for n in answer.get("graph", []) if _is_root(n, node)]
+    for root in roots:
+        for is_up in (True, False):
+            if (want_up if is_up else want_down) and root in nodes:
+                out.print(_tree(answer, root, upstream=is_up, label=_field_label))
+    how = _how(answer)
+    if how:
+        table = Table(title=Text("transformations"), title_justify="left")
+        for column in ("input field", "output field", "how"):
+            table.add_column(column, overflow="fold")
+        for (src, dst), words in sorted(how.items()):
+            table.add_row(
+                _field_label(nodes.get(src, {"id": src})),
+                _field_label(nodes.get(dst, {"id": dst})),
+                Text(words),
+            )
+        out.print(table)
+
+
+def _is_root(node: Mapping[str, Any], asked: str) -> bool:
+    """Whether ``node`` is one of the asked fields (the field, or a field of the dataset)."""
+    data = node.get("data", {})
+    if asked.startswith("datasetField:"):
+        return bool(node.get("id") == asked)
+    return asked == f"dataset:{data.get('namespace')}:{data.get('dataset')}"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console script. Exit 0 on success, 1 when nothing is found or a source is unavailable,
     2 on usage errors (a bad node id, a bad option, a configuration error)."""
@@ -612,6 +774,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not out.is_terminal and "COLUMNS" not in os.environ:
         out.width = 200  # piped: no terminal to fit, so don't cut run ids and names short
+    if not err.is_terminal and "COLUMNS" not in os.environ:
+        err.width = 1000  # an error stays one line, however long the names in it
     try:
         app(args=args, prog_name="lineage", standalone_mode=False)
     except SourceError as exc:

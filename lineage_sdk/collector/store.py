@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.config.keys import env_var_for
@@ -24,9 +24,11 @@ from lineage_sdk.exceptions import ConfigError
 
 __all__ = [
     "BaseLineageStore",
+    "ColumnGraph",
     "DatasetRef",
     "Direction",
     "EventKind",
+    "FieldRef",
     "HopByHopLineage",
     "JobSummary",
     "LineageCatalogProtocol",
@@ -415,6 +417,15 @@ class LineageQueryProtocol(Protocol):
         """The raw events of a run, in event-time order."""
         ...
 
+    def column_lineage(
+        self, node: str, *, depth: int = 20, with_downstream: bool = False
+    ) -> ColumnGraph:
+        """Fields up to ``depth`` column hops upstream of ``node`` (and downstream too with
+        ``with_downstream``), from the ``columnLineage`` facet. ``node`` is
+        ``datasetField:<ns>:<name>:<field>`` or ``dataset:<ns>:<name>`` (every field of the
+        dataset that column lineage names); no roots found means an empty ``roots``."""
+        ...
+
 
 @runtime_checkable
 class LineageCatalogProtocol(LineageQueryProtocol, Protocol):
@@ -515,3 +526,33 @@ class LineageHistoryProtocol(Protocol):
         """Each job's latest run (the run of its latest event, the least run id among equals),
         for the jobs that have runs; keyed by (namespace, name)."""
         ...
+
+
+class FieldRef(NamedTuple):
+    """One column: a dataset's field (a tuple: hashing and comparing it is cheap, and a batch of
+    events with column lineage hashes many)."""
+
+    namespace: str
+    dataset: str
+    field: str
+
+    @property
+    def id(self) -> str:
+        """Marquez's node id: ``datasetField:<namespace>:<dataset>:<field>``."""
+        return f"datasetField:{self.namespace}:{self.dataset}:{self.field}"
+
+
+@dataclass(slots=True)
+class ColumnGraph:
+    """A column-lineage answer: the fields reached from ``roots`` and the edges walked.
+
+    ``edges`` maps (output field, input field) to how the output derives from the input, as
+    canonical JSON text (``transformations``, and the older ``transformationDescription`` /
+    ``transformationType``), taken from the latest event that stated the edge. Every store answers
+    the same graph for the same events (see :mod:`lineage_sdk.collector.columns`).
+    """
+
+    root: str
+    roots: tuple[FieldRef, ...] = ()
+    fields: set[FieldRef] = field(default_factory=set)
+    edges: dict[tuple[FieldRef, FieldRef], str] = field(default_factory=dict)

@@ -16,7 +16,7 @@ known defects are corrected in one place:
 answers it with a ``LineageGraph`` whose nodes are ``DATASET_FIELD`` nodes, a type the document's
 ``NodeType`` lacks, so it is checked as a ``LineageGraph`` that allows that type, each field
 node's ``data`` as Marquez's column-lineage node data (``namespace``, ``dataset``, ``field``,
-``inputFields``). The column-lineage tests may replace or extend it.
+``inputFields``), and its id must be ``datasetField:<namespace>:<dataset>:<field>``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import conformance
 from api_helpers import marquez_document, validate_marquez
-from jsonschema import Draft7Validator
+from jsonschema import Draft7Validator, ValidationError
 
 __all__ = [
     "OPERATION_CHECKS",
@@ -48,6 +48,7 @@ _FIELD_ID = {
         "datasetVersion": {"type": ["string", "null"]},
         "transformationDescription": {"type": ["string", "null"]},
         "transformationType": {"type": ["string", "null"]},
+        "transformations": {"type": "array", "items": {"type": "object", "required": ["type"]}},
     },
 }
 FIELD_NODE_DATA: dict[str, Any] = {
@@ -68,6 +69,9 @@ def _column_lineage(body: Any) -> None:
     for node in body["graph"]:
         if node["type"] == "DATASET_FIELD":
             Draft7Validator(FIELD_NODE_DATA).validate(node["data"])
+            expected = "datasetField:{namespace}:{dataset}:{field}".format(**node["data"])
+            if node["id"] != expected:
+                raise ValidationError(f"node id {node['id']!r} is not {expected!r}")
         else:
             validate_marquez("Dataset" if node["type"] == "DATASET" else "Job", node["data"])
 

@@ -7,7 +7,6 @@ One API per store for the module, loaded once with a small known history (tests 
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import os
 import subprocess
@@ -438,8 +437,6 @@ def test_openapi_check_has_room_for_column_lineage():
 
 # ------------------------------------------------------------------------- marquez-python, as is
 
-COLUMN_LINEAGE_BUILT = importlib.util.find_spec("lineage_sdk.collector.api.routes.columns")
-
 
 def client_calls(version_of: Any) -> dict[str, tuple[tuple[Any, ...], dict[str, Any], str]]:
     """marquez-python read method -> (args, kwargs, the operationId its answer must match).
@@ -493,17 +490,32 @@ def _exercise(url: str, http: httpx.Client) -> list[str]:
     calls = client_calls(lambda path: _version(http, path))
     passed: list[str] = []
     for name, (args, kwargs, operation_id) in sorted(calls.items()):
-        if operation_id == "getColumnLineage" and not COLUMN_LINEAGE_BUILT:
-            continue  # GET /api/v1/column-lineage lives in its own module, not built here yet
         body = getattr(client, name)(*args, **kwargs)
         validate_operation(operation_id, body)
         passed.append(name)
     return passed
 
 
+def test_column_lineage_of_fields_only_a_schema_names(api):
+    """No column lineage is recorded here; Marquez answers the schema's fields without inputs."""
+    field = api.get(
+        "/api/v1/column-lineage", params={"nodeId": f"datasetField:{PG}:stg.orders:currency"}
+    )
+    assert field.status_code == 200, field.text
+    assert [(n["id"], n["data"]["inputFields"]) for n in field.json()["graph"]] == [
+        (f"datasetField:{PG}:stg.orders:currency", [])
+    ]
+    whole = api.get("/api/v1/column-lineage", params={"nodeId": f"dataset:{PG}:stg.orders"})
+    assert {n["data"]["field"] for n in whole.json()["graph"]} == {"id", "amount", "currency"}
+    missing = api.get(
+        "/api/v1/column-lineage", params={"nodeId": f"datasetField:{PG}:stg.orders:nope"}
+    )
+    assert missing.status_code == 404
+
+
 def test_marquez_python_reads_each_store(api):
     passed = _exercise(str(api.base_url), api)
-    assert len(passed) == 14 + (3 if COLUMN_LINEAGE_BUILT else 0)
+    assert len(passed) == 17
 
 
 def test_marquez_python_answers_carry_the_history(apis):
@@ -570,4 +582,4 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_marquez_python_reads_against_lineage_collector_serve(serve):
     with httpx.Client(base_url=serve, timeout=30) as http:
         passed = _exercise(serve, http)
-    assert len(passed) == 14 + (3 if COLUMN_LINEAGE_BUILT else 0)
+    assert len(passed) == 17

@@ -45,6 +45,7 @@ def test_document_lists_every_route(openapi):
         "/api/v1/events/{namespace}": {"get"},
         "/api/v1/search": {"get"},
         "/api/v1/health": {"get"},
+        "/api/v1/column-lineage": {"get"},
     }
     assert {path: set(ops) for path, ops in openapi["paths"].items()} == expected
     post = openapi["paths"]["/api/v1/lineage"]["post"]

@@ -14,6 +14,7 @@ from lineage_sdk.collector.api import ApiServer, create_app, pick_query_store
 from lineage_sdk.collector.api.marquez import marquez_state, run_from_events, run_from_summary
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.store import (
+    ColumnGraph,
     JobSummary,
     LineageEdge,
     LineageGraph,
@@ -113,6 +114,7 @@ class _Named:
                 "jobs",
                 "datasets",
                 "search",
+                "column_lineage",
             ):
                 setattr(self, method, lambda *a, **k: None)
 
@@ -215,6 +217,9 @@ class TinyCatalog:
 
     def search(self, text, *, limit=50):
         return [("JOB", "n", "j")]
+
+    def column_lineage(self, node, *, depth=20, with_downstream=False):
+        return ColumnGraph(root=node)
 
 
 def test_read_only_app_answers_reads_and_refuses_ingest():

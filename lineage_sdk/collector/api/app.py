@@ -18,7 +18,7 @@ from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.ingest import Ingestor
 from lineage_sdk.collector.api.middleware import SecurityHeaders
 from lineage_sdk.collector.api.responses import JSONBody
-from lineage_sdk.collector.api.routes import ingest, operations, page, reads, writes
+from lineage_sdk.collector.api.routes import columns, ingest, operations, page, reads, writes
 from lineage_sdk.collector.api.state import DEFAULT_MAX_BODY_BYTES, ApiSettings, ApiState
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
@@ -119,6 +119,7 @@ def create_app(
 
     app.include_router(ingest.router)
     app.include_router(reads.router)
+    app.include_router(columns.router)
     app.include_router(writes.router)
     app.include_router(operations.health_router)
     if service is not None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineage_sdk.collector.api import marquez
+from lineage_sdk.collector.api import marquez, marquez_events
+from lineage_sdk.collector.columns import ColumnRoot
 from lineage_sdk.collector.store import (
+    ColumnGraph,
     Direction,
+    FieldRef,
     LineageCatalogProtocol,
     LineageHistoryProtocol,
     NodeType,
@@ -18,7 +21,7 @@ from lineage_sdk.collector.store import (
     parse_node_id,
 )
 
-__all__ = ["NotFound", "exists", "lineage", "parse_node", "run_events", "runs"]
+__all__ = ["NotFound", "column_lineage", "exists", "lineage", "parse_node", "run_events", "runs"]
 
 
 class NotFound(LookupError):
@@ -81,3 +84,52 @@ def run_events(store: LineageCatalogProtocol, run_id: str) -> list[dict[str, Any
     if not events:
         raise NotFound(f"no events are recorded for run {run_id!r}")
     return events
+
+
+def column_lineage(
+    store: LineageCatalogProtocol, node: str, *, depth: int = 20, with_downstream: bool = False
+) -> dict[str, Any]:
+    """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
+    ValueError for a malformed id, NotFound when column lineage names no such field or dataset."""
+    from lineage_sdk.collector.columns import marquez_column_graph, parse_column_node
+
+    root = parse_column_node(node)
+    graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
+    if not graph.roots:
+        graph = _schema_fields(store, node, root)
+    if not graph.roots:
+        what = {
+            "FIELD": f"field {root.field!r} of dataset",
+            "DATASET": "dataset",
+            "JOB": "the outputs of job",
+        }[root.kind]
+        raise NotFound(f"no column lineage is recorded for {what} {root.namespace}:{root.name}")
+    return marquez_column_graph(graph)
+
+
+def _schema_fields(store: LineageCatalogProtocol, node: str, root: ColumnRoot) -> ColumnGraph:
+    """Fields no column lineage names but a schema facet lists (of the dataset, or of the datasets
+    the job writes): Marquez answers them as nodes without inputs (its fields come from the
+    schema), and so do we."""
+    if not isinstance(store, LineageHistoryProtocol):
+        return ColumnGraph(node)
+    datasets = [(root.namespace, root.name)]
+    if root.kind == "JOB":
+        datasets = sorted(
+            {
+                (str(d["namespace"]), str(d["name"]))
+                for event in store.events_of_job(root.namespace, root.name)
+                for d in event.get("outputs") or ()
+                if isinstance(d, dict) and "namespace" in d and "name" in d
+            }
+        )
+    refs: list[FieldRef] = []
+    for namespace, name in datasets:
+        events = store.events_of_dataset(namespace, name)
+        dataset = marquez_events.dataset_from_events(namespace, name, events)
+        refs += [
+            FieldRef(namespace, name, f["name"])
+            for f in dataset["fields"]
+            if root.field is None or f["name"] == root.field
+        ]
+    return ColumnGraph(node, roots=tuple(refs), fields=set(refs))

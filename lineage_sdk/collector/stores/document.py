@@ -7,7 +7,10 @@ One document per event::
      event: {...},                    # a queryable copy whose keys are escaped (see below)
      kind, eventType, eventTime: <BSON date>, eventTimeRaw: "<the original string>",
      runId, parentRunId, rootRunId, job: {namespace, name},
-     datasets: [{namespace, name, role: "input"|"output"}], producer, storedAt: <BSON date>}
+     datasets: [{namespace, name, role: "input"|"output"}], producer, storedAt: <BSON date>,
+     # only for events with a columnLineage facet (lineage_sdk.collector.columns):
+     columns: [{o, i, out: [ns, dataset, field], in: [...], info}], columnsRank,
+     colkeys: ["o:<out field key>", "i:<in field key>", "od:<out dataset key>", "id:..."]}
 
 Why both ``raw`` and ``event``: the text is the audit record, lossless for anything JSON can hold
 (integers beyond 64 bits, empty keys, key order) whatever BSON can or cannot represent, and it needs
@@ -38,9 +41,20 @@ from urllib.parse import urlsplit
 import orjson
 from pydantic import Field
 
+from lineage_sdk.collector.columns import (
+    ColumnEdge,
+    ColumnRoot,
+    column_edges,
+    dataset_key,
+    edge_rank,
+    field_key,
+    walk_columns,
+)
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
+    ColumnGraph,
+    FieldRef,
     HopByHopLineage,
     JobSummary,
     LineageGraphBuilder,
@@ -296,6 +310,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         with self._errors("create indexes"):
             for keys, name in indexes:
                 self.collection.create_index(keys, name=f"lineage_{name}")
+            # Column lineage: one sparse multikey index, so events without the facet cost nothing.
+            self.collection.create_index(
+                [("colkeys", ASCENDING)], name="lineage_colkeys", sparse=True
+            )
 
     def check(self) -> None:
         with self._errors("ping"):
@@ -336,6 +354,32 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             doc["job"] = {"namespace": rec.job_namespace, "name": rec.job_name}
         if rec.parent_job_namespace is not None and rec.parent_job_name is not None:
             doc["parentJob"] = {"namespace": rec.parent_job_namespace, "name": rec.parent_job_name}
+        edges = column_edges(rec)
+        if edges:
+            columns: list[dict[str, Any]] = []
+            keys: set[str] = set()
+            for (out, src), info in sorted(edges.items()):
+                o, i = field_key(out), field_key(src)
+                columns.append(
+                    {
+                        "o": o,
+                        "i": i,
+                        "out": [out.namespace, out.dataset, out.field],
+                        "in": [src.namespace, src.dataset, src.field],
+                        "info": info,
+                    }
+                )
+                keys.update(
+                    (
+                        f"o:{o}",
+                        f"i:{i}",
+                        f"od:{dataset_key(out.namespace, out.dataset)}",
+                        f"id:{dataset_key(src.namespace, src.dataset)}",
+                    )
+                )
+            doc["columns"] = columns
+            doc["columnsRank"] = edge_rank(rec.event_time, rec.event_id)
+            doc["colkeys"] = sorted(keys)
         return doc
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
@@ -714,6 +758,63 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
 
     def _errors(self, action: str) -> _ErrorMapper:
         return _ErrorMapper(self.name, action)
+
+    # -- column lineage
+
+    def _column_docs(self, keys: list[str]) -> list[dict[str, Any]]:
+        """The events stating column edges under ``keys`` (``colkeys`` entries)."""
+        if not keys:
+            return []
+        found: list[dict[str, Any]] = []
+        with self._errors("find"):
+            for start in range(0, len(keys), 500):
+                query = {"colkeys": {"$in": keys[start : start + 500]}}
+                found.extend(self.collection.find(query, {"columns": 1, "columnsRank": 1}))
+        return found
+
+    def column_lineage(
+        self, node: str, *, depth: int = 20, with_downstream: bool = False
+    ) -> ColumnGraph:
+        """Fields ``depth`` column hops from ``node``: one indexed query per hop on ``colkeys``;
+        an edge several events state keeps the info of the greatest ``columnsRank``."""
+
+        def ref(parts: list[str]) -> FieldRef:
+            return FieldRef(parts[0], parts[1], parts[2])
+
+        def roots(root: ColumnRoot) -> list[FieldRef]:
+            if root.field is not None:
+                key = field_key(FieldRef(root.namespace, root.name, root.field))
+                docs = self._column_docs([f"o:{key}", f"i:{key}"])
+                return [FieldRef(root.namespace, root.name, root.field)] if docs else []
+            if root.kind == "JOB":
+                written = self._job_datasets([(root.namespace, root.name)], "output")
+                ds_keys = {dataset_key(dns, dn) for _, _, dns, dn in written}
+            else:
+                ds_keys = {dataset_key(root.namespace, root.name)}
+            found: set[FieldRef] = set()
+            wanted = sorted(f"{side}:{k}" for k in ds_keys for side in ("od", "id"))
+            for doc in self._column_docs(wanted):
+                for edge in doc.get("columns", []):
+                    found.update((ref(edge["out"]), ref(edge["in"])))
+            return sorted(f for f in found if dataset_key(f.namespace, f.dataset) in ds_keys)
+
+        def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:
+            side = "o" if upstream else "i"
+            wanted = {field_key(f) for f in fields}
+            best: dict[tuple[str, str], tuple[str, str, ColumnEdge]] = {}
+            for doc in self._column_docs(sorted(f"{side}:{k}" for k in wanted)):
+                rank = str(doc.get("columnsRank", ""))
+                for edge in doc.get("columns", []):
+                    if edge[side] not in wanted:
+                        continue
+                    pair = (edge["o"], edge["i"])
+                    old = best.get(pair)
+                    if old is None or (rank, edge["info"]) > old[:2]:
+                        found = ColumnEdge(ref(edge["out"]), ref(edge["in"]), edge["info"])
+                        best[pair] = (rank, edge["info"], found)
+            return [item[2] for item in best.values()]
+
+        return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
 
 
 class _ErrorMapper:

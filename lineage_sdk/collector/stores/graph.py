@@ -45,10 +45,19 @@ from typing import Any, ClassVar, TypeVar
 import orjson
 from pydantic import Field
 
+from lineage_sdk.collector.columns import (
+    ColumnEdge,
+    ColumnRoot,
+    edge_rank,
+    facet_edges,
+    walk_columns,
+)
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
+    ColumnGraph,
     DatasetRef,
+    FieldRef,
     HopByHopLineage,
     JobSummary,
     LineageGraphBuilder,
@@ -381,7 +390,10 @@ MERGE (i:Field {key: r.inFieldKey})
 ON CREATE SET i.namespace = r.inNamespace, i.dataset = r.inDataset, i.name = r.inField
 MERGE (od)-[:HAS_FIELD]->(o)
 MERGE (idd)-[:HAS_FIELD]->(i)
-MERGE (o)-[:DERIVED_FROM]->(i)
+MERGE (o)-[e:DERIVED_FROM]->(i)
+WITH e, r, (e.rank IS NULL OR r.rank > e.rank) AS later
+SET e.info = CASE WHEN later THEN r.info ELSE e.info END,
+    e.rank = CASE WHEN later THEN r.rank ELSE e.rank END
 """
 
 _MERGE_EVENTS = """
@@ -476,6 +488,32 @@ _COUNT_DATASETS = """
 MATCH (d:Dataset) WHERE $namespace IS NULL OR d.namespace = $namespace RETURN count(d) AS total
 """
 
+# Column lineage: a field's or a dataset's fields, then one hop of DERIVED_FROM either way.
+_FIELD_ROOT = """
+MATCH (f:Field {key: $key})
+RETURN f.namespace AS ns, f.dataset AS ds, f.name AS field
+"""
+_DATASET_FIELDS = """
+MATCH (d:Dataset {key: $key})-[:HAS_FIELD]->(f:Field)
+RETURN f.namespace AS ns, f.dataset AS ds, f.name AS field
+"""
+_JOB_FIELDS = """
+MATCH (j:Job {key: $key})-[:PRODUCES]->(d:Dataset)-[:HAS_FIELD]->(f:Field)
+RETURN DISTINCT f.namespace AS ns, f.dataset AS ds, f.name AS field
+"""
+_FIELDS_UP = """
+UNWIND $keys AS k
+MATCH (o:Field {key: k})-[e:DERIVED_FROM]->(i:Field)
+RETURN o.namespace AS ons, o.dataset AS ods, o.name AS ofield,
+       i.namespace AS ins, i.dataset AS ids, i.name AS ifield, e.info AS info
+"""
+_FIELDS_DOWN = """
+UNWIND $keys AS k
+MATCH (o:Field)-[e:DERIVED_FROM]->(i:Field {key: k})
+RETURN o.namespace AS ons, o.dataset AS ods, o.name AS ofield,
+       i.namespace AS ins, i.dataset AS ids, i.name AS ifield, e.info AS info
+"""
+
 _NAMESPACES_JOBS = "MATCH (j:Job) RETURN DISTINCT j.namespace AS namespace"
 _EVENTS_OF_JOB = """
 MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: $key})
@@ -546,6 +584,7 @@ class _Batch:
         event = rec.event
         when = format_time(rec.event_time)
         rank = f"{when}|{rec.event_id}"
+        column_rank = edge_rank(rec.event_time, rec.event_id)
         self.events[rec.event_id] = {
             "eventId": rec.event_id,
             "runId": rec.run_id,
@@ -595,7 +634,7 @@ class _Batch:
                     "rank": rank,
                 },
             )
-            self._add_columns(ref)
+            self._add_columns(ref, column_rank)
         for refs, run_edges, job_edges in (
             (inputs, self.read, self.consumes),
             (outputs, self.wrote, self.produces),
@@ -662,32 +701,31 @@ class _Batch:
                     "parentJobName": rec.parent_job_name,
                 }
 
-    def _add_columns(self, ref: DatasetRef) -> None:
-        facet = ref.facets.get("columnLineage") if isinstance(ref.facets, Mapping) else None
-        fields = facet.get("fields") if isinstance(facet, Mapping) else None
-        if not isinstance(fields, Mapping):
+    def _add_columns(self, ref: DatasetRef, rank: str) -> None:
+        """The facet's field edges; an edge stated again keeps the info of the greatest rank
+        (the rule of lineage_sdk.collector.columns, so every store answers alike)."""
+        if not isinstance(ref.facets, Mapping) or "columnLineage" not in ref.facets:
             return
-        for out_field, spec in fields.items():
-            inputs = spec.get("inputFields") if isinstance(spec, Mapping) else None
-            for src in inputs if isinstance(inputs, list) else ():
-                if not isinstance(src, Mapping):
-                    continue
-                ns, name, field = src.get("namespace"), src.get("name"), src.get("field")
-                if isinstance(ns, str) and isinstance(name, str) and isinstance(field, str):
-                    out_key = name_key(ref.namespace, ref.name, str(out_field))
-                    in_key = name_key(ns, name, field)
-                    self.fields[(out_key, in_key)] = {
-                        "outKey": name_key(ref.namespace, ref.name),
-                        "outFieldKey": out_key,
-                        "outNamespace": ref.namespace,
-                        "outDataset": ref.name,
-                        "outField": str(out_field),
-                        "inKey": name_key(ns, name),
-                        "inFieldKey": in_key,
-                        "inNamespace": ns,
-                        "inDataset": name,
-                        "inField": field,
-                    }
+        for out, src, info in facet_edges(ref.namespace, ref.name, ref.facets):
+            out_key = name_key(out.namespace, out.dataset, out.field)
+            in_key = name_key(src.namespace, src.dataset, src.field)
+            old = self.fields.get((out_key, in_key))
+            if old is not None and (old["rank"], old["info"]) >= (rank, info):
+                continue
+            self.fields[(out_key, in_key)] = {
+                "outKey": name_key(out.namespace, out.dataset),
+                "outFieldKey": out_key,
+                "outNamespace": out.namespace,
+                "outDataset": out.dataset,
+                "outField": out.field,
+                "inKey": name_key(src.namespace, src.dataset),
+                "inFieldKey": in_key,
+                "inNamespace": src.namespace,
+                "inDataset": src.dataset,
+                "inField": src.field,
+                "info": info,
+                "rank": rank,
+            }
 
     def statements(self) -> Iterable[tuple[str, list[dict[str, Any]]]]:
         def rows(table: dict[Any, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1073,6 +1111,38 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                     parent_run_id=pick_link(run[4]),
                 )
         return out
+
+    def column_lineage(
+        self, node: str, *, depth: int = 20, with_downstream: bool = False
+    ) -> ColumnGraph:
+        """Fields ``depth`` DERIVED_FROM hops from ``node``, one indexed query per hop, in one
+        transaction (see :func:`lineage_sdk.collector.columns.walk_columns`)."""
+
+        def read(run: StatementRunner) -> ColumnGraph:
+            def roots(root: ColumnRoot) -> list[FieldRef]:
+                if root.field is not None:
+                    key = name_key(root.namespace, root.name, root.field)
+                    rows = run(_FIELD_ROOT, {"key": key})
+                else:
+                    query = _JOB_FIELDS if root.kind == "JOB" else _DATASET_FIELDS
+                    rows = run(query, {"key": name_key(root.namespace, root.name)})
+                return [FieldRef(r["ns"], r["ds"], r["field"]) for r in rows]
+
+            def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:
+                keys = sorted({name_key(f.namespace, f.dataset, f.field) for f in fields})
+                rows = run(_FIELDS_UP if upstream else _FIELDS_DOWN, {"keys": keys})
+                return [
+                    ColumnEdge(
+                        FieldRef(r["ons"], r["ods"], r["ofield"]),
+                        FieldRef(r["ins"], r["ids"], r["ifield"]),
+                        r["info"] if isinstance(r["info"], str) else "{}",
+                    )
+                    for r in rows
+                ]
+
+            return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+
+        return self.runner.transaction(read)
 
 
 def _text(value: object) -> str:

@@ -38,9 +38,19 @@ from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import Connection, Dialect, Engine
 
+from lineage_sdk.collector.columns import (
+    ColumnEdge,
+    ColumnRoot,
+    column_edges,
+    edge_rank,
+    field_key,
+    walk_columns,
+)
 from lineage_sdk.collector.store import (
     BaseLineageStore,
+    ColumnGraph,
     Direction,
+    FieldRef,
     JobSummary,
     LineageEdge,
     LineageGraph,
@@ -166,6 +176,27 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sa.Column("direction", sa.String(3), primary_key=True),  # 'in' consumes, 'out' produces
         sa.Index(f"ix_{prefix}job_io_dataset", "dataset_key", "direction", "job_key"),
     )
+    # One row per (output field, input field) of the columnLineage facets; the info of the
+    # greatest rank wins (lineage_sdk.collector.columns). Names are kept beside their keys.
+    column_edges = sa.Table(
+        f"{prefix}column_edges",
+        metadata,
+        sa.Column("out_key", key, primary_key=True),
+        sa.Column("in_key", key, primary_key=True),
+        sa.Column("out_dataset_key", key, nullable=False),
+        sa.Column("in_dataset_key", key, nullable=False),
+        sa.Column("out_namespace", sa.Text, nullable=False),
+        sa.Column("out_dataset", sa.Text, nullable=False),
+        sa.Column("out_field", sa.Text, nullable=False),
+        sa.Column("in_namespace", sa.Text, nullable=False),
+        sa.Column("in_dataset", sa.Text, nullable=False),
+        sa.Column("in_field", sa.Text, nullable=False),
+        sa.Column("info", sa.Text, nullable=False),
+        sa.Column("rank", sa.String(64), nullable=False),
+        sa.Index(f"ix_{prefix}column_edges_in", "in_key"),
+        sa.Index(f"ix_{prefix}column_edges_out_ds", "out_dataset_key"),
+        sa.Index(f"ix_{prefix}column_edges_in_ds", "in_dataset_key"),
+    )
     return {
         "events": events,
         "jobs": jobs,
@@ -173,6 +204,7 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         "runs": runs,
         "run_io": run_io,
         "job_io": job_io,
+        "column_edges": column_edges,
     }
 
 
@@ -377,6 +409,16 @@ class SqlStore(BaseLineageStore):
                 "root_run_id": _least(runs.c.root_run_id, x.root_run_id),
             },
         )
+        edges = t["column_edges"]
+        ins = insert(edges)
+        later = ins.excluded.rank > edges.c.rank
+        out["column_edges"] = ins.on_conflict_do_update(
+            index_elements=["out_key", "in_key"],
+            set_={
+                "info": sa.case((later, ins.excluded.info), else_=edges.c.info),
+                "rank": sa.case((later, ins.excluded.rank), else_=edges.c.rank),
+            },
+        )
         return out
 
     def _prepared(self, dialect: Dialect) -> _Prepared:
@@ -439,6 +481,7 @@ class SqlStore(BaseLineageStore):
             ("runs", rows.runs),
             ("run_io", rows.run_io),
             ("job_io", rows.job_io),
+            ("column_edges", rows.column_edges),
         ):
             if params:
                 statement = prepared.statements[name]
@@ -818,6 +861,61 @@ class SqlStore(BaseLineageStore):
                     out[key] = self._run_summary(row, {row.job_key: key})
         return out
 
+    def column_lineage(
+        self, node: str, *, depth: int = 20, with_downstream: bool = False
+    ) -> ColumnGraph:
+        """Fields ``depth`` column hops from ``node``, one indexed ``IN`` query per hop, all on
+        one connection (see :func:`lineage_sdk.collector.columns.walk_columns`)."""
+        edges = self.t["column_edges"]
+        c = edges.c
+
+        def out_ref(row: Any) -> FieldRef:
+            return FieldRef(row.out_namespace, row.out_dataset, row.out_field)
+
+        def in_ref(row: Any) -> FieldRef:
+            return FieldRef(row.in_namespace, row.in_dataset, row.in_field)
+
+        with self.engine.connect() as conn:
+
+            def roots(root: ColumnRoot) -> list[FieldRef]:
+                if root.field is not None:
+                    ref = FieldRef(root.namespace, root.name, root.field)
+                    key = field_key(ref)
+                    for column in (c.out_key, c.in_key):
+                        if conn.execute(sa.select(column).where(column == key).limit(1)).first():
+                            return [ref]
+                    return []
+                if root.kind == "JOB":
+                    io = self.t["job_io"]
+                    ds_keys = set(
+                        conn.execute(
+                            sa.select(io.c.dataset_key).where(
+                                io.c.job_key == name_key(root.namespace, root.name),
+                                io.c.direction == "out",
+                            )
+                        ).scalars()
+                    )
+                else:
+                    ds_keys = {name_key(root.namespace, root.name)}
+                found: set[FieldRef] = set()
+                for column, side in ((c.out_dataset_key, "out_"), (c.in_dataset_key, "in_")):
+                    names = (c[f"{side}namespace"], c[f"{side}dataset"], c[f"{side}field"])
+                    for chunk in _chunks(sorted(ds_keys)):
+                        rows = conn.execute(sa.select(*names).where(column.in_(chunk)).distinct())
+                        found.update(FieldRef(*row) for row in rows)
+                return sorted(f for f in found if name_key(f.namespace, f.dataset) in ds_keys)
+
+            def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:
+                column = c.out_key if upstream else c.in_key
+                keys = sorted({field_key(f) for f in fields})
+                found: list[ColumnEdge] = []
+                for chunk in _chunks(keys):
+                    for row in conn.execute(sa.select(edges).where(column.in_(chunk))):
+                        found.append(ColumnEdge(out_ref(row), in_ref(row), row.info))
+                return found
+
+            return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+
 
 class _Statement:
     """One compiled upsert, and how to hand it rows built in table-column order."""
@@ -862,7 +960,7 @@ class _BatchRows:
     once per distinct instant); run rows are merged as datetimes and bound at the end.
     """
 
-    __slots__ = ("datasets", "events", "job_io", "jobs", "run_io", "runs")
+    __slots__ = ("column_edges", "datasets", "events", "job_io", "jobs", "run_io", "runs")
 
     def __init__(self, records: Sequence[LineageRecord], bind_time: Callable[[Any], Any]) -> None:
         self.events: list[tuple[Any, ...]] = []
@@ -874,6 +972,15 @@ class _BatchRows:
         ds_rows: dict[str, tuple[Any, ...]] = {}
         job_rows: dict[str, list[Any]] = {}
         seen_events: set[str] = set()
+        edges: dict[tuple[str, str], tuple[Any, ...]] = {}
+
+        fields: dict[FieldRef, str] = {}
+
+        def field_of(ref: FieldRef) -> str:
+            found = fields.get(ref)
+            if found is None:
+                found = fields[ref] = field_key(ref)
+            return found
 
         def key_of(namespace: str, name: str) -> str:
             found = keys.get((namespace, name))
@@ -927,6 +1034,26 @@ class _BatchRows:
                         job_io[(job_key, dkey, direction)] = None
             if rec.run_id:
                 _merge_run(runs, rec, job_key)
+            stated = column_edges(rec)
+            if stated:
+                rank = edge_rank(rec.event_time, rec.event_id)
+                for (out, src), info in stated.items():
+                    pair = (field_of(out), field_of(src))
+                    old = edges.get(pair)
+                    if old is None or rank > old[-1]:
+                        edges[pair] = (
+                            *pair,
+                            key_of(out.namespace, out.dataset),
+                            key_of(src.namespace, src.dataset),
+                            out.namespace,
+                            out.dataset,
+                            out.field,
+                            src.namespace,
+                            src.dataset,
+                            src.field,
+                            info,
+                            rank,
+                        )
         # Every table's rows in key order: collectors writing at once then take row locks in one
         # order, so PostgreSQL never has to break a deadlock between them (and retry a batch).
         self.events.sort(key=lambda row: row[0])
@@ -958,6 +1085,7 @@ class _BatchRows:
         ]
         self.run_io = sorted(run_io)
         self.job_io = sorted(job_io)
+        self.column_edges = [edges[pair] for pair in sorted(edges)]
 
 
 def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str | None) -> None:

@@ -1,0 +1,104 @@
+"""``GET /api/v1/column-lineage``: Marquez's column-lineage graph, from the querying store.
+
+The answer is Marquez's ``Lineage`` of ``DATASET_FIELD`` nodes, each listing its ``inputFields``
+(with the facet's transformations) within the answer; edges point with the data flow, input field
+to output field, in ``inEdges`` and ``outEdges`` alike (as ``/api/v1/lineage`` does). Upstream
+only unless ``withDownstream=true``, as in Marquez, whose default ``depth`` (20) it keeps.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from lineage_sdk.collector.api import queries
+from lineage_sdk.collector.api.dependencies import State, answer, read_auth
+from lineage_sdk.collector.api.errors import ApiError, error_responses
+from lineage_sdk.collector.api.responses import JSONBody
+from lineage_sdk.collector.columns import parse_column_node
+
+__all__ = ["ColumnLineageGraph", "router"]
+
+router = APIRouter(dependencies=read_auth)
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ColumnInputField(_Doc):
+    """One input of a field; transformation keys are present only when the facet states them."""
+
+    namespace: str
+    dataset: str
+    field: str
+    transformations: list[dict[str, Any]] | None = Field(
+        default=None, description="The current facet's transformations (type, subtype, ...)."
+    )
+    transformationDescription: str | None = Field(
+        default=None, description="The 1-0-x facet's description of the transformation."
+    )
+    transformationType: str | None = None
+
+
+class ColumnNodeData(_Doc):
+    namespace: str
+    dataset: str
+    field: str
+    inputFields: list[ColumnInputField]
+
+
+class ColumnEdgeModel(_Doc):
+    origin: str
+    destination: str
+
+
+class ColumnGraphNode(_Doc):
+    id: str = Field(description="datasetField:<namespace>:<dataset>:<field>")
+    type: str = Field(description="Always DATASET_FIELD.")
+    data: ColumnNodeData
+    inEdges: list[ColumnEdgeModel]
+    outEdges: list[ColumnEdgeModel]
+
+
+class ColumnLineageGraph(_Doc):
+    graph: list[ColumnGraphNode]
+
+
+@router.get(
+    "/api/v1/column-lineage",
+    response_model=ColumnLineageGraph,
+    tags=["Column lineage"],
+    summary="The column-lineage graph of a field or a dataset (Marquez's getColumnLineage)",
+    responses=error_responses(400, 401, 404, 503),
+)
+def get_column_lineage(
+    state: State,
+    nodeId: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=20_000,
+            description="datasetField:<namespace>:<dataset>:<field>, or dataset:<namespace>:"
+            "<dataset> for every field of the dataset that column lineage names",
+        ),
+    ],
+    depth: Annotated[int, Query(ge=0, le=100, description="Column hops from the node.")] = 20,
+    withDownstream: Annotated[
+        bool, Query(description="Also the fields derived from the node's fields.")
+    ] = False,
+) -> Response:
+    try:
+        parse_column_node(nodeId)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
+    store = state.catalog()
+    return JSONBody(
+        answer(
+            lambda: queries.column_lineage(
+                store, nodeId, depth=depth, with_downstream=withDownstream
+            )
+        )
+    )

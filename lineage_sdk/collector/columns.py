@@ -1,0 +1,283 @@
+"""Column lineage: what the ``columnLineage`` facet says, kept by every querying store alike.
+
+Each store writes one edge per (output field, input field) of the facet, whatever its form:
+
+* the current one (facet 1-1-0 and later): ``fields.<f>.inputFields[]`` each with its own
+  ``transformations`` (``type``, ``subtype``, ``description``, ``masking``);
+* the older one (1-0-x): ``fields.<f>.inputFields[]`` of bare ``{namespace, name, field}``, with
+  ``transformationDescription`` / ``transformationType`` once per output field.
+
+How an output derives from an input is kept as canonical JSON text (:func:`edge_info`). Events
+arrive in any order and more than once, so an edge stated by several events keeps the statement of
+the greatest :func:`edge_rank` (event time, then event id): a pure function of the set of events,
+the same in every store. The dataset-wide ``dataset`` list of the facet (filters, sorts, joins
+that touch every column) is not kept.
+
+Reads walk the edges breadth-first from the root fields (:func:`walk_columns`): each store only
+supplies "the roots of this node" and "the edges one hop from these fields", so depth, direction
+and the shape of the answer are defined once. :func:`marquez_column_graph` gives Marquez's answer
+of ``GET /api/v1/column-lineage``, for the HTTP API and the CLI alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, NamedTuple, Protocol
+
+import orjson
+
+from lineage_sdk.collector.store import ColumnGraph, DatasetRef, FieldRef, parse_node_id
+
+__all__ = [
+    "ColumnEdge",
+    "ColumnRoot",
+    "column_edges",
+    "dataset_key",
+    "edge_info",
+    "edge_rank",
+    "facet_edges",
+    "field_key",
+    "marquez_column_graph",
+    "parse_column_node",
+    "walk_columns",
+]
+
+_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+_FIELD_PREFIX = "datasetField:"
+# The older facet's per-field keys, copied to each of the field's edges.
+_OLD_KEYS = ("transformationDescription", "transformationType")
+
+
+class _Record(Protocol):
+    """What column extraction reads of a :class:`~lineage_sdk.collector.store.LineageRecord`."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def event(self) -> dict[str, Any]: ...
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def event_time(self) -> datetime: ...
+    @property
+    def inputs(self) -> tuple[DatasetRef, ...]: ...
+    @property
+    def outputs(self) -> tuple[DatasetRef, ...]: ...
+
+
+class ColumnEdge(tuple[FieldRef, FieldRef, str]):
+    """(output field, input field, info): one derivation the facet states."""
+
+    __slots__ = ()
+
+    def __new__(cls, output: FieldRef, input: FieldRef, info: str) -> ColumnEdge:
+        return super().__new__(cls, (output, input, info))
+
+    @property
+    def output(self) -> FieldRef:
+        return self[0]
+
+    @property
+    def input(self) -> FieldRef:
+        return self[1]
+
+    @property
+    def info(self) -> str:
+        return self[2]
+
+
+def field_key(ref: FieldRef) -> str:
+    """A fixed-size key of a field (names are unbounded; index entries are not)."""
+    text = f"{ref.namespace}\x00{ref.dataset}\x00{ref.field}"
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def dataset_key(namespace: str, name: str) -> str:
+    """A fixed-size key of a dataset (the sql store's ``name_key``)."""
+    return hashlib.blake2b(f"{namespace}\x00{name}".encode(), digest_size=16).hexdigest()
+
+
+def edge_rank(event_time: datetime, event_id: str) -> str:
+    """Text that sorts like (event time, event id): digits then hex, so any collation agrees."""
+    aware = event_time if event_time.tzinfo else event_time.replace(tzinfo=UTC)
+    delta = aware.astimezone(UTC) - _EPOCH
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return f"{micros:020d}{event_id}"
+
+
+def edge_info(input_field: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
+    """Canonical JSON of how an output field derives from one input (``{}`` when not said)."""
+    info: dict[str, Any] = {}
+    transformations = input_field.get("transformations")
+    if type(transformations) is list:  # decoded JSON: plain lists and dicts (cheap checks)
+        kept = [t for t in transformations if type(t) is dict or isinstance(t, Mapping)]
+        if kept:
+            info["transformations"] = kept
+    for key in _OLD_KEYS:
+        value = spec.get(key)
+        if value and type(value) is str:
+            info[key] = value
+    try:
+        return orjson.dumps(info, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # integers beyond 64 bits inside a transformation
+        import json
+
+        return json.dumps(info, sort_keys=True, ensure_ascii=False)
+
+
+def facet_edges(namespace: str, name: str, facets: Any) -> Iterator[ColumnEdge]:
+    """The edges a dataset's ``columnLineage`` facet states; malformed parts are skipped."""
+    facet = facets.get("columnLineage") if isinstance(facets, Mapping) else None
+    fields = facet.get("fields") if isinstance(facet, Mapping) else None
+    if not isinstance(fields, Mapping):
+        return
+    for out_field, spec in fields.items():
+        if not (type(spec) is dict or isinstance(spec, Mapping)) or type(out_field) is not str:
+            continue
+        inputs = spec.get("inputFields")
+        output = FieldRef(namespace, name, out_field)
+        for src in inputs if type(inputs) is list else ():
+            if not (type(src) is dict or isinstance(src, Mapping)):
+                continue
+            ns, ds, col = src.get("namespace"), src.get("name"), src.get("field")
+            if type(ns) is str and type(ds) is str and type(col) is str:
+                yield ColumnEdge(output, FieldRef(ns, ds, col), edge_info(src, spec))
+
+
+def column_edges(rec: _Record) -> dict[tuple[FieldRef, FieldRef], str]:
+    """Every edge one event states, (output, input) -> info; the greatest info when an event
+    states an edge twice, so the answer does not depend on the order of its datasets."""
+    refs: Sequence[DatasetRef] = (*rec.inputs, *rec.outputs)
+    if rec.kind == "dataset" and not refs:
+        ds = rec.event.get("dataset")
+        if isinstance(ds, Mapping) and isinstance(ds.get("namespace"), str):
+            name = ds.get("name")
+            if isinstance(name, str):
+                refs = (DatasetRef(ds["namespace"], name, ds.get("facets") or {}, "output"),)
+    out: dict[tuple[FieldRef, FieldRef], str] = {}
+    for ref in refs:
+        if not isinstance(ref.facets, Mapping) or "columnLineage" not in ref.facets:
+            continue
+        for edge in facet_edges(ref.namespace, ref.name, ref.facets):
+            key = (edge.output, edge.input)
+            if key not in out or edge.info > out[key]:
+                out[key] = edge.info
+    return out
+
+
+class ColumnRoot(NamedTuple):
+    """Where a column-lineage question starts: one field, every field of a dataset, or every
+    field of the datasets a job writes (``field`` is None but for ``FIELD``)."""
+
+    kind: Literal["FIELD", "DATASET", "JOB"]
+    namespace: str
+    name: str
+    field: str | None = None
+
+
+def parse_column_node(node: str) -> ColumnRoot:
+    """``datasetField:<ns>:<name>:<field>``, ``dataset:<ns>:<name>`` or ``job:<ns>:<name>``.
+
+    The field is what follows the last ``:`` (a field name holding ``:`` cannot be asked for);
+    the rest splits as :func:`~lineage_sdk.collector.store.parse_node_id` splits a dataset id.
+    ValueError, with the reason, for anything else.
+    """
+    if node.startswith(_FIELD_PREFIX):
+        rest, sep, col = node[len(_FIELD_PREFIX) :].rpartition(":")
+        if not sep or not col:
+            raise ValueError(f"node id {node!r} must be datasetField:<namespace>:<dataset>:<field>")
+        _, namespace, name = parse_node_id(f"dataset:{rest}")
+        return ColumnRoot("FIELD", namespace, name, col)
+    if not node.startswith(("dataset:", "job:")):
+        raise ValueError(
+            "column lineage starts at datasetField:<namespace>:<dataset>:<field>, "
+            f"dataset:<namespace>:<dataset> or job:<namespace>:<job>, got {node!r}"
+        )
+    kind, namespace, name = parse_node_id(node)
+    return ColumnRoot("JOB" if kind == "JOB" else "DATASET", namespace, name)
+
+
+Roots = Callable[[ColumnRoot], Iterable[FieldRef]]
+Step = Callable[[Sequence[FieldRef], bool], Iterable[ColumnEdge]]
+
+
+def walk_columns(
+    node: str, roots: Roots, step: Step, *, depth: int, with_downstream: bool
+) -> ColumnGraph:
+    """The answer of ``column_lineage``: breadth-first from the node's fields.
+
+    ``roots(root)`` gives the fields the node names that column lineage knows (the field, every
+    field of a dataset, or every field of a job's output datasets, as Marquez answers a job);
+    ``step(fields, upstream)`` the edges whose
+    output (upstream) or input (downstream) is one of ``fields``. Depth counts column hops.
+    """
+    root = parse_column_node(node)
+    if not isinstance(depth, int) or depth < 0:
+        raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
+    start = sorted(set(roots(root)))
+    graph = ColumnGraph(root=node, roots=tuple(start), fields=set(start))
+    for upstream in (True, False) if with_downstream else (True,):
+        seen = set(start)
+        frontier = start
+        for _ in range(depth):
+            if not frontier:
+                break
+            reached: set[FieldRef] = set()
+            for edge in step(frontier, upstream):
+                key = (edge.output, edge.input)
+                if key not in graph.edges or edge.info > graph.edges[key]:
+                    graph.edges[key] = edge.info
+                graph.fields.update(key)
+                far = edge.input if upstream else edge.output
+                if far not in seen:
+                    seen.add(far)
+                    reached.add(far)
+            frontier = sorted(reached)
+    return graph
+
+
+def marquez_column_graph(graph: ColumnGraph) -> dict[str, Any]:
+    """Marquez's column-lineage ``Lineage``: ``DATASET_FIELD`` nodes, roots first, then by id.
+
+    ``data.inputFields`` lists the field's inputs within the answer, each with what is known of
+    the transformation; edges point with the data flow (input field -> output field) in both
+    ``inEdges`` and ``outEdges``, as in ``/api/v1/lineage``.
+    """
+    inputs: dict[FieldRef, list[tuple[FieldRef, str]]] = {}
+    outputs: dict[FieldRef, list[FieldRef]] = {}
+    for (out, src), info in graph.edges.items():
+        inputs.setdefault(out, []).append((src, info))
+        outputs.setdefault(src, []).append(out)
+    roots = set(graph.roots)
+    nodes: list[dict[str, Any]] = []
+    for ref in sorted(graph.fields, key=lambda f: (f not in roots, f.id)):
+        feeds = sorted(inputs.get(ref, ()))
+        input_fields = []
+        for src, info in feeds:
+            item: dict[str, Any] = {
+                "namespace": src.namespace,
+                "dataset": src.dataset,
+                "field": src.field,
+            }
+            item.update(orjson.loads(info))
+            input_fields.append(item)
+        nodes.append(
+            {
+                "id": ref.id,
+                "type": "DATASET_FIELD",
+                "data": {
+                    "namespace": ref.namespace,
+                    "dataset": ref.dataset,
+                    "field": ref.field,
+                    "inputFields": input_fields,
+                },
+                "inEdges": [{"origin": src.id, "destination": ref.id} for src, _ in feeds],
+                "outEdges": [
+                    {"origin": ref.id, "destination": out.id}
+                    for out in sorted(outputs.get(ref, ()))
+                ],
+            }
+        )
+    return {"graph": nodes}
