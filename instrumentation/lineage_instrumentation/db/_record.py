@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,6 +24,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from lineage_instrumentation.db._config import DbInstrumentationConfig
+from lineage_instrumentation.db._merge import merge_datasets
 from lineage_instrumentation.db._naming import Target
 from lineage_instrumentation.db._sql import Analysis, analyze
 from lineage_instrumentation.jobs import job_type_facet, program_job_name
@@ -94,21 +96,40 @@ def _add_unique(run: LineageRun, datasets: tuple[LineageDataset, ...], outputs: 
         existing = run.outputs if outputs else run.inputs
         if len(existing) > _MAX_SCANNED:
             return
-        if any(
-            d is dataset or (d.name == dataset.name and d.namespace == dataset.namespace)
-            for d in existing
-        ):
-            continue
-        if outputs:
-            run.add_output(dataset)
+        for index, have in enumerate(existing):
+            if have is dataset or (
+                have.name == dataset.name and have.namespace == dataset.namespace
+            ):
+                merged = merge_datasets(have, dataset)
+                if merged is not None:
+                    _replace(run, outputs, index, merged)
+                break
         else:
-            run.add_input(dataset)
+            if outputs:
+                run.add_output(dataset)
+            else:
+                run.add_input(dataset)
+
+
+def _replace(run: LineageRun, outputs: bool, index: int, dataset: LineageDataset) -> None:
+    """Put ``dataset`` at ``index`` of the run's outputs (or inputs). A declared tuple becomes a
+    list first, as ``add_output`` does; the worker only reads the lists when the run ends."""
+    with _MEMOS_LOCK:
+        current = run.outputs if outputs else run.inputs
+        if not isinstance(current, list):
+            current = list(current)
+            if outputs:
+                run.outputs = current
+            else:
+                run.inputs = current
+        current[index] = dataset
 
 
 def add_datasets(
     run: LineageRun, inputs: tuple[LineageDataset, ...], outputs: tuple[LineageDataset, ...]
 ) -> None:
-    """Add datasets the run does not have yet (same namespace and name: the first one stays)."""
+    """Add datasets the run does not have yet; one it has (same namespace and name) gets the
+    new one's facets merged in (the union of ``columnLineage`` fields and ``schema`` columns)."""
     if inputs:
         _add_unique(run, inputs, False)
     if outputs:
@@ -392,12 +413,24 @@ class DbKind:
             warn_once("ending a transaction's run", exc)
 
     def end_all(self) -> None:
-        """End every open transaction's run (at exit, or when uninstrumented): COMPLETE."""
+        """End every open transaction's run as ABORT: at exit, or when uninstrumented.
+
+        The database has not committed these transactions (it rolls back one whose connection
+        the exiting program drops), so COMPLETE would claim writes that never happened; FAIL
+        would claim an error nobody saw. ABORT is OpenLineage's word for a run that was abandoned
+        (a transaction that already saw a failed statement still ends as FAIL)."""
         with self._lock:
             open_runs, self.transactions = list(self.transactions.values()), {}
         for tx in open_runs:
             try:
-                tx.scope.end(tx.error)
+                if tx.error is not None:
+                    tx.scope.end(tx.error)
+                    continue
+                sdk = STATE.sdk
+                run = tx.scope.run
+                if sdk is not None:
+                    sdk.processor.abort_run(run.span_id, time.time_ns())
+                tx.scope.span.end()  # the trace's span ends too; the processor queues nothing
             except Exception as exc:  # noqa: BLE001
                 warn_once("ending a transaction's run", exc)
 

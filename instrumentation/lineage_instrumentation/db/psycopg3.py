@@ -2,9 +2,11 @@
 
 Patched (restored exactly by ``uninstrument()``): ``execute``/``executemany`` of ``Cursor`` (so of
 ``ClientCursor``, ``RawCursor`` and ``Connection.execute``), ``ServerCursor.execute``, the same on
-the async classes, and ``commit``/``rollback``/``close`` of ``Connection``/``AsyncConnection``
+the async classes, ``commit``/``rollback``/``close`` of ``Connection``/``AsyncConnection``
 (which end a transaction's run in ``run_per_transaction`` mode; closing with a transaction open
-rolls it back).
+rolls it back), and the exit of ``Transaction``/``AsyncTransaction`` (``conn.transaction()``
+blocks, which commit or roll back without calling ``commit``/``rollback``: the run ends when the
+outermost block exits, COMPLETE on commit, FAIL when the block raised or asked for a rollback).
 
 Namespace ``postgres://{host}:{port}`` from the connection, names ``{database}.{schema}.{table}``
 (``public`` when the statement does not name a schema). ``Cursor.stream()`` and ``COPY`` are not
@@ -43,6 +45,64 @@ def _in_transaction(connection: Any) -> bool:
     return int(connection.pgconn.transaction_status) != _IDLE
 
 
+def _block_ended(
+    transaction: Any, exc_val: BaseException | None, error: BaseException | None
+) -> None:
+    """A ``conn.transaction()`` block exited (``exc_val``: what its body raised; ``error``: what
+    the exit itself raised). If that closed the database transaction (the outermost block, not a
+    savepoint), its run ends now: COMPLETE on commit, FAIL on an exception or a rollback."""
+    kind = PsycopgInstrumentor.kind
+    connection = getattr(transaction, "_conn", None)
+    if connection is None or connection not in kind.transactions:
+        return
+    try:
+        still_open = error is None and _in_transaction(connection)
+    except Exception:  # noqa: BLE001 - a broken connection: its transaction is over
+        still_open = False
+    if still_open:
+        return
+    import psycopg
+
+    failure = error
+    if failure is None and exc_val is not None and not isinstance(exc_val, psycopg.Rollback):
+        failure = exc_val
+    kind.end_transaction(connection, committed=exc_val is None and error is None, error=failure)
+
+
+def _sync_block_exit(original: Callable[..., Any]) -> Callable[..., Any]:
+    kind = PsycopgInstrumentor.kind
+
+    def __exit__(self: Any, exc_type: Any, exc_val: Any, exc_tb: Any) -> Any:
+        if not kind.transactions:
+            return original(self, exc_type, exc_val, exc_tb)
+        try:
+            result = original(self, exc_type, exc_val, exc_tb)
+        except BaseException as exc:
+            _block_ended(self, exc_val, exc)
+            raise
+        _block_ended(self, exc_val, None)
+        return result
+
+    return __exit__
+
+
+def _async_block_exit(original: Callable[..., Any]) -> Callable[..., Any]:
+    kind = PsycopgInstrumentor.kind
+
+    async def __aexit__(self: Any, exc_type: Any, exc_val: Any, exc_tb: Any) -> Any:
+        if not kind.transactions:
+            return await original(self, exc_type, exc_val, exc_tb)
+        try:
+            result = await original(self, exc_type, exc_val, exc_tb)
+        except BaseException as exc:
+            _block_ended(self, exc_val, exc)
+            raise
+        _block_ended(self, exc_val, None)
+        return result
+
+    return __aexit__
+
+
 class PsycopgInstrumentor(DbInstrumentor):
     """Lineage from psycopg 3 (see the module docstring)."""
 
@@ -66,6 +126,8 @@ class PsycopgInstrumentor(DbInstrumentor):
         patcher.patch(psycopg.AsyncConnection, "commit", lambda o: _async_end(o, committed=True))
         patcher.patch(psycopg.AsyncConnection, "rollback", lambda o: _async_end(o, committed=False))
         patcher.patch(psycopg.AsyncConnection, "close", lambda o: _async_end(o, committed=False))
+        patcher.patch(psycopg.Transaction, "__exit__", _sync_block_exit)
+        patcher.patch(psycopg.AsyncTransaction, "__aexit__", _async_block_exit)
         self._patcher = patcher
 
     def _unpatch(self) -> None:
