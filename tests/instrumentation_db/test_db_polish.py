@@ -274,3 +274,42 @@ def test_concurrent_first_sights_wait_for_one_parse(monkeypatch):
     assert all(r is results[0] for r in results)
     assert _sql.sql_stats().cache_hits == 7
     assert _sql._CACHE.pending == {}
+
+
+# --- 5. the per-connection fast path ---------------------------------------------------------
+
+
+def test_the_same_statement_object_is_recorded_in_every_run(pg_db, captured, instrumented):
+    """The connection remembers its last (run, statement object); a new or nested run on the
+    same connection with the same object still records it, each run once."""
+    instrumented(PsycopgInstrumentor)
+    query = "SELECT amount FROM orders WHERE id = %s"
+    with psycopg.connect(_dsn(pg_db)) as conn:
+        cur = conn.cursor()
+
+        @track_lineage(job_name="inner_run")
+        def inner() -> None:
+            cur.execute(query, (10,))
+
+        @track_lineage(job_name="outer_run")
+        def outer() -> None:
+            for _ in range(3):
+                cur.execute(query, (10,))
+            inner()
+            cur.execute(query, (11,))
+            cur.execute("SELECT name FROM customers WHERE id = %s", (1,))
+            cur.execute(query, (12,))
+
+        outer()
+        outer()
+    orders = f"{pg_db}.public.orders"
+    for job in ("outer_run", "inner_run"):
+        finals = captured.final(job)
+        assert len(finals) == 2
+        for event in finals:
+            names = [d["name"] for d in event["inputs"]]
+            assert names.count(orders) == 1
+    assert [d["name"] for d in captured.final("outer_run")[1]["inputs"]] == [
+        orders,
+        f"{pg_db}.public.customers",
+    ]

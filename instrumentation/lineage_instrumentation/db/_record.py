@@ -292,13 +292,20 @@ class DbKind:
     def idle(self) -> bool:
         """True when nothing could be recorded now: no SDK, or outside any run with
         ``outside_run = "ignore"``. The drivers' cheapest check, before anything else."""
+        return CURRENT_RUN.get() is None and self.quiet_outside_runs()
+
+    def quiet_outside_runs(self) -> bool:
+        """True when a statement outside ``current_run()`` records nothing: no SDK, or
+        ``outside_run = "ignore"`` and no span of another tracer is a run."""
         sdk = STATE.sdk
         if sdk is None:
             return True
-        if CURRENT_RUN.get() is not None:
-            return False
         resolved = self._resolved
-        return resolved[0] is sdk and resolved[1] == "ignore" and not _other_spans(sdk)
+        return (
+            resolved[0] is sdk
+            and resolved[1] == "ignore"
+            and not sdk.processor.active_run_count()  # _other_spans, inline: the hot path
+        )
 
     def statement(
         self,

@@ -18,10 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from lineage_instrumentation.db._dbapi import IN_SQLALCHEMY, DbInstrumentor, statement_text
+from lineage_instrumentation.db._dbapi import (
+    IN_SQLALCHEMY,
+    SQLALCHEMY_LISTENING,
+    DbInstrumentor,
+    statement_text,
+)
 from lineage_instrumentation.db._naming import Target, postgres_target
 from lineage_instrumentation.db._record import seen_in_current_run, warn_once
 from lineage_instrumentation.instrumentor import LibraryRequirement, Patcher
+from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun
 
 __all__ = ["PsycopgInstrumentor"]
 
@@ -116,7 +122,7 @@ class PsycopgInstrumentor(DbInstrumentor):
         patcher = Patcher()
         for cls in (psycopg.Cursor, psycopg.ServerCursor):
             patcher.patch(cls, "execute", _sync_execute)
-        patcher.patch(psycopg.Cursor, "executemany", _sync_execute)
+        patcher.patch(psycopg.Cursor, "executemany", _sync_executemany)
         for acls in (psycopg.AsyncCursor, psycopg.AsyncServerCursor):
             patcher.patch(acls, "execute", _async_execute)
         patcher.patch(psycopg.AsyncCursor, "executemany", _async_execute)
@@ -135,43 +141,102 @@ class PsycopgInstrumentor(DbInstrumentor):
 
 
 def _sync_execute(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``Cursor.execute``/``ServerCursor.execute``: the hot path. ``params`` is named rather than
+    forwarded through ``*args`` (that forwarding alone cost ~0.35 µs per statement here)."""
+    kind = PsycopgInstrumentor.kind
+    current = CURRENT_RUN.get
+    sa = SQLALCHEMY_LISTENING
+
+    def execute(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        if not kind.active or (sa.on and IN_SQLALCHEMY.depth):
+            return original(self, query, params, **kwargs)
+        try:
+            if kwargs:
+                result = original(self, query, params, **kwargs)
+            else:
+                result = original(self, query, params)
+        except BaseException as exc:
+            _seen(self, query, exc)
+            raise
+        # Inline (a function call costs ~0.15 µs here): the statement object the connection
+        # last recorded in this run is one identity check; outside any run, usually nothing.
+        run = current()
+        if run is not None:
+            try:
+                last = self._conn._lineage_last  # set by _recorded, on the connection's first
+            except AttributeError:
+                last = None
+            if last is None or last[1] is not query or last[0] is not run:
+                _recorded(self, query, run)
+        elif not kind.quiet_outside_runs():
+            _seen(self, query, None)
+        return result
+
+    return execute
+
+
+def _sync_executemany(original: Callable[..., Any]) -> Callable[..., Any]:
     kind = PsycopgInstrumentor.kind
 
-    def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        if not kind.active or IN_SQLALCHEMY.depth:
+    def executemany(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kind.active or (SQLALCHEMY_LISTENING.on and IN_SQLALCHEMY.depth):
             return original(self, query, *args, **kwargs)
         try:
             result = original(self, query, *args, **kwargs)
         except BaseException as exc:
             _seen(self, query, exc)
             raise
-        # The hot paths, inline: nothing to record, or a statement the run has recorded already.
-        if kind.idle():
-            return result
-        target = getattr(getattr(self, "_conn", None), "_lineage_target", None)
-        if target is None or type(query) is not str or not seen_in_current_run(query, target):
-            _seen(self, query, None)
+        _succeeded(self, query)
         return result
 
-    return execute
+    return executemany
 
 
 def _async_execute(original: Callable[..., Any]) -> Callable[..., Any]:
     kind = PsycopgInstrumentor.kind
 
     async def execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        if not kind.active or IN_SQLALCHEMY.depth:
+        if not kind.active or (SQLALCHEMY_LISTENING.on and IN_SQLALCHEMY.depth):
             return await original(self, query, *args, **kwargs)
         try:
             result = await original(self, query, *args, **kwargs)
         except BaseException as exc:
             _seen(self, query, exc)
             raise
-        if not kind.idle():
-            _seen(self, query, None)
+        _succeeded(self, query)
         return result
 
     return execute
+
+
+def _succeeded(cursor: Any, query: Any) -> None:
+    """What ``execute`` does inline after a statement succeeded, for the other entry points."""
+    run = CURRENT_RUN.get()
+    if run is not None:
+        last = getattr(cursor._conn, "_lineage_last", None)
+        if last is None or last[1] is not query or last[0] is not run:
+            _recorded(cursor, query, run)
+    elif not PsycopgInstrumentor.kind.quiet_outside_runs():
+        _seen(cursor, query, None)
+
+
+def _recorded(cursor: Any, query: Any, run: LineageRun) -> None:
+    """A statement that succeeded in ``run`` and is not the connection's last one: recorded if
+    the run has not seen its text yet. Then it becomes the connection's last statement, so its
+    next execution (the same object: a constant, or a variable reused in a loop) is one identity
+    check. The connection keeps a reference to that one statement and run until the next."""
+    connection = cursor._conn
+    last: tuple[LineageRun, Any] | None = (run, query)
+    target = getattr(connection, "_lineage_target", None)
+    if target is None or type(query) is not str or not seen_in_current_run(query, target):
+        _seen(cursor, query, None)
+        target = getattr(connection, "_lineage_target", None)
+        if target is None or type(query) is not str or not seen_in_current_run(query, target):
+            last = None  # not recorded (no text, unreadable address, run memo full): ask again
+    try:
+        connection._lineage_last = last
+    except Exception as exc:  # noqa: BLE001 - a connection class without a __dict__
+        warn_once("remembering a connection's last statement", exc)
 
 
 def _seen(cursor: Any, query: Any, error: BaseException | None) -> None:
