@@ -13,7 +13,6 @@ instrumentation is logged once per kind and the statement goes on without lineag
 
 from __future__ import annotations
 
-import atexit
 import logging
 import threading
 import time
@@ -27,6 +26,8 @@ from lineage_instrumentation.db._config import DbInstrumentationConfig
 from lineage_instrumentation.db._merge import merge_datasets
 from lineage_instrumentation.db._naming import Target
 from lineage_instrumentation.db._sql import Analysis, analyze
+from lineage_instrumentation.instrumentor import register_exit_hook
+from lineage_instrumentation.instrumentor import warn_once as log_once
 from lineage_instrumentation.jobs import job_type_facet, program_job_name
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.models.dataset import LineageDataset
@@ -66,15 +67,7 @@ class TransactionRolledBack(Exception):
 
 def warn_once(what: str, exc: BaseException) -> None:
     """Log a failure of the instrumentation itself once per kind: lineage is lost, not the app."""
-    if what not in _warned:
-        _warned.add(what)
-        _LOG.warning(
-            "lineage database instrumentation: %s failed (%s: %s); continuing without it",
-            what,
-            type(exc).__name__,
-            exc,
-        )
-        _LOG.debug("details", exc_info=exc)
+    log_once(_LOG, _warned, "database", what, exc)
 
 
 def current_lineage_run(sdk: LineageSDK) -> LineageRun | None:
@@ -454,7 +447,7 @@ def _end_everything() -> None:
 def _register_exit_hook() -> None:
     if not _EXIT_HOOK:
         _EXIT_HOOK.append(True)
-        atexit.register(_end_everything)
+        register_exit_hook(_end_everything)
 
 
 def new_kind(name: str) -> DbKind:
