@@ -190,19 +190,30 @@ OPEN_AT_EXIT = textwrap.dedent(
 
     conn = psycopg.connect(sys.argv[1])
     conn.execute("INSERT INTO order_report (order_id, customer, amount) VALUES (%s, 'x', 1)", (-7,))
+    failed = psycopg.connect(sys.argv[1])
+    try:
+        failed.execute("SELECT * FROM no_such_table_at_exit")
+    except psycopg.errors.UndefinedTable:
+        pass
     print("app done")
     """
 )
 
 
 def test_a_transaction_open_at_exit_ends_as_abort(tmp_path, pg_db):
+    """Open at exit: ABORT (the database never committed it); one whose statement had failed: FAIL."""
     events = _run(tmp_path, pg_db, OPEN_AT_EXIT)
     for event in events:
         validate_event(event)
-    assert [e["eventType"] for e in events] == ["START", "ABORT"]
-    abort = events[1]
-    assert abort["run"]["runId"] == events[0]["run"]["runId"]
+    by_run: dict[str, list[str]] = {}
+    for event in events:
+        by_run.setdefault(event["run"]["runId"], []).append(event["eventType"])
+    assert sorted(by_run.values()) == [["START", "ABORT"], ["START", "FAIL"]]
+    [abort] = [e for e in events if e["eventType"] == "ABORT"]
     assert [d["name"] for d in abort["outputs"]] == [f"{pg_db}.public.order_report"]
+    assert "errorMessage" not in abort["run"]["facets"]
+    [fail] = [e for e in events if e["eventType"] == "FAIL"]
+    assert "no_such_table_at_exit" in fail["run"]["facets"]["errorMessage"]["message"]
     with psycopg.connect(_dsn(pg_db)) as conn:  # and indeed the database never committed it
         assert conn.execute("SELECT count(*) FROM order_report WHERE order_id = -7").fetchone() == (
             0,
