@@ -58,21 +58,26 @@ def _block_ended(
     the exit itself raised). If that closed the database transaction (the outermost block, not a
     savepoint), its run ends now: COMPLETE on commit, FAIL on an exception or a rollback."""
     kind = PsycopgInstrumentor.kind
-    connection = getattr(transaction, "_conn", None)
-    if connection is None or connection not in kind.transactions:
-        return
     try:
-        still_open = error is None and _in_transaction(connection)
-    except Exception:  # noqa: BLE001 - a broken connection: its transaction is over
-        still_open = False
-    if still_open:
-        return
-    import psycopg
+        connection = getattr(transaction, "_conn", None)
+        if connection is None or connection not in kind.transactions:
+            return
+        try:
+            still_open = error is None and _in_transaction(connection)
+        except Exception:  # noqa: BLE001 - a broken connection: its transaction is over
+            still_open = False
+        if still_open:
+            return
+        import psycopg
 
-    failure = error
-    if failure is None and exc_val is not None and not isinstance(exc_val, psycopg.Rollback):
-        failure = exc_val
-    kind.end_transaction(connection, committed=exc_val is None and error is None, error=failure)
+        failure = error
+        if failure is None and exc_val is not None and not isinstance(exc_val, psycopg.Rollback):
+            failure = exc_val
+        committed = exc_val is None and error is None
+    except Exception as exc:  # noqa: BLE001 - telemetry never breaks the block's exit
+        warn_once("ending a transaction block's run", exc)
+        return
+    kind.end_transaction(connection, committed=committed, error=failure)
 
 
 def _sync_block_exit(original: Callable[..., Any]) -> Callable[..., Any]:
