@@ -4,8 +4,9 @@ Inside a lineage run (a ``@track_lineage`` function, a consumed message, or any 
 run), a statement's datasets join that run, each once. Outside any run nothing is recorded,
 unless the instrumentor's ``outside_run`` is ``run_per_transaction``: then the first statement of
 a database transaction opens a run of the program's job, and the transaction's end closes it
-(commit: COMPLETE; rollback, or a statement that failed: FAIL). A statement outside a transaction
-(autocommit) is a run of its own.
+(commit: COMPLETE; rollback, or a statement that failed: FAIL; still open at exit: ABORT). A
+statement outside a transaction (autocommit) is a run of its own. Two statements of one run that
+write (or read) the same table give one dataset with their facets merged (:mod:`._merge`).
 
 Everything here runs on the application's thread and never raises into it: a failure of the
 instrumentation is logged once per kind and the statement goes on without lineage.

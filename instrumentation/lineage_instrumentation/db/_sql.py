@@ -1,8 +1,9 @@
 """SQL statements to datasets, with ``openlineage-sql`` (the OpenLineage project's Rust parser).
 
 ``analyze(statement, target, producer)`` returns the statement's input and output datasets. The
-result is cached by ``(statement text, target, producer)`` in a bounded LRU, so a statement is
-parsed once however often it runs (a repeated statement costs one dictionary lookup).
+result is cached by ``(statement text, target, producer)`` in a bounded LRU shared by every thread
+and connection, so a statement is parsed once per process however often it runs (a repeated
+statement costs one dictionary lookup; threads meeting a new one together wait for one parse).
 
 - Tables read are inputs, tables written (INSERT, UPDATE, DELETE, MERGE, CREATE TABLE AS, ...) are
   outputs, named by the connection's :class:`~lineage_instrumentation.db._naming.Target`.
