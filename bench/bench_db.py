@@ -149,6 +149,16 @@ def main() -> None:
             f"  instrumented, outside any run {med['outside'] * 1e6:8.1f} us/round trip  "
             f"ratio {med['outside'] / base:.3f}"
         )
+        # Paired: each rotation's variants ran within ~100 ms of each other, so the median of
+        # per-rotation ratios cancels the slow drifts of a shared machine that move the medians.
+        paired = [i / p for i, p in zip(times["instrumented"], times["plain"], strict=True)]
+        paired_floor = [a / p for a, p in zip(times["plain again"], times["plain"], strict=True)]
+        paired_out = [o / p for o, p in zip(times["outside"], times["plain"], strict=True)]
+        print(
+            "  paired (median of per-rotation ratios): instrumented "
+            f"{statistics.median(paired):.3f}, outside {statistics.median(paired_out):.3f}, "
+            f"noise floor {statistics.median(paired_floor):.3f}"
+        )
         print(
             "  best blocks (least disturbed):  uninstrumented "
             f"{best['plain'] * 1e6:.1f} / {best['plain again'] * 1e6:.1f} us, instrumented "

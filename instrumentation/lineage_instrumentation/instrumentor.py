@@ -16,6 +16,7 @@ original functions object-for-object.
 from __future__ import annotations
 
 import abc
+import atexit
 import contextlib
 import importlib.metadata
 import importlib.util
@@ -30,6 +31,8 @@ __all__ = [
     "DependencyConflict",
     "LibraryRequirement",
     "Patcher",
+    "register_exit_hook",
+    "warn_once",
 ]
 
 _LOG = logging.getLogger("lineage_instrumentation")
@@ -208,3 +211,31 @@ class BaseInstrumentor(abc.ABC):
             self._uninstrument(**kwargs)
             self._is_instrumented = False
             return True
+
+
+def warn_once(
+    logger: logging.Logger, seen: set[str], label: str, what: str, exc: BaseException
+) -> None:
+    """Log a failure of the instrumentation itself once per ``what`` (remembered in ``seen``):
+    lineage is lost, never the application's work. One copy for every instrumentor."""
+    if what in seen:
+        return
+    seen.add(what)
+    logger.warning(
+        "lineage %s instrumentation: %s failed (%s: %s); continuing without it",
+        label,
+        what,
+        type(exc).__name__,
+        exc,
+    )
+    logger.debug("details", exc_info=exc)
+
+
+def register_exit_hook(hook: Callable[[], None]) -> None:
+    """Run ``hook`` at exit before the pipeline's final flush.
+
+    Called only once the SDK exists (its pipeline registered its own hook when it was built);
+    atexit runs hooks last-in first-out, so the events an instrumentor queues here (a stream's
+    COMPLETE, an open transaction's ABORT) are still exported.
+    """
+    atexit.register(hook)

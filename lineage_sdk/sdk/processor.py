@@ -137,6 +137,17 @@ class LineageSpanProcessor(SpanProcessor):
         """How many runs are open now (instrumentation skips its span lookup when none is)."""
         return len(self._active)
 
+    def abort_run(self, span_id: int, time_ns: int) -> bool:
+        """End the open run of span ``span_id`` as ABORT (it was abandoned: neither completed nor
+        failed), so that its span's end later queues nothing more. False if no such run is open."""
+        run = self._active.pop(span_id, None)
+        if run is None:
+            return False
+        self._submit(
+            ExplicitEvent("ABORT", run, time_ns, tuple(run.inputs), tuple(run.outputs), None)
+        )
+        return True
+
     def _submit(self, record: LineageRecord) -> None:
         pipeline = self._pipeline
         if pipeline is not None:

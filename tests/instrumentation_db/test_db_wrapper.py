@@ -31,9 +31,10 @@ APP = textwrap.dedent(
 )
 
 
-def _run(tmp_path, pg_db, **extra):
+def _run(tmp_path, pg_db, app_text=APP, **extra):
+    """Events of ``app_text`` run under ``lineage-instrument`` (to a file), checked to exit 0."""
     app = tmp_path / "app.py"
-    app.write_text(APP)
+    app.write_text(app_text)
     events = tmp_path / "events.jsonl"
     env = {
         k: v

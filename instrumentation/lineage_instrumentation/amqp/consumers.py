@@ -10,7 +10,6 @@ lineage, while an exception of the application's callback reaches the library un
 
 from __future__ import annotations
 
-import atexit
 import functools
 import logging
 import threading
@@ -24,6 +23,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind
 
 from lineage_instrumentation.amqp.naming import messaging_dataset
+from lineage_instrumentation.instrumentor import register_exit_hook, warn_once
 from lineage_instrumentation.jobs import job_type_facet
 from lineage_instrumentation.propagation import (
     extract_context,
@@ -48,7 +48,6 @@ __all__ = [
     "end_channel_streams",
     "end_stream",
     "normal_close",
-    "register_exit_hook",
 ]
 
 _LOG = logging.getLogger("lineage_instrumentation")
@@ -136,17 +135,7 @@ class Library:
     def warn_once(self, what: str, exc: BaseException) -> None:
         """Log a failure of the instrumentation itself once per kind: lineage is lost, not the
         application's message."""
-        if what in self._warned:
-            return
-        self._warned.add(what)
-        _LOG.warning(
-            "lineage %s instrumentation: %s failed (%s: %s); continuing without it",
-            self.name,
-            what,
-            type(exc).__name__,
-            exc,
-        )
-        _LOG.debug("details", exc_info=exc)
+        warn_once(_LOG, self._warned, self.name, what, exc)
 
 
 def callable_name(callback: Any) -> str:
@@ -435,15 +424,6 @@ def _register(stream: Stream) -> None:
             stream.consumer.library.watch_channel(channel)
         except Exception as exc:  # noqa: BLE001
             stream.consumer.library.warn_once("watching a channel for close", exc)
-
-
-def register_exit_hook(hook: Callable[[], None]) -> None:
-    """Run ``hook`` at exit before the pipeline's final flush.
-
-    Called only once the SDK exists (its pipeline registered its own hook when it was built);
-    atexit runs hooks last-in first-out, so the COMPLETE events queued here are still exported.
-    """
-    atexit.register(hook)
 
 
 def _unregister(stream: Stream) -> None:

@@ -26,8 +26,9 @@ from typing import Any
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 
-from lineage_instrumentation.amqp.consumers import Library, register_exit_hook
+from lineage_instrumentation.amqp.consumers import Library
 from lineage_instrumentation.amqp.naming import messaging_dataset
+from lineage_instrumentation.instrumentor import register_exit_hook
 from lineage_instrumentation.jobs import job_type_facet, program_job_name
 from lineage_instrumentation.propagation import inject
 from lineage_sdk.models.dataset import LineageDataset

@@ -22,6 +22,7 @@ from lineage_sdk.sdk.provider import STATE
 
 __all__ = [
     "IN_SQLALCHEMY",
+    "SQLALCHEMY_LISTENING",
     "DbInstrumentor",
     "cancel_when_imported",
     "statement_text",
@@ -34,6 +35,20 @@ class _InSqlAlchemy(threading.local):
 
 
 IN_SQLALCHEMY = _InSqlAlchemy()
+
+
+class _SqlAlchemyListening:
+    """Whether SQLAlchemy's engine listeners are installed: only then can a driver call come
+    from SQLAlchemy, and only then do the drivers read :data:`IN_SQLALCHEMY` (a thread-local
+    read costs about 0.1 µs, a measurable part of a statement's instrumentation)."""
+
+    __slots__ = ("on",)
+
+    def __init__(self) -> None:
+        self.on = False
+
+
+SQLALCHEMY_LISTENING = _SqlAlchemyListening()
 
 
 def statement_text(query: Any, context: Any = None) -> str | None:

@@ -4,8 +4,9 @@ Inside a lineage run (a ``@track_lineage`` function, a consumed message, or any 
 run), a statement's datasets join that run, each once. Outside any run nothing is recorded,
 unless the instrumentor's ``outside_run`` is ``run_per_transaction``: then the first statement of
 a database transaction opens a run of the program's job, and the transaction's end closes it
-(commit: COMPLETE; rollback, or a statement that failed: FAIL). A statement outside a transaction
-(autocommit) is a run of its own.
+(commit: COMPLETE; rollback, or a statement that failed: FAIL; still open at exit: ABORT). A
+statement outside a transaction (autocommit) is a run of its own. Two statements of one run that
+write (or read) the same table give one dataset with their facets merged (:mod:`._merge`).
 
 Everything here runs on the application's thread and never raises into it: a failure of the
 instrumentation is logged once per kind and the statement goes on without lineage.
@@ -13,9 +14,9 @@ instrumentation is logged once per kind and the statement goes on without lineag
 
 from __future__ import annotations
 
-import atexit
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,8 +24,11 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from lineage_instrumentation.db._config import DbInstrumentationConfig
+from lineage_instrumentation.db._merge import merge_datasets
 from lineage_instrumentation.db._naming import Target
 from lineage_instrumentation.db._sql import Analysis, analyze
+from lineage_instrumentation.instrumentor import register_exit_hook
+from lineage_instrumentation.instrumentor import warn_once as log_once
 from lineage_instrumentation.jobs import job_type_facet, program_job_name
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.models.dataset import LineageDataset
@@ -64,15 +68,7 @@ class TransactionRolledBack(Exception):
 
 def warn_once(what: str, exc: BaseException) -> None:
     """Log a failure of the instrumentation itself once per kind: lineage is lost, not the app."""
-    if what not in _warned:
-        _warned.add(what)
-        _LOG.warning(
-            "lineage database instrumentation: %s failed (%s: %s); continuing without it",
-            what,
-            type(exc).__name__,
-            exc,
-        )
-        _LOG.debug("details", exc_info=exc)
+    log_once(_LOG, _warned, "database", what, exc)
 
 
 def current_lineage_run(sdk: LineageSDK) -> LineageRun | None:
@@ -94,21 +90,40 @@ def _add_unique(run: LineageRun, datasets: tuple[LineageDataset, ...], outputs: 
         existing = run.outputs if outputs else run.inputs
         if len(existing) > _MAX_SCANNED:
             return
-        if any(
-            d is dataset or (d.name == dataset.name and d.namespace == dataset.namespace)
-            for d in existing
-        ):
-            continue
-        if outputs:
-            run.add_output(dataset)
+        for index, have in enumerate(existing):
+            if have is dataset or (
+                have.name == dataset.name and have.namespace == dataset.namespace
+            ):
+                merged = merge_datasets(have, dataset)
+                if merged is not None:
+                    _replace(run, outputs, index, merged)
+                break
         else:
-            run.add_input(dataset)
+            if outputs:
+                run.add_output(dataset)
+            else:
+                run.add_input(dataset)
+
+
+def _replace(run: LineageRun, outputs: bool, index: int, dataset: LineageDataset) -> None:
+    """Put ``dataset`` at ``index`` of the run's outputs (or inputs). A declared tuple becomes a
+    list first, as ``add_output`` does; the worker only reads the lists when the run ends."""
+    with _MEMOS_LOCK:
+        current = run.outputs if outputs else run.inputs
+        if not isinstance(current, list):
+            current = list(current)
+            if outputs:
+                run.outputs = current
+            else:
+                run.inputs = current
+        current[index] = dataset
 
 
 def add_datasets(
     run: LineageRun, inputs: tuple[LineageDataset, ...], outputs: tuple[LineageDataset, ...]
 ) -> None:
-    """Add datasets the run does not have yet (same namespace and name: the first one stays)."""
+    """Add datasets the run does not have yet; one it has (same namespace and name) gets the
+    new one's facets merged in (the union of ``columnLineage`` fields and ``schema`` columns)."""
     if inputs:
         _add_unique(run, inputs, False)
     if outputs:
@@ -271,13 +286,20 @@ class DbKind:
     def idle(self) -> bool:
         """True when nothing could be recorded now: no SDK, or outside any run with
         ``outside_run = "ignore"``. The drivers' cheapest check, before anything else."""
+        return CURRENT_RUN.get() is None and self.quiet_outside_runs()
+
+    def quiet_outside_runs(self) -> bool:
+        """True when a statement outside ``current_run()`` records nothing: no SDK, or
+        ``outside_run = "ignore"`` and no span of another tracer is a run."""
         sdk = STATE.sdk
         if sdk is None:
             return True
-        if CURRENT_RUN.get() is not None:
-            return False
         resolved = self._resolved
-        return resolved[0] is sdk and resolved[1] == "ignore" and not _other_spans(sdk)
+        return (
+            resolved[0] is sdk
+            and resolved[1] == "ignore"
+            and not sdk.processor.active_run_count()  # _other_spans, inline: the hot path
+        )
 
     def statement(
         self,
@@ -392,12 +414,24 @@ class DbKind:
             warn_once("ending a transaction's run", exc)
 
     def end_all(self) -> None:
-        """End every open transaction's run (at exit, or when uninstrumented): COMPLETE."""
+        """End every open transaction's run as ABORT: at exit, or when uninstrumented.
+
+        The database has not committed these transactions (it rolls back one whose connection
+        the exiting program drops), so COMPLETE would claim writes that never happened; FAIL
+        would claim an error nobody saw. ABORT is OpenLineage's word for a run that was abandoned
+        (a transaction that already saw a failed statement still ends as FAIL)."""
         with self._lock:
             open_runs, self.transactions = list(self.transactions.values()), {}
         for tx in open_runs:
             try:
-                tx.scope.end(tx.error)
+                if tx.error is not None:
+                    tx.scope.end(tx.error)
+                    continue
+                sdk = STATE.sdk
+                run = tx.scope.run
+                if sdk is not None:
+                    sdk.processor.abort_run(run.span_id, time.time_ns())
+                tx.scope.span.end()  # the trace's span ends too; the processor queues nothing
             except Exception as exc:  # noqa: BLE001
                 warn_once("ending a transaction's run", exc)
 
@@ -414,7 +448,7 @@ def _end_everything() -> None:
 def _register_exit_hook() -> None:
     if not _EXIT_HOOK:
         _EXIT_HOOK.append(True)
-        atexit.register(_end_everything)
+        register_exit_hook(_end_everything)
 
 
 def new_kind(name: str) -> DbKind:

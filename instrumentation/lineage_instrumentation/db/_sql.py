@@ -1,8 +1,9 @@
 """SQL statements to datasets, with ``openlineage-sql`` (the OpenLineage project's Rust parser).
 
 ``analyze(statement, target, producer)`` returns the statement's input and output datasets. The
-result is cached by ``(statement text, target, producer)`` in a bounded LRU, so a statement is
-parsed once however often it runs (a repeated statement costs one dictionary lookup).
+result is cached by ``(statement text, target, producer)`` in a bounded LRU shared by every thread
+and connection, so a statement is parsed once per process however often it runs (a repeated
+statement costs one dictionary lookup; threads meeting a new one together wait for one parse).
 
 - Tables read are inputs, tables written (INSERT, UPDATE, DELETE, MERGE, CREATE TABLE AS, ...) are
   outputs, named by the connection's :class:`~lineage_instrumentation.db._naming.Target`.
@@ -49,6 +50,7 @@ SCHEMA_FACET_URL = (
     "https://openlineage.io/spec/facets/1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet"
 )
 CACHE_SIZE = 2048  # distinct statements remembered; an application has far fewer in practice
+_WAIT_SECONDS = 2.0  # the longest a thread waits for another's parse of the same statement
 _MAX_STATEMENT = 100_000  # longer statements (bulk VALUES lists) are not parsed
 
 _PERCENT_PARAM = re.compile(r"%%|%\(\w+\)[sbt]|%[sbt]")
@@ -103,11 +105,13 @@ _EMPTY = Analysis((), ())
 
 
 class _Cache:
-    __slots__ = ("hits", "lock", "parse_ns", "parsed", "store", "unparseable")
+    __slots__ = ("hits", "lock", "parse_ns", "parsed", "pending", "store", "unparseable")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.store: OrderedDict[tuple[str, Target, str], Analysis] = OrderedDict()
+        # Statements being parsed now, by key: threads meeting one wait for its parse.
+        self.pending: dict[tuple[str, Target, str], threading.Event] = {}
         self.hits = 0
         self.parsed = 0
         self.unparseable = 0
@@ -133,7 +137,13 @@ def clear_cache() -> None:
 
 
 def analyze(statement: str, target: Target, producer: str) -> Analysis:
-    """The datasets ``statement`` reads and writes on ``target``: cached, never raises."""
+    """The datasets ``statement`` reads and writes on ``target``: cached, never raises.
+
+    The cache is the process's: every thread and connection to the same target shares it. When
+    several threads meet a new statement at once, one parses it and the others wait for its
+    result (up to :data:`_WAIT_SECONDS`; past that, they parse it themselves rather than stall
+    the application), so a statement is parsed once per process.
+    """
     key = (statement, target, producer)
     c = _CACHE
     with c.lock:
@@ -142,24 +152,49 @@ def analyze(statement: str, target: Target, producer: str) -> Analysis:
             c.store.move_to_end(key)
             c.hits += 1
             return found
-    started = time.perf_counter_ns()
+        pending = c.pending.get(key)
+        if pending is None:
+            c.pending[key] = threading.Event()
+    if pending is not None:  # another thread is parsing it: its answer, not a second parse
+        if pending.wait(_WAIT_SECONDS):
+            with c.lock:
+                found = c.store.get(key)
+                if found is not None:
+                    c.hits += 1
+                    return found
+        return _parse(statement, target, producer, key, owner=False)
+    return _parse(statement, target, producer, key, owner=True)
+
+
+def _parse(
+    statement: str, target: Target, producer: str, key: tuple[str, Target, str], *, owner: bool
+) -> Analysis:
+    c = _CACHE
     try:
-        result = _analyze(statement, target, producer)
-    except Exception as exc:  # noqa: BLE001 - a parser bug must not reach the application
-        result = Analysis((), (), f"{type(exc).__name__}: {exc}")
-    elapsed = time.perf_counter_ns() - started
-    with c.lock:
-        c.parse_ns += elapsed
-        if result.error is None:
-            c.parsed += 1
-        else:
-            c.unparseable += 1
-            _LOG.debug(
-                "SQL not understood, no lineage from it: %s (%.200s)", result.error, statement
-            )
-        c.store[key] = result
-        if len(c.store) > CACHE_SIZE:
-            c.store.popitem(last=False)
+        started = time.perf_counter_ns()
+        try:
+            result = _analyze(statement, target, producer)
+        except Exception as exc:  # noqa: BLE001 - a parser bug must not reach the application
+            result = Analysis((), (), f"{type(exc).__name__}: {exc}")
+        elapsed = time.perf_counter_ns() - started
+        with c.lock:
+            c.parse_ns += elapsed
+            if result.error is None:
+                c.parsed += 1
+            else:
+                c.unparseable += 1
+                _LOG.debug(
+                    "SQL not understood, no lineage from it: %s (%.200s)", result.error, statement
+                )
+            c.store[key] = result
+            if len(c.store) > CACHE_SIZE:
+                c.store.popitem(last=False)
+    finally:
+        if owner:  # waiters wake (even if the parse was interrupted: they parse themselves)
+            with c.lock:
+                done = c.pending.pop(key, None)
+            if done is not None:
+                done.set()
     return result
 
 

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from lineage_instrumentation.db._dbapi import IN_SQLALCHEMY, DbInstrumentor
+from lineage_instrumentation.db._dbapi import IN_SQLALCHEMY, SQLALCHEMY_LISTENING, DbInstrumentor
 from lineage_instrumentation.db._naming import (
     Target,
     host_port,
@@ -100,6 +100,7 @@ class SQLAlchemyInstrumentor(DbInstrumentor):
         ]
         for name, listener in self._listeners:
             event.listen(Engine, name, listener)
+        SQLALCHEMY_LISTENING.on = True
 
     def _unpatch(self) -> None:
         from sqlalchemy import event
@@ -108,6 +109,7 @@ class SQLAlchemyInstrumentor(DbInstrumentor):
         for name, listener in self._listeners:
             if event.contains(Engine, name, listener):
                 event.remove(Engine, name, listener)
+        SQLALCHEMY_LISTENING.on = False
         IN_SQLALCHEMY.depth = 0
 
 

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from lineage_instrumentation.db._dbapi import IN_SQLALCHEMY, DbInstrumentor
+from lineage_instrumentation.db._dbapi import IN_SQLALCHEMY, SQLALCHEMY_LISTENING, DbInstrumentor
 from lineage_instrumentation.db._naming import Target, sqlite_target
 from lineage_instrumentation.db._record import warn_once
 from lineage_instrumentation.instrumentor import Patcher
@@ -56,7 +56,9 @@ class Sqlite3Instrumentor(DbInstrumentor):
 
 def _seen(connection: Any, sql: Any, error: BaseException | None) -> None:
     kind = Sqlite3Instrumentor.kind
-    if not kind.active or IN_SQLALCHEMY.depth or not isinstance(sql, str):
+    if not kind.active or (SQLALCHEMY_LISTENING.on and IN_SQLALCHEMY.depth):
+        return
+    if not isinstance(sql, str):
         return
     if error is None and kind.idle():
         return
