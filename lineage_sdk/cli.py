@@ -289,9 +289,11 @@ def _label(node: Mapping[str, Any]) -> Text:
 
 
 def _children(node: Mapping[str, Any], upstream: bool) -> list[str]:
-    if upstream:
-        return sorted(e["origin"] for e in node.get("inEdges", []))
-    return sorted(e["destination"] for e in node.get("outEdges", []))
+    """The node's neighbours upstream or downstream. An edge may name the node as its origin
+    either way (Marquez's column lineage writes every edge of a node from the node)."""
+    me = node.get("id")
+    edges = node.get("inEdges" if upstream else "outEdges", [])
+    return sorted(e["destination"] if e["origin"] == me else e["origin"] for e in edges)
 
 
 def _tree(

@@ -242,8 +242,8 @@ def marquez_column_graph(graph: ColumnGraph) -> dict[str, Any]:
     """Marquez's column-lineage ``Lineage``: ``DATASET_FIELD`` nodes, roots first, then by id.
 
     ``data.inputFields`` lists the field's inputs within the answer, each with what is known of
-    the transformation; edges point with the data flow (input field -> output field) in both
-    ``inEdges`` and ``outEdges``, as in ``/api/v1/lineage``.
+    the transformation; as in Marquez, every edge starts at its node: ``inEdges`` point from the
+    field to its inputs, ``outEdges`` from the field to the fields derived from it.
     """
     inputs: dict[FieldRef, list[tuple[FieldRef, str]]] = {}
     outputs: dict[FieldRef, list[FieldRef]] = {}
@@ -273,7 +273,8 @@ def marquez_column_graph(graph: ColumnGraph) -> dict[str, Any]:
                     "field": ref.field,
                     "inputFields": input_fields,
                 },
-                "inEdges": [{"origin": src.id, "destination": ref.id} for src, _ in feeds],
+                # As Marquez writes them: each edge of a node starts at the node.
+                "inEdges": [{"origin": ref.id, "destination": src.id} for src, _ in feeds],
                 "outEdges": [
                     {"origin": ref.id, "destination": out.id}
                     for out in sorted(outputs.get(ref, ()))

@@ -289,9 +289,9 @@ def test_marquez_shape_lists_inputs_and_flow_edges(sqlite_store: SqlStore) -> No
     assert root["id"] == fid("mart.daily", "orders") and root["type"] == "DATASET_FIELD"
     assert [i["field"] for i in root["data"]["inputFields"]] == ["customer", "id"]
     assert root["data"]["inputFields"][0]["transformationDescription"] == "COUNT"
-    assert root["inEdges"] == [
-        {"origin": fid("stg.orders", "customer"), "destination": root["id"]},
-        {"origin": fid("stg.orders", "id"), "destination": root["id"]},
+    assert root["inEdges"] == [  # as Marquez writes them: from the node to its inputs
+        {"origin": root["id"], "destination": fid("stg.orders", "customer")},
+        {"origin": root["id"], "destination": fid("stg.orders", "id")},
     ]
     assert nodes[fid("stg.orders", "id")]["outEdges"] == [
         {"origin": fid("stg.orders", "id"), "destination": root["id"]}

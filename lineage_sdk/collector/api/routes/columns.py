@@ -1,8 +1,8 @@
 """``GET /api/v1/column-lineage``: Marquez's column-lineage graph, from the querying store.
 
 The answer is Marquez's ``Lineage`` of ``DATASET_FIELD`` nodes, each listing its ``inputFields``
-(with the facet's transformations) within the answer; edges point with the data flow, input field
-to output field, in ``inEdges`` and ``outEdges`` alike (as ``/api/v1/lineage`` does). Upstream
+(with the facet's transformations) within the answer; as in Marquez, every edge of a node starts
+at the node (``inEdges`` to its inputs, ``outEdges`` to the fields derived from it). Upstream
 only unless ``withDownstream=true``, as in Marquez, whose default ``depth`` (20) it keeps.
 """
 
