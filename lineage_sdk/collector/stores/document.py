@@ -55,7 +55,14 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
-from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey, pick_link, state_key
+from lineage_sdk.models.run_state import (
+    TERMINAL_STATES,
+    StateKey,
+    heartbeat_interval,
+    pick_interval,
+    pick_link,
+    state_key,
+)
 
 __all__ = [
     "DocumentLineageStore",
@@ -336,6 +343,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             doc["job"] = {"namespace": rec.job_namespace, "name": rec.job_name}
         if rec.parent_job_namespace is not None and rec.parent_job_name is not None:
             doc["parentJob"] = {"namespace": rec.parent_job_namespace, "name": rec.parent_job_name}
+        heartbeat = heartbeat_interval(rec.event)
+        if heartbeat is not None:
+            doc["heartbeatS"] = heartbeat
         return doc
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
@@ -399,6 +409,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                             "type": "$eventType",
                             "id": "$_id",
                             "parent": "$parentRunId",
+                            "hb": "$heartbeatS",
                         }
                     },
                 }
@@ -436,6 +447,8 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                         started_at=started,
                         ended_at=ended,
                         parent_run_id=pick_link(e.get("parent") for e in g["events"]),
+                        state_time=None if best is None else best[1],
+                        heartbeat_s=pick_interval(e.get("hb") for e in g["events"]),
                     ),
                 )
             )
@@ -582,7 +595,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             return None
         rows.sort(key=lambda r: r["_id"])
         run_id = max(rows, key=lambda r: _utc(r["last"]))["_id"]
-        fields = {"eventTime": 1, "eventType": 1, "parentRunId": 1}
+        fields = {"eventTime": 1, "eventType": 1, "parentRunId": 1, "heartbeatS": 1}
         with self._errors("find"):
             docs = list(self.collection.find({"runId": run_id}, fields))
         # The rules of lineage_sdk.models.run_state, as runs_of_job folds them.
@@ -607,6 +620,8 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             started_at=started,
             ended_at=ended,
             parent_run_id=pick_link(d.get("parentRunId") for d in docs),
+            state_time=None if best is None else best[1],
+            heartbeat_s=pick_interval(d.get("heartbeatS") for d in docs),
         )
 
     def jobs(
