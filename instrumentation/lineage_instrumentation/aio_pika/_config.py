@@ -35,6 +35,7 @@ class AioPikaConfig(Section):
     heartbeat_interval_s: float = Field(
         default=60.0,
         ge=0,
+        allow_inf_nan=False,
         description=(
             "In streaming mode, seconds between RUNNING heartbeats (with every dataset seen), "
             "sent even when no message arrives, so the run's edges and liveness show while it "
