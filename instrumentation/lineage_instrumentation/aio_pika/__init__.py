@@ -78,7 +78,7 @@ def _configured(sdk: LineageSDK | None) -> Settings:
         cfg.consumer_job_name,
         cfg.streaming_interval_ms,
         cfg.publisher_job_name,
-        heartbeat_interval_s=cfg.heartbeat_interval_s,
+        heartbeat_interval_ms=cfg.heartbeat_interval_ms,
     )
 
 
@@ -107,7 +107,7 @@ class AioPikaInstrumentor(BaseInstrumentor):
     """Lineage for aio-pika consumers and publishers (see the module docstring).
 
     ``instrument(mode=..., consumer_job_name=..., streaming_interval_ms=...,
-    heartbeat_interval_s=...)`` overrides the
+    heartbeat_interval_ms=...)`` overrides the
     ``[lineage.instrumentation.aio_pika]`` table, which is otherwise read (and validated) from
     the SDK's configuration.
     """

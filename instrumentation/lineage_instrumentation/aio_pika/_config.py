@@ -32,12 +32,11 @@ class AioPikaConfig(Section):
         ge=1,
         description="In streaming mode, how often a RUNNING event aggregates the datasets seen.",
     )
-    heartbeat_interval_s: float = Field(
-        default=60.0,
+    heartbeat_interval_ms: int = Field(
+        default=60000,
         ge=0,
-        allow_inf_nan=False,
         description=(
-            "In streaming mode, seconds between RUNNING heartbeats (with every dataset seen), "
+            "In streaming mode, milliseconds between RUNNING heartbeats (with every dataset seen), "
             "sent even when no message arrives, so the run's edges and liveness show while it "
             "runs; the API reads the run as STALE after 3 intervals without one. 0 disables."
         ),

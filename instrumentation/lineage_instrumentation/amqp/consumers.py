@@ -68,7 +68,7 @@ class Settings:
     streaming_interval_ms: int = 60_000
     publisher_job_name: str | None = None
     env_parent: ParentRef | None = None
-    heartbeat_interval_s: float = 60.0
+    heartbeat_interval_ms: int = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,7 @@ class Overrides:
     consumer_job_name: str | None = None
     streaming_interval_ms: int | None = None
     env_parent: ParentRef | None = None
-    heartbeat_interval_s: float | None = None
+    heartbeat_interval_ms: int | None = None
 
     @classmethod
     def from_kwargs(
@@ -102,17 +102,14 @@ class Overrides:
             raise ConfigError(
                 key("consumer_job_name"), job_name, "a non-empty string", source=source
             )
-        heartbeat = kwargs.get("heartbeat_interval_s")
+        heartbeat = kwargs.get("heartbeat_interval_ms")
         if heartbeat is not None and (
-            not isinstance(heartbeat, (int, float))
-            or isinstance(heartbeat, bool)
-            or not heartbeat >= 0
-            or heartbeat == float("inf")
+            not isinstance(heartbeat, int) or isinstance(heartbeat, bool) or heartbeat < 0
         ):
             raise ConfigError(
-                key("heartbeat_interval_s"),
+                key("heartbeat_interval_ms"),
                 heartbeat,
-                "a number of seconds >= 0 (0 disables heartbeats)",
+                "an integer number of milliseconds >= 0 (0 disables heartbeats)",
                 source=source,
             )
         return cls(
@@ -120,7 +117,7 @@ class Overrides:
             job_name,
             interval,
             parent_from_environment(),
-            None if heartbeat is None else float(heartbeat),
+            heartbeat,
         )
 
     def over(self, configured: Settings) -> Settings:
@@ -131,9 +128,9 @@ class Overrides:
             self.streaming_interval_ms or configured.streaming_interval_ms,
             configured.publisher_job_name,
             self.env_parent,
-            configured.heartbeat_interval_s
-            if self.heartbeat_interval_s is None
-            else self.heartbeat_interval_s,
+            configured.heartbeat_interval_ms
+            if self.heartbeat_interval_ms is None
+            else self.heartbeat_interval_ms,
         )
 
 
@@ -226,7 +223,7 @@ class Consumer:
         self.job_name = settings.consumer_job_name or f"{queue}.{callback_name}"
         self.mode = settings.mode
         self.streaming_interval_ms = settings.streaming_interval_ms
-        self.heartbeat_interval_s = settings.heartbeat_interval_s
+        self.heartbeat_interval_s = settings.heartbeat_interval_ms / 1000
         self.env_parent = settings.env_parent
         self.stream: Stream | None = None
         self._datasets: dict[tuple[str, str], LineageDataset] = {}
@@ -318,7 +315,7 @@ class Stream:
     """The long run of one consumer in streaming mode.
 
     START when the consumer starts; every ``streaming_interval_ms`` (checked on delivery) a
-    RUNNING event lists the datasets seen since the previous one; every ``heartbeat_interval_s``
+    RUNNING event lists the datasets seen since the previous one; every ``heartbeat_interval_ms``
     (on the SDK's heartbeat thread, whether or not messages arrive) a RUNNING heartbeat lists
     every dataset seen so far; COMPLETE (or FAIL, if the last callback raised) when the consumer
     is cancelled, its channel closes, or the process exits. Every event of the run carries the
