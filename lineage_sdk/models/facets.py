@@ -341,6 +341,7 @@ class RunFacets(_FacetContainer):
     processing_engine: ProcessingEngineRunFacet | None = None
     nominal_time: NominalTimeRunFacet | None = wire(NOMINAL_TIME_FACET_KEY, default=None)
     lineagesdk_trace: TraceRunFacet | None = None
+    lineagesdk_heartbeat: HeartbeatRunFacet | None = None
 
 
 class JobFacets(_FacetContainer):

@@ -59,6 +59,15 @@ def queue() -> Iterator[tuple[str, str]]:
     conn.close()
 
 
+@pytest.fixture
+def instrumentor() -> Iterator[PikaInstrumentor]:
+    """The pika instrumentor; uninstrumented, and the SDK shut down, afterwards."""
+    found = PikaInstrumentor()
+    yield found
+    found.uninstrument()
+    shutdown(10)
+
+
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
     """Poll ``check`` until it returns something truthy (no fixed sleeps: the machine is slow)."""
     deadline = time.monotonic() + timeout
@@ -93,7 +102,7 @@ def kinds(events: list[dict[str, Any]]) -> list[str]:
 
 
 def test_streaming_consumer_shows_edges_and_liveness_while_it_runs(
-    make_api: Callable[..., Api], queue: tuple[str, str]
+    make_api: Callable[..., Api], queue: tuple[str, str], instrumentor: PikaInstrumentor
 ) -> None:
     api = make_api()
     exchange, name = queue
@@ -106,7 +115,6 @@ def test_streaming_consumer_shows_edges_and_liveness_while_it_runs(
         }
     )
     configure(config, strict=True)
-    instrumentor = PikaInstrumentor()
     instrumentor.instrument(
         mode="streaming", consumer_job_name=job, heartbeat_interval_ms=int(HEARTBEAT_S * 1000)
     )
@@ -190,8 +198,6 @@ def test_streaming_consumer_shows_edges_and_liveness_while_it_runs(
     detail = api.client.get(f"/api/v1/jobs/runs/{run_id}")
     validate_operation("getRun", detail.json())
     assert detail.json()["state"] == "COMPLETED" and "liveness" not in detail.json()
-    instrumentor.uninstrument()
-    shutdown(10)
 
 
 _KILLED_CONSUMER = textwrap.dedent(
