@@ -357,7 +357,7 @@ def test_streaming_heartbeat_facet_and_its_switch(names, captured, instrument):
         instrumentor = instrument(mode="streaming", heartbeat_interval_ms=interval_ms)
         publish_in_run(names, 1)
         beats: list[int] = []
-        consume_callback(names, 1, lambda *_: beats.append(HEARTBEATS.active()))
+        consume_callback(names, 1, lambda *_, seen=beats: seen.append(HEARTBEATS.active()))
         assert beats == [0 if facet is None else 1]  # a beat only while the run lives
         (events,) = captured.runs(f"{names.queue}.consume_callback.on_message").values()
         captured.exporter.clear()
