@@ -238,8 +238,13 @@ def test_the_staleness_rule() -> None:
     assert heartbeat_interval({"run": "not a run"}) is None
 
 
-def test_a_database_made_before_heartbeats_gains_the_column(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path}/old.db"
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_database_made_before_heartbeats_gains_the_column(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = (
+        f"sqlite:///{tmp_path}/old.db" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    )
     store = SqlStore(url)
     store.open()
     with store.engine.begin() as conn:
