@@ -401,3 +401,24 @@ def test_validation_does_not_mutate_the_event() -> None:
     before = copy.deepcopy(event)
     conformance.validate_event(event)
     assert event == before
+
+
+@pytest.mark.parametrize("interval", [0.2, 60, 0, -1, "60", True, None])
+def test_heartbeat_facet_fast_check_agrees_with_the_models(interval: Any) -> None:
+    from lineage_sdk.exceptions import InvalidEventError
+    from lineage_sdk.models import HEARTBEAT_FACET_SCHEMA_URL, parse_event
+    from lineage_sdk.models.fast import is_valid_event
+
+    facet: dict[str, Any] = {"_producer": PRODUCER, "_schemaURL": HEARTBEAT_FACET_SCHEMA_URL}
+    if interval is not None:
+        facet["intervalS"] = interval
+    event = run_event()
+    event["run"]["facets"] = {HEARTBEAT_FACET_KEY: facet}
+    try:
+        parse_event(event)
+        parsed = True
+    except InvalidEventError as exc:
+        assert HEARTBEAT_FACET_KEY in str(exc)  # the error names what was wrong
+        parsed = False
+    assert is_valid_event(event) is parsed
+    assert parsed is (interval in (0.2, 60) and interval is not True)
