@@ -267,7 +267,11 @@ def _nodes(graph: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _state(node: Mapping[str, Any]) -> str | None:
+    """The latest run's state; STALE for a running run whose heartbeats stopped (the API keeps
+    Marquez's RUNNING in ``state`` and says STALE in its ``liveness``)."""
     run = node.get("data", {}).get("latestRun")
+    if isinstance(run, Mapping) and run.get("liveness") == "STALE":
+        return "STALE"
     state = run.get("state") if isinstance(run, Mapping) else None
     return state if isinstance(state, str) else None
 
@@ -282,7 +286,7 @@ def _label(node: Mapping[str, Any]) -> Text:
     text.append(str(data.get("name", node.get("id", ""))), style="bold" if is_job else "")
     state = _state(node)
     if state:
-        failed = state in ("FAILED", "ABORTED")
+        failed = state in ("FAILED", "ABORTED", "STALE")
         style = "bold red" if failed else ("green" if state == "COMPLETED" else "yellow")
         text.append(f"  {'✗ ' if failed else ''}{state}", style=style)
     return text

@@ -35,6 +35,15 @@ class InstrumentationConfig(Section):
         ge=1,
         description="In streaming mode, how often a RUNNING event aggregates the datasets seen.",
     )
+    pika_heartbeat_interval_ms: int = Field(
+        default=60000,
+        ge=0,
+        description=(
+            "In streaming mode, milliseconds between RUNNING heartbeats (with every dataset seen), "
+            "sent even when no message arrives, so the run's edges and liveness show while it "
+            "runs; the API reads the run as STALE after 3 intervals without one. 0 disables."
+        ),
+    )
     pika_publisher_job_name: str | None = Field(
         default=None,
         description="Job of publishes made outside any run; defaults to the program's name.",

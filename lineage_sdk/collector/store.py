@@ -349,6 +349,10 @@ class RunSummary:
     started_at: datetime | None
     ended_at: datetime | None
     parent_run_id: str | None = None
+    #: The time of the event that decides ``state`` (a live run's latest heartbeat), and the
+    #: heartbeat interval its events name: what ``run_state.is_stale`` reads.
+    state_time: datetime | None = None
+    heartbeat_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

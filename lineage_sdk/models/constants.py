@@ -23,6 +23,8 @@ __all__ = [
     "HEADER_EVENT_TYPE",
     "HEADER_PRODUCER",
     "HEADER_SCHEMA_URL",
+    "HEARTBEAT_FACET_KEY",
+    "HEARTBEAT_FACET_SCHEMA_URL",
     "JOB_EVENT_SCHEMA_URL",
     "JOB_TYPE_FACET_KEY",
     "JOB_TYPE_FACET_SCHEMA_URL",
@@ -89,6 +91,10 @@ TRACE_FACET_SCHEMA_URL = _facet_url(CUSTOM_SPEC_BASE_URL, "1-0-0", "TraceRunFace
 #: Our dataset facet describing a message-broker dataset (exchange, routing key, queue, consumer).
 MESSAGING_FACET_KEY = "lineagesdk_messaging"
 MESSAGING_FACET_SCHEMA_URL = _facet_url(CUSTOM_SPEC_BASE_URL, "1-0-0", "MessagingDatasetFacet")
+#: Our run facet saying a long run sends a RUNNING heartbeat every ``intervalS`` seconds, so a
+#: reader can tell a live run from one that stopped without ending (see ``run_state.is_stale``).
+HEARTBEAT_FACET_KEY = "lineagesdk_heartbeat"
+HEARTBEAT_FACET_SCHEMA_URL = _facet_url(CUSTOM_SPEC_BASE_URL, "1-0-0", "HeartbeatRunFacet")
 
 # -- messages between the exporters and the collector (docs/rabbitmq-exporter.md) ------------------
 

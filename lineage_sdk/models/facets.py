@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, Field, StrictBool, StrictInt, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+    model_validator,
+)
 
 from lineage_sdk.models._base import LineageModel, RunId, Timestamp, UriStr, wire
 from lineage_sdk.models.constants import (
@@ -19,6 +27,8 @@ from lineage_sdk.models.constants import (
     DATASOURCE_FACET_SCHEMA_URL,
     ERROR_MESSAGE_FACET_KEY,
     ERROR_MESSAGE_FACET_SCHEMA_URL,
+    HEARTBEAT_FACET_KEY,
+    HEARTBEAT_FACET_SCHEMA_URL,
     JOB_TYPE_FACET_KEY,
     JOB_TYPE_FACET_SCHEMA_URL,
     MESSAGING_FACET_KEY,
@@ -42,6 +52,7 @@ __all__ = [
     "DatasourceDatasetFacet",
     "EmissionPattern",
     "ErrorMessageRunFacet",
+    "HeartbeatRunFacet",
     "InputDatasetFacet",
     "InputDatasetFacets",
     "JobFacet",
@@ -198,6 +209,18 @@ class TraceRunFacet(RunFacet):
     span_id: _HEX16 = wire("spanId")
 
 
+class HeartbeatRunFacet(RunFacet):
+    """``lineagesdk_heartbeat`` 1-0-0 (ours): the run sends a RUNNING heartbeat every
+    ``intervalS`` seconds while it lives; a reader calls it STALE after 3 silent intervals."""
+
+    KEY: ClassVar[str] = HEARTBEAT_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = HEARTBEAT_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=HEARTBEAT_FACET_SCHEMA_URL)
+    interval_s: Annotated[StrictFloat | StrictInt, Field(gt=0)] = wire("intervalS")
+
+
 # ---------------------------------------------------------------------------------------------
 # Standard job facets
 
@@ -318,6 +341,7 @@ class RunFacets(_FacetContainer):
     processing_engine: ProcessingEngineRunFacet | None = None
     nominal_time: NominalTimeRunFacet | None = wire(NOMINAL_TIME_FACET_KEY, default=None)
     lineagesdk_trace: TraceRunFacet | None = None
+    lineagesdk_heartbeat: HeartbeatRunFacet | None = None
 
 
 class JobFacets(_FacetContainer):

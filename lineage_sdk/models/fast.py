@@ -30,6 +30,7 @@ from lineage_sdk.models._base import _DATE_TIME, _URI, _UUID
 from lineage_sdk.models.constants import (
     DATASOURCE_FACET_KEY,
     ERROR_MESSAGE_FACET_KEY,
+    HEARTBEAT_FACET_KEY,
     JOB_TYPE_FACET_KEY,
     MESSAGING_FACET_KEY,
     NOMINAL_TIME_FACET_KEY,
@@ -182,6 +183,12 @@ def _checker(uri: Callable[[Any], bool], name: Callable[[Any], bool]) -> Callabl
     def _trace_facet(f: dict[str, Any]) -> bool:
         return _base_facet(f) and _hex(f.get("traceId"), 32) and _hex(f.get("spanId"), 16)
 
+    def _heartbeat_facet(f: dict[str, Any]) -> bool:
+        interval = f.get("intervalS")
+        if type(interval) is not int and type(interval) is not float:
+            return False  # bool, str, missing
+        return _base_facet(f) and interval > 0
+
     def _emission_pattern(value: Any) -> bool:
         if value is None:
             return True
@@ -245,6 +252,7 @@ def _checker(uri: Callable[[Any], bool], name: Callable[[Any], bool]) -> Callabl
         PROCESSING_ENGINE_FACET_KEY: _processing_engine_facet,
         NOMINAL_TIME_FACET_KEY: _nominal_time_facet,
         TRACE_FACET_KEY: _trace_facet,
+        HEARTBEAT_FACET_KEY: _heartbeat_facet,
     }
     _JOB: dict[str, _Check] = {JOB_TYPE_FACET_KEY: _job_type_facet}
     _DATASET: dict[str, _Check] = {

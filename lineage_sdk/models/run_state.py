@@ -12,15 +12,35 @@ everything derived from them is a pure function of the *set* of events, never of
   time (which is the winning event's time whenever the state is terminal).
 * **Links** (parent run, root run, the run's job): a run names one of each; should its events
   disagree, the least value is kept (:func:`pick_link`), by every store alike.
+* **Heartbeat**: a long run names its heartbeat interval in the ``lineagesdk_heartbeat`` run
+  facet; the run's interval is the greatest any of its events names (:func:`heartbeat_interval`).
+  Staleness is a *reading* (:func:`is_stale`), never stored: a START or RUNNING run whose winning
+  event (its latest heartbeat) is older than ``STALE_AFTER_HEARTBEATS`` intervals reads STALE.
+  A run without the facet is never stale.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["STATE_RANK", "TERMINAL_STATES", "StateKey", "pick_link", "run_state", "state_key"]
+from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
+
+__all__ = [
+    "STALE",
+    "STALE_AFTER_HEARTBEATS",
+    "STATE_RANK",
+    "TERMINAL_STATES",
+    "StateKey",
+    "heartbeat_interval",
+    "is_stale",
+    "pick_interval",
+    "pick_link",
+    "run_state",
+    "state_key",
+]
 
 #: Run states after which nothing else is expected; they outrank START/RUNNING whatever the order.
 TERMINAL_STATES: Final = frozenset({"COMPLETE", "FAIL", "ABORT"})
@@ -53,3 +73,40 @@ def pick_link(values: Iterable[str | None]) -> str | None:
     """The one parent (or root, or job) a run's events name: the least of those named, if any."""
     named = [v for v in values if v]
     return min(named) if named else None
+
+
+#: What a live-looking run reads as once its heartbeats stopped (never stored, never an event type).
+STALE: Final = "STALE"
+#: A run is stale after this many heartbeat intervals without a START/RUNNING event: one late or
+#: lost heartbeat (a busy broker, a slow collector) must not flag a healthy consumer.
+STALE_AFTER_HEARTBEATS: Final = 3
+
+
+def heartbeat_interval(event: Mapping[str, Any]) -> float | None:
+    """The heartbeat interval (seconds) ``event`` names in its ``lineagesdk_heartbeat`` run facet,
+    or None: no facet, or a value that is not a positive finite number (then never stale)."""
+    run = event.get("run")
+    facets = run.get("facets") if isinstance(run, Mapping) else None
+    facet = facets.get(HEARTBEAT_FACET_KEY) if isinstance(facets, Mapping) else None
+    value = facet.get("intervalS") if isinstance(facet, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def pick_interval(values: Iterable[float | None]) -> float | None:
+    """A run's heartbeat interval: the greatest its events name (the most lenient), if any."""
+    named = [v for v in values if v is not None]
+    return max(named) if named else None
+
+
+def is_stale(
+    state: str | None, last_seen: datetime | None, interval_s: float | None, now: datetime
+) -> bool:
+    """Whether a run reads STALE at ``now``: it is START or RUNNING, names a heartbeat interval,
+    and its winning START/RUNNING event (``last_seen``) is more than ``STALE_AFTER_HEARTBEATS``
+    intervals old. Terminal runs, runs without the facet, and unknown times are never stale."""
+    if state not in ("START", "RUNNING") or interval_s is None or last_seen is None:
+        return False
+    return (now - last_seen).total_seconds() > STALE_AFTER_HEARTBEATS * interval_s

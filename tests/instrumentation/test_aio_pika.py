@@ -294,6 +294,47 @@ async def test_a_channel_close_ends_the_streaming_run(names, captured, aio_instr
     assert "NOT_FOUND" in failed["run"]["facets"]["errorMessage"]["message"]
 
 
+async def test_streaming_consumer_heartbeats_while_idle_and_stops_at_its_end(
+    names, captured, aio_instrument
+):
+    """RUNNING heartbeats from the SDK's thread while no message arrives, each with the datasets
+    seen so far; none after the consumer is cancelled."""
+    aio_instrument(mode="streaming", heartbeat_interval_ms=50)
+    await publish(names, [b"one"], in_run=False)
+    received = asyncio.Event()
+
+    async def handle(_message: Any) -> None:
+        received.set()
+
+    connection, _channel, queue = await open_queue(names)
+    async with connection:
+        tag = await queue.consume(handle, no_ack=True)
+        await asyncio.wait_for(received.wait(), 10)
+        deadline = time.monotonic() + 10
+        while True:  # the loop stays free: the beats come from another thread
+            kinds = [e["eventType"] for e in captured.events()]
+            if kinds.count("RUNNING") >= 3 or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        await queue.cancel(tag)
+    settled = captured.events()
+    await asyncio.sleep(0.2)  # four intervals: a beat would have come by now
+    events = captured.events()
+    assert events == settled
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        if event["job"]["name"].startswith(names.queue):
+            runs.setdefault(event["run"]["runId"], []).append(event)
+    ((_, run),) = runs.items()
+    kinds = [e["eventType"] for e in run]
+    assert kinds[0] == "START" and kinds[-1] == "COMPLETE" and kinds.count("RUNNING") >= 3
+    seen = (NAMESPACE, f"{names.exchange}:{names.routing_key}")
+    for event in run[1:]:
+        assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [seen]
+        assert event["run"]["facets"]["lineagesdk_heartbeat"]["intervalS"] == 0.05
+    assert all(e["eventTime"] <= run[-1]["eventTime"] for e in run)
+
+
 async def test_failures_end_runs_with_fail_and_reach_the_application_unchanged(
     names, captured, aio_instrument
 ):

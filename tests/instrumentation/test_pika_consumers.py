@@ -344,3 +344,25 @@ def test_instrument_twice_is_harmless_and_uninstrument_restores(names, captured,
     after = captured.events()[before:]
     assert {e["job"]["name"] for e in after} == {PRODUCER_JOB}  # no consumer run any more
     assert all(e["outputs"] == [] for e in after)  # and no output recorded by publish
+
+
+def test_streaming_heartbeat_facet_and_its_switch(names, captured, instrument):
+    from lineage_sdk.exceptions import ConfigError
+    from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
+    from lineage_sdk.sdk.heartbeat import HEARTBEATS
+
+    with pytest.raises(ConfigError, match="heartbeat_interval_ms"):
+        instrument(mode="streaming", heartbeat_interval_ms=-1)
+    for interval_ms, facet in ((0, None), (60_000, 60.0)):
+        instrumentor = instrument(mode="streaming", heartbeat_interval_ms=interval_ms)
+        publish_in_run(names, 1)
+        beats: list[int] = []
+        consume_callback(names, 1, lambda *_, seen=beats: seen.append(HEARTBEATS.active()))
+        assert beats == [0 if facet is None else 1]  # a beat only while the run lives
+        (events,) = captured.runs(f"{names.queue}.consume_callback.on_message").values()
+        captured.exporter.clear()
+        for event in events:  # every event of the run names the interval, or none does
+            named = event["run"]["facets"].get(HEARTBEAT_FACET_KEY)
+            assert (named and named["intervalS"]) == facet
+        instrumentor.uninstrument()
+    assert HEARTBEATS.active() == 0

@@ -14,6 +14,7 @@ from _model_helpers import PRODUCER, RUN_ID, run_event
 
 from lineage_sdk.models import (
     DATASET_EVENT_SCHEMA_URL,
+    HEARTBEAT_FACET_KEY,
     JOB_EVENT_SCHEMA_URL,
     MESSAGING_FACET_KEY,
     MESSAGING_FACET_SCHEMA_URL,
@@ -23,6 +24,7 @@ from lineage_sdk.models import (
     DatasourceDatasetFacet,
     ErrorMessageRunFacet,
     EventType,
+    HeartbeatRunFacet,
     InputDataset,
     Job,
     JobFacets,
@@ -99,6 +101,7 @@ def _full_model_event() -> RunEvent:
                     trace_id="0af7651916cd43dd8448eb211c80319c",
                     span_id="b7ad6b7169203331",
                 ),
+                lineagesdk_heartbeat=HeartbeatRunFacet(producer=PRODUCER, interval_s=0.2),
             ),
         ),
         job=Job(
@@ -172,6 +175,7 @@ def test_model_built_event_with_every_typed_facet_conforms() -> None:
         "processing_engine",
         "nominalTime",
         TRACE_FACET_KEY,
+        HEARTBEAT_FACET_KEY,
     }
     assert MESSAGING_FACET_KEY in event["inputs"][0]["facets"]
 
@@ -236,6 +240,13 @@ _DELETE = object()
         ),
         (["run", "facets", TRACE_FACET_KEY, "traceId"], "XYZ", "'XYZ' does not match"),
         (["run", "facets", TRACE_FACET_KEY, "spanId"], _DELETE, "'spanId' is a required property"),
+        (["run", "facets", HEARTBEAT_FACET_KEY, "intervalS"], 0, "0 is less than or equal"),
+        (["run", "facets", HEARTBEAT_FACET_KEY, "intervalS"], "60", "'60' is not of type"),
+        (
+            ["run", "facets", HEARTBEAT_FACET_KEY, "intervalS"],
+            _DELETE,
+            "'intervalS' is a required property",
+        ),
         (
             ["inputs", 0, "facets", MESSAGING_FACET_KEY, "system"],
             _DELETE,
@@ -390,3 +401,23 @@ def test_validation_does_not_mutate_the_event() -> None:
     before = copy.deepcopy(event)
     conformance.validate_event(event)
     assert event == before
+
+
+@pytest.mark.parametrize("interval", [0.2, 60, 0, -1, "60", True, None])
+def test_heartbeat_facet_fast_check_agrees_with_the_models(interval: Any) -> None:
+    from lineage_sdk.exceptions import InvalidEventError
+    from lineage_sdk.models import HEARTBEAT_FACET_SCHEMA_URL, parse_event
+    from lineage_sdk.models.fast import is_valid_event
+
+    facet: dict[str, Any] = {"_producer": PRODUCER, "_schemaURL": HEARTBEAT_FACET_SCHEMA_URL}
+    if interval is not None:
+        facet["intervalS"] = interval
+    event = run_event()
+    event["run"]["facets"] = {HEARTBEAT_FACET_KEY: facet}
+    good = interval in (0.2, 60) and interval is not True
+    assert is_valid_event(event) is good
+    if good:
+        parse_event(event)
+    else:
+        with pytest.raises(InvalidEventError, match=HEARTBEAT_FACET_KEY):  # names what was wrong
+            parse_event(event)

@@ -285,7 +285,7 @@ def test_three_collectors_shuffled_match_one_in_order(
 
     runs = [r for rows in by_kind["sql"]["runs"].values() for r in rows]
     assert len(runs) == len(event_set.expected_state)
-    for run_id, _ns, _job, state, started, ended, parent in runs:
+    for run_id, _ns, _job, state, started, ended, parent, *_live in runs:
         assert state == event_set.expected_state[run_id], run_id
         assert parent == event_set.parents.get(run_id), run_id
         assert started is not None and (ended is not None) == (state != "RUNNING"), run_id

@@ -26,6 +26,7 @@ from lineage_sdk.collector.store import LineageRecord, RunSummary
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY, HEARTBEAT_FACET_SCHEMA_URL
 from lineage_sdk.models.run_state import pick_link, state_key
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
@@ -39,11 +40,12 @@ def one_run(job: str, run_id: str, parent_id: str) -> list[dict[str, Any]]:
     * START later in time than RUNNING (rank wins over time: RUNNING beats START);
     * a RUNNING after the COMPLETE (a terminal state wins whatever the time);
     * a COMPLETE and a FAIL at the same, latest instant (the state's name settles it: FAIL);
-    * two STARTs (the earliest is ``started_at``), an OTHER event, a second parent named once.
+    * two STARTs (the earliest is ``started_at``), an OTHER event, a second parent named once;
+    * two heartbeat intervals (the greatest is the run's).
     """
     io = {"inputs": [(NS, f"{job}.in")], "outputs": [(NS, f"{job}.out")]}
     parent = (parent_id, NS, "parent")
-    return [
+    events = [
         run_event(job=job, namespace=NS, run_id=run_id, event_type="START", seconds=5, **io),
         run_event(job=job, namespace=NS, run_id=run_id, event_type="START", seconds=2),
         run_event(job=job, namespace=NS, run_id=run_id, event_type="RUNNING", seconds=3, **io),
@@ -63,6 +65,13 @@ def one_run(job: str, run_id: str, parent_id: str) -> list[dict[str, Any]]:
             parent=("ffffffff-0000-4000-8000-000000000000", NS, "parent"),
         ),
     ]
+    for event, interval in ((events[0], 5), (events[2], 30.5)):
+        event["run"]["facets"][HEARTBEAT_FACET_KEY] = {
+            "_producer": event["producer"],
+            "_schemaURL": HEARTBEAT_FACET_SCHEMA_URL,
+            "intervalS": interval,
+        }
+    return events
 
 
 def expected(run_id: str, job: str, parent_id: str) -> RunSummary:
@@ -75,6 +84,8 @@ def expected(run_id: str, job: str, parent_id: str) -> RunSummary:
         started_at=at + timedelta(seconds=2),
         ended_at=at + timedelta(seconds=10),
         parent_run_id=parent_id,
+        state_time=at + timedelta(seconds=10),  # the winning FAIL's
+        heartbeat_s=30.5,
     )
 
 

@@ -74,7 +74,11 @@ def _configured(sdk: LineageSDK | None) -> Settings:
         return Settings()
     cfg = sdk.config.section(_TABLE, AioPikaConfig)
     return Settings(
-        cfg.mode, cfg.consumer_job_name, cfg.streaming_interval_ms, cfg.publisher_job_name
+        cfg.mode,
+        cfg.consumer_job_name,
+        cfg.streaming_interval_ms,
+        cfg.publisher_job_name,
+        heartbeat_interval_ms=cfg.heartbeat_interval_ms,
     )
 
 
@@ -102,7 +106,8 @@ AIO_PIKA = Library("aio-pika", _configured, _watch_channel)
 class AioPikaInstrumentor(BaseInstrumentor):
     """Lineage for aio-pika consumers and publishers (see the module docstring).
 
-    ``instrument(mode=..., consumer_job_name=..., streaming_interval_ms=...)`` overrides the
+    ``instrument(mode=..., consumer_job_name=..., streaming_interval_ms=...,
+    heartbeat_interval_ms=...)`` overrides the
     ``[lineage.instrumentation.aio_pika]`` table, which is otherwise read (and validated) from
     the SDK's configuration.
     """

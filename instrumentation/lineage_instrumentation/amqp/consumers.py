@@ -31,7 +31,9 @@ from lineage_instrumentation.propagation import (
     parent_from_environment,
 )
 from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY, HEARTBEAT_FACET_SCHEMA_URL
 from lineage_sdk.models.dataset import LineageDataset
+from lineage_sdk.sdk.heartbeat import HEARTBEATS, Heartbeat
 from lineage_sdk.sdk.provider import LineageSDK
 from lineage_sdk.sdk.runs import CURRENT_RUN, ParentRef
 from lineage_sdk.sdk.scope import RunScope
@@ -65,6 +67,7 @@ class Settings:
     streaming_interval_ms: int = 60_000
     publisher_job_name: str | None = None
     env_parent: ParentRef | None = None
+    heartbeat_interval_ms: int = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,7 @@ class Overrides:
     consumer_job_name: str | None = None
     streaming_interval_ms: int | None = None
     env_parent: ParentRef | None = None
+    heartbeat_interval_ms: int | None = None
 
     @classmethod
     def from_kwargs(
@@ -97,7 +101,23 @@ class Overrides:
             raise ConfigError(
                 key("consumer_job_name"), job_name, "a non-empty string", source=source
             )
-        return cls(mode, job_name, interval, parent_from_environment())
+        heartbeat = kwargs.get("heartbeat_interval_ms")
+        if heartbeat is not None and (
+            not isinstance(heartbeat, int) or isinstance(heartbeat, bool) or heartbeat < 0
+        ):
+            raise ConfigError(
+                key("heartbeat_interval_ms"),
+                heartbeat,
+                "an integer number of milliseconds >= 0 (0 disables heartbeats)",
+                source=source,
+            )
+        return cls(
+            mode,
+            job_name,
+            interval,
+            parent_from_environment(),
+            heartbeat,
+        )
 
     def over(self, configured: Settings) -> Settings:
         """``configured`` with what ``instrument()`` said on top."""
@@ -107,6 +127,9 @@ class Overrides:
             self.streaming_interval_ms or configured.streaming_interval_ms,
             configured.publisher_job_name,
             self.env_parent,
+            configured.heartbeat_interval_ms
+            if self.heartbeat_interval_ms is None
+            else self.heartbeat_interval_ms,
         )
 
 
@@ -162,6 +185,7 @@ class Consumer:
         "_producer",
         "channel",
         "env_parent",
+        "heartbeat_interval_s",
         "job_name",
         "library",
         "mode",
@@ -188,6 +212,7 @@ class Consumer:
         self.job_name = settings.consumer_job_name or f"{queue}.{callback_name}"
         self.mode = settings.mode
         self.streaming_interval_ms = settings.streaming_interval_ms
+        self.heartbeat_interval_s = settings.heartbeat_interval_ms / 1000
         self.env_parent = settings.env_parent
         self.stream: Stream | None = None
         self._datasets: dict[tuple[str, str], LineageDataset] = {}
@@ -279,12 +304,16 @@ class Stream:
     """The long run of one consumer in streaming mode.
 
     START when the consumer starts; every ``streaming_interval_ms`` (checked on delivery) a
-    RUNNING event lists the datasets seen since the previous one; COMPLETE (or FAIL, if the last
-    callback raised) when the consumer is cancelled, its channel closes, or the process exits.
+    RUNNING event lists the datasets seen since the previous one; every ``heartbeat_interval_ms``
+    (on the SDK's heartbeat thread, whether or not messages arrive) a RUNNING heartbeat lists
+    every dataset seen so far; COMPLETE (or FAIL, if the last callback raised) when the consumer
+    is cancelled, its channel closes, or the process exits. Every event of the run carries the
+    ``lineagesdk_heartbeat`` facet naming the interval, so a reader can tell when it stopped.
     """
 
     __slots__ = (
         "_lock",
+        "beat",
         "consumer",
         "ended",
         "error",
@@ -300,13 +329,23 @@ class Stream:
     def __init__(self, sdk: LineageSDK, consumer: Consumer, consumer_tag: str | None) -> None:
         self.sdk = sdk
         self.consumer = consumer
+        heartbeat_s = consumer.heartbeat_interval_s
+        run_facets: Mapping[str, Any] = _EMPTY
+        if heartbeat_s > 0:
+            run_facets = {
+                HEARTBEAT_FACET_KEY: {
+                    "_producer": sdk.builder.producer,
+                    "_schemaURL": HEARTBEAT_FACET_SCHEMA_URL,
+                    "intervalS": heartbeat_s,
+                }
+            }
         self.scope = RunScope(
             sdk,
             consumer.job_name,
             None,
             (),
             (),
-            _EMPTY,
+            run_facets,
             consumer.job_facets(sdk),
             span_kind=SpanKind.CONSUMER,
         )
@@ -318,6 +357,9 @@ class Stream:
         self.ended = False
         self.tag: str | None = None
         self._lock = threading.Lock()
+        self.beat: Heartbeat | None = None
+        if heartbeat_s > 0:
+            self.beat = HEARTBEATS.schedule(heartbeat_s, self.heartbeat)
         if consumer_tag:
             self.register(consumer_tag)
 
@@ -351,6 +393,21 @@ class Stream:
         self.next_running_ns = now + self.interval_ns
         if window:
             self.sdk.processor.emit_running(self.scope.run, now, list(window.values()), ())
+
+    def heartbeat(self, _now_ns: int) -> None:
+        """RUNNING with every dataset seen so far (on the heartbeat thread); nothing once the run
+        ended. The event's time is taken under the lock ``end`` takes, so no heartbeat is ever
+        timed after COMPLETE/FAIL. Never raises."""
+        try:
+            with self._lock:
+                if self.ended:
+                    return
+                run = self.scope.run
+                self.sdk.processor.emit_running(
+                    run, time.time_ns(), tuple(run.inputs), tuple(run.outputs)
+                )
+        except Exception as exc:  # noqa: BLE001
+            self.consumer.library.warn_once("sending a streaming heartbeat", exc)
 
     def call(self, callback: Callable[..., Any], *args: Any) -> Any:
         """``callback(*args)`` inside the stream's run (which goes on); remembers its error."""
@@ -390,6 +447,8 @@ class Stream:
             if self.ended:
                 return
             self.ended = True
+        if self.beat is not None:
+            self.beat.cancel()
         _unregister(self)
         try:
             self.scope.end(error if error is not None else self.error)

@@ -57,10 +57,11 @@ __all__ = [
 class PikaInstrumentor(BaseInstrumentor):
     """Lineage for pika 1.x consumers and publishers (see the module docstring).
 
-    ``instrument(mode=..., consumer_job_name=..., streaming_interval_ms=...)`` overrides the
+    ``instrument(mode=..., consumer_job_name=..., streaming_interval_ms=...,
+    heartbeat_interval_ms=...)`` overrides the
     ``[lineage.instrumentation]`` settings (``pika_mode``, ``pika_consumer_job_name``,
-    ``pika_streaming_interval_ms``), which are otherwise read from the SDK's configuration when
-    each consumer starts.
+    ``pika_streaming_interval_ms``, ``pika_heartbeat_interval_ms``), which are otherwise read
+    from the SDK's configuration when each consumer starts.
     """
 
     name = "pika"

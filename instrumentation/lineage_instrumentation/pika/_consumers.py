@@ -42,6 +42,7 @@ def _configured(sdk: LineageSDK | None) -> Settings:
         cfg.pika_consumer_job_name,
         cfg.pika_streaming_interval_ms,
         cfg.pika_publisher_job_name,
+        heartbeat_interval_ms=cfg.pika_heartbeat_interval_ms,
     )
 
 

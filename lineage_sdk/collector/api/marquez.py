@@ -26,10 +26,20 @@ from lineage_sdk.collector.store import (
     node_id,
 )
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey, state_key
+from lineage_sdk.models.run_state import (
+    STALE,
+    TERMINAL_STATES,
+    StateKey,
+    heartbeat_interval,
+    is_stale,
+    pick_interval,
+    state_key,
+)
 
 __all__ = [
+    "LIVE",
     "MARQUEZ_RUN_STATES",
+    "add_liveness",
     "dataset_data",
     "iso",
     "job_data",
@@ -49,6 +59,10 @@ MARQUEZ_RUN_STATES: dict[str, str] = {
     "FAIL": "FAILED",
     "ABORT": "ABORTED",
 }
+
+
+#: ``liveness`` of a START/RUNNING run that carries a heartbeat facet and still heartbeats.
+LIVE = "LIVE"
 
 
 def marquez_state(state: str | None) -> str:
@@ -86,9 +100,31 @@ def _run(
     return run
 
 
+def add_liveness(
+    run: dict[str, Any],
+    state: str | None,
+    state_time: datetime | None,
+    heartbeat_s: float | None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Add ``liveness`` (``LIVE`` or ``STALE``), ``lastHeartbeatAt`` and ``heartbeatIntervalS``
+    to a START/RUNNING run that names a heartbeat interval; other runs are left as they are.
+
+    ``state`` stays Marquez's (``RUNNING``): STALE is not in Marquez's ``RunState`` enum, so it
+    is a reading beside it, computed now (``run_state.is_stale``), never stored."""
+    if state not in ("START", "RUNNING") or heartbeat_s is None or state_time is None:
+        return run
+    stale = is_stale(state, state_time, heartbeat_s, now or datetime.now(UTC))
+    run["liveness"] = STALE if stale else LIVE
+    run["lastHeartbeatAt"] = iso(state_time)
+    run["heartbeatIntervalS"] = heartbeat_s
+    return run
+
+
 def run_from_summary(summary: RunSummary) -> dict[str, Any]:
     """A Marquez ``Run`` from a store's run summary."""
-    return _run(summary.run_id, summary.state, summary.started_at, summary.ended_at)
+    run = _run(summary.run_id, summary.state, summary.started_at, summary.ended_at)
+    return add_liveness(run, summary.state, summary.state_time, summary.heartbeat_s)
 
 
 def run_from_events(run_id: str, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -107,7 +143,9 @@ def run_from_events(run_id: str, events: Sequence[Mapping[str, Any]]) -> dict[st
     started: datetime | None = None
     ended: datetime | None = None
     run_facets: dict[str, Any] = {}
+    heartbeat: float | None = None
     for when, event_id, event in timed:
+        heartbeat = pick_interval((heartbeat, heartbeat_interval(event)))
         kind = event.get("eventType")
         run = event.get("run")
         facets = run.get("facets") if isinstance(run, Mapping) else None
@@ -122,9 +160,10 @@ def run_from_events(run_id: str, events: Sequence[Mapping[str, Any]]) -> dict[st
             started = when
         if key[2] in TERMINAL_STATES and (ended is None or when > ended):
             ended = when
-    result = _run(run_id, None if best is None else best[2], started, ended)
+    state = None if best is None else best[2]
+    result = _run(run_id, state, started, ended)
     result["facets"] = run_facets
-    return result
+    return add_liveness(result, state, None if best is None else best[1], heartbeat)
 
 
 def _node_run(data: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -146,6 +185,9 @@ def _node_run(data: Mapping[str, Any]) -> dict[str, Any] | None:
             run[key] = iso(value)
         elif isinstance(value, str):
             run[key] = value
+    state_time, heartbeat = latest.get("stateTime"), latest.get("heartbeatS")
+    if isinstance(state_time, datetime) and isinstance(heartbeat, (int, float)):
+        add_liveness(run, state if isinstance(state, str) else None, state_time, float(heartbeat))
     return run
 
 

@@ -61,7 +61,12 @@ def lineage(
     }
     if missing and isinstance(store, LineageHistoryProtocol):
         for key, run in store.latest_runs(sorted(missing)).items():
-            missing[key].data["latestRun"] = {"runId": run.run_id, "state": run.state}
+            missing[key].data["latestRun"] = {
+                "runId": run.run_id,
+                "state": run.state,
+                "stateTime": run.state_time,
+                "heartbeatS": run.heartbeat_s,
+            }
     return marquez.lineage_graph(graph)
 
 

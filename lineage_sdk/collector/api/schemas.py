@@ -112,6 +112,18 @@ class RunModel(_Doc):
     endedAt: str | None = None
     durationMs: int | None = None
     facets: dict[str, Any] = Field(default_factory=dict)
+    liveness: Literal["LIVE", "STALE"] | None = Field(
+        default=None,
+        description="Ours, beside Marquez's `state`: for a START/RUNNING run that carries the "
+        "`lineagesdk_heartbeat` facet, STALE once its latest heartbeat is older than 3 heartbeat "
+        "intervals (computed when read, never stored), else LIVE; absent for other runs.",
+    )
+    lastHeartbeatAt: str | None = Field(
+        default=None, description="Ours: the time of the run's latest START/RUNNING event."
+    )
+    heartbeatIntervalS: float | None = Field(
+        default=None, description="Ours: the heartbeat interval the run's facet names (seconds)."
+    )
 
 
 class DatasetField(_Doc):

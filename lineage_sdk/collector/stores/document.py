@@ -69,7 +69,14 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
-from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey, pick_link, state_key
+from lineage_sdk.models.run_state import (
+    TERMINAL_STATES,
+    StateKey,
+    heartbeat_interval,
+    pick_interval,
+    pick_link,
+    state_key,
+)
 
 __all__ = [
     "DocumentLineageStore",
@@ -380,6 +387,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             doc["columns"] = columns
             doc["columnsRank"] = edge_rank(rec.event_time, rec.event_id)
             doc["colkeys"] = sorted(keys)
+        heartbeat = heartbeat_interval(rec.event)
+        if heartbeat is not None:
+            doc["heartbeatS"] = heartbeat
         return doc
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
@@ -443,6 +453,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                             "type": "$eventType",
                             "id": "$_id",
                             "parent": "$parentRunId",
+                            "hb": "$heartbeatS",
                         }
                     },
                 }
@@ -480,6 +491,8 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                         started_at=started,
                         ended_at=ended,
                         parent_run_id=pick_link(e.get("parent") for e in g["events"]),
+                        state_time=None if best is None else best[1],
+                        heartbeat_s=pick_interval(e.get("hb") for e in g["events"]),
                     ),
                 )
             )
@@ -626,7 +639,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             return None
         rows.sort(key=lambda r: r["_id"])
         run_id = max(rows, key=lambda r: _utc(r["last"]))["_id"]
-        fields = {"eventTime": 1, "eventType": 1, "parentRunId": 1}
+        fields = {"eventTime": 1, "eventType": 1, "parentRunId": 1, "heartbeatS": 1}
         with self._errors("find"):
             docs = list(self.collection.find({"runId": run_id}, fields))
         # The rules of lineage_sdk.models.run_state, as runs_of_job folds them.
@@ -651,6 +664,8 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             started_at=started,
             ended_at=ended,
             parent_run_id=pick_link(d.get("parentRunId") for d in docs),
+            state_time=None if best is None else best[1],
+            heartbeat_s=pick_interval(d.get("heartbeatS") for d in docs),
         )
 
     def jobs(

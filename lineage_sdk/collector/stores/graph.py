@@ -73,7 +73,13 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
-from lineage_sdk.models.run_state import TERMINAL_STATES, pick_link, state_key
+from lineage_sdk.models.run_state import (
+    TERMINAL_STATES,
+    heartbeat_interval,
+    pick_interval,
+    pick_link,
+    state_key,
+)
 
 __all__ = [
     "GraphRunner",
@@ -324,7 +330,10 @@ SET x.state = CASE WHEN newState THEN r.state ELSE x.state END,
                           THEN r.firstEventAt ELSE x.firstEventAt END,
     x.lastEventAt = CASE WHEN x.lastEventAt IS NULL OR r.lastEventAt > x.lastEventAt
                          THEN r.lastEventAt ELSE x.lastEventAt END,
-    x.jobKey = CASE WHEN x.jobKey IS NULL OR r.jobKey < x.jobKey THEN r.jobKey ELSE x.jobKey END
+    x.jobKey = CASE WHEN x.jobKey IS NULL OR r.jobKey < x.jobKey THEN r.jobKey ELSE x.jobKey END,
+    x.heartbeatS = CASE WHEN r.heartbeatS IS NOT NULL
+                             AND (x.heartbeatS IS NULL OR r.heartbeatS > x.heartbeatS)
+                        THEN r.heartbeatS ELSE x.heartbeatS END
 WITH x, r
 MERGE (j:Job {key: r.jobKey})
 ON CREATE SET j.namespace = r.jobNamespace, j.name = r.jobName
@@ -439,7 +448,7 @@ MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: $key})
 OPTIONAL MATCH (x)-[:CHILD_OF]->(p:Run)
 WITH x, collect(p.runId) AS parents, coalesce(x.startedAt, x.firstEventAt, '') AS sortKey
 RETURN x.runId AS runId, x.state AS state, x.startedAt AS startedAt, x.endedAt AS endedAt,
-       parents, sortKey
+       parents, sortKey, x.stateRank AS stateRank, x.heartbeatS AS heartbeatS
 ORDER BY sortKey DESC, runId
 SKIP $offset LIMIT $limit
 """
@@ -470,7 +479,8 @@ MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: k})
 OPTIONAL MATCH (x)-[:CHILD_OF]->(p:Run)
 WITH j, x, collect(p.runId) AS parents
 WITH j, x, parents ORDER BY coalesce(x.lastEventAt, '') DESC, x.runId
-WITH j, collect([x.runId, x.state, x.startedAt, x.endedAt, parents])[0] AS latest
+WITH j, collect([x.runId, x.state, x.startedAt, x.endedAt, parents, x.stateRank,
+                 x.heartbeatS])[0] AS latest
 RETURN j.key AS key, latest
 """
 
@@ -668,9 +678,11 @@ class _Batch:
                 "endedAt": None,
                 "firstEventAt": when,
                 "lastEventAt": when,
+                "heartbeatS": None,
             }
         row["firstEventAt"] = min(row["firstEventAt"], when)
         row["lastEventAt"] = max(row["lastEventAt"], when)
+        row["heartbeatS"] = pick_interval((row["heartbeatS"], heartbeat_interval(rec.event)))
         if state is not None:
             # state_key as text that sorts like the tuple: one-digit rank, fixed-width time, state
             # names that differ in their first letter among equal ranks.
@@ -935,6 +947,8 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                 started_at=parse_time(row["startedAt"]),
                 ended_at=parse_time(row["endedAt"]),
                 parent_run_id=pick_link(row["parents"]),
+                state_time=_state_time(row["stateRank"]),
+                heartbeat_s=row["heartbeatS"],
             )
             for row in rows
         ]
@@ -1002,6 +1016,8 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                         started_at=parse_time(run[2]),
                         ended_at=parse_time(run[3]),
                         parent_run_id=pick_link(run[4]),
+                        state_time=_state_time(run[5]),
+                        heartbeat_s=run[6],
                     )
         jobs = [
             JobSummary(
@@ -1109,6 +1125,8 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                     started_at=parse_time(run[2]),
                     ended_at=parse_time(run[3]),
                     parent_run_id=pick_link(run[4]),
+                    state_time=_state_time(run[5]),
+                    heartbeat_s=run[6],
                 )
         return out
 
@@ -1143,6 +1161,15 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
             return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
 
         return self.runner.transaction(read)
+
+
+def _state_time(state_rank: object) -> datetime | None:
+    """The time inside a run's ``stateRank`` (``rank|time|state|event id``): its winning
+    state event's time."""
+    if not isinstance(state_rank, str):
+        return None
+    parts = state_rank.split("|")
+    return parse_time(parts[1]) if len(parts) > 1 else None
 
 
 def _text(value: object) -> str:

@@ -68,7 +68,14 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
-from lineage_sdk.models.run_state import STATE_RANK, TERMINAL_STATES, pick_link, run_state
+from lineage_sdk.models.run_state import (
+    STATE_RANK,
+    TERMINAL_STATES,
+    heartbeat_interval,
+    pick_interval,
+    pick_link,
+    run_state,
+)
 
 __all__ = ["SqlStore", "SqlStoreConfig", "name_key"]
 
@@ -157,6 +164,8 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sa.Column("first_event_time", UTCDateTime(), nullable=False),
         sa.Column("parent_run_id", sa.String(64)),
         sa.Column("root_run_id", sa.String(64)),
+        # The greatest heartbeat interval the run's events name (run_state.heartbeat_interval).
+        sa.Column("heartbeat_s", sa.Float),
         sa.Index(f"ix_{prefix}runs_job", "job_key", "first_event_time"),
         sa.Index(f"ix_{prefix}runs_parent", "parent_run_id"),
     )
@@ -313,6 +322,7 @@ class SqlStore(BaseLineageStore):
             self._engine = self._create_engine()
             with self._engine.begin() as conn:
                 self.metadata.create_all(conn, checkfirst=True)
+            self._add_missing_columns()
         except ConfigError:
             raise
         except sa_exc.IntegrityError:
@@ -322,6 +332,28 @@ class SqlStore(BaseLineageStore):
         except (sa_exc.SQLAlchemyError, ImportError, OSError) as exc:
             self._dispose()
             raise StoreError(self.name, f"cannot open {self._safe_url}: {_reason(exc)}") from None
+
+    #: Columns added after a table was first released: (table, column, SQL type), added to an
+    #: existing database at open.
+    _ADDED_COLUMNS: ClassVar[tuple[tuple[str, str, str], ...]] = (("runs", "heartbeat_s", "FLOAT"),)
+
+    def _add_missing_columns(self) -> None:
+        """``ALTER TABLE ... ADD COLUMN`` for the columns a database made by an older release
+        lacks; a collector adding the same column at the same moment is harmless."""
+        for table, column, type_ in self._ADDED_COLUMNS:
+            name = self.t[table].name
+            with self.engine.connect() as conn:
+                present = {c["name"] for c in sa.inspect(conn).get_columns(name)}
+            if column in present:
+                continue
+            try:
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {column} {type_}")
+            except sa_exc.SQLAlchemyError:
+                with self.engine.connect() as conn:
+                    present = {c["name"] for c in sa.inspect(conn).get_columns(name)}
+                if column not in present:
+                    raise
 
     def check(self) -> None:
         try:
@@ -407,6 +439,7 @@ class SqlStore(BaseLineageStore):
                 "job_key": _least(runs.c.job_key, x.job_key),
                 "parent_run_id": _least(runs.c.parent_run_id, x.parent_run_id),
                 "root_run_id": _least(runs.c.root_run_id, x.root_run_id),
+                "heartbeat_s": _greatest(runs.c.heartbeat_s, x.heartbeat_s),
             },
         )
         edges = t["column_edges"]
@@ -616,12 +649,23 @@ class SqlStore(BaseLineageStore):
         out: dict[str, dict[str, Any]] = {}
         for chunk in _chunks(sorted(set(job_keys))):
             query = (
-                sa.select(jobs.c.job_key, runs.c.run_id, runs.c.state)
+                sa.select(
+                    jobs.c.job_key,
+                    runs.c.run_id,
+                    runs.c.state,
+                    runs.c.state_time,
+                    runs.c.heartbeat_s,
+                )
                 .join(runs, runs.c.run_id == jobs.c.latest_run_id)
                 .where(jobs.c.job_key.in_(chunk))
             )
-            for job_key, run_id, state in conn.execute(query):
-                out[job_key] = {"runId": run_id, "state": state}
+            for job_key, run_id, state, state_time, heartbeat_s in conn.execute(query):
+                out[job_key] = {
+                    "runId": run_id,
+                    "state": state,
+                    "stateTime": state_time,
+                    "heartbeatS": heartbeat_s,
+                }
         return out
 
     def _run_summary(self, row: Any, names: dict[str, tuple[str, str]]) -> RunSummary:
@@ -634,6 +678,8 @@ class SqlStore(BaseLineageStore):
             started_at=row.started_at,
             ended_at=row.ended_at,
             parent_run_id=row.parent_run_id,
+            state_time=row.state_time,
+            heartbeat_s=row.heartbeat_s,
         )
 
     def runs_of_job(
@@ -706,6 +752,8 @@ class SqlStore(BaseLineageStore):
             runs.c.started_at,
             runs.c.ended_at,
             runs.c.parent_run_id,
+            runs.c.state_time,
+            runs.c.heartbeat_s,
         ).outerjoin(runs, runs.c.run_id == jobs.c.latest_run_id)
         counted = sa.select(jobs.c.job_key)
         if namespace is not None:
@@ -743,6 +791,8 @@ class SqlStore(BaseLineageStore):
                         r.started_at,
                         r.ended_at,
                         r.parent_run_id,
+                        r.state_time,
+                        r.heartbeat_s,
                     )
                 result.append(
                     JobSummary(
@@ -1080,6 +1130,7 @@ class _BatchRows:
                 r["first_event_time"],
                 r["parent_run_id"],
                 r["root_run_id"],
+                r["heartbeat_s"],
             )
             for r in sorted(runs.values(), key=lambda row: row["run_id"])
         ]
@@ -1107,6 +1158,7 @@ def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str
             "first_event_time": t,
             "parent_run_id": rec.parent_run_id or None,
             "root_run_id": rec.root_run_id or None,
+            "heartbeat_s": heartbeat_interval(rec.event),
         }
         return
     if (rank, t, state or "") >= (old["state_rank"], old["state_time"], old["state"] or ""):
@@ -1116,6 +1168,7 @@ def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str
     if state in TERMINAL_STATES:
         old["ended_at"] = t if old["ended_at"] is None else max(old["ended_at"], t)
     old["first_event_time"] = min(old["first_event_time"], t)
+    old["heartbeat_s"] = pick_interval((old["heartbeat_s"], heartbeat_interval(rec.event)))
     for column, value in (
         ("job_key", job_key),
         ("parent_run_id", rec.parent_run_id),

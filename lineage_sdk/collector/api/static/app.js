@@ -122,14 +122,17 @@
 
   // ---- graph --------------------------------------------------------------------------------
 
+  // A running run whose heartbeats stopped reads STALE here: the API keeps Marquez's state
+  // (RUNNING) and says so in its own `liveness` field.
   function latestState(node) {
     var run = node.data && node.data.latestRun;
+    if (run && run.liveness === "STALE") return "STALE";
     return run && typeof run.state === "string" ? run.state : null;
   }
 
   function isFailed(node) {
     var s = latestState(node);
-    return s === "FAILED" || s === "ABORTED";
+    return s === "FAILED" || s === "ABORTED" || s === "STALE";
   }
 
   function elementsOf(graph, rootId) {
@@ -244,7 +247,9 @@
       if (node.data && node.data.namespace) {
         button.appendChild(el("span", "ns", " " + node.data.namespace));
       }
-      if (isFailed(node)) button.appendChild(el("span", "state-FAILED", " \u2716 " + latestState(node)));
+      if (isFailed(node)) {
+        button.appendChild(el("span", "state-" + latestState(node), " \u2716 " + latestState(node)));
+      }
       button.addEventListener("click", function () {
         if (state.cy && state.cy.getElementById(node.id).nonempty()) {
           state.cy.animate({ center: { eles: state.cy.getElementById(node.id) } },
