@@ -6,9 +6,11 @@ the same answer (including what counts as "not found") for the same data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lineage_sdk.collector.api import marquez
+from lineage_sdk.collector.api.access import prune_graph
 from lineage_sdk.collector.store import (
     Direction,
     LineageCatalogProtocol,
@@ -40,11 +42,24 @@ def exists(store: LineageCatalogProtocol, node_type: str, namespace: str, name: 
 
 
 def lineage(
-    store: LineageCatalogProtocol, node: str, *, direction: Direction = "both", depth: int = 20
+    store: LineageCatalogProtocol,
+    node: str,
+    *,
+    direction: Direction = "both",
+    depth: int = 20,
+    readable: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
-    """Marquez's ``LineageGraph`` around ``node``; NotFound if nothing is recorded for it."""
+    """Marquez's ``LineageGraph`` around ``node``; NotFound if nothing is recorded for it.
+
+    ``readable`` (a namespace test) limits the walk to readable nodes: an unreadable root is
+    NotFound, and nothing is reached through an unreadable node (see ``access.prune_graph``).
+    """
     node_type, namespace, name = parse_node(node)
+    if readable is not None and not readable(namespace):
+        raise NotFound(f"nothing is recorded for {node!r}")
     graph = store.lineage(node, direction=direction, depth=depth)
+    if readable is not None:
+        graph = prune_graph(graph, readable, direction=direction, depth=depth)
     root = graph.nodes.get(graph.root)
     isolated = len(graph.nodes) <= 1 and (root is None or not (root.in_edges or root.out_edges))
     if isolated and not exists(store, node_type, namespace, name):
