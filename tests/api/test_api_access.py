@@ -1,5 +1,5 @@
-"""Access by namespace over real HTTP, on the sql store (SQLite) and the document store
-(SecantusDB, or MongoDB from LINEAGE_TEST_MONGODB_URI): named keys hashed in the configuration,
+"""Access by namespace over real HTTP, on the sql store (SQLite), the document store
+(SecantusDB, or MongoDB from LINEAGE_TEST_MONGODB_URI) and the graph store (FalkorDB): named keys hashed in the configuration,
 403 on ingest into a namespace the key may not write (single and batch), reads filtered, lineage
 that stops at a namespace the key may not read, keys never logged, and clear configuration
 errors.
@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 from api_helpers import run_cli, run_event
-from servers import MongoTarget
+from servers import FalkorDBRespRunner, FalkorDBServer, MongoTarget
 from typer.testing import CliRunner
 
 from lineage_sdk.collector.api import ApiServer, create_app
@@ -39,6 +39,7 @@ from lineage_sdk.collector.cli import app as collector_app
 from lineage_sdk.collector.settings import ApiKeyConfig, ConnectionConfig
 from lineage_sdk.collector.store import BaseLineageStore, LineageCatalogProtocol
 from lineage_sdk.collector.stores.document import DocumentLineageStore
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.config import load_config
 from lineage_sdk.exceptions import ConfigError
@@ -98,7 +99,7 @@ class Served:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
 
-@pytest.fixture(scope="module", params=["sql", "document"])
+@pytest.fixture(scope="module", params=["sql", "document", "graph"])
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
@@ -106,6 +107,10 @@ def served(
     store: BaseLineageStore
     if request.param == "sql":
         store = SqlStore(f"sqlite:///{tmp_path_factory.mktemp('access') / 'lineage.db'}")
+    elif request.param == "graph":
+        falkordb: FalkorDBServer = request.getfixturevalue("falkordb")
+        runner = FalkorDBRespRunner("127.0.0.1", falkordb.redis_port, f"t_{uuid.uuid4().hex[:12]}")
+        store = Neo4jLineageStore(runner=runner)
     else:
         mongo: MongoTarget = request.getfixturevalue("mongo")
         store = DocumentLineageStore(
@@ -122,6 +127,8 @@ def served(
         yield served
     if isinstance(store, DocumentLineageStore):
         store.collection.drop()
+    if isinstance(store, Neo4jLineageStore):
+        runner.drop()
     store.close()
 
 
@@ -344,7 +351,9 @@ def test_pruning_with_everything_readable_is_the_stores_answer_at_every_depth(se
                     assert kept.out_edges == graph.nodes[nid].out_edges
 
 
-def test_the_lineage_cli_sends_the_key(served):
+def test_the_lineage_cli_sends_the_key(served, request):
+    if request.node.callspec.params["served"] != "sql":
+        pytest.skip("a subprocess each: the CLI only speaks HTTP, one store is enough")
     base = ("--url", served.url, "graph", "job:alpha:a1", "--downstream", "--format", "json")
     denied = run_cli(*base)
     assert denied.returncode != 0 and "401" in denied.stderr
