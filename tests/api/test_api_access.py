@@ -466,6 +466,11 @@ GOOD_HASH = hash_key(READER_KEY)
             "required",
         ),
         (
+            f"[[lineage.api.keys]]\nkey_hash = '{GOOD_HASH}'\nread = ['*']\n",
+            "lineage.api.keys",
+            "one table per name ([lineage.api.keys.<name>])",
+        ),
+        (
             f"[lineage.api]\nprotect_reads = false\n[lineage.api.keys.k]\nkey_hash = '{GOOD_HASH}'"
             "\nread = ['*']\n",
             "lineage.api.protect_reads",
