@@ -33,7 +33,13 @@ from typer.testing import CliRunner
 
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.api import access as access_module
-from lineage_sdk.collector.api.access import AccessPolicy, NamespaceScope, hash_key, prune_graph
+from lineage_sdk.collector.api.access import (
+    AccessPolicy,
+    NamespaceScope,
+    hash_key,
+    prune_answer,
+    prune_graph,
+)
 from lineage_sdk.collector.api.server import api_settings
 from lineage_sdk.collector.cli import app as collector_app
 from lineage_sdk.collector.settings import ApiKeyConfig, ConnectionConfig
@@ -329,6 +335,22 @@ def test_lineage_stops_at_a_namespace_the_key_may_not_read(reader, admin):
     edges = {(e["origin"], e["destination"]) for n in graph for e in n["inEdges"] + n["outEdges"]}
     assert all("b1" not in o + d and "vault" not in o + d for o, d in edges)
     assert "vault" not in json.dumps(graph)
+
+
+def test_prune_answer_on_marquez_json_gives_what_the_reader_gets(served, reader, admin):
+    """The JSON-level pruning (for routes without a LineageGraph, e.g. column lineage)."""
+    grant = AccessPolicy(keys=KEYS).authenticate(READER_KEY)
+    assert grant is not None
+    for node in ("job:alpha:a1", "dataset:lake:c_out", "dataset:lake:a_out"):
+        params = {"nodeId": node, "depth": 10}
+        full = admin.get("/api/v1/lineage", params=params).json()
+        pruned = prune_answer(full, node, grant)
+        expected = reader.get("/api/v1/lineage", params=params).json()
+        key = lambda answer: sorted(  # noqa: E731
+            (n["id"], len(n["inEdges"]), len(n["outEdges"])) for n in answer["graph"]
+        )
+        assert key(pruned) == key(expected), node
+    assert prune_answer(full, "job:beta:b1", grant)["graph"] == []
 
 
 def test_a_hidden_root_is_not_found_like_an_unknown_one(reader, admin):

@@ -41,6 +41,7 @@ __all__ = [
     "event_job_namespace",
     "hash_key",
     "new_key",
+    "prune_answer",
     "prune_graph",
     "scrub",
 ]
@@ -310,3 +311,42 @@ def prune_graph(
             out_edges=[e for e in node.out_edges if e.destination in kept],
         )
     return pruned
+
+
+def prune_answer(answer: Mapping[str, Any], root: str, grant: Grant) -> dict[str, Any]:
+    """A Marquez ``{"graph": [node, ...]}`` answer (lineage, or column lineage with its
+    ``DATASET_FIELD`` nodes) keeping what is reachable from ``root`` through readable nodes only:
+    upstream along ``inEdges``, downstream along ``outEdges``, each from the root. A node's
+    namespace is its ``data.namespace``. For routes that build such answers without a
+    :class:`LineageGraph`; it keeps the answer's depth bound but does not recount hops."""
+    nodes = {n["id"]: n for n in answer.get("graph", []) if isinstance(n, Mapping)}
+    if grant.reads_all:
+        return dict(answer)
+
+    def readable(nid: str) -> bool:
+        data = nodes[nid].get("data")
+        namespace = data.get("namespace") if isinstance(data, Mapping) else None
+        return isinstance(namespace, str) and grant.may_read(namespace)
+
+    kept: set[str] = set()
+    if root in nodes and readable(root):
+        kept.add(root)
+        for edges, end in (("inEdges", "origin"), ("outEdges", "destination")):
+            stack, seen = [root], {root}
+            while stack:
+                for edge in nodes[stack.pop()].get(edges, []):
+                    nxt = edge.get(end)
+                    if nxt in nodes and nxt not in seen and readable(nxt):
+                        seen.add(nxt)
+                        stack.append(nxt)
+            kept |= seen
+    graph = [
+        {
+            **node,
+            "inEdges": [e for e in node.get("inEdges", []) if e.get("origin") in kept],
+            "outEdges": [e for e in node.get("outEdges", []) if e.get("destination") in kept],
+        }
+        for nid, node in nodes.items()
+        if nid in kept
+    ]
+    return {**answer, "graph": graph}
