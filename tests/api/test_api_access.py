@@ -165,6 +165,24 @@ def test_ingest_into_a_namespace_the_key_may_not_write_is_403_naming_it(served, 
     assert answer.json()["reason"] == "forbidden"
     assert "'beta'" in answer.json()["detail"] and "'reader'" in answer.json()["detail"]
     assert admin.get("/api/v1/namespaces/beta/jobs/intruder/runs").json()["totalCount"] == 0
+    # A DatasetEvent is filed under its dataset's namespace; a JobEvent under its job's.
+    schema = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
+    static = {"eventTime": "2025-03-01T00:00:00Z", "producer": "https://example.com"}
+    dataset_event = {
+        **static,
+        "schemaURL": schema + "DatasetEvent",
+        "dataset": {"namespace": "vault", "name": "t", "facets": {}},
+    }
+    job_event = {
+        **static,
+        "schemaURL": schema + "JobEvent",
+        "job": {"namespace": "beta", "name": "declared", "facets": {}},
+    }
+    for refused, namespace in ((dataset_event, "vault"), (job_event, "beta")):
+        answer = reader.post("/api/v1/lineage", json=refused)
+        assert answer.status_code == 403, answer.text
+        assert f"namespace {namespace!r}" in answer.json()["detail"]
+        assert admin.post("/api/v1/lineage", json=refused).status_code == 201
     # Datasets may lie anywhere: what counts is the job's namespace.
     allowed = run_event("writer", namespace="alpha", outputs=[("vault", "w_out")], seconds=500)
     assert reader.post("/api/v1/lineage", json=allowed).status_code == 201
