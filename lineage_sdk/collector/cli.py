@@ -48,6 +48,11 @@ topology_app = typer.Typer(
     help="Bring the broker's queues in line with the configuration.", no_args_is_help=True
 )
 app.add_typer(topology_app, name="topology")
+api_key_app = typer.Typer(
+    help="Make API keys for [lineage.api.keys.NAME]: the configuration holds only their hash.",
+    no_args_is_help=True,
+)
+app.add_typer(api_key_app, name="api-key")
 err = Console(stderr=True)
 out = Console()
 
@@ -131,8 +136,10 @@ def _events_logger(config: LineageConfig) -> str:
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(
-        f"[bold red]lineage-collector: error:[/] {redact(message)}",
+    from rich.markup import escape
+
+    err.print(  # escaped: "[lineage.api]" in a message is text, not markup
+        f"[bold red]lineage-collector: error:[/] {escape(redact(message))}",
         highlight=False,
         markup=True,
         soft_wrap=True,
@@ -178,6 +185,18 @@ def run(config: LineageConfig, log_level: LogLevel = "INFO") -> None:
             health.close()
 
 
+def _check_api_keys(config: LineageConfig) -> None:
+    """The rules across [lineage.api] and its keys (distinct hashes, protect_reads), as
+    ``serve`` applies them."""
+    from lineage_sdk.collector.api.access import AccessPolicy
+    from lineage_sdk.collector.api.server import api_settings
+
+    settings = api_settings(config)
+    AccessPolicy(
+        api_key=settings["api_key"], keys=settings["keys"], protect_reads=settings["protect_reads"]
+    )
+
+
 @app.command()
 @with_config_flags
 def check(config: LineageConfig) -> None:
@@ -190,6 +209,7 @@ def check(config: LineageConfig) -> None:
     from lineage_sdk.transport.amqp import describe_failure
 
     config.validate_sections()  # every table, not only those the collector builds
+    _check_api_keys(config)
     table = Table(title="lineage-collector check")
     table.add_column("part")
     table.add_column("status")
@@ -382,7 +402,60 @@ def topology_migrate(config: LineageConfig) -> None:
     out.print(f"migrated to {queue_type}: {', '.join(sorted(queues))}; {kept} message(s) moved")
 
 
-_COMMANDS = frozenset({"run", "check", "dlq", "serve", "topology"})
+def _toml_list(items: list[str]) -> str:
+    import json
+
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+
+
+@api_key_app.command("new")
+def api_key_new(
+    name: Annotated[str, typer.Option(help="The key's name: its table [lineage.api.keys.NAME].")],
+    write: Annotated[
+        list[str] | None,
+        typer.Option(help="A namespace (or pattern, `team.*`, `*`) it may write; repeatable."),
+    ] = None,
+    read: Annotated[
+        list[str] | None,
+        typer.Option(help="A namespace (or pattern) it may read; repeatable."),
+    ] = None,
+) -> None:
+    """Generate a key: the key on stderr (shown once; give it to the client), its configuration
+    table on stdout (holding only the hash), so `... >> lineage.toml` stores no key."""
+    import re
+
+    from lineage_sdk.collector.api.access import hash_key, new_key
+
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise _fail("--name must be letters, digits, '_' or '-' (it names a TOML table)")
+    if not write and not read:
+        raise _fail("give --write and/or --read (a namespace, a pattern such as team.*, or *)")
+    key = new_key()
+    err.print(f"API key {name} (shown once; store it in the client's secret store):")
+    err.print(key, highlight=False, soft_wrap=True)
+    lines = [f"[lineage.api.keys.{name}]", f'key_hash = "{hash_key(key)}"']
+    lines.append(f"write = {_toml_list(write or [])}")
+    lines.append(f"read = {_toml_list(read or [])}")
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+@api_key_app.command("hash")
+def api_key_hash() -> None:
+    """Print the key_hash line for a key read from stdin (or typed at a hidden prompt), never
+    from the command line, where shells and `ps` would keep it."""
+    from lineage_sdk.collector.api.access import hash_key
+
+    tty = sys.stdin.isatty()
+    key = (typer.prompt("API key", hide_input=True) if tty else sys.stdin.readline()).strip()
+    if not key:
+        raise _fail(
+            "no key given: pipe it on stdin, e.g. `printenv MY_KEY | lineage-collector "
+            "api-key hash`"
+        )
+    sys.stdout.write(f'key_hash = "{hash_key(key)}"\n')
+
+
+_COMMANDS = frozenset({"run", "check", "dlq", "serve", "topology", "api-key"})
 
 
 def main(argv: list[str] | None = None) -> None:

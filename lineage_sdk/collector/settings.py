@@ -6,6 +6,7 @@ They are registered in the ``lineage_sdk.config_sections`` entry-point group.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -13,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from lineage_sdk.config.schema import field_error
 from lineage_sdk.config.sections import Section, UriSetting
 
-__all__ = ["ApiConfig", "CollectorConfig", "ConnectionConfig", "StoreConfig"]
+__all__ = ["ApiConfig", "ApiKeyConfig", "CollectorConfig", "ConnectionConfig", "StoreConfig"]
 
 
 class ConnectionConfig(Section):
@@ -172,7 +173,70 @@ class ApiConfig(Section):
         default=None,
         description="Key required on ingest (`Authorization: Bearer` or `X-API-Key`).",
     )
-    protect_reads: bool = Field(default=False, description="Require the API key on reads too.")
+    protect_reads: bool | None = Field(
+        default=None,
+        description=(
+            "Require a key on reads too. Unset: yes when `[lineage.api.keys.*]` are configured,"
+            " no otherwise (reads stay open with only `api_key`, as before); `false` is refused"
+            " with named keys, whose read scopes would be bypassed."
+        ),
+    )
     max_body_bytes: int = Field(
         default=4 << 20, ge=1, description="Largest request body accepted (after decompression)."
     )
+
+
+#: How a key's hash is written: the algorithm, a colon, 64 lowercase hex digits.
+KEY_HASH_PATTERN = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+class ApiKeyConfig(Section):
+    """One named API key (`[lineage.api.keys.NAME]`): its hash and the namespaces it may write
+    and read. The key itself is never in the configuration, only its SHA-256 (see
+    `lineage-collector api-key new`); patterns are namespaces, where `*` matches any run of
+    characters (`*` alone: every namespace, `team.*`: `team.a`, `team.a.b`)."""
+
+    named_tables = True
+
+    key_hash: str = Field(
+        default=...,
+        description=(
+            "`sha256:` and the 64 hex digits of the key's SHA-256, as printed by"
+            " `lineage-collector api-key new` or `api-key hash`; never the key itself."
+        ),
+    )
+    write: list[str] = Field(
+        default_factory=list,
+        description="Namespaces the key may ingest events into (the job's namespace).",
+    )
+    read: list[str] = Field(
+        default_factory=list,
+        description="Namespaces whose jobs, datasets, runs and events the key may read.",
+    )
+
+    @field_validator("key_hash")
+    @classmethod
+    def _is_a_hash(cls, value: str) -> str:
+        text = value.strip().lower()
+        if not KEY_HASH_PATTERN.fullmatch(text):
+            raise ValueError(
+                "must be sha256:<64 hex digits>, the hash of the key (run `lineage-collector"
+                " api-key hash` and paste its output), not the key itself"
+            )
+        return text
+
+    @field_validator("write", "read")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        cleaned = [item.strip() for item in value]
+        if any(not item for item in cleaned):
+            raise ValueError("must not contain an empty namespace pattern")
+        return cleaned
+
+    @model_validator(mode="after")
+    def _grants_something(self) -> ApiKeyConfig:
+        if not self.write and not self.read:
+            raise field_error(
+                "read", "a key must be allowed to write or read some namespace (`*` for all)"
+            )
+        return self

@@ -35,7 +35,8 @@ __all__ = [
 
 NAME_PLACEHOLDER = "<name>"
 # Field names whose values are secrets: never shown, never given a default in the docs.
-SECRET_FIELD_NAMES = frozenset({"password", "api_key"})
+# ``key_hash`` is not secret itself, but a key pasted there by mistake must not be echoed.
+SECRET_FIELD_NAMES = frozenset({"password", "api_key", "key_hash"})
 BOOL_WORDS: dict[str, bool] = {
     "true": True,
     "false": False,

@@ -210,9 +210,14 @@ def unknown_key(table: str, key: str, value: Any, known: Iterable[str], source: 
 
 def _must_be_table(path: tuple[str, ...], value: Any, source: str) -> ConfigError:
     table = ".".join(("lineage", *path))
-    return ConfigError(
-        table, display_value(path[-1], value), f"must be a table ([{table}])", source=source
+    spec = section_spec(path)
+    model = spec.model() if spec is not None else None
+    allowed = (
+        f"must hold one table per name ([{table}.<name>]), not a list or a value"
+        if model is not None and model.named_tables
+        else f"must be a table ([{table}])"
     )
+    return ConfigError(table, display_value(path[-1], value), allowed, source=source)
 
 
 def flatten_table(

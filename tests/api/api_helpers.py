@@ -10,14 +10,19 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import conformance
+import httpx
 import yaml
 from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.exceptions import ValidationError
+
+from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.stores.sql import SqlStore
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests/api"
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -200,6 +205,7 @@ __all__ = [
     "HOSTILE_JOB",
     "PG",
     "PRODUCER",
+    "Api",
     "ValidationError",
     "openlineage_batch_response_schema",
     "pipeline",
@@ -328,3 +334,17 @@ def column_pipeline() -> list[dict[str, Any]]:
                 )
             events.append(event)
     return events
+
+
+@dataclass
+class Api:
+    """A running API: its URL, an httpx client carrying the key, the store and its config."""
+
+    url: str
+    client: httpx.Client
+    store: SqlStore
+    manager: LineageManager
+    config_path: Path
+
+    def count(self) -> int:
+        return self.store.count_events()

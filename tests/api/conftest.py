@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +16,12 @@ for _folder in (Path(__file__).resolve().parents[1], Path(__file__).resolve().pa
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 
-from api_helpers import API_KEY, pipeline  # noqa: E402
+from api_helpers import API_KEY, Api, pipeline  # noqa: E402
 
 from lineage_sdk.collector.api import ApiServer, create_app  # noqa: E402
 from lineage_sdk.collector.manager import LineageManager  # noqa: E402
 from lineage_sdk.collector.stores.sql import SqlStore  # noqa: E402
 from lineage_sdk.config.schema import LineageConfig  # noqa: E402
-
-
-@dataclass
-class Api:
-    """A running API: its URL, an httpx client carrying the key, the store and its config."""
-
-    url: str
-    client: httpx.Client
-    store: SqlStore
-    manager: LineageManager
-    config_path: Path
-
-    def count(self) -> int:
-        return self.store.count_events()
 
 
 def _sql_config(tmp_path: Path) -> tuple[LineageConfig, Path]:

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import pika
 import pytest
-from conftest import Api
+from api_helpers import Api
 from openapi_check import validate_operation
 
 from lineage_instrumentation.pika import PikaInstrumentor

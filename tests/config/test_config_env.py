@@ -46,6 +46,8 @@ def _non_default(key: ConfigKey) -> tuple[str, Any]:
         other = next(choice for choice in choices if choice != default)
         return other.upper(), other  # choices are case-insensitive in text
     assert base == "str"
+    if key.path.endswith(".key_hash"):  # an API key's hash has one form
+        return "SHA256:" + "ab" * 32, "sha256:" + "ab" * 32
     if isinstance(default, str):
         return default + "-x", default + "-x"
     if key.path.endswith("url"):
@@ -62,10 +64,22 @@ def _ids(keys: list[ConfigKey]) -> list[str]:
 
 
 def _base_env(key: ConfigKey) -> dict[str, str]:
-    # a connection needs its uri; every other key is set alone
+    # a connection needs its uri, an API key its hash and a grant; every other key is set alone
     if key.path.startswith("connections.") and not key.path.endswith(".uri"):
         return {f"LINEAGE_CONNECTIONS_{CONNECTION.upper()}_URI": "mongodb://h/db"}
+    if key.path.startswith("api.keys."):
+        prefix = f"LINEAGE_API_KEYS_{CONNECTION.upper()}_"
+        base = {prefix + "KEY_HASH": "sha256:" + "0" * 64, prefix + "READ": "*"}
+        return {k: v for k, v in base.items() if k != key.env_var}
     return {}
+
+
+def _base_flags(key: ConfigKey) -> dict[str, str]:
+    """_base_env as flags."""
+    return {
+        var.removeprefix("LINEAGE_").lower().replace("_", "-"): text
+        for var, text in _base_env(key).items()
+    }
 
 
 def test_every_key_is_listed_with_its_names():
@@ -110,7 +124,7 @@ def test_secrets_have_no_default_shown():
 def test_every_env_var_round_trips(key: ConfigKey):
     text, expected = _non_default(key)
     defaults = LineageConfig()
-    if not key.path.startswith("connections."):
+    if not key.path.startswith(("connections.", "api.keys.")):  # named tables
         assert _get(defaults, key.path) != expected
     config = load_config(environ={**_base_env(key), key.env_var: text})
     assert _get(config, key.path) == expected
@@ -119,11 +133,7 @@ def test_every_env_var_round_trips(key: ConfigKey):
 @pytest.mark.parametrize("key", _concrete_keys(), ids=_ids(_concrete_keys()))
 def test_every_flag_round_trips(key: ConfigKey):
     text, expected = _non_default(key)
-    base = (
-        overrides_from_flags({f"connections-{CONNECTION.replace('_', '-')}-uri": "mongodb://h/db"})
-        if _base_env(key)
-        else {}
-    )
+    base = overrides_from_flags(_base_flags(key)) if _base_env(key) else {}
     overrides = {**base, **overrides_from_flags({key.flag: text})}
     assert list(overrides_from_flags({key.flag: text})) == [key.path]
     via_overrides = load_config(environ={}, overrides=overrides)

@@ -11,9 +11,11 @@ dependencies of :mod:`lineage_sdk.collector.api.dependencies`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request, Response
 
+from lineage_sdk.collector.api.access import AccessPolicy
 from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.ingest import Ingestor
 from lineage_sdk.collector.api.middleware import SecurityHeaders
@@ -22,6 +24,7 @@ from lineage_sdk.collector.api.routes import columns, ingest, operations, page, 
 from lineage_sdk.collector.api.state import DEFAULT_MAX_BODY_BYTES, ApiSettings, ApiState
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
+from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.collector.store import LineageCatalogProtocol, LineageStoreProtocol
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
@@ -78,18 +81,23 @@ def create_app(
     *,
     api_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    protect_reads: bool = False,
+    protect_reads: bool | None = None,
     service: LineageCollectorService | None = None,
+    keys: Mapping[str, ApiKeyConfig] | None = None,
 ) -> FastAPI:
     """The API as an ASGI app.
 
     ``api_key``: when set, ingest requires it (``Authorization: Bearer KEY`` or ``X-API-Key:
-    KEY``), and so do reads if ``protect_reads``. ``max_body_bytes`` caps request bodies, before
-    and after gzip (413 past it). ``service`` shares an existing service (and its metrics) when
-    the API runs beside a collector in one process.
+    KEY``), and so do reads if ``protect_reads``. ``keys``: named keys, each with the namespaces
+    it may write and read (see :mod:`lineage_sdk.collector.api.access`); with them, reads need
+    a key unless ``protect_reads`` says otherwise (False is refused: ConfigError).
+    ``max_body_bytes`` caps request bodies, before and after gzip (413 past it). ``service``
+    shares an existing service (and its metrics) when the API runs beside a collector in one
+    process.
     """
     settings = ApiSettings(
-        api_key=api_key or None, protect_reads=protect_reads, max_body_bytes=max_body_bytes
+        access=AccessPolicy(api_key=api_key or None, keys=keys, protect_reads=protect_reads),
+        max_body_bytes=max_body_bytes,
     )
     resolved_service, query, query_name = _resolve(manager_or_store)
     service = service or resolved_service

@@ -1,4 +1,5 @@
-"""The routes' shared dependencies: the app's state, API-key checks and the request body, plus
+"""The routes' shared dependencies: the app's state, API-key checks (each answering the request's
+:class:`~lineage_sdk.collector.api.access.Grant`) and the request body, plus
 :func:`answer`, which turns store failures into the API's errors.
 
 The checks are ``async`` on purpose: they do no blocking work, and FastAPI would run a plain
@@ -7,20 +8,22 @@ The checks are ``async`` on purpose: they do no blocking work, and FastAPI would
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 
 from lineage_sdk.collector.api import queries
+from lineage_sdk.collector.api.access import OPEN, Grant
 from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.state import ApiState, api_state
 from lineage_sdk.exceptions import StoreError
 
 __all__ = [
     "JsonBody",
+    "ReadGrant",
     "State",
+    "WriteGrant",
     "answer",
     "json_body",
     "read_auth",
@@ -36,18 +39,20 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="lineage"'}
 State = Annotated[ApiState, Depends(api_state)]
 
 
-async def require_key(request: Request, state: State) -> None:
-    """401 unless the request carries the configured key (``Authorization: Bearer KEY`` or
-    ``X-API-Key: KEY``); nothing to check when no key is configured."""
-    expected = state.settings.api_key
-    if not expected:
-        return
+def _presented_key(request: Request) -> str | None:
     given: str | None = request.headers.get("x-api-key")
     auth = request.headers.get("authorization")
     if given is None and auth:
         scheme, _, token = auth.partition(" ")
         if scheme.lower() == "bearer" and token.strip():
             given = token.strip()
+    return given
+
+
+def _authenticate(request: Request, state: ApiState) -> Grant:
+    """The grant of the key the request carries; 401 without one, or with one that is not
+    configured. The key itself never reaches a message or a log."""
+    given = _presented_key(request)
     if given is None:
         raise ApiError(
             401,
@@ -55,18 +60,35 @@ async def require_key(request: Request, state: State) -> None:
             "an API key is required: send Authorization: Bearer <key> or X-API-Key: <key>",
             headers=_CHALLENGE,
         )
-    if not hmac.compare_digest(given.encode(), expected.encode()):
+    grant = state.settings.access.authenticate(given)
+    if grant is None:
         raise ApiError(401, "unauthorized", "the API key is not valid", headers=_CHALLENGE)
+    return grant
 
 
-async def require_read_key(request: Request, state: State) -> None:
-    """The key check, for reads, when the API protects them."""
-    if state.settings.protect_reads:
-        await require_key(request, state)
+async def require_key(request: Request, state: State) -> Grant:
+    """The request's :class:`Grant` for a write: 401 unless it carries a configured key
+    (``Authorization: Bearer KEY`` or ``X-API-Key: KEY``); everything when no key is
+    configured."""
+    if not state.settings.access.configured:
+        return OPEN
+    return _authenticate(request, state)
+
+
+async def require_read_key(request: Request, state: State) -> Grant:
+    """The request's :class:`Grant` for a read: the key's when reads are protected, else
+    everything (open reads: no key configured, or only ``api_key`` without
+    ``protect_reads``)."""
+    if not state.settings.access.protect_reads:
+        return OPEN
+    return _authenticate(request, state)
 
 
 write_auth = [Depends(require_key)]
 read_auth = [Depends(require_read_key)]
+#: The grant of a write or a read (resolved once per request with ``write_auth``/``read_auth``).
+WriteGrant = Annotated[Grant, Depends(require_key)]
+ReadGrant = Annotated[Grant, Depends(require_read_key)]
 
 
 async def json_body(request: Request, state: State) -> bytes:

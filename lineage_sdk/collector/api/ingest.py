@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from lineage_sdk.collector.api.access import OPEN, Grant, event_job_namespace
 from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.decode import (
     JSON_CONTENT_TYPE,
@@ -27,6 +28,7 @@ from lineage_sdk.collector.decode import (
     decode_message,
 )
 from lineage_sdk.collector.service import LineageCollectorService
+from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.exceptions import StoreError
 
 __all__ = ["Ingestor"]
@@ -104,11 +106,17 @@ class Ingestor:
                 ) from None
             raise ApiError(503, "store_unavailable", f"store unavailable, retry: {exc}") from None
 
-    async def single(self, body: bytes, content_encoding: str | None) -> dict[str, Any]:
-        """``POST /api/v1/lineage``: one event object -> ``{"eventId": ...}``."""
+    async def single(
+        self, body: bytes, content_encoding: str | None, grant: Grant = OPEN
+    ) -> dict[str, Any]:
+        """``POST /api/v1/lineage``: one event object -> ``{"eventId": ...}``; 403 when
+        ``grant`` may not write the event's namespace."""
         service = self._require_service()
         decoded = await self._off_loop(self._decode_single, body, content_encoding)
         record = decoded.records[0]
+        refusal = _refusal(record, grant)
+        if refusal is not None:
+            raise ApiError(403, "forbidden", refusal)
         await self._write(service, decoded.records)
         return {"eventId": record.event_id}
 
@@ -125,11 +133,14 @@ class Ingestor:
             raise ApiError(400, "invalid_event", "the body is not one OpenLineage event")
         return decoded
 
-    async def batch(self, body: bytes, content_encoding: str | None) -> tuple[int, dict[str, Any]]:
+    async def batch(
+        self, body: bytes, content_encoding: str | None, grant: Grant = OPEN
+    ) -> tuple[int, dict[str, Any]]:
         """``POST /api/v1/lineage/batch``: an array of events -> (status, the spec's answer).
 
         Good events are stored even when others in the batch are bad; each bad one is reported
-        with its index and reason. 200 when at least one event was stored.
+        with its index and reason, and so is each event in a namespace ``grant`` may not write
+        (reason ``forbidden: ...``). 200 when at least one event was stored.
         """
         service = self._require_service()
         decoded = await self._off_loop(self._decode_batch, body, content_encoding)
@@ -137,20 +148,33 @@ class Ingestor:
             {"index": r.index, "reason": f"{r.reason}: {r.detail}", "retriable": False}
             for r in decoded.rejected
         ]
+        records: list[LineageRecord] = []
+        positions: list[int] = []
+        forbidden = 0
+        for record, position in zip(decoded.records, decoded.positions, strict=True):
+            refusal = _refusal(record, grant)
+            if refusal is None:
+                records.append(record)
+                positions.append(position)
+            else:
+                forbidden += 1
+                failed.append(
+                    {"index": position, "reason": f"forbidden: {refusal}", "retriable": False}
+                )
         stored = 0
         retriable = 0
         store_error: ApiError | None = None
-        if decoded.records:
+        if records:
             try:
-                await self._write(service, decoded.records)
-                stored = len(decoded.records)
+                await self._write(service, records)
+                stored = len(records)
             except ApiError as exc:
                 store_error = exc
                 is_retriable = exc.status == 503
-                retriable = len(decoded.records) if is_retriable else 0
-                for index in _indexes_of_good(len(decoded.records) + len(failed), failed):
+                retriable = len(records) if is_retriable else 0
+                for index in positions:
                     failed.append({"index": index, "reason": exc.detail, "retriable": is_retriable})
-                failed.sort(key=lambda f: f["index"])
+        failed.sort(key=lambda f: f["index"])
         received = stored + len(failed)
         result: dict[str, Any] = {
             "status": "success" if not failed else "partial_success",
@@ -168,6 +192,13 @@ class Ingestor:
         result["status"] = "failure"
         if store_error is not None:
             raise ApiError(store_error.status, store_error.reason, store_error.detail, body=result)
+        if forbidden:
+            raise ApiError(
+                403,
+                "forbidden",
+                "the API key may not write to the namespace of any valid event of the batch",
+                body=result,
+            )
         raise ApiError(400, "invalid_events", "no event in the batch is valid", body=result)
 
     def _decode_batch(self, body: bytes, content_encoding: str | None) -> DecodedMessage:
@@ -181,6 +212,13 @@ def _is_array(body: bytes) -> bool:
     return body.lstrip()[:1] == b"["
 
 
-def _indexes_of_good(total: int, failed: list[dict[str, Any]]) -> list[int]:
-    bad = {f["index"] for f in failed}
-    return [i for i in range(total) if i not in bad]
+def _refusal(record: LineageRecord, grant: Grant) -> str | None:
+    """Why ``grant`` may not write ``record`` (None: it may). What counts is the namespace the
+    event is filed under: its job's (a DatasetEvent's: its dataset's), as Marquez files jobs
+    by namespace; the datasets a job reads or writes may lie in any namespace."""
+    if grant.write.everything:
+        return None
+    namespace = record.job_namespace or event_job_namespace(record.event) or ""
+    if grant.may_write(namespace):
+        return None
+    return f"the API key {grant.name!r} may not write to namespace {namespace!r}"

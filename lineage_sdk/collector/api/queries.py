@@ -6,9 +6,11 @@ the same answer (including what counts as "not found") for the same data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
+from lineage_sdk.collector.api.access import prune_columns, prune_graph
 from lineage_sdk.collector.columns import ColumnRoot
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -43,11 +45,24 @@ def exists(store: LineageCatalogProtocol, node_type: str, namespace: str, name: 
 
 
 def lineage(
-    store: LineageCatalogProtocol, node: str, *, direction: Direction = "both", depth: int = 20
+    store: LineageCatalogProtocol,
+    node: str,
+    *,
+    direction: Direction = "both",
+    depth: int = 20,
+    readable: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
-    """Marquez's ``LineageGraph`` around ``node``; NotFound if nothing is recorded for it."""
+    """Marquez's ``LineageGraph`` around ``node``; NotFound if nothing is recorded for it.
+
+    ``readable`` (a namespace test) limits the walk to readable nodes: an unreadable root is
+    NotFound, and nothing is reached through an unreadable node (see ``access.prune_graph``).
+    """
     node_type, namespace, name = parse_node(node)
+    if readable is not None and not readable(namespace):
+        raise NotFound(f"nothing is recorded for {node!r}")
     graph = store.lineage(node, direction=direction, depth=depth)
+    if readable is not None:
+        graph = prune_graph(graph, readable, direction=direction, depth=depth)
     root = graph.nodes.get(graph.root)
     isolated = len(graph.nodes) <= 1 and (root is None or not (root.in_edges or root.out_edges))
     if isolated and not exists(store, node_type, namespace, name):
@@ -92,16 +107,27 @@ def run_events(store: LineageCatalogProtocol, run_id: str) -> list[dict[str, Any
 
 
 def column_lineage(
-    store: LineageCatalogProtocol, node: str, *, depth: int = 20, with_downstream: bool = False
+    store: LineageCatalogProtocol,
+    node: str,
+    *,
+    depth: int = 20,
+    with_downstream: bool = False,
+    readable: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
-    ValueError for a malformed id, NotFound when column lineage names no such field or dataset."""
+    ValueError for a malformed id, NotFound when column lineage names no such field or dataset.
+    ``readable`` as for :func:`lineage`: an unreadable root is NotFound, and nothing is reached
+    through an unreadable field."""
     from lineage_sdk.collector.columns import marquez_column_graph, parse_column_node
 
     root = parse_column_node(node)
+    if readable is not None and not readable(root.namespace):
+        raise NotFound(f"nothing is recorded for {node!r}")
     graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
     if not graph.roots:
         graph = _schema_fields(store, node, root)
+    if readable is not None:
+        graph = prune_columns(graph, readable, depth=depth, with_downstream=with_downstream)
     if not graph.roots:
         what = {
             "FIELD": f"field {root.field!r} of dataset",

@@ -21,9 +21,10 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
+from lineage_sdk.collector.api.access import AccessPolicy
 from lineage_sdk.collector.api.app import create_app
 from lineage_sdk.collector.manager import LineageManager
-from lineage_sdk.collector.settings import ApiConfig
+from lineage_sdk.collector.settings import ApiConfig, ApiKeyConfig
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 
@@ -45,6 +46,7 @@ def api_settings(config: LineageConfig) -> dict[str, Any]:
         "api_key": section.api_key,
         "protect_reads": section.protect_reads,
         "max_body_bytes": section.max_body_bytes,
+        "keys": config.named("api.keys", ApiKeyConfig),
     }
 
 
@@ -83,14 +85,15 @@ def serve(
     settings = api_settings(config)
     host = host or settings["host"]
     key = api_key if api_key is not None else settings["api_key"]
-    if not key and not is_loopback(host):
+    keys = settings["keys"]
+    if not key and not keys and not is_loopback(host):
         if not insecure:
             raise ConfigError(
                 "api.host",
                 host,
-                "a loopback address (127.0.0.1, ::1 or localhost) while api.api_key is not set;"
-                " set api.api_key (LINEAGE_API_API_KEY), or pass --insecure to serve it"
-                " without a key anyway",
+                "a loopback address (127.0.0.1, ::1 or localhost) while no API key is"
+                " configured; set [lineage.api.keys.NAME] or api.api_key (LINEAGE_API_API_KEY),"
+                " or pass --insecure to serve it without a key anyway",
             )
         _log.warning(
             "serving the API on %s without an api_key (--insecure): anyone who can reach this"
@@ -98,6 +101,8 @@ def serve(
             host,
             "" if settings["protect_reads"] else " and read all lineage",
         )
+    reads = protect_reads if protect_reads is not None else settings["protect_reads"]
+    AccessPolicy(api_key=key, keys=keys, protect_reads=reads)  # a bad grant fails before opening
     manager = LineageManager(config)
     manager.build()
     manager.connect_sync()
@@ -105,7 +110,8 @@ def serve(
         app = create_app(
             manager,
             api_key=key,
-            protect_reads=protect_reads if protect_reads is not None else settings["protect_reads"],
+            keys=keys,
+            protect_reads=reads,
             max_body_bytes=max_body_bytes or settings["max_body_bytes"],
         )
         uvicorn.run(

@@ -6,10 +6,11 @@ reads it is checked by mypy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.requests import HTTPConnection
 
+from lineage_sdk.collector.api.access import AccessPolicy
 from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.ingest import Ingestor
 from lineage_sdk.collector.service import LineageCollectorService
@@ -22,11 +23,10 @@ DEFAULT_MAX_BODY_BYTES = 4 << 20
 
 @dataclass(frozen=True, slots=True)
 class ApiSettings:
-    """``api_key``: ingest (and reads, with ``protect_reads``) require it; ``max_body_bytes`` caps
-    request bodies before and after gzip."""
+    """``access``: the keys, and whether reads need one (see :class:`AccessPolicy`);
+    ``max_body_bytes`` caps request bodies before and after gzip."""
 
-    api_key: str | None = None
-    protect_reads: bool = False
+    access: AccessPolicy = field(default_factory=AccessPolicy)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     def __post_init__(self) -> None:

@@ -14,7 +14,8 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from lineage_sdk.collector.api import queries
-from lineage_sdk.collector.api.dependencies import State, answer, read_auth
+from lineage_sdk.collector.api.access import scrub
+from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
 from lineage_sdk.collector.api.errors import ApiError, error_responses
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.columns import parse_column_node
@@ -76,6 +77,7 @@ class ColumnLineageGraph(_Doc):
 )
 def get_column_lineage(
     state: State,
+    grant: ReadGrant,
     nodeId: Annotated[
         str,
         Query(
@@ -95,10 +97,10 @@ def get_column_lineage(
     except ValueError as exc:
         raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
     store = state.catalog()
-    return JSONBody(
-        answer(
-            lambda: queries.column_lineage(
-                store, nodeId, depth=depth, with_downstream=withDownstream
-            )
+    readable = None if grant.reads_all else grant.may_read
+    graph = answer(
+        lambda: queries.column_lineage(
+            store, nodeId, depth=depth, with_downstream=withDownstream, readable=readable
         )
     )
+    return JSONBody(scrub(graph, grant))

@@ -4,6 +4,11 @@ sources, tags, the event log, search), plus a run's raw events.
 
 Answers come in Marquez's shapes (see ``marquez``); lists are paged by the query store, and
 ``totalCount`` is the size of the whole answer, not of the page.
+
+Each route takes the request's :class:`~lineage_sdk.collector.api.access.Grant`: a key that may
+read only some namespaces gets lists of those (paged here, after filtering), "not recorded"
+(404, or an empty list where an unknown name gives one) for anything in another, lineage pruned
+at unreadable nodes, and every answer through :func:`~lineage_sdk.collector.api.access.scrub`.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from fastapi import APIRouter, Query, Response
 from fastapi import Path as PathParam
 
 from lineage_sdk.collector.api import marquez, marquez_events, queries
-from lineage_sdk.collector.api.dependencies import State, answer, read_auth
+from lineage_sdk.collector.api.access import Grant, event_job_namespace, scrub
+from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
 from lineage_sdk.collector.api.errors import ApiError, error_responses
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.schemas import (
@@ -41,7 +47,7 @@ from lineage_sdk.collector.api.schemas import (
     TagList,
 )
 from lineage_sdk.collector.api.state import ApiState
-from lineage_sdk.collector.records import parse_event_time
+from lineage_sdk.collector.records import compute_event_id, parse_event_time
 from lineage_sdk.collector.store import (
     LineageCatalogProtocol,
     LineageHistoryProtocol,
@@ -138,23 +144,57 @@ def _dataset_namespaces(store: LineageCatalogProtocol) -> list[str]:
             return sorted(found)
 
 
-def _dataset_events(state: ApiState, namespace: str, dataset: str) -> list[dict[str, Any]]:
-    """The events of the runs that touched a dataset; 404 when it is not recorded at all."""
+def _reply(data: Any, grant: Grant, status_code: int = 200) -> Response:
+    """The answer as ``grant`` may see it."""
+    return JSONBody(scrub(data, grant), status_code=status_code)
+
+
+def _of_readable_jobs(events: list[dict[str, Any]], grant: Grant) -> list[dict[str, Any]]:
+    """The events whose job (a DatasetEvent: dataset) lies in a readable namespace."""
+    if grant.reads_all:
+        return events
+    return [e for e in events if grant.may_read(event_job_namespace(e) or "")]
+
+
+def _dataset_events(
+    state: ApiState, namespace: str, dataset: str, grant: Grant
+) -> list[dict[str, Any]]:
+    """The events of the runs that touched a dataset, of readable jobs only (a version written
+    by a hidden job is not shown); 404 when it is not recorded at all, or not readable."""
+    if not grant.may_read(namespace):
+        raise ApiError(404, "not_found", "no dataset is recorded under this name")
     store = _history(state)
     events = answer(lambda: store.events_of_dataset(namespace, dataset))
     if not events and not answer(
         lambda: queries.exists(state.catalog(), "DATASET", namespace, dataset)
     ):
         raise ApiError(404, "not_found", "no dataset is recorded under this name")
-    return events
+    return _of_readable_jobs(events, grant)
 
 
-def _job_events(state: ApiState, namespace: str, job: str) -> list[dict[str, Any]]:
+def _job_events(state: ApiState, namespace: str, job: str, grant: Grant) -> list[dict[str, Any]]:
+    if not grant.may_read(namespace):
+        raise ApiError(404, "not_found", "no job is recorded under this name")
     store = _history(state)
     events = answer(lambda: store.events_of_job(namespace, job))
     if not events and not answer(lambda: queries.exists(state.catalog(), "JOB", namespace, job)):
         raise ApiError(404, "not_found", "no job is recorded under this name")
     return events
+
+
+def _run_events(state: ApiState, run_id: str, grant: Grant) -> list[dict[str, Any]]:
+    """A run's events; 404 (worded as for an unknown run) when its job is not readable."""
+    store = state.catalog()
+    events = answer(lambda: queries.run_events(store, run_id))
+    if not grant.reads_all and any(
+        not grant.may_read(event_job_namespace(e) or "") for e in events
+    ):
+        raise ApiError(404, "not_found", f"no events are recorded for run {run_id!r}"[:300])
+    return events
+
+
+def _readable_names(names: list[str], grant: Grant) -> list[str]:
+    return names if grant.reads_all else [n for n in names if grant.may_read(n)]
 
 
 @router.get(
@@ -174,6 +214,7 @@ def get_lineage(
             description="dataset:<namespace>:<name> or job:<namespace>:<name>",
         ),
     ],
+    grant: ReadGrant,
     depth: Annotated[int, Query(ge=0, le=100, description="Job hops from the node.")] = 20,
     direction: Annotated[
         Literal["both", "upstream", "downstream"],
@@ -185,9 +226,11 @@ def get_lineage(
     except ValueError as exc:
         raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
     store = state.catalog()
-    return JSONBody(
-        answer(lambda: queries.lineage(store, nodeId, direction=direction, depth=depth))
+    readable = None if grant.reads_all else grant.may_read
+    graph = answer(
+        lambda: queries.lineage(store, nodeId, direction=direction, depth=depth, readable=readable)
     )
+    return _reply(graph, grant)
 
 
 @router.get(
@@ -197,9 +240,15 @@ def get_lineage(
     summary="Namespaces of the recorded jobs and datasets",
     responses=error_responses(401, 503),
 )
-def get_namespaces(state: State, limit: Limit = 100, offset: Offset = 0) -> Response:
+def get_namespaces(
+    state: State, grant: ReadGrant, limit: Limit = 100, offset: Offset = 0
+) -> Response:
     store = state.catalog()
-    names = answer(lambda: store.namespaces(limit=limit, offset=offset))
+    if grant.reads_all:
+        names: list[str] = answer(lambda: store.namespaces(limit=limit, offset=offset))
+    else:
+        every = answer(lambda: store.namespaces())
+        names = _paged(_readable_names(list(every), grant), limit, offset)
     return JSONBody({"namespaces": [marquez_events.namespace_data(n) for n in names]})
 
 
@@ -212,14 +261,17 @@ def get_namespaces(state: State, limit: Limit = 100, offset: Offset = 0) -> Resp
 )
 def get_jobs(
     state: State,
+    grant: ReadGrant,
     namespace: Annotated[str, PathParam(description="URL-encoded namespace.")],
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Response:
+    if not grant.may_read(namespace):  # as an unknown namespace answers
+        return JSONBody({"jobs": [], "totalCount": 0})
     store = state.catalog()
     jobs = answer(lambda: store.jobs(namespace, limit=limit, offset=offset))
     body = [marquez.job_from_summary(j) for j in jobs]
-    return JSONBody({"jobs": body, "totalCount": jobs.total})
+    return _reply({"jobs": body, "totalCount": jobs.total}, grant)
 
 
 @router.get(
@@ -230,8 +282,15 @@ def get_jobs(
     responses=error_responses(401, 503),
 )
 def get_runs(
-    state: State, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
+    state: State,
+    grant: ReadGrant,
+    namespace: str,
+    job: str,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> Response:
+    if not grant.may_read(namespace):  # as an unknown job answers
+        return JSONBody({"runs": [], "totalCount": 0})
     store = state.catalog()
     found = answer(lambda: queries.runs(store, namespace, job, limit=limit, offset=offset))
     return JSONBody({"runs": found, "totalCount": found.total})
@@ -245,11 +304,13 @@ def get_runs(
     summary="One version of a job (its inputs, outputs and location, shared by its runs)",
     responses=error_responses(401, 404, 501, 503),
 )
-def get_job_version(state: State, namespace: str, job: str, version: Version) -> Response:
-    events = _job_events(state, namespace, job)
+def get_job_version(
+    state: State, grant: ReadGrant, namespace: str, job: str, version: Version
+) -> Response:
+    events = _job_events(state, namespace, job, grant)
     for item in marquez_events.job_versions(namespace, job, events):
         if item["version"] == version.lower():
-            return JSONBody(item)
+            return _reply(item, grant)
     raise ApiError(404, "not_found", "the job has no version with this id")
 
 
@@ -261,11 +322,16 @@ def get_job_version(state: State, namespace: str, job: str, version: Version) ->
     responses=error_responses(401, 404, 501, 503),
 )
 def get_job_versions(
-    state: State, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
+    state: State,
+    grant: ReadGrant,
+    namespace: str,
+    job: str,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> Response:
-    events = _job_events(state, namespace, job)
+    events = _job_events(state, namespace, job, grant)
     page = _paged(marquez_events.job_versions(namespace, job, events), limit, offset)
-    return JSONBody({"versions": page, "totalCount": page.total})
+    return _reply({"versions": page, "totalCount": page.total}, grant)
 
 
 @router.get(
@@ -275,7 +341,11 @@ def get_job_versions(
     summary="Datasets of a namespace",
     responses=error_responses(401, 503),
 )
-def get_datasets(state: State, namespace: str, limit: Limit = 100, offset: Offset = 0) -> Response:
+def get_datasets(
+    state: State, grant: ReadGrant, namespace: str, limit: Limit = 100, offset: Offset = 0
+) -> Response:
+    if not grant.may_read(namespace):  # as an unknown namespace answers
+        return JSONBody({"datasets": [], "totalCount": 0})
     store = state.catalog()
     pairs = answer(lambda: store.datasets(namespace, limit=limit, offset=offset))
     body = [marquez.dataset_data(ns, nm) for ns, nm in pairs]
@@ -289,11 +359,13 @@ def get_datasets(state: State, namespace: str, limit: Limit = 100, offset: Offse
     summary="One version of a dataset (made by the run that wrote it)",
     responses=error_responses(401, 404, 501, 503),
 )
-def get_dataset_version(state: State, namespace: str, dataset: str, version: Version) -> Response:
-    events = _dataset_events(state, namespace, dataset)
+def get_dataset_version(
+    state: State, grant: ReadGrant, namespace: str, dataset: str, version: Version
+) -> Response:
+    events = _dataset_events(state, namespace, dataset, grant)
     for item in marquez_events.dataset_versions(namespace, dataset, events):
         if item["version"] == version.lower():
-            return JSONBody(item)
+            return _reply(item, grant)
     raise ApiError(404, "not_found", "the dataset has no version with this id")
 
 
@@ -305,11 +377,16 @@ def get_dataset_version(state: State, namespace: str, dataset: str, version: Ver
     responses=error_responses(401, 404, 501, 503),
 )
 def get_dataset_versions(
-    state: State, namespace: str, dataset: str, limit: Limit = 100, offset: Offset = 0
+    state: State,
+    grant: ReadGrant,
+    namespace: str,
+    dataset: str,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> Response:
-    events = _dataset_events(state, namespace, dataset)
+    events = _dataset_events(state, namespace, dataset, grant)
     page = _paged(marquez_events.dataset_versions(namespace, dataset, events), limit, offset)
-    return JSONBody({"versions": page, "totalCount": page.total})
+    return _reply({"versions": page, "totalCount": page.total}, grant)
 
 
 @router.get(
@@ -319,9 +396,9 @@ def get_dataset_versions(
     summary="One dataset with its fields (from the schema facet), facets and current version",
     responses=error_responses(401, 404, 501, 503),
 )
-def get_dataset(state: State, namespace: str, dataset: str) -> Response:
-    events = _dataset_events(state, namespace, dataset)
-    return JSONBody(marquez_events.dataset_from_events(namespace, dataset, events))
+def get_dataset(state: State, grant: ReadGrant, namespace: str, dataset: str) -> Response:
+    events = _dataset_events(state, namespace, dataset, grant)
+    return _reply(marquez_events.dataset_from_events(namespace, dataset, events), grant)
 
 
 @router.get(
@@ -331,7 +408,9 @@ def get_dataset(state: State, namespace: str, dataset: str) -> Response:
     summary="One job with its latest runs and its inputs and outputs",
     responses=error_responses(401, 404, 503),
 )
-def get_job(state: State, namespace: str, job: str) -> Response:
+def get_job(state: State, grant: ReadGrant, namespace: str, job: str) -> Response:
+    if not grant.may_read(namespace):
+        raise ApiError(404, "not_found", "no job is recorded under this name")
     store = state.catalog()
     runs = answer(lambda: store.runs_of_job(namespace, job, limit=10))
     graph = answer(lambda: store.lineage(node_id("JOB", namespace, job), depth=0))
@@ -360,7 +439,7 @@ def get_job(state: State, namespace: str, job: str) -> Response:
     if isinstance(store, LineageHistoryProtocol):
         events = answer(lambda: store.events_of_job(namespace, job))
         data.update(marquez_events.job_details(namespace, job, events))
-    return JSONBody(data)
+    return _reply(data, grant)
 
 
 # Last of the namespace routes: {namespace:path} would otherwise swallow '/jobs' and '/datasets'.
@@ -371,10 +450,10 @@ def get_job(state: State, namespace: str, job: str) -> Response:
     summary="One namespace",
     responses=error_responses(401, 404, 503),
 )
-def get_namespace(state: State, namespace: str) -> Response:
+def get_namespace(state: State, grant: ReadGrant, namespace: str) -> Response:
     store = state.catalog()
     names = answer(lambda: store.namespaces())
-    if namespace not in names:
+    if namespace not in names or not grant.may_read(namespace):
         raise ApiError(404, "not_found", "no job or dataset is recorded in this namespace")
     return JSONBody(marquez_events.namespace_data(namespace))
 
@@ -386,9 +465,8 @@ def get_namespace(state: State, namespace: str) -> Response:
     summary="One run, its state folded from its events",
     responses=error_responses(401, 404, 503),
 )
-def get_run(state: State, id: RunId) -> Response:
-    store = state.catalog()
-    events = answer(lambda: queries.run_events(store, id))
+def get_run(state: State, grant: ReadGrant, id: RunId) -> Response:
+    events = _run_events(state, id, grant)
     run = marquez.run_from_events(id, events)
     job = next((e["job"] for e in events if isinstance(e.get("job"), dict)), None)
     if (
@@ -405,7 +483,7 @@ def get_run(state: State, id: RunId) -> Response:
         ]
         version = marquez_events.job_version_id(ns, name, own)
         run["jobVersion"] = {"namespace": ns, "name": name, "version": version}
-    return JSONBody(run)
+    return _reply(run, grant)
 
 
 @router.get(
@@ -417,16 +495,16 @@ def get_run(state: State, id: RunId) -> Response:
 )
 def get_run_facets(
     state: State,
+    grant: ReadGrant,
     id: RunId,
     type: Annotated[str, Query(description="run or job (case-insensitive).", max_length=8)] = "run",
 ) -> Response:
     kind = type.strip().lower()
     if kind not in ("run", "job"):
         raise ApiError(422, "invalid_parameter", f"type must be run or job, got {type!r}")
-    store = state.catalog()
-    events = answer(lambda: queries.run_events(store, id))
+    events = _run_events(state, id, grant)
     run_id = marquez.run_from_events(id, events)["id"]
-    return JSONBody(marquez_events.facets_of_run(run_id, events, kind))
+    return _reply(marquez_events.facets_of_run(run_id, events, kind), grant)
 
 
 @router.get(
@@ -436,10 +514,9 @@ def get_run_facets(
     summary="The raw OpenLineage events of a run, in event-time order (lineage-sdk)",
     responses=error_responses(401, 404, 503),
 )
-def get_run_events(state: State, id: RunId) -> Response:
-    store = state.catalog()
-    events = answer(lambda: queries.run_events(store, id))
-    return JSONBody({"events": events, "totalCount": len(events)})
+def get_run_events(state: State, grant: ReadGrant, id: RunId) -> Response:
+    events = _run_events(state, id, grant)
+    return _reply({"events": events, "totalCount": len(events)}, grant)
 
 
 @router.get(
@@ -449,9 +526,10 @@ def get_run_events(state: State, id: RunId) -> Response:
     summary="Sources: the namespaces holding datasets",
     responses=error_responses(401, 503),
 )
-def get_sources(state: State, limit: Limit = 100, offset: Offset = 0) -> Response:
+def get_sources(state: State, grant: ReadGrant, limit: Limit = 100, offset: Offset = 0) -> Response:
     store = state.catalog()
-    page = _paged(answer(lambda: _dataset_namespaces(store)), limit, offset)
+    names = _readable_names(answer(lambda: _dataset_namespaces(store)), grant)
+    page = _paged(names, limit, offset)
     return JSONBody({"sources": [marquez_events.source_data(n) for n in page]})
 
 
@@ -462,9 +540,9 @@ def get_sources(state: State, limit: Limit = 100, offset: Offset = 0) -> Respons
     summary="One source (a namespace holding datasets)",
     responses=error_responses(401, 404, 503),
 )
-def get_source(state: State, source: str) -> Response:
+def get_source(state: State, grant: ReadGrant, source: str) -> Response:
     store = state.catalog()
-    found = answer(lambda: store.datasets(source, limit=1))
+    found = grant.may_read(source) and answer(lambda: store.datasets(source, limit=1))
     if not found:
         raise ApiError(404, "not_found", "no dataset is recorded in a namespace of this name")
     return JSONBody(marquez_events.source_data(source))
@@ -484,6 +562,7 @@ def get_tags(limit: Limit = 100, offset: Offset = 0) -> Response:
 
 def _event_log(
     state: ApiState,
+    grant: Grant,
     *,
     namespace: str | None,
     before: str | None,
@@ -493,17 +572,36 @@ def _event_log(
     offset: int,
 ) -> Response:
     store = _history(state)
-    page = answer(
-        lambda: store.lineage_events(
-            before=_instant(before, "before"),
-            after=_instant(after, "after"),
-            namespace=namespace,
-            ascending=_ascending(sort),
-            limit=limit,
-            offset=offset,
+    since, until, ascending = _instant(after, "after"), _instant(before, "before"), _ascending(sort)
+
+    def ask(ns: str | None, size: int, skip: int) -> Page[dict[str, Any]]:
+        return store.lineage_events(
+            before=until, after=since, namespace=ns, ascending=ascending, limit=size, offset=skip
         )
-    )
-    return JSONBody({"events": page, "totalCount": page.total})
+
+    if grant.reads_all or namespace is not None:
+        if namespace is not None and not grant.may_read(namespace):
+            return JSONBody({"events": [], "totalCount": 0})  # as an unknown namespace answers
+        page = answer(lambda: ask(namespace, limit, offset))
+        return _reply({"events": page, "totalCount": page.total}, grant)
+    # A key that reads some namespaces: the log of each (one query each, up to the page's
+    # end), merged in the store's order (event time, then event id).
+    readable = _readable_names(list(answer(lambda: _all_namespaces(state))), grant)
+    merged: list[tuple[datetime, str, dict[str, Any]]] = []
+    total = 0
+    for ns in readable:
+        part = answer(lambda ns=ns: ask(ns, offset + limit, 0))  # type: ignore[misc]
+        total += part.total
+        for event in part:
+            when = _event_time(event) or datetime.min.replace(tzinfo=UTC)
+            merged.append((when, compute_event_id(event), event))
+    merged.sort(key=lambda item: item[:2], reverse=not ascending)
+    events = [event for _, _, event in merged[offset : offset + limit]]
+    return _reply({"events": events, "totalCount": total}, grant)
+
+
+def _all_namespaces(state: ApiState) -> Page[str]:
+    return state.catalog().namespaces()
 
 
 SortDirection = Annotated[
@@ -520,6 +618,7 @@ SortDirection = Annotated[
 )
 def get_lineage_events(
     state: State,
+    grant: ReadGrant,
     before: Before = None,
     after: After = None,
     sortDirection: SortDirection = None,
@@ -528,6 +627,7 @@ def get_lineage_events(
 ) -> Response:
     return _event_log(
         state,
+        grant,
         namespace=None,
         before=before,
         after=after,
@@ -546,6 +646,7 @@ def get_lineage_events(
 )
 def get_events(
     state: State,
+    grant: ReadGrant,
     before: Before = None,
     after: After = None,
     sortDirection: SortDirection = None,
@@ -554,6 +655,7 @@ def get_events(
 ) -> Response:
     return _event_log(
         state,
+        grant,
         namespace=None,
         before=before,
         after=after,
@@ -572,6 +674,7 @@ def get_events(
 )
 def get_namespace_events(
     state: State,
+    grant: ReadGrant,
     namespace: str,
     before: Before = None,
     after: After = None,
@@ -581,6 +684,7 @@ def get_namespace_events(
 ) -> Response:
     return _event_log(
         state,
+        grant,
         namespace=namespace,
         before=before,
         after=after,
@@ -607,13 +711,17 @@ def _event_time(event: dict[str, Any]) -> datetime | None:
         return None
 
 
-def _updated_at(state: ApiState, kind: NodeType, namespace: str, name: str) -> datetime | None:
+def _updated_at(
+    state: ApiState, grant: Grant, kind: NodeType, namespace: str, name: str
+) -> datetime | None:
     store = _history(state)
     events = (
         store.events_of_job(namespace, name)
         if kind == "JOB"
         else [
-            e for e in store.events_of_dataset(namespace, name) if names_dataset(e, namespace, name)
+            e
+            for e in _of_readable_jobs(store.events_of_dataset(namespace, name), grant)
+            if names_dataset(e, namespace, name)
         ]
     )
     times = [t for t in (_event_time(e) for e in events) if t is not None]
@@ -629,6 +737,7 @@ def _updated_at(state: ApiState, kind: NodeType, namespace: str, name: str) -> d
 )
 def search(
     state: State,
+    grant: ReadGrant,
     q: Annotated[str, Query(min_length=1, max_length=1000, description="Text to find.")],
     filter: Annotated[
         str | None, Query(description="dataset or job (case-insensitive).", max_length=16)
@@ -664,6 +773,7 @@ def search(
             if pattern.search(nm)
             and (kind is None or t == kind)
             and (namespace is None or ns == namespace)
+            and grant.may_read(ns)
         },
         key=lambda h: (h[2], h[1], h[0]),
     )
@@ -671,7 +781,7 @@ def search(
     updated: dict[tuple[NodeType, str, str], datetime | None] = {}
     if timed:
         for hit in found:
-            updated[hit] = answer(lambda hit=hit: _updated_at(state, *hit))  # type: ignore[misc]
+            updated[hit] = answer(lambda hit=hit: _updated_at(state, grant, *hit))  # type: ignore[misc]
 
         def within(hit: tuple[NodeType, str, str]) -> bool:
             when = updated[hit]
@@ -691,4 +801,4 @@ def search(
         for result, hit in zip(body["results"], found[:limit], strict=True):
             if updated.get(hit) is not None:
                 result["updatedAt"] = marquez.iso(updated[hit])  # type: ignore[arg-type]
-    return JSONBody(body)
+    return _reply(body, grant)

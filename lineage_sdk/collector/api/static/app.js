@@ -42,7 +42,7 @@
   function apiGet(path, params) {
     var query = params ? "?" + new URLSearchParams(params).toString() : "";
     var headers = { Accept: "application/json" };
-    if (state.apiKey) headers["X-API-Key"] = state.apiKey;
+    if (state.apiKey) headers.Authorization = "Bearer " + state.apiKey;
     return fetch("api/v1/" + path + query, { headers: headers, credentials: "same-origin" })
       .then(function (response) {
         return response.json().catch(function () { return {}; }).then(function (body) {
