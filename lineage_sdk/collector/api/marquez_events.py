@@ -445,7 +445,7 @@ def _dataset_version_facet(entry: Mapping[str, Any]) -> str | None:
 
 
 def _run_inputs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str | None]:
-    """A run's inputs, sorted, each with the ``version`` facet its latest event gave it."""
+    """A run's inputs, sorted, each with the latest ``version`` facet its events gave it."""
     found: dict[tuple[str, str], str | None] = {}
     for event in events:
         items = event.get("inputs")
