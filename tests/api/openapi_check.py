@@ -17,6 +17,13 @@ answers it with a ``LineageGraph`` whose nodes are ``DATASET_FIELD`` nodes, a ty
 ``NodeType`` lacks, so it is checked as a ``LineageGraph`` that allows that type, each field
 node's ``data`` as Marquez's column-lineage node data (``namespace``, ``dataset``, ``field``,
 ``inputFields``), and its id must be ``datasetField:<namespace>:<dataset>:<field>``.
+``getRunLineageUpstream`` is registered there too: the document's ``UpstreamRunLineage`` misspells
+``properties`` (``propoerties``) for the runs and their jobs, so it checks almost nothing. It is
+checked as the document means it, stricter: the typos corrected, every key of a run, its job,
+run and inputs required as Marquez sends them (``start``, ``end``, ``version`` and
+``producedByRunId`` may be left out when unknown), no other keys, ``status`` one of Marquez's run
+states; each run listed once, the selected run first, and every run after the listed runs that
+read what it produced (topological order upstream).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ __all__ = [
     "OPERATION_VALIDATORS",
     "operation",
     "response_component",
+    "upstream_run_lineage_schema",
     "validate_operation",
 ]
 
@@ -76,8 +84,58 @@ def _column_lineage(body: Any) -> None:
             validate_marquez("Dataset" if node["type"] == "DATASET" else "Job", node["data"])
 
 
+def _spelled(node: Any) -> Any:
+    """The schema with ``propoerties`` read as ``properties`` (openapi.yml's typo)."""
+    if isinstance(node, dict):
+        return {("properties" if k == "propoerties" else k): _spelled(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_spelled(v) for v in node]
+    return node
+
+
+def _strict(schema: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {**schema, "required": required, "additionalProperties": False}
+
+
+def upstream_run_lineage_schema() -> dict[str, Any]:
+    """``UpstreamRunLineage`` as the document means it (see the module docstring)."""
+    doc = _spelled(copy.deepcopy(marquez_document()["components"]["schemas"]["UpstreamRunLineage"]))
+    item = doc["properties"]["runs"]["items"]
+    props = item["properties"]
+    props["job"] = _strict(props["job"], ["namespace", "name", "version"])
+    props["run"] = _strict(props["run"], ["id", "status"])
+    props["run"]["properties"]["status"]["enum"] = [
+        "NEW",
+        "RUNNING",
+        "COMPLETED",
+        "FAILED",
+        "ABORTED",
+    ]
+    props["inputs"]["items"] = _strict(props["inputs"]["items"], ["namespace", "name"])
+    doc["properties"]["runs"]["items"] = _strict(item, ["job", "run", "inputs"])
+    return _strict(doc, ["runs"])
+
+
+def _run_lineage(body: Any) -> None:
+    Draft7Validator(
+        upstream_run_lineage_schema(), format_checker=conformance.FORMAT_CHECKER
+    ).validate(body)
+    ids = [r["run"]["id"] for r in body["runs"]]
+    if len(set(ids)) != len(ids):
+        raise ValidationError(f"a run is listed twice: {ids}")
+    position = {run_id: i for i, run_id in enumerate(ids)}
+    for i, upstream in enumerate(body["runs"]):
+        for item in upstream["inputs"]:
+            producer = item.get("producedByRunId")
+            if producer in position and position[producer] <= i:
+                raise ValidationError(f"run {producer} is listed before its consumer {ids[i]}")
+
+
 #: operationId -> a validator used instead of the document's schema (raises on a bad answer).
-OPERATION_VALIDATORS: dict[str, Callable[[Any], None]] = {"getColumnLineage": _column_lineage}
+OPERATION_VALIDATORS: dict[str, Callable[[Any], None]] = {
+    "getColumnLineage": _column_lineage,
+    "getRunLineageUpstream": _run_lineage,
+}
 #: operationId -> extra checks run after the schema's (append; each raises on a bad answer).
 OPERATION_CHECKS: dict[str, list[Callable[[Any], None]]] = {}
 

@@ -417,6 +417,21 @@ def test_column_lineage_stops_at_a_namespace_the_key_may_not_read(reader, admin)
     assert root.status_code == unknown.status_code == 404
 
 
+def test_run_lineage_stops_at_a_namespace_the_key_may_not_read(reader, admin):
+    c1, b1, a1 = (str(uuid.UUID(int=i, version=4)) for i in (4, 3, 1))
+    params = {"runId": c1}
+    everything = admin.get("/api/v1/runlineage/upstream", params=params).json()
+    assert [r["run"]["id"] for r in everything["runs"]] == [c1, b1, a1]
+    seen = reader.get("/api/v1/runlineage/upstream", params=params)
+    assert seen.status_code == 200, seen.text
+    [only] = seen.json()["runs"]
+    assert only["run"]["id"] == c1
+    assert [(i["name"], "producedByRunId" in i) for i in only["inputs"]] == [("b_out", False)]
+    assert "beta" not in seen.text and b1 not in seen.text
+    hidden = reader.get("/api/v1/runlineage/upstream", params={"runId": b1})
+    assert hidden.status_code == 404
+
+
 def test_a_hidden_root_is_not_found_like_an_unknown_one(reader, admin):
     hidden = reader.get("/api/v1/lineage", params={"nodeId": "job:beta:b1"})
     unknown = admin.get("/api/v1/lineage", params={"nodeId": "job:beta:zz"})

@@ -46,6 +46,7 @@ def test_document_lists_every_route(openapi):
         "/api/v1/search": {"get"},
         "/api/v1/health": {"get"},
         "/api/v1/column-lineage": {"get"},
+        "/api/v1/runlineage/upstream": {"get"},
     }
     assert {path: set(ops) for path, ops in openapi["paths"].items()} == expected
     post = openapi["paths"]["/api/v1/lineage"]["post"]
@@ -96,6 +97,7 @@ def test_answers_match_the_declared_schemas(api, loaded, openapi):
         ("/api/v1/events/lineage", "/api/v1/events/lineage", None),
         ("/api/v1/events", "/api/v1/events", None),
         ("/api/v1/events/{namespace}", "/api/v1/events/shop", None),
+        ("/api/v1/runlineage/upstream", "/api/v1/runlineage/upstream", {"runId": run_id}),
     ]
     for template, url, params in checks:
         response = api.client.get(url, params=params)

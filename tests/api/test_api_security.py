@@ -4,6 +4,7 @@ store, nothing crashes (the server keeps answering), and secrets are never echoe
 from __future__ import annotations
 
 import gzip
+import uuid
 import zlib
 
 import httpx
@@ -299,6 +300,8 @@ def test_missing_or_wrong_api_key_is_401_and_the_key_is_never_echoed(small):
 def test_protect_reads_requires_the_key_for_reads(make_api):
     api = make_api(api_key=API_KEY, protect_reads=True)
     assert httpx.get(f"{api.url}/api/v1/namespaces").status_code == 401
+    run_lineage = f"{api.url}/api/v1/runlineage/upstream?runId={uuid.UUID(int=1)}"
+    assert httpx.get(run_lineage).status_code == 401
     keyed = httpx.get(f"{api.url}/api/v1/namespaces", headers={"X-API-Key": API_KEY})
     assert keyed.status_code == 200
     assert httpx.get(f"{api.url}/").status_code == 200  # the page; its API calls need the key

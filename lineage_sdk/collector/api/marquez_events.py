@@ -15,13 +15,19 @@ Marquez derives from the same events:
 - a **source** is a dataset namespace (OpenLineage's naming spec makes the namespace the data
   source), ``connectionUrl`` the namespace itself;
 - **tags** are the two Marquez creates at start-up (tags are only ever added through Marquez's
-  write API, which this collector does not offer).
+  write API, which this collector does not offer);
+- a run's **upstream lineage** reads each input at the version made by the latest run that wrote
+  the dataset and completed at or before the run started (or, when the input carries a
+  ``version`` facet, by the writer whose output carried that version), and walks on through
+  those producing runs.
 """
 
 from __future__ import annotations
 
+import heapq
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,7 +46,9 @@ __all__ = [
     "job_version_id",
     "job_versions",
     "namespace_data",
+    "run_job_version",
     "source_data",
+    "upstream_run_lineage",
 ]
 
 #: Marquez's owner of namespaces created from OpenLineage events.
@@ -387,3 +395,241 @@ def facets_of_run(run_id: str, events: Sequence[Mapping[str, Any]], kind: str) -
         section = _map(event.get("run" if kind == "run" else "job"))
         facets.update(_map(section.get("facets")))
     return {"runId": run_id, "facets": facets}
+
+
+def run_job_version(run_events: Sequence[Mapping[str, Any]]) -> dict[str, str] | None:
+    """``{namespace, name, version}`` of the job a run's events name (None if they name none)."""
+    job = next((_map(e.get("job")) for e in run_events if _map(e.get("job"))), None)
+    if job is None:
+        return None
+    ns, name = job.get("namespace"), job.get("name")
+    if not isinstance(ns, str) or not isinstance(name, str):
+        return None
+    own = [
+        e
+        for e in run_events
+        if (_map(e.get("job")).get("namespace"), _map(e.get("job")).get("name")) == (ns, name)
+    ]
+    return {"namespace": ns, "name": name, "version": job_version_id(ns, name, own)}
+
+
+# ------------------------------------------------------------------------ run lineage (upstream)
+
+
+@dataclass(frozen=True)
+class _FoldedRun:
+    """What upstream run lineage needs of one run, folded once from its events."""
+
+    run_id: str
+    events: Sequence[Mapping[str, Any]]
+    run: dict[str, Any]  # Marquez's Run (run_from_events)
+    job: dict[str, str] | None
+    start: datetime | None  # its START, else its first event
+    completed_at: datetime | None  # when it COMPLETED (None unless its state is COMPLETED)
+
+
+def _fold_run(run_id: str, events: Sequence[Mapping[str, Any]]) -> _FoldedRun:
+    run = run_from_events(run_id, events)
+    times = [t for t in (_time(e) for e in events) if t is not None]
+    started = run.get("startedAt")
+    start = datetime.fromisoformat(started) if started else (min(times) if times else None)
+    ended = run.get("endedAt")
+    completed = datetime.fromisoformat(ended) if ended and run["state"] == "COMPLETED" else None
+    return _FoldedRun(run_id, events, run, run_job_version(events), start, completed)
+
+
+def _dataset_version_facet(entry: Mapping[str, Any]) -> str | None:
+    """The ``datasetVersion`` of an input's or output's ``version`` facet."""
+    value = _map(_map(entry.get("facets")).get("version")).get("datasetVersion")
+    return value if isinstance(value, str) and value else None
+
+
+def _run_inputs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str | None]:
+    """A run's inputs, sorted, each with the latest ``version`` facet its events gave it."""
+    found: dict[tuple[str, str], str | None] = {}
+    for event in events:
+        items = event.get("inputs")
+        for item in items if isinstance(items, list) else ():
+            item = _map(item)
+            ns, nm = item.get("namespace"), item.get("name")
+            if isinstance(ns, str) and isinstance(nm, str):
+                found[ns, nm] = _dataset_version_facet(item) or found.get((ns, nm))
+    return dict(sorted(found.items()))
+
+
+def _carries_version(
+    events: Iterable[Mapping[str, Any]], namespace: str, name: str, version: str
+) -> bool:
+    """Whether the run wrote the dataset with that ``version`` facet."""
+    for event in events:
+        items = event.get("outputs")
+        for item in items if isinstance(items, list) else ():
+            item = _map(item)
+            same = (item.get("namespace"), item.get("name")) == (namespace, name)
+            if same and _dataset_version_facet(item) == version:
+                return True
+    return False
+
+
+def _producer(
+    consumer: _FoldedRun,
+    namespace: str,
+    name: str,
+    wanted: str | None,
+    writers: Sequence[_FoldedRun],
+) -> _FoldedRun | None:
+    """The run whose version of the dataset ``consumer`` read (see the module's rules)."""
+    if wanted is not None:
+        matches = [w for w in writers if _carries_version(w.events, namespace, name, wanted)]
+        # Completed writers before the others, then the latest; ties: the least run id.
+        return max(
+            matches,
+            key=lambda w: (
+                w.completed_at is not None,
+                w.completed_at or w.start or _NEVER,
+                _neg(w.run_id),
+            ),
+            default=None,
+        )
+    if consumer.start is None:
+        return None
+    start = consumer.start
+    done = [w for w in writers if w.completed_at is not None and w.completed_at <= start]
+    return max(done, key=lambda w: (w.completed_at or _NEVER, _neg(w.run_id)), default=None)
+
+
+class _UpstreamWalk:
+    """Folds runs and datasets once per request: the same run or dataset is met many times."""
+
+    def __init__(self, dataset_events: Callable[[str, str], Sequence[Mapping[str, Any]]]) -> None:
+        self._dataset_events = dataset_events
+        self._runs: dict[str, _FoldedRun] = {}
+        self._datasets: dict[tuple[str, str], tuple[list[_FoldedRun], str | None]] = {}
+
+    def fold(self, run_id: str, events: Sequence[Mapping[str, Any]]) -> _FoldedRun:
+        if run_id not in self._runs:
+            self._runs[run_id] = _fold_run(run_id, events)
+        return self._runs[run_id]
+
+    def dataset(self, namespace: str, name: str) -> tuple[list[_FoldedRun], str | None]:
+        """The runs that wrote the dataset, and the one version of a dataset nobody wrote."""
+        key = (namespace, name)
+        if key not in self._datasets:
+            events = self._dataset_events(namespace, name)
+            by_run = _runs(events)
+            writers = [
+                self.fold(r, by_run[r])
+                for r in by_run
+                if any(_writes(e, namespace, name) for e in by_run[r])
+            ]
+            unwritten: str | None = None
+            if not writers:
+                first = _version_runs(events, namespace, name)
+                unwritten = _dataset_version_id(namespace, name, first[0]) if first else None
+            self._datasets[key] = (writers, unwritten)
+        return self._datasets[key]
+
+    def inputs(self, consumer: _FoldedRun) -> list[tuple[dict[str, Any], _FoldedRun | None]]:
+        """Marquez's ``inputs`` of a run, each with the run that produced the version read."""
+        out: list[tuple[dict[str, Any], _FoldedRun | None]] = []
+        for (ns, nm), wanted in _run_inputs(consumer.events).items():
+            writers, unwritten = self.dataset(ns, nm)
+            others = [w for w in writers if w.run_id != consumer.run_id]
+            producer = _producer(consumer, ns, nm, wanted, others)
+            item: dict[str, Any] = {"namespace": ns, "name": nm}
+            if producer is not None:
+                item["version"] = _dataset_version_id(ns, nm, producer.run_id)
+                item["producedByRunId"] = producer.run_id
+            elif unwritten is not None:
+                item["version"] = unwritten
+            out.append((item, producer))
+        return out
+
+
+def _upstream_run(folded: _FoldedRun, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+    run: dict[str, Any] = {"id": folded.run_id}
+    for key, marquez_key in (("start", "startedAt"), ("end", "endedAt")):
+        if marquez_key in folded.run:
+            run[key] = folded.run[marquez_key]
+    run["status"] = folded.run["state"]
+    item: dict[str, Any] = {}
+    if folded.job is not None:
+        item["job"] = folded.job
+    item["run"] = run
+    item["inputs"] = inputs
+    return item
+
+
+def upstream_run_lineage(
+    run_events: Sequence[Mapping[str, Any]],
+    dataset_events: Callable[[str, str], Sequence[Mapping[str, Any]]],
+    *,
+    depth: int = 20,
+) -> dict[str, Any]:
+    """Marquez's ``UpstreamRunLineage`` of the run whose (non-empty) events are ``run_events``.
+
+    ``dataset_events`` is the store's ``events_of_dataset``. Runs up to ``depth`` producer hops
+    away are listed (as Marquez: 0 is the run alone), each once, the run first, then in
+    topological order: a run after every listed run that read what it wrote (ties: fewer hops,
+    then job name, namespace and run id). Every listed run shows all its inputs, each with the
+    dataset version it read and ``producedByRunId`` when the producing run is known."""
+    run_id = next((r for r in map(_run_id, run_events) if r is not None), None)
+    if run_id is None:
+        return {"runs": []}
+    walk = _UpstreamWalk(dataset_events)
+    root = walk.fold(run_id, run_events)
+    hops: dict[str, int] = {run_id: 0}
+    folded: dict[str, _FoldedRun] = {run_id: root}
+    listed: dict[str, dict[str, Any]] = {}
+    producers: dict[str, set[str]] = {}
+    queue = [root]
+    while queue:
+        current = queue.pop(0)
+        pairs = walk.inputs(current)
+        listed[current.run_id] = _upstream_run(current, [item for item, _ in pairs])
+        producers[current.run_id] = {p.run_id for _, p in pairs if p is not None}
+        for _, producer in pairs:
+            if producer is None or producer.run_id in hops or hops[current.run_id] >= depth:
+                continue
+            hops[producer.run_id] = hops[current.run_id] + 1
+            folded[producer.run_id] = producer
+            queue.append(producer)
+    return {"runs": [listed[r] for r in _topological(run_id, hops, folded, producers)]}
+
+
+def _topological(
+    root: str,
+    hops: Mapping[str, int],
+    folded: Mapping[str, _FoldedRun],
+    producers: Mapping[str, set[str]],
+) -> list[str]:
+    """Kahn's order over consumer -> producer edges among the listed runs, the root first.
+
+    A cycle (possible only through ``version`` facets) is broken at its least-key run."""
+
+    def key(run_id: str) -> tuple[int, str, str, str]:
+        job = folded[run_id].job or {}
+        return (hops[run_id], job.get("name", ""), job.get("namespace", ""), run_id)
+
+    waiting = {r: 0 for r in hops}
+    for consumer in hops:
+        for producer in producers.get(consumer, ()):
+            if producer in waiting and producer != root:
+                waiting[producer] += 1
+    order: list[str] = []
+    ready = [key(root)]
+    done: set[str] = set()
+    while len(order) < len(hops):
+        if not ready:  # a cycle: take its least run
+            ready = [min(key(r) for r in hops if r not in done)]
+        run_id = heapq.heappop(ready)[3]
+        if run_id in done:
+            continue
+        done.add(run_id)
+        order.append(run_id)
+        for producer in sorted(producers.get(run_id, ())):
+            if producer in waiting and producer not in done:
+                waiting[producer] -= 1
+                if waiting[producer] <= 0:
+                    heapq.heappush(ready, key(producer))
+    return order

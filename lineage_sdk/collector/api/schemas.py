@@ -47,6 +47,10 @@ __all__ = [
     "SourceModel",
     "TagList",
     "TagModel",
+    "UpstreamRun",
+    "UpstreamRunInput",
+    "UpstreamRunLineageModel",
+    "UpstreamRunSummary",
 ]
 
 RunState = Literal["NEW", "RUNNING", "COMPLETED", "FAILED", "ABORTED"]
@@ -309,3 +313,37 @@ class TagList(_Doc):
 class FacetsResultModel(_Doc):
     runId: str
     facets: dict[str, Any]
+
+
+# ------------------------------------------------------------------------------------ run lineage
+
+
+class UpstreamRunSummary(_Doc):
+    """A run in Marquez's ``UpstreamRunLineage``; times left out when unknown."""
+
+    id: str
+    start: str | None = None
+    end: str | None = None
+    status: RunState
+
+
+class UpstreamRunInput(_Doc):
+    """A dataset version a run read; ``producedByRunId`` is left out when no run is known to have
+    written it (an external source), ``version`` when no version of it is known."""
+
+    namespace: str
+    name: str
+    version: str | None = None
+    producedByRunId: str | None = None
+
+
+class UpstreamRun(_Doc):
+    job: JobVersionId | None = None
+    run: UpstreamRunSummary
+    inputs: list[UpstreamRunInput]
+
+
+class UpstreamRunLineageModel(_Doc):
+    runs: list[UpstreamRun] = Field(
+        description="The run first, then the runs upstream of it in topological order."
+    )

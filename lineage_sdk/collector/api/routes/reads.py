@@ -1,6 +1,6 @@
 """The Marquez-compatible reads: every GET of Marquez's openapi.yml an event store can answer
 (lineage, namespaces, jobs and their versions, runs and their facets, datasets and their versions,
-sources, tags, the event log, search), plus a run's raw events.
+sources, tags, the event log, search, a run's upstream lineage), plus a run's raw events.
 
 Answers come in Marquez's shapes (see ``marquez``); lists are paged by the query store, and
 ``totalCount`` is the size of the whole answer, not of the page.
@@ -45,6 +45,7 @@ from lineage_sdk.collector.api.schemas import (
     SourceList,
     SourceModel,
     TagList,
+    UpstreamRunLineageModel,
 )
 from lineage_sdk.collector.api.state import ApiState
 from lineage_sdk.collector.records import compute_event_id, parse_event_time
@@ -468,21 +469,9 @@ def get_namespace(state: State, grant: ReadGrant, namespace: str) -> Response:
 def get_run(state: State, grant: ReadGrant, id: RunId) -> Response:
     events = _run_events(state, id, grant)
     run = marquez.run_from_events(id, events)
-    job = next((e["job"] for e in events if isinstance(e.get("job"), dict)), None)
-    if (
-        job is not None
-        and isinstance(job.get("namespace"), str)
-        and isinstance(job.get("name"), str)
-    ):
-        ns, name = job["namespace"], job["name"]
-        own = [
-            e
-            for e in events
-            if isinstance(e.get("job"), dict)
-            and (e["job"].get("namespace"), e["job"].get("name")) == (ns, name)
-        ]
-        version = marquez_events.job_version_id(ns, name, own)
-        run["jobVersion"] = {"namespace": ns, "name": name, "version": version}
+    job_version = marquez_events.run_job_version(events)
+    if job_version is not None:
+        run["jobVersion"] = job_version
     return _reply(run, grant)
 
 
@@ -802,3 +791,35 @@ def search(
             if updated.get(hit) is not None:
                 result["updatedAt"] = marquez.iso(updated[hit])  # type: ignore[arg-type]
     return _reply(body, grant)
+
+
+@router.get(
+    "/api/v1/runlineage/upstream",
+    response_model=UpstreamRunLineageModel,
+    tags=["Lineage"],
+    summary="A run and the runs that produced the dataset versions it read, recursively "
+    "(Marquez's getRunLineageUpstream)",
+    responses=error_responses(401, 404, 501, 503),
+)
+def get_run_lineage_upstream(
+    state: State,
+    grant: ReadGrant,
+    runId: Annotated[
+        str,
+        Query(min_length=1, max_length=64, pattern=_UUID_PATTERN, description="The run's UUID."),
+    ],
+    depth: Annotated[
+        int, Query(ge=0, le=100, description="Producer hops from the run (0: the run alone).")
+    ] = 20,
+) -> Response:
+    history = _history(state)
+    events = _run_events(state, runId, grant)
+
+    def readable_writers(namespace: str, name: str) -> list[dict[str, Any]]:
+        # A producer in a hidden namespace is not named, and the walk does not pass through it.
+        return _of_readable_jobs(history.events_of_dataset(namespace, name), grant)
+
+    return _reply(
+        answer(lambda: marquez_events.upstream_run_lineage(events, readable_writers, depth=depth)),
+        grant,
+    )
