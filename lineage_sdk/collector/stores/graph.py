@@ -38,7 +38,7 @@ import abc
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -55,8 +55,10 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     NodeType,
     Page,
+    RawEvent,
     RunSummary,
     check_page,
+    event_namespace,
     named_connection,
     node_id,
 )
@@ -267,6 +269,7 @@ _NEO4J_SCHEMA = (
     "CREATE CONSTRAINT lineage_run_key IF NOT EXISTS FOR (n:Run) REQUIRE n.runId IS UNIQUE",
     "CREATE CONSTRAINT lineage_event_key IF NOT EXISTS FOR (n:Event) REQUIRE n.eventId IS UNIQUE",
     "CREATE INDEX lineage_event_run IF NOT EXISTS FOR (n:Event) ON (n.runId)",
+    "CREATE INDEX lineage_event_time IF NOT EXISTS FOR (n:Event) ON (n.eventTime)",
 )
 # openCypher servers without constraints (FalkorDB): plain indexes; "already indexed" is fine.
 _OPENCYPHER_SCHEMA = (
@@ -276,6 +279,7 @@ _OPENCYPHER_SCHEMA = (
     "CREATE INDEX FOR (n:Run) ON (n.runId)",
     "CREATE INDEX FOR (n:Event) ON (n.eventId)",
     "CREATE INDEX FOR (n:Event) ON (n.runId)",
+    "CREATE INDEX FOR (n:Event) ON (n.eventTime)",
 )
 
 _MERGE_JOBS = """
@@ -486,6 +490,35 @@ RETURN j.namespace AS namespace, j.name AS name ORDER BY namespace, name LIMIT $
 _SEARCH_DATASETS = """
 MATCH (d:Dataset) WHERE toLower(d.name) CONTAINS $text OR toLower(d.namespace) CONTAINS $text
 RETURN d.namespace AS namespace, d.name AS name ORDER BY namespace, name LIMIT $limit
+"""
+
+
+# Portability: raw events in (time, id) order, one keyset page per query. ``$low`` is the larger
+# of the since bound and the last position's time; the last position itself is excluded by id.
+_RAW_EVENTS = """
+MATCH (e:Event)
+WHERE e.eventTime >= $low AND (e.eventTime > $afterTime OR e.eventId > $afterId)
+RETURN e.eventId AS eventId, e.eventTime AS eventTime, e.json AS json
+ORDER BY eventTime, eventId
+LIMIT $limit
+"""
+_RAW_EVENTS_UNTIL = """
+MATCH (e:Event)
+WHERE e.eventTime >= $low AND e.eventTime < $until
+  AND (e.eventTime > $afterTime OR e.eventId > $afterId)
+RETURN e.eventId AS eventId, e.eventTime AS eventTime, e.json AS json
+ORDER BY eventTime, eventId
+LIMIT $limit
+"""
+_COUNT_RAW_EVENTS = """
+MATCH (e:Event)
+WHERE e.eventTime >= $low AND ($until IS NULL OR e.eventTime < $until)
+RETURN count(e) AS total
+"""
+_STORED_EVENT_IDS = """
+UNWIND $ids AS id
+MATCH (e:Event {eventId: id})
+RETURN e.eventId AS eventId
 """
 
 
@@ -970,6 +1003,71 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         ]
         found.sort(key=lambda t: (t[0] != "DATASET", t[1], t[2]))
         return found[:limit]
+
+    # -- portability: raw events in (event time, event id) order (lineage_sdk.collector.portability)
+
+    def iter_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: tuple[datetime, str] | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[RawEvent]:
+        """Every ``Event`` node's JSON, ordered by (event time, event id), one keyset page of
+        ``batch_size`` per query on the ``Event.eventTime`` index (no cursor spans queries,
+        so no transaction stays open). The namespace is checked on the parsed event: Event
+        nodes do not carry it."""
+        params: dict[str, Any] = {
+            "low": format_time(since) if since is not None else "",
+            "afterTime": "",
+            "afterId": "",
+            "limit": max(1, batch_size),
+        }
+        if after is not None:
+            params["afterTime"], params["afterId"] = format_time(after[0]), after[1]
+            params["low"] = max(params["low"], params["afterTime"])
+        statement = _RAW_EVENTS_UNTIL if until is not None else _RAW_EVENTS
+        if until is not None:
+            params["until"] = format_time(until)
+        while True:
+            rows = self.runner.run(statement, params)
+            for row in rows:
+                if namespace is not None and event_namespace(json.loads(row["json"])) != namespace:
+                    continue
+                when = parse_time(row["eventTime"])
+                assert when is not None  # every Event node has its time
+                yield RawEvent(row["eventId"], when, row["json"])
+            if len(rows) < params["limit"]:
+                return
+            params["low"] = params["afterTime"] = rows[-1]["eventTime"]
+            params["afterId"] = rows[-1]["eventId"]
+
+    def count_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int | None:
+        """How many events ``iter_raw_events`` yields; None with a namespace (not on the node)."""
+        if namespace is not None:
+            return None
+        params = {
+            "low": format_time(since) if since is not None else "",
+            "until": format_time(until) if until is not None else None,
+        }
+        return int(self.runner.run(_COUNT_RAW_EVENTS, params)[0]["total"])
+
+    def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Which of ``event_ids`` are stored (lookups on the ``Event.eventId`` index)."""
+        ids = sorted({_text(i) for i in event_ids})
+        found: set[str] = set()
+        for start in range(0, len(ids), self._max_rows):
+            rows = self.runner.run(_STORED_EVENT_IDS, {"ids": ids[start : start + self._max_rows]})
+            found.update(r["eventId"] for r in rows)
+        return found
 
 
 def _text(value: object) -> str:
