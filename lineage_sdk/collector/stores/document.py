@@ -572,7 +572,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         batch_size: int = 1000,
     ) -> Iterator[RawEvent]:
         """Every stored event's ``raw`` text, ordered by (event time, event id), through one
-        cursor on the ``lineage_time`` index, fetched ``batch_size`` documents at a time.
+        cursor on the ``lineage_time`` index, fetched ``batch_size`` documents at a time. With no
+        filter the server walks the index (no sort stage, on mongod and SecantusDB alike); with
+        bounds or a namespace mongod still walks it, while SecantusDB sorts what they select.
 
         The index orders by millisecond (BSON); the events of one millisecond are put in
         microsecond order (from ``eventTimeRaw``) before they are yielded, so every store gives
@@ -587,6 +589,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 {"raw": 1, "eventTime": 1, "eventTimeRaw": 1},
             )
             .sort([("eventTime", 1), ("_id", 1)])
+            .hint("lineage_time")  # the index gives the order: never a collection scan and sort
             .batch_size(batch_size)
         )
 
