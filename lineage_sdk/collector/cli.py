@@ -29,7 +29,7 @@ from rich.table import Table
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.config import config_keys, load_config, redact
 from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.exceptions import ConfigError, LineageError
+from lineage_sdk.exceptions import ConfigError, LineageError, StoreError
 
 __all__ = ["app", "main"]
 
@@ -466,8 +466,11 @@ def export_cmd(
     with LineageManager(config) as manager:
         source = raw_source(manager.stores, store)
         total = source.count_raw_events(namespace=namespace, since=start, until=end)
+        partial = output.with_name(output.name + ".partial") if output else None
         with contextlib.ExitStack() as stack:
-            sink: BinaryIO = stack.enter_context(output.open("wb")) if output else sys.stdout.buffer
+            sink: BinaryIO = (
+                stack.enter_context(partial.open("wb")) if partial else sys.stdout.buffer
+            )
             progress = stack.enter_context(_progress(f"export from {source.name}"))
             task = progress.add_task("export", total=total, rate="")
             written = export_events(
@@ -479,6 +482,8 @@ def export_cmd(
                 batch_size=batch_size,
                 progress=_tick(progress, task, time.perf_counter()),
             )
+    if output is not None and partial is not None:
+        partial.replace(output)  # only a complete export takes the file's name
     err.print(
         f"exported {written} event(s) from the {source.name} store", highlight=False, soft_wrap=True
     )
@@ -601,15 +606,22 @@ def rebuild_cmd(
 
         with _progress(f"rebuild {target_name} from {source_name}") as progress:
             task = progress.add_task("rebuild", total=total, rate="")
-            report = rebuild_store(
-                source,
-                targets[0],
-                checkpoint=path,
-                batch_size=batch_size,
-                limit=stop_after,
-                on_refused=refused,
-                progress=_tick(progress, task, time.perf_counter()),
-            )
+            try:
+                report = rebuild_store(
+                    source,
+                    targets[0],
+                    checkpoint=path,
+                    batch_size=batch_size,
+                    limit=stop_after,
+                    on_refused=refused,
+                    progress=_tick(progress, task, time.perf_counter()),
+                )
+            except StoreError as exc:
+                raise _fail(
+                    f"rebuild stopped: {exc}; {path} keeps the progress: "
+                    "run the same command again to resume",
+                    1,
+                ) from None
     resumed = (
         f" (resumed after {report.resumed_from[0].isoformat()})" if report.resumed_from else ""
     )

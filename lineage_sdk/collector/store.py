@@ -520,9 +520,10 @@ class RawEventSource(Protocol):
         namespace: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
-    ) -> int:
-        """How many events ``iter_raw_events`` would yield with the same filters (for progress);
-        may count a few DatasetEvents of other namespaces where the store cannot tell cheaply."""
+    ) -> int | None:
+        """About how many events ``iter_raw_events`` would yield with the same filters, for a
+        progress bar: a store may count a few more (DatasetEvents of other namespaces, events in
+        the millisecond of a bound), or answer None when it cannot count cheaply."""
         ...
 
     def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:

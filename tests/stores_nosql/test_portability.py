@@ -49,7 +49,7 @@ from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.exceptions import ConfigError, StoreError
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mongodb, pytest.mark.neo4j]
 
@@ -489,3 +489,41 @@ def test_rebuild_command_resumes(tmp_path: Path, mongo: MongoTarget) -> None:
     )
     assert wrong.exit_code == 2
     assert "--from" in wrong.output
+
+
+class PickySqlStore(SqlStore):
+    """A real SQLite store that refuses, for good, any batch holding a job called ``refused``
+    (as a store refuses an event it can never hold), and is down while ``down`` is set."""
+
+    down = False
+
+    def write_batch(self, records: Any) -> None:
+        if self.down:
+            raise StoreError(self.name, "database is locked")
+        if any(r.job_name == "refused" for r in records):
+            raise StoreError(self.name, "value too long for the column", permanent=True)
+        super().write_batch(records)
+
+
+def test_import_isolates_an_event_a_store_refuses_and_stops_on_an_outage(tmp_path: Path) -> None:
+    """A permanent refusal costs only that event (its batch is written again one by one, the
+    event reported with its line); an unreachable store stops the import naming the line to
+    resume from, and running it again finishes it."""
+    store = PickySqlStore(f"sqlite:///{tmp_path}/picky.db")
+    store.open()
+    refused_event = run_event(job="refused", namespace="ns1", seconds=5000)
+    lines = [orjson.dumps(e) for e in [*CORPUS[:3], refused_event, *CORPUS[3:6]]]
+    data = b"\n".join(lines) + b"\n"
+    reasons: list[tuple[int, str]] = []
+    report = run_import(store, data, on_refused=lambda n, why: reasons.append((n, why)))
+    assert (report.imported, report.already_present, report.refused) == (6, 0, 1)
+    assert reasons == [(4, "store sql refused the event: value too long for the column")]
+    assert set(stored(store)) == {validate_event(e).event_id for e in CORPUS[:6]}
+
+    more = b"\n".join(orjson.dumps(e) for e in CORPUS[6:12]) + b"\n"
+    store.down = True
+    with pytest.raises(StoreError, match="stopped at line 1: the lines before it are stored"):
+        run_import(store, more)
+    store.down = False
+    assert run_import(store, more).imported == 6
+    store.close()
