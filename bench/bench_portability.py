@@ -5,17 +5,19 @@
 For each backend, in one run and on the same events (an NDJSON file of SDK-shaped RunEvents,
 ~1 KB each, generated lazily so a million fit in flat memory):
 
-1. baseline write: the file's lines decoded and validated (``validate_event``) and written with
-   the store's own ``write_batch`` in batches of 1,000 into an empty store A: what the store
-   itself can take;
-2. baseline read: A's ``payload`` column streamed by one plain SQLAlchemy cursor (no ordering,
-   no objects): what the database can give;
-3. export: ``export_events`` from A to a file (ordered by eventTime then id, NDJSON);
-4. import: ``import_events`` of that file into an empty store B, through the collector's ingest
-   path (decode, ``check_ingest_event``, the "already present" lookup, ``handle_lineage_events``),
-   batches of 1,000; then B must hold exactly A's events.
+1. store A is filled: the file's lines decoded and validated (``validate_event``) and written
+   with the store's own ``write_batch`` in batches of 1,000;
+2. export against its baseline, alternated over two rounds: ``export_events`` from A to a file
+   (ordered by eventTime then id, NDJSON), and A's ``payload`` column streamed by one plain
+   SQLAlchemy cursor (no ordering, no objects): what the database can give;
+3. import against its baseline, alternated chunk by chunk (10,000 lines, the first to go
+   switching each time) over the exported file: ``import_events`` into an empty store B
+   through the collector's ingest path (decode, ``check_ingest_event``, the "already present"
+   lookup, ``handle_lineage_events``), and the raw ``validate_event`` + ``write_batch`` into
+   an empty store C. Then A, B and C must each hold exactly the events.
 
-Ratios: export / baseline read, import / baseline write. PostgreSQL runs in a database created
+Ratios: export / baseline read, import / baseline write: alternating puts both sides of each
+ratio under the same load on a shared machine. PostgreSQL runs in a database created
 here and dropped after (127.0.0.1:5432, as the tests). ``--events 1000000`` for the issue's scale.
 """
 
@@ -25,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -40,7 +43,7 @@ import sqlalchemy as sa
 
 from lineage_sdk.collector.decode import validate_event
 from lineage_sdk.collector.manager import LineageManager
-from lineage_sdk.collector.portability import export_events, import_events, ndjson_lines
+from lineage_sdk.collector.portability import export_events, import_events
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.config.schema import LineageConfig
@@ -48,6 +51,8 @@ from lineage_sdk.config.schema import LineageConfig
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
 BATCH = 1000
+CHUNK = 10_000  # lines per turn when the baseline write and the import alternate
+ROUNDS = 2  # alternated rounds of the read baseline and the export
 START = datetime(2025, 1, 1, tzinfo=UTC)
 
 
@@ -98,7 +103,7 @@ def events(n: int) -> Iterator[bytes]:
 
 @contextmanager
 def pg_database() -> Iterator[str]:
-    name = f"lineage_bench_{uuid.uuid4().hex[:10]}"
+    name = f"lineage_portbench_{uuid.uuid4().hex[:10]}"
     admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
@@ -110,72 +115,112 @@ def pg_database() -> Iterator[str]:
         admin.dispose()
 
 
-def timed(label: str, n: int, started: float) -> float:
-    seconds = time.perf_counter() - started
+def report(label: str, n: int, seconds: float) -> float:
     rate = n / seconds if seconds else float("inf")
-    print(f"  {label:<34} {n:>9,} events  {seconds:8.2f} s  {rate:>10,.0f} events/s", flush=True)
+    print(f"  {label:<40} {n:>9,} events  {seconds:8.2f} s  {rate:>10,.0f} events/s", flush=True)
     return rate
 
 
+def write_lines(store: SqlStore, lines: list[bytes]) -> None:
+    """The baseline: decode, validate and ``write_batch``, nothing else."""
+    batch = []
+    for line in lines:
+        batch.append(validate_event(orjson.loads(line)))
+        if len(batch) >= BATCH:
+            store.write_batch(batch)
+            batch = []
+    store.write_batch(batch)
+
+
+def chunks(path: Path, size: int) -> Iterator[list[bytes]]:
+    with path.open("rb") as fh:
+        chunk: list[bytes] = []
+        for line in fh:
+            chunk.append(line)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+
+def stream_payloads(store: SqlStore) -> int:
+    """The read baseline: the payload column through one plain streamed cursor, unordered."""
+    seen = 0
+    with store.engine.connect() as conn:
+        rows = conn.execution_options(stream_results=True, yield_per=BATCH).execute(
+            sa.select(store.t["events"].c.payload)
+        )
+        for _ in rows:
+            seen += 1
+    return seen
+
+
 def bench_backend(
-    name: str, a: SqlStore, b: SqlStore, source: Path, n: int, work: Path
+    name: str, stores: tuple[SqlStore, SqlStore, SqlStore], source: Path, n: int, work: Path
 ) -> dict[str, Any]:
-    """Store A is written by the baseline and exported; B, empty, takes the import."""
+    """A is filled and exported; the export is imported into B and, chunk by chunk in turns,
+    written by the baseline into C, so both see the same load."""
     print(f"\n{name}: {n:,} events", flush=True)
-    a.open()
-    b.open()
+    a, b, c = stores
+    for store in stores:
+        store.open()
     try:
         started = time.perf_counter()
-        with source.open("rb") as fh:
-            batch = []
-            for line in fh:
-                batch.append(validate_event(orjson.loads(line)))
-                if len(batch) >= BATCH:
-                    a.write_batch(batch)
-                    batch = []
-            a.write_batch(batch)
-        write = timed("baseline: decode + write_batch", n, started)
-
-        started = time.perf_counter()
-        seen = 0
-        with a.engine.connect() as conn:
-            rows = conn.execution_options(stream_results=True, yield_per=BATCH).execute(
-                sa.select(a.t["events"].c.payload)
-            )
-            for _ in rows:
-                seen += 1
-        read = timed("baseline: stream the payload column", seen, started)
+        for chunk in chunks(source, CHUNK):
+            write_lines(a, chunk)
+        report("fill store A (decode + write_batch)", n, time.perf_counter() - started)
 
         exported = work / f"{name}-export.ndjson"
-        started = time.perf_counter()
-        with exported.open("wb") as fh:
-            count = export_events(a, fh, batch_size=BATCH)
-        export = timed("export (ordered NDJSON)", count, started)
+        read_s = export_s = 0.0
+        for _ in range(ROUNDS):  # alternated: the two share the machine's load alike
+            started = time.perf_counter()
+            seen = stream_payloads(a)
+            read_s += time.perf_counter() - started
+            started = time.perf_counter()
+            with exported.open("wb") as fh:
+                count = export_events(a, fh, batch_size=BATCH)
+            export_s += time.perf_counter() - started
+            assert seen == count == n, (seen, count, n)
+        read = report(f"baseline read: payload column x{ROUNDS}", n * ROUNDS, read_s)
+        export = report(f"export: ordered NDJSON x{ROUNDS}", n * ROUNDS, export_s)
 
         service = LineageCollectorService(LineageManager(LineageConfig(), stores=[b]))
-        started = time.perf_counter()
-        with exported.open("rb") as fh:
-            report = asyncio.run(import_events(service, ndjson_lines(fh), batch_size=BATCH))
-        imported = timed("import (ingest path)", report.imported, started)
-        assert (report.imported, report.refused, report.already_present) == (n, 0, 0)
-        assert b.count_events() == a.count_events() == n
+        write_s = import_s = 0.0
+        imported = 0
+        for index, chunk in enumerate(chunks(exported, CHUNK)):
+            for step in (0, 1) if index % 2 == 0 else (1, 0):
+                started = time.perf_counter()
+                if step == 0:
+                    write_lines(c, chunk)
+                    write_s += time.perf_counter() - started
+                else:
+                    lines = ((i, line, 0) for i, line in enumerate(chunk, 1))
+                    result = asyncio.run(import_events(service, lines, batch_size=BATCH))
+                    import_s += time.perf_counter() - started
+                    assert (result.refused, result.already_present) == (0, 0)
+                    imported += result.imported
+        write = report("baseline write: decode + write_batch", n, write_s)
+        imports = report("import: the ingest path", imported, import_s)
+        assert imported == n
+        assert a.count_events() == b.count_events() == c.count_events() == n
         print(
             f"  export / baseline read  = {export / read:.2f}\n"
-            f"  import / baseline write = {imported / write:.2f}",
+            f"  import / baseline write = {imports / write:.2f}",
             flush=True,
         )
         return {
             "events": n,
-            "baseline_write_per_s": write,
             "baseline_read_per_s": read,
             "export_per_s": export,
-            "import_per_s": imported,
+            "baseline_write_per_s": write,
+            "import_per_s": imports,
             "export_over_read": export / read,
-            "import_over_write": imported / write,
+            "import_over_write": imports / write,
         }
     finally:
-        a.close()
-        b.close()
+        for store in stores:
+            store.close()
 
 
 def main() -> None:
@@ -184,6 +229,8 @@ def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    # SIGTERM runs the finally blocks too, so the PostgreSQL database is dropped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="lineage-bench-port-") as tmp:
         work = Path(tmp)
@@ -194,12 +241,14 @@ def main() -> None:
         print(f"{args.events:,} events, {source.stat().st_size / args.events:,.0f} bytes each")
         for backend in args.backends.split(","):
             if backend == "sqlite":
-                a, b = SqlStore(f"sqlite:///{work}/a.db"), SqlStore(f"sqlite:///{work}/b.db")
-                results["sqlite"] = bench_backend("sqlite", a, b, source, args.events, work)
+                stores = tuple(SqlStore(f"sqlite:///{work}/{x}.db") for x in "abc")
+                results["sqlite"] = bench_backend("sqlite", stores, source, args.events, work)  # type: ignore[arg-type]
             elif backend == "postgres":
                 with pg_database() as url:
-                    a, b = SqlStore(url), SqlStore(url, table_prefix="imported_")
-                    results["postgres"] = bench_backend("postgres", a, b, source, args.events, work)
+                    stores = tuple(SqlStore(url, table_prefix=f"{x}_") for x in "abc")
+                    results["postgres"] = bench_backend(
+                        "postgres", stores, source, args.events, work
+                    )  # type: ignore[arg-type]
             else:
                 sys.exit(f"unknown backend {backend!r}: sqlite or postgres")
             for path in work.glob("*-export.ndjson"):

@@ -213,7 +213,9 @@ async def import_events(
     other events are stored. An event every raw-event store already held (or that came earlier in
     the same file) counts as already present. A store that is unavailable stops the import with
     :class:`StoreError` saying from which line to resume (running it again is safe: the stores
-    are idempotent). ``service`` must be connected.
+    are idempotent). The service's stores must be open (``async with service``). Store calls
+    block the running loop, between batches: this is meant for a loop of its own, as the
+    command's ``asyncio.run``.
     """
     report = ImportReport()
     checkers = [
