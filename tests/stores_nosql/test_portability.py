@@ -12,7 +12,7 @@ import asyncio
 import io
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -527,3 +527,26 @@ def test_import_isolates_an_event_a_store_refuses_and_stops_on_an_outage(tmp_pat
     store.down = False
     assert run_import(store, more).imported == 6
     store.close()
+
+
+def test_graph_raw_events_over_bolt(bolt_store: Neo4jLineageStore) -> None:
+    """The graph's keyset pages through the official driver over Bolt (small, plain events, one
+    per batch: FalkorDB's Bolt limits), in a time window no other test writes to."""
+    ns = f"bolt{uid()}"
+    window = datetime(2031, 1, 1, tzinfo=UTC)
+    offsets = [7.5, 1.25, 3.0, 3.0, 9.0]  # two in one instant: ordered by id
+    events = [
+        run_event(job=f"j{i}", namespace=ns, seconds=(window - BASE_TIME).total_seconds() + s)
+        for i, s in enumerate(offsets)
+    ]
+    for event in events:
+        bolt_store.write_batch([validate_event(event)])
+    expected = sorted((validate_event(e) for e in events), key=lambda r: (r.event_time, r.event_id))
+    bounds = {"since": window, "until": window.replace(second=10)}
+    found = list(bolt_store.iter_raw_events(batch_size=2, **bounds))
+    assert [e.event_id for e in found] == [r.event_id for r in expected]
+    assert [orjson.loads(e.json) for e in found] == [r.event for r in expected]
+    assert bolt_store.count_raw_events(**bounds) == len(events)
+    after = list(bolt_store.iter_raw_events(after=found[1].position, batch_size=2, **bounds))
+    assert [e.event_id for e in after] == [r.event_id for r in expected[2:]]
+    assert bolt_store.stored_event_ids([found[0].event_id, "f" * 32]) == {found[0].event_id}
