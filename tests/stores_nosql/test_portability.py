@@ -82,6 +82,8 @@ def _corpus() -> list[dict[str, Any]]:
             run_facets={"odd": facet(values=HOSTILE_STRINGS[:10])},
         )
     )
+    # Three events at one instant: ordered by id alone.
+    events += [run_event(job=f"same{i}", namespace="ns2", seconds=400) for i in range(3)]
     offset = run_event(job="offset", namespace="ns2", outputs=[("ns2", "o")])
     offset["eventTime"] = "2025-03-01T14:00:30.250+02:00"  # 12:00:30.25 UTC: between the chains
     events.append(offset)
@@ -259,11 +261,13 @@ def test_filters_and_positions(make_store: StoreFactory, kind: str) -> None:
     everything = ids()
     by_id = {r.event_id: r for r in RECORDS}
     assert len(everything) == len(CORPUS)
+    assert [e.event_id for e in store.iter_raw_events(batch_size=1)] == everything
+    assert [e.event_id for e in store.iter_raw_events(batch_size=2)] == everything
 
     in_ns2 = ids(namespace="ns2")
     assert in_ns2 == [i for i in everything if _namespace(by_id[i].event) == "ns2"]
     assert "declared" in {by_id[i].event.get("dataset", {}).get("name") for i in in_ns2}
-    assert len(in_ns2) == 5
+    assert len(in_ns2) == 8
     assert [orjson.loads(line) for line in export_bytes(store, namespace="ns2").splitlines()] == [
         by_id[i].event for i in in_ns2
     ]
@@ -357,6 +361,11 @@ def test_import_reports_bad_lines_and_stores_the_good(tmp_path: Path, mongo: Mon
     again = runner.invoke(app, ["import", str(source), "--config", str(config)])
     assert again.exit_code == 1
     assert "imported 0, already present 6, refused 4" in again.stdout
+    assert "━" not in result.stderr  # no progress bar when stderr is no terminal
+
+    piped = runner.invoke(app, ["import", "-", "--config", str(config)], input=good[0] + b"\n")
+    assert piped.exit_code == 0, piped.output
+    assert "imported 0, already present 1, refused 0" in piped.stdout
 
 
 def _load(path: Path) -> LineageConfig:

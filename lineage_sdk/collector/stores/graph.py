@@ -39,7 +39,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -493,23 +493,27 @@ RETURN d.namespace AS namespace, d.name AS name ORDER BY namespace, name LIMIT $
 """
 
 
-# Portability: raw events in (time, id) order, one keyset page per query. ``$low`` is the larger
-# of the since bound and the last position's time; the last position itself is excluded by id.
-_RAW_EVENTS = """
+# Portability: raw events in (time, id) order, one time window [$low, $high) per query on the
+# eventTime index, and the rest of one instant by id (see Neo4jLineageStore.iter_raw_events).
+_RAW_EVENTS_WINDOW = """
 MATCH (e:Event)
-WHERE e.eventTime >= $low AND (e.eventTime > $afterTime OR e.eventId > $afterId)
+WHERE e.eventTime >= $low AND e.eventTime < $high
 RETURN e.eventId AS eventId, e.eventTime AS eventTime, e.json AS json
 ORDER BY eventTime, eventId
 LIMIT $limit
 """
-_RAW_EVENTS_UNTIL = """
+_RAW_EVENTS_AT = """
 MATCH (e:Event)
-WHERE e.eventTime >= $low AND e.eventTime < $until
-  AND (e.eventTime > $afterTime OR e.eventId > $afterId)
+WHERE e.eventTime = $at AND e.eventId > $afterId
 RETURN e.eventId AS eventId, e.eventTime AS eventTime, e.json AS json
-ORDER BY eventTime, eventId
+ORDER BY eventId
 LIMIT $limit
 """
+_RAW_EVENT_SPAN = """
+MATCH (e:Event)
+RETURN min(e.eventTime) AS first, max(e.eventTime) AS last, count(e) AS total
+"""
+_MIN_WINDOW = timedelta(microseconds=1)
 _COUNT_RAW_EVENTS = """
 MATCH (e:Event)
 WHERE e.eventTime >= $low AND ($until IS NULL OR e.eventTime < $until)
@@ -1015,34 +1019,69 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         after: tuple[datetime, str] | None = None,
         batch_size: int = 1000,
     ) -> Iterator[RawEvent]:
-        """Every ``Event`` node's JSON, ordered by (event time, event id), one keyset page of
-        ``batch_size`` per query on the ``Event.eventTime`` index (no cursor spans queries,
-        so no transaction stays open). The namespace is checked on the parsed event: Event
-        nodes do not carry it."""
-        params: dict[str, Any] = {
-            "low": format_time(since) if since is not None else "",
-            "afterTime": "",
-            "afterId": "",
-            "limit": max(1, batch_size),
-        }
-        if after is not None:
-            params["afterTime"], params["afterId"] = format_time(after[0]), after[1]
-            params["low"] = max(params["low"], params["afterTime"])
-        statement = _RAW_EVENTS_UNTIL if until is not None else _RAW_EVENTS
+        """Every ``Event`` node's JSON, ordered by (event time, event id), in pages of at most
+        ``batch_size``: one query per page, no cursor or transaction spanning them.
+
+        Each query reads one time window ``[low, high)`` on the ``Event.eventTime`` index and
+        sorts only that window: a page ordered over everything after a position (``ORDER BY ...
+        LIMIT``) would sort the whole remainder each time, quadratic at a million events on a
+        server that does not stream an index in order (FalkorDB). The window starts at the
+        span's average width for one page, halves after a full page and doubles after a short
+        one. The rest of an instant cut by a full page is read by time and id. No query mixes a
+        range and an ``OR`` on the indexed time (FalkorDB then returns rows outside the range),
+        and every row is checked against its window here too. The namespace is checked on the
+        parsed event: Event nodes do not carry it.
+        """
+        limit = max(1, batch_size)
+        span = self.runner.run(_RAW_EVENT_SPAN, None)
+        first = parse_time(span[0]["first"]) if span else None
+        last = parse_time(span[0]["last"]) if span else None
+        if first is None or last is None:
+            return
+        width = max((last - first) * limit / max(1, int(span[0]["total"])), _MIN_WINDOW)
+        low = first if since is None else max(first, since)
+        stop = last + _MIN_WINDOW  # half-open windows: the last event lies inside
         if until is not None:
-            params["until"] = format_time(until)
-        while True:
-            rows = self.runner.run(statement, params)
+            stop = min(stop, until)
+        position = after
+
+        def events(rows: list[dict[str, Any]]) -> Iterator[RawEvent]:
             for row in rows:
                 if namespace is not None and event_namespace(json.loads(row["json"])) != namespace:
                     continue
                 when = parse_time(row["eventTime"])
-                assert when is not None  # every Event node has its time
-                yield RawEvent(row["eventId"], when, row["json"])
-            if len(rows) < params["limit"]:
-                return
-            params["low"] = params["afterTime"] = rows[-1]["eventTime"]
-            params["afterId"] = rows[-1]["eventId"]
+                if when is not None:  # every Event node has its time
+                    yield RawEvent(row["eventId"], when, row["json"])
+
+        while low < stop:
+            if position is not None and low <= position[0] < stop:
+                # The rest of the instant a full page (or ``after``) stopped in, by id.
+                at = format_time(position[0])
+                rows = self.runner.run(
+                    _RAW_EVENTS_AT, {"at": at, "afterId": position[1], "limit": limit}
+                )
+                rows = [r for r in rows if r["eventTime"] == at and r["eventId"] > position[1]]
+                yield from events(rows)
+                if len(rows) >= limit:
+                    position = (position[0], rows[-1]["eventId"])
+                    continue
+                low = position[0] + _MIN_WINDOW
+            position = None
+            high = min(low + width, stop)
+            low_text, high_text = format_time(low), format_time(high)
+            page = self.runner.run(
+                _RAW_EVENTS_WINDOW, {"low": low_text, "high": high_text, "limit": limit}
+            )
+            rows = [r for r in page if low_text <= r["eventTime"] < high_text]
+            yield from events(rows)
+            if len(page) >= limit and page[-1]["eventTime"] < high_text:
+                # A full page inside the window: more may follow, narrower.
+                position = (parse_time(rows[-1]["eventTime"]) or high, rows[-1]["eventId"])
+                low = position[0]
+                width = max(width / 2, _MIN_WINDOW)
+            else:
+                low = high
+                width *= 2
 
     def count_raw_events(
         self,
