@@ -460,11 +460,11 @@ def export_cmd(
     """Write every raw event the stores hold as NDJSON, one event per line, as received, in
     (eventTime, event id) order; streamed, so any size fits in constant memory."""
     from lineage_sdk.collector.manager import LineageManager
-    from lineage_sdk.collector.portability import export_events, raw_source
+    from lineage_sdk.collector.portability import export_events, opened, raw_source
 
     start, end = _when(since, "--since"), _when(until, "--until")
-    with LineageManager(config) as manager:
-        source = raw_source(manager.stores, store)
+    source = raw_source(LineageManager(config).build(), store)
+    with opened(source):
         total = source.count_raw_events(namespace=namespace, since=start, until=end)
         partial = output.with_name(output.name + ".partial") if output else None
         with contextlib.ExitStack() as stack:
@@ -583,22 +583,28 @@ def rebuild_cmd(
     """Rebuild one configured store from another's raw events (e.g. after a change of the graph
     model). Resumable: run the same command again after an interruption and it continues."""
     from lineage_sdk.collector.manager import LineageManager
-    from lineage_sdk.collector.portability import leaf_stores, raw_source, rebuild_store
+    from lineage_sdk.collector.portability import (
+        leaf_stores,
+        opened,
+        raw_source,
+        rebuild_store,
+    )
 
     if source_name not in ("document", "sql"):
         raise typer.BadParameter("must be document or sql", param_hint="--from")
     if target_name not in ("graph", "sql", "document"):
         raise typer.BadParameter("must be graph, sql or document", param_hint="--to")
     path = checkpoint or Path(f"lineage-rebuild-{source_name}-{target_name}.checkpoint.json")
-    with LineageManager(config) as manager:
-        source = raw_source(manager.stores, source_name)
-        targets = [s for s in leaf_stores(manager.stores) if s.name == target_name]
-        if not targets:
-            raise ConfigError(
-                "store.backends",
-                manager.backend_names(),
-                f"a list that holds {target_name!r}, the store to rebuild",
-            )
+    manager = LineageManager(config)
+    source = raw_source(manager.build(), source_name)
+    targets = [s for s in leaf_stores(manager.stores) if s.name == target_name]
+    if not targets:
+        raise ConfigError(
+            "store.backends",
+            manager.backend_names(),
+            f"a list that holds {target_name!r}, the store to rebuild",
+        )
+    with opened(source, targets[0]):
         total = source.count_raw_events()
 
         def refused(count: int, reason: str) -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "import_events",
     "leaf_stores",
     "ndjson_lines",
+    "opened",
     "raw_source",
     "rebuild_store",
 ]
@@ -106,6 +107,17 @@ def raw_source(stores: Iterable[Any], name: str | None = None) -> RawEventSource
         sorted({getattr(s, "name", "?") for s in leaf_stores(stores)}),
         "a store that keeps raw events (sql, document or graph)",
     )
+
+
+@contextlib.contextmanager
+def opened(*stores: Any) -> Iterator[None]:
+    """Open only ``stores`` (those a command uses, not every configured one: an export from sql
+    must not need the graph server up), closing them after, last opened first."""
+    with contextlib.ExitStack() as stack:
+        for store in stores:
+            store.open()
+            stack.callback(store.close)
+        yield
 
 
 # ------------------------------------------------------------------------------------------ export

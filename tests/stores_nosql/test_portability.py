@@ -374,11 +374,13 @@ def _load(path: Path) -> LineageConfig:
     return load_config(path=path)
 
 
-def test_export_command_filters_to_a_file(tmp_path: Path, mongo: MongoTarget) -> None:
-    """``export --namespace --since -o FILE`` reads the configured store; a bad time is a usage
-    error naming the option, with no traceback."""
+def test_export_command_filters_to_a_file(tmp_path: Path) -> None:
+    """``export --namespace --since -o FILE`` reads the sql store of a composite, opening only
+    it (the document server configured beside it is down); a bad time is a usage error naming
+    the option, with no traceback."""
     db = tmp_path / "export.db"
-    config = _config_file(tmp_path, mongo, ["sql"], db)
+    down = MongoTarget(uri="mongodb://127.0.0.1:9/", kind="down")
+    config = _config_file(tmp_path, down, ["sql", "document"], db)
     store = SqlStore(f"sqlite:///{db}")
     store.open()
     store.write_batch(RECORDS)
