@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import signal
 import sys
 import time
@@ -473,15 +474,19 @@ def export_cmd(
             )
             progress = stack.enter_context(_progress(f"export from {source.name}"))
             task = progress.add_task("export", total=total, rate="")
-            written = export_events(
-                source,
-                sink,
-                namespace=namespace,
-                since=start,
-                until=end,
-                batch_size=batch_size,
-                progress=_tick(progress, task, time.perf_counter()),
-            )
+            try:
+                written = export_events(
+                    source,
+                    sink,
+                    namespace=namespace,
+                    since=start,
+                    until=end,
+                    batch_size=batch_size,
+                    progress=_tick(progress, task, time.perf_counter()),
+                )
+            except BrokenPipeError:  # `export | head`: the reader has all it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise typer.Exit(141) from None
     if output is not None and partial is not None:
         partial.replace(output)  # only a complete export takes the file's name
     err.print(
