@@ -151,33 +151,31 @@ def make_store(
 
     def make(kind: str) -> Any:
         store: Any
+        extra: list[Callable[[], None]] = []  # run before the store is closed
         if kind == "sqlite":
             store = SqlStore(f"sqlite:///{tmp_path}/{uid()}.db")
         elif kind == "postgres":
             store = SqlStore(pg_database, table_prefix=f"p{uid()}_")
-            cleanups.append(lambda s=store: _drop_tables(s))
+            extra.append(lambda: store.metadata.drop_all(store.engine))
         elif kind == "document":
             store = DocumentLineageStore(
                 ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
                 collection_name=f"port_{uid()}",
             )
-            cleanups.append(lambda s=store: s.collection.drop())
+            extra.append(lambda: store.collection.drop())
         else:
             if graph_target.kind != "falkordb":
                 pytest.skip("needs a graph per store (FalkorDB)")
             store = Neo4jLineageStore(runner=graph_target.runner(f"port_{uid()}"))
-            cleanups.append(lambda s=store: s.runner.drop())
+            extra.append(lambda: store.runner.drop())
         store.open()
-        cleanups.insert(len(cleanups) - 1 if kind != "sqlite" else len(cleanups), store.close)
+        cleanups.append(store.close)
+        cleanups.extend(extra)  # cleanups run last first
         return store
 
     yield make
     for cleanup in reversed(cleanups):
         cleanup()
-
-
-def _drop_tables(store: SqlStore) -> None:
-    store.metadata.drop_all(store.engine)
 
 
 def stored(store: RawEventSource) -> dict[str, Any]:
