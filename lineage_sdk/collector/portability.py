@@ -435,19 +435,25 @@ def rebuild_store(
             progress(report.total_copied)
 
     stopped = False
-    for event in source.iter_raw_events(after=position, batch_size=batch_size):
-        if limit is not None and report.copied + len(batch) >= limit:
-            stopped = True
-            break
-        try:
-            batch.append(validate_event(_parse_stored(event)))
-        except (PoisonMessage, ValueError) as exc:
-            report.refused += 1
-            if on_refused is not None:
-                on_refused(report.refused, f"event {event.event_id}: {exc}")
-        last = event.position
-        if len(batch) >= batch_size:
-            write()
+    events = source.iter_raw_events(after=position, batch_size=batch_size)
+    try:
+        for event in events:
+            if limit is not None and report.copied + len(batch) >= limit:
+                stopped = True
+                break
+            try:
+                batch.append(validate_event(_parse_stored(event)))
+            except (PoisonMessage, ValueError) as exc:
+                report.refused += 1
+                if on_refused is not None:
+                    on_refused(report.refused, f"event {event.event_id}: {exc}")
+            last = event.position
+            if len(batch) >= batch_size:
+                write()
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()  # release the source's cursor now, not when the generator is collected
     write()
     if not stopped:
         report.complete = True
