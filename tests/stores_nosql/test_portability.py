@@ -361,9 +361,17 @@ def test_import_reports_bad_lines_and_stores_the_good(tmp_path: Path, mongo: Mon
     assert "imported 0, already present 6, refused 4" in again.stdout
     assert "━" not in result.stderr  # no progress bar when stderr is no terminal
 
+    # One store of the composite lost an event: it is imported again (into both), not "present".
+    lost = validate_event(CORPUS[0]).event_id
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'import.db'}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM lineage_events WHERE event_id = :id"), {"id": lost})
+    engine.dispose()
     piped = runner.invoke(app, ["import", "-", "--config", str(config)], input=good[0] + b"\n")
     assert piped.exit_code == 0, piped.output
-    assert "imported 0, already present 1, refused 0" in piped.stdout
+    assert "imported 1, already present 0, refused 0" in piped.stdout
+    with LineageManager(_load(config)) as manager:
+        assert lost in stored(raw_source(manager.stores, "sql"))
 
 
 def _load(path: Path) -> LineageConfig:
