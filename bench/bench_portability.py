@@ -5,15 +5,15 @@
 For each backend, in one run and on the same events (an NDJSON file of SDK-shaped RunEvents,
 ~1 KB each, generated lazily so a million fit in flat memory):
 
-1. store A is filled: the file's lines decoded and validated (``validate_event``) and written
-   with the store's own ``write_batch`` in batches of 1,000;
+1. store A is filled: the file's lines decoded and validated as broker messages
+   (``decode_message``) and written with the store's own ``write_batch`` in batches of 1,000;
 2. export against its baseline, alternated over two rounds: ``export_events`` from A to a file
    (ordered by eventTime then id, NDJSON), and A's ``payload`` column streamed by one plain
    SQLAlchemy cursor (no ordering, no objects): what the database can give;
 3. import against its baseline, alternated chunk by chunk (10,000 lines, the first to go
    switching each time) over the exported file: ``import_events`` into an empty store B
    through the collector's ingest path (decode, ``check_ingest_event``, the "already present"
-   lookup, ``handle_lineage_events``), and the raw ``validate_event`` + ``write_batch`` into
+   lookup, ``handle_lineage_events``), and the raw ``decode_message`` + ``write_batch`` into
    an empty store C. Then A, B and C must each hold exactly the events.
 
 Ratios: export / baseline read, import / baseline write: alternating puts both sides of each
@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
-from lineage_sdk.collector.decode import validate_event
+from lineage_sdk.collector.decode import JSON_CONTENT_TYPE, decode_message
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events, import_events
 from lineage_sdk.collector.service import LineageCollectorService
@@ -122,10 +122,11 @@ def report(label: str, n: int, seconds: float) -> float:
 
 
 def write_lines(store: SqlStore, lines: list[bytes]) -> None:
-    """The baseline: decode, validate and ``write_batch``, nothing else."""
+    """The baseline: each line decoded and validated as one broker message (what import does
+    too), then the store's own ``write_batch``, nothing else."""
     batch = []
     for line in lines:
-        batch.append(validate_event(orjson.loads(line)))
+        batch.append(decode_message(line, JSON_CONTENT_TYPE).records[0])
         if len(batch) >= BATCH:
             store.write_batch(batch)
             batch = []
