@@ -8,15 +8,19 @@ drift apart. Flag values are text and are parsed exactly like environment variab
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import os
 import signal
 import sys
+import time
 import typing
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, BinaryIO, TypeVar
 
 import typer
 from rich.console import Console
@@ -26,7 +30,7 @@ from rich.table import Table
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.config import config_keys, load_config, redact
 from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.exceptions import ConfigError, LineageError
+from lineage_sdk.exceptions import ConfigError, LineageError, StoreError
 
 __all__ = ["app", "main"]
 
@@ -455,7 +459,269 @@ def api_key_hash() -> None:
     sys.stdout.write(f'key_hash = "{hash_key(key)}"\n')
 
 
-_COMMANDS = frozenset({"run", "check", "dlq", "serve", "topology", "api-key"})
+# -- portability: export, import, rebuild (the logic is in lineage_sdk.collector.portability) ----
+
+
+def _when(value: str | None, option: str) -> datetime | None:
+    """An ISO-8601 date or date-time option (offset-less is UTC), or a clear usage error."""
+    if value is None:
+        return None
+    from lineage_sdk.collector.records import parse_event_time
+    from lineage_sdk.exceptions import InvalidEventError
+
+    try:
+        return parse_event_time(value).astimezone(UTC)
+    except InvalidEventError:
+        raise typer.BadParameter(
+            f"{value!r} is not an ISO-8601 date or date-time (e.g. 2025-03-01T12:00:00Z)",
+            param_hint=option,
+        ) from None
+
+
+def _progress(description: str) -> Progress:
+    """A progress bar on stderr, shown only when stderr is a terminal."""
+    return Progress(
+        TextColumn(description),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+        disable=not err.is_terminal,
+    )
+
+
+def _tick(progress: Progress, task: Any, started: float) -> Callable[[int], None]:
+    def update(done: int) -> None:
+        elapsed = time.perf_counter() - started
+        rate = f"{done / elapsed:,.0f}/s" if elapsed > 0 else ""
+        progress.update(task, completed=done, rate=rate)
+
+    return update
+
+
+Since = Annotated[
+    str | None,
+    typer.Option("--since", help="Only events at or after this time (ISO-8601; UTC if no offset)."),
+]
+Until = Annotated[
+    str | None,
+    typer.Option("--until", help="Only events before this time (ISO-8601; UTC if no offset)."),
+]
+BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="Events per read or write.")]
+
+
+@app.command("export")
+@with_config_flags
+def export_cmd(
+    config: LineageConfig,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(help="Only events of this job namespace (a DatasetEvent: its dataset's)."),
+    ] = None,
+    since: Since = None,
+    until: Until = None,
+    store: Annotated[
+        str | None,
+        typer.Option(help="Read from this configured store (default: sql, document, graph)."),
+    ] = None,
+    batch_size: BatchSize = 1000,
+) -> None:
+    """Write every raw event the stores hold as NDJSON, one event per line, as received, in
+    (eventTime, event id) order; streamed, so any size fits in constant memory."""
+    from lineage_sdk.collector.manager import LineageManager
+    from lineage_sdk.collector.portability import export_events, opened, raw_source
+
+    start, end = _when(since, "--since"), _when(until, "--until")
+    source = raw_source(LineageManager(config).build(), store)
+    with opened(source):
+        total = source.count_raw_events(namespace=namespace, since=start, until=end)
+        partial = output.with_name(output.name + ".partial") if output else None
+        with contextlib.ExitStack() as stack:
+            sink: BinaryIO = (
+                stack.enter_context(partial.open("wb")) if partial else sys.stdout.buffer
+            )
+            progress = stack.enter_context(_progress(f"export from {source.name}"))
+            task = progress.add_task("export", total=total, rate="")
+            try:
+                written = export_events(
+                    source,
+                    sink,
+                    namespace=namespace,
+                    since=start,
+                    until=end,
+                    batch_size=batch_size,
+                    progress=_tick(progress, task, time.perf_counter()),
+                )
+            except BrokenPipeError:  # `export | head`: the reader has all it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise typer.Exit(141) from None
+    if output is not None and partial is not None:
+        partial.replace(output)  # only a complete export takes the file's name
+    err.print(
+        f"exported {written} event(s) from the {source.name} store", highlight=False, soft_wrap=True
+    )
+
+
+@app.command("import")
+@with_config_flags
+def import_cmd(
+    config: LineageConfig,
+    path: Annotated[str, typer.Argument(help="NDJSON file, one event per line; - for stdin.")],
+    batch_size: BatchSize = 500,
+) -> None:
+    """Store the events of an NDJSON file through the ingest path (same validation, idempotent).
+
+    A bad line is reported with its number and reason and skipped; the good ones are stored.
+    Exits 1 when any line was refused."""
+    import asyncio
+
+    from lineage_sdk.collector.manager import LineageManager
+    from lineage_sdk.collector.portability import import_events, ndjson_lines
+    from lineage_sdk.collector.service import LineageCollectorService
+
+    max_bytes = config.section("collector", CollectorConfig).max_message_bytes
+    if path == "-":
+        stream: BinaryIO = sys.stdin.buffer
+        size = None
+    else:
+        file = Path(path)
+        if not file.is_file():
+            raise _fail(f"import: {path}: no such file")
+        stream = file.open("rb")
+        size = file.stat().st_size
+
+    def refused(number: int, reason: str) -> None:
+        err.print(
+            f"{path}:{number}: refused: {reason}", highlight=False, markup=False, soft_wrap=True
+        )
+
+    async def run_import() -> Any:
+        service = LineageCollectorService(LineageManager(config))
+        async with service:
+            with _progress("import (bytes)") as progress:
+                task = progress.add_task("import", total=size, rate="")
+
+                def bytes_done(done: int) -> None:
+                    progress.update(task, completed=done)
+
+                return await import_events(
+                    service,
+                    ndjson_lines(stream),
+                    batch_size=batch_size,
+                    max_bytes=max_bytes,
+                    on_refused=refused,
+                    progress=bytes_done,
+                )
+
+    try:
+        report = asyncio.run(run_import())
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    out.print(
+        f"imported {report.imported}, already present {report.already_present}, "
+        f"refused {report.refused}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if report.refused:
+        raise typer.Exit(1)
+
+
+@app.command("rebuild")
+@with_config_flags
+def rebuild_cmd(
+    config: LineageConfig,
+    source_name: Annotated[
+        str, typer.Option("--from", help="The store whose raw events are copied: document or sql.")
+    ],
+    target_name: Annotated[
+        str, typer.Option("--to", help="The store rebuilt from them: graph, sql or document.")
+    ],
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where progress is kept, to resume after an interruption "
+            "(default: ./lineage-rebuild-FROM-TO.checkpoint.json; removed when done)."
+        ),
+    ] = None,
+    batch_size: BatchSize = 1000,
+    stop_after: Annotated[
+        int | None,
+        typer.Option(
+            "--stop-after", min=1, help="Copy at most this many events, then stop (resumable)."
+        ),
+    ] = None,
+) -> None:
+    """Rebuild one configured store from another's raw events (e.g. after a change of the graph
+    model). Resumable: run the same command again after an interruption and it continues."""
+    from lineage_sdk.collector.manager import LineageManager
+    from lineage_sdk.collector.portability import (
+        leaf_stores,
+        opened,
+        raw_source,
+        rebuild_store,
+    )
+
+    if source_name not in ("document", "sql"):
+        raise typer.BadParameter("must be document or sql", param_hint="--from")
+    if target_name not in ("graph", "sql", "document"):
+        raise typer.BadParameter("must be graph, sql or document", param_hint="--to")
+    path = checkpoint or Path(f"lineage-rebuild-{source_name}-{target_name}.checkpoint.json")
+    manager = LineageManager(config)
+    source = raw_source(manager.build(), source_name)
+    targets = [s for s in leaf_stores(manager.stores) if s.name == target_name]
+    if not targets:
+        raise ConfigError(
+            "store.backends",
+            manager.backend_names(),
+            f"a list that holds {target_name!r}, the store to rebuild",
+        )
+    with opened(source, targets[0]):
+        total = source.count_raw_events()
+
+        def refused(count: int, reason: str) -> None:
+            err.print(f"skipped (invalid): {reason}", highlight=False, markup=False, soft_wrap=True)
+
+        with _progress(f"rebuild {target_name} from {source_name}") as progress:
+            task = progress.add_task("rebuild", total=total, rate="")
+            try:
+                report = rebuild_store(
+                    source,
+                    targets[0],
+                    checkpoint=path,
+                    batch_size=batch_size,
+                    limit=stop_after,
+                    on_refused=refused,
+                    progress=_tick(progress, task, time.perf_counter()),
+                )
+            except StoreError as exc:
+                raise _fail(
+                    f"rebuild stopped: {exc}; {path} keeps the progress: "
+                    "run the same command again to resume",
+                    1,
+                ) from None
+    resumed = (
+        f" (resumed after {report.resumed_from[0].isoformat()})" if report.resumed_from else ""
+    )
+    state = "complete" if report.complete else f"stopped; resume with the same command ({path})"
+    out.print(
+        f"rebuild {target_name} from {source_name}: copied {report.copied} event(s){resumed}, "
+        f"skipped {report.refused}; {state}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+_COMMANDS = frozenset(
+    {"run", "check", "dlq", "serve", "topology", "api-key", "export", "import", "rebuild"}
+)
 
 
 def main(argv: list[str] | None = None) -> None:

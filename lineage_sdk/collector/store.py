@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
@@ -43,9 +43,12 @@ __all__ = [
     "NamedConnection",
     "NodeType",
     "Page",
+    "RawEvent",
+    "RawEventSource",
     "RunSummary",
     "StoreCreator",
     "check_page",
+    "event_namespace",
     "named_connection",
     "names_dataset",
     "node_id",
@@ -560,3 +563,79 @@ class ColumnGraph:
     roots: tuple[FieldRef, ...] = ()
     fields: set[FieldRef] = field(default_factory=set)
     edges: dict[tuple[FieldRef, FieldRef], str] = field(default_factory=dict)
+
+
+# -- portability: the raw events every query store keeps, read back in one order -----------------
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvent:
+    """One stored event as it was received, for export, import and rebuild.
+
+    ``json`` is the stored JSON text of the event on one line (what the store kept: equal to the
+    received event after parsing, though key order or spacing may differ between stores);
+    ``event_time`` the event's time in UTC to the microsecond. Sources yield them ordered by
+    ``(event_time, event_id)``, which is also a resumable position (see ``after``).
+    """
+
+    event_id: str
+    event_time: datetime
+    json: str
+
+    @property
+    def position(self) -> tuple[datetime, str]:
+        """Where this event lies in the stable order; pass it as ``after`` to read on from it."""
+        return (self.event_time, self.event_id)
+
+
+def event_namespace(event: Any) -> str | None:
+    """The namespace ``--namespace`` selects an event by: its job's, or a DatasetEvent's
+    dataset's (a DatasetEvent names no job)."""
+    if not isinstance(event, dict):
+        return None
+    part = event.get("job")
+    if not isinstance(part, dict) and "run" not in event:
+        part = event.get("dataset")
+    namespace = part.get("namespace") if isinstance(part, dict) else None
+    return namespace if isinstance(namespace, str) else None
+
+
+@runtime_checkable
+class RawEventSource(Protocol):
+    """What a store that keeps every raw event offers for portability (sql, document, graph).
+
+    Filters: ``namespace`` as :func:`event_namespace`; ``since`` inclusive and ``until``
+    exclusive on the event time; ``after`` a position (``RawEvent.position``) to read on from,
+    exclusive. Reading streams in batches of ``batch_size`` (server-side cursors), so memory
+    stays flat at any size.
+    """
+
+    name: str
+
+    def iter_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: tuple[datetime, str] | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[RawEvent]:
+        """The stored events, ordered by ``(event_time, event_id)``."""
+        ...
+
+    def count_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int | None:
+        """About how many events ``iter_raw_events`` would yield with the same filters, for a
+        progress bar: a store may count a few more (DatasetEvents of other namespaces, events in
+        the millisecond of a bound), or answer None when it cannot count cheaply."""
+        ...
+
+    def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Which of ``event_ids`` the store already holds (import's "already present")."""
+        ...

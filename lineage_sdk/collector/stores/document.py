@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
@@ -50,6 +50,7 @@ from lineage_sdk.collector.columns import (
     field_key,
     walk_columns,
 )
+from lineage_sdk.collector.records import parse_event_time
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
@@ -61,6 +62,7 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     NodeType,
     Page,
+    RawEvent,
     RunSummary,
     check_page,
     named_connection,
@@ -313,6 +315,8 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 "job_time",
             ),
             ([("datasets.namespace", ASCENDING), ("datasets.name", ASCENDING)], "datasets"),
+            # Export, import and rebuild read every event in (time, id) order (portability.py).
+            ([("eventTime", ASCENDING), ("_id", ASCENDING)], "time"),
         ]
         with self._errors("create indexes"):
             for keys, name in indexes:
@@ -769,6 +773,107 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 out[(ns, nm)] = run
         return out
 
+    # -- portability: raw events in (event time, event id) order (lineage_sdk.collector.portability)
+
+    def _raw_match(
+        self, namespace: str | None, low: datetime | None, until: datetime | None
+    ) -> dict[str, Any]:
+        """The filter on the indexed fields. BSON dates hold milliseconds: the bounds are widened
+        to whole milliseconds here and applied to the microsecond in :meth:`iter_raw_events`."""
+        match: dict[str, Any] = {}
+        times: dict[str, datetime] = {}
+        if low is not None:
+            times["$gte"] = _ms_floor(low)
+        if until is not None:
+            times["$lte"] = _ms_floor(until)
+        if times:
+            match["eventTime"] = times
+        if namespace is not None:
+            ns = _text(namespace, "namespace")
+            match["$or"] = [
+                {"job.namespace": ns},
+                {"kind": "dataset", "datasets.namespace": ns},
+            ]
+        return match
+
+    def iter_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: tuple[datetime, str] | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[RawEvent]:
+        """Every stored event's ``raw`` text, ordered by (event time, event id), through one
+        cursor on the ``lineage_time`` index, fetched ``batch_size`` documents at a time. With no
+        filter the server walks the index (no sort stage, on mongod and SecantusDB alike); with
+        bounds or a namespace mongod still walks it, while SecantusDB sorts what they select.
+
+        The index orders by millisecond (BSON); the events of one millisecond are put in
+        microsecond order (from ``eventTimeRaw``) before they are yielded, so every store gives
+        one order. Memory holds one millisecond's events at a time.
+        """
+        low = since
+        if after is not None and (low is None or after[0] > low):
+            low = after[0]
+        cursor = (
+            self.collection.find(
+                self._raw_match(namespace, low, until),
+                {"raw": 1, "eventTime": 1, "eventTimeRaw": 1},
+            )
+            .sort([("eventTime", 1), ("_id", 1)])
+            .hint("lineage_time")  # the index gives the order: never a collection scan and sort
+            .batch_size(batch_size)
+        )
+
+        def keep(event: RawEvent) -> bool:
+            t = event.event_time
+            return (
+                (since is None or t >= since)
+                and (until is None or t < until)
+                and (after is None or event.position > after)
+            )
+
+        group: list[RawEvent] = []
+        group_ms: Any = None
+        with self._errors("find"):
+            try:
+                for doc in cursor:
+                    if doc["eventTime"] != group_ms:
+                        group.sort(key=_position)
+                        yield from filter(keep, group)
+                        group, group_ms = [], doc["eventTime"]
+                    when = parse_event_time(doc["eventTimeRaw"]).astimezone(UTC)
+                    group.append(RawEvent(doc["_id"], when, doc["raw"]))
+                group.sort(key=_position)
+                yield from filter(keep, group)
+            finally:
+                cursor.close()
+
+    def count_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int | None:
+        """How many events ``iter_raw_events`` yields, to the millisecond of the bounds."""
+        with self._errors("count_documents"):
+            return int(self.collection.count_documents(self._raw_match(namespace, since, until)))
+
+    def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Which of ``event_ids`` are stored (lookups on ``_id``)."""
+        found: set[str] = set()
+        ids = sorted({_text(i, "event id") for i in event_ids})
+        with self._errors("find"):
+            for start in range(0, len(ids), 1000):
+                chunk = ids[start : start + 1000]
+                found.update(
+                    d["_id"] for d in self.collection.find({"_id": {"$in": chunk}}, {"_id": 1})
+                )
+        return found
+
     # -- errors
 
     def _errors(self, action: str) -> _ErrorMapper:
@@ -894,3 +999,13 @@ def _uri_database(uri: str) -> str | None:
         return None
     name = path.lstrip("/").split("?", 1)[0]
     return name or None
+
+
+def _ms_floor(value: datetime) -> datetime:
+    """``value`` in UTC, cut to the millisecond as BSON stores it."""
+    value = _utc(value)
+    return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+
+
+def _position(event: RawEvent) -> tuple[datetime, str]:
+    return event.position

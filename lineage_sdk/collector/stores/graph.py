@@ -38,8 +38,8 @@ import abc
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, TypeVar
 
 import orjson
@@ -64,8 +64,10 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     NodeType,
     Page,
+    RawEvent,
     RunSummary,
     check_page,
+    event_namespace,
     named_connection,
     node_id,
 )
@@ -282,6 +284,7 @@ _NEO4J_SCHEMA = (
     "CREATE CONSTRAINT lineage_run_key IF NOT EXISTS FOR (n:Run) REQUIRE n.runId IS UNIQUE",
     "CREATE CONSTRAINT lineage_event_key IF NOT EXISTS FOR (n:Event) REQUIRE n.eventId IS UNIQUE",
     "CREATE INDEX lineage_event_run IF NOT EXISTS FOR (n:Event) ON (n.runId)",
+    "CREATE INDEX lineage_event_time IF NOT EXISTS FOR (n:Event) ON (n.eventTime)",
 )
 # openCypher servers without constraints (FalkorDB): plain indexes; "already indexed" is fine.
 _OPENCYPHER_SCHEMA = (
@@ -291,6 +294,7 @@ _OPENCYPHER_SCHEMA = (
     "CREATE INDEX FOR (n:Run) ON (n.runId)",
     "CREATE INDEX FOR (n:Event) ON (n.eventId)",
     "CREATE INDEX FOR (n:Event) ON (n.runId)",
+    "CREATE INDEX FOR (n:Event) ON (n.eventTime)",
 )
 
 _MERGE_JOBS = """
@@ -561,6 +565,39 @@ RETURN j.namespace AS namespace, j.name AS name ORDER BY namespace, name LIMIT $
 _SEARCH_DATASETS = """
 MATCH (d:Dataset) WHERE toLower(d.name) CONTAINS $text OR toLower(d.namespace) CONTAINS $text
 RETURN d.namespace AS namespace, d.name AS name ORDER BY namespace, name LIMIT $limit
+"""
+
+
+# Portability: raw events in (time, id) order, one time window [$low, $high) per query on the
+# eventTime index, and the rest of one instant by id (see Neo4jLineageStore.iter_raw_events).
+_RAW_EVENTS_WINDOW = """
+MATCH (e:Event)
+WHERE e.eventTime >= $low AND e.eventTime < $high
+RETURN e.eventId AS eventId, e.eventTime AS eventTime, e.json AS json
+ORDER BY eventTime, eventId
+LIMIT $limit
+"""
+_RAW_EVENTS_AT = """
+MATCH (e:Event)
+WHERE e.eventTime = $at AND e.eventId > $afterId
+RETURN e.eventId AS eventId, e.eventTime AS eventTime, e.json AS json
+ORDER BY eventId
+LIMIT $limit
+"""
+_RAW_EVENT_SPAN = """
+MATCH (e:Event)
+RETURN min(e.eventTime) AS first, max(e.eventTime) AS last, count(e) AS total
+"""
+_MIN_WINDOW = timedelta(microseconds=1)
+_COUNT_RAW_EVENTS = """
+MATCH (e:Event)
+WHERE e.eventTime >= $low AND ($until IS NULL OR e.eventTime < $until)
+RETURN count(e) AS total
+"""
+_STORED_EVENT_IDS = """
+UNWIND $ids AS id
+MATCH (e:Event {eventId: id})
+RETURN e.eventId AS eventId
 """
 
 
@@ -1162,6 +1199,104 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
 
         return self.runner.transaction(read)
 
+    def iter_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: tuple[datetime, str] | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[RawEvent]:
+        """Every ``Event`` node's JSON, ordered by (event time, event id), in pages of at most
+        ``batch_size``: one query per page, no cursor or transaction spanning them.
+
+        Each query reads one time window ``[low, high)`` on the ``Event.eventTime`` index and
+        sorts only that window: a page ordered over everything after a position (``ORDER BY ...
+        LIMIT``) would sort the whole remainder each time, quadratic at a million events on a
+        server that does not stream an index in order (FalkorDB). The window starts at the
+        span's average width for one page, halves after a full page and doubles after a short
+        one. The rest of an instant cut by a full page is read by time and id. No query mixes a
+        range and an ``OR`` on the indexed time (FalkorDB then returns rows outside the range),
+        and every row is checked against its window here too. The namespace is checked on the
+        parsed event: Event nodes do not carry it.
+        """
+        limit = max(1, batch_size)
+        span = self.runner.run(_RAW_EVENT_SPAN, None)
+        first = parse_time(span[0]["first"]) if span else None
+        last = parse_time(span[0]["last"]) if span else None
+        if first is None or last is None:
+            return
+        width = max((last - first) * limit / max(1, int(span[0]["total"])), _MIN_WINDOW)
+        low = first if since is None else max(first, since)
+        stop = last + _MIN_WINDOW  # half-open windows: the last event lies inside
+        if until is not None:
+            stop = min(stop, until)
+        position = after
+
+        def events(rows: list[dict[str, Any]]) -> Iterator[RawEvent]:
+            for row in rows:
+                if namespace is not None and event_namespace(json.loads(row["json"])) != namespace:
+                    continue
+                when = parse_time(row["eventTime"])
+                if when is not None:  # every Event node has its time
+                    yield RawEvent(row["eventId"], when, row["json"])
+
+        while low < stop:
+            if position is not None and low <= position[0] < stop:
+                # The rest of the instant a full page (or ``after``) stopped in, by id.
+                at = format_time(position[0])
+                rows = self.runner.run(
+                    _RAW_EVENTS_AT, {"at": at, "afterId": position[1], "limit": limit}
+                )
+                rows = [r for r in rows if r["eventTime"] == at and r["eventId"] > position[1]]
+                yield from events(rows)
+                if len(rows) >= limit:
+                    position = (position[0], rows[-1]["eventId"])
+                    continue
+                low = position[0] + _MIN_WINDOW
+            position = None
+            high = min(low + width, stop)
+            low_text, high_text = format_time(low), format_time(high)
+            page = self.runner.run(
+                _RAW_EVENTS_WINDOW, {"low": low_text, "high": high_text, "limit": limit}
+            )
+            rows = [r for r in page if low_text <= r["eventTime"] < high_text]
+            yield from events(rows)
+            if len(page) >= limit and page[-1]["eventTime"] < high_text:
+                # A full page inside the window: more may follow, narrower.
+                position = (parse_time(rows[-1]["eventTime"]) or high, rows[-1]["eventId"])
+                low = position[0]
+                width = max(width / 2, _MIN_WINDOW)
+            else:
+                low = high
+                width *= 2
+
+    def count_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int | None:
+        """How many events ``iter_raw_events`` yields; None with a namespace (not on the node)."""
+        if namespace is not None:
+            return None
+        params = {
+            "low": format_time(since) if since is not None else "",
+            "until": format_time(until) if until is not None else None,
+        }
+        return int(self.runner.run(_COUNT_RAW_EVENTS, params)[0]["total"])
+
+    def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Which of ``event_ids`` are stored (lookups on the ``Event.eventId`` index)."""
+        ids = sorted({_text(i) for i in event_ids})
+        found: set[str] = set()
+        for start in range(0, len(ids), self._max_rows):
+            rows = self.runner.run(_STORED_EVENT_IDS, {"ids": ids[start : start + self._max_rows]})
+            found.update(r["eventId"] for r in rows)
+        return found
+
 
 def _state_time(state_rank: object) -> datetime | None:
     """The time inside a run's ``stateRank`` (``rank|time|state|event id``): its winning
@@ -1170,6 +1305,8 @@ def _state_time(state_rank: object) -> datetime | None:
         return None
     parts = state_rank.split("|")
     return parse_time(parts[1]) if len(parts) > 1 else None
+
+    # -- portability: raw events in (event time, event id) order (lineage_sdk.collector.portability)
 
 
 def _text(value: object) -> str:

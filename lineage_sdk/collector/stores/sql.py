@@ -58,8 +58,10 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     NodeType,
     Page,
+    RawEvent,
     RunSummary,
     check_page,
+    event_namespace,
     named_connection,
     node_id,
     parse_node_id,
@@ -965,6 +967,99 @@ class SqlStore(BaseLineageStore):
                 return found
 
             return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+
+    # -- portability: raw events in (event_time, event_id) order (lineage_sdk.collector.portability)
+
+    def _raw_filtered(
+        self,
+        query: Any,
+        namespace: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> Any:
+        """``query`` over the events table narrowed by the filters of :class:`RawEventSource`.
+
+        A DatasetEvent has no job: it passes the namespace filter here and is checked on its
+        payload by the caller.
+        """
+        ev, jobs = self.t["events"], self.t["jobs"]
+        if since is not None:
+            query = query.where(ev.c.event_time >= since)
+        if until is not None:
+            query = query.where(ev.c.event_time < until)
+        if namespace is not None:
+            in_namespace = sa.select(jobs.c.job_key).where(jobs.c.namespace == namespace)
+            query = query.where(sa.or_(ev.c.job_key.in_(in_namespace), ev.c.kind == "dataset"))
+        return query
+
+    def iter_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: tuple[datetime, str] | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[RawEvent]:
+        """Every stored event as received, ordered by (event time, event id), through one
+        server-side cursor (PostgreSQL) or one stepped statement (SQLite): flat memory."""
+        ev = self.t["events"]
+        query = self._raw_filtered(
+            sa.select(ev.c.event_id, ev.c.event_time, ev.c.payload, ev.c.kind),
+            namespace,
+            since,
+            until,
+        )
+        if after is not None:
+            at, last_id = after
+            query = query.where(
+                sa.or_(
+                    ev.c.event_time > at, sa.and_(ev.c.event_time == at, ev.c.event_id > last_id)
+                )
+            )
+        query = query.order_by(ev.c.event_time, ev.c.event_id)
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execution_options(stream_results=True, yield_per=batch_size).execute(
+                    query
+                )
+                for event_id, event_time, payload, kind in rows:
+                    if (
+                        namespace is not None
+                        and kind == "dataset"
+                        and event_namespace(orjson.loads(payload)) != namespace
+                    ):
+                        continue
+                    yield RawEvent(event_id, event_time, payload)
+        except sa_exc.SQLAlchemyError as exc:
+            raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+
+    def count_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int | None:
+        """How many events ``iter_raw_events`` yields (with a namespace, DatasetEvents of any
+        namespace are counted: they are few, and only the progress bar reads this)."""
+        ev = self.t["events"]
+        query = self._raw_filtered(
+            sa.select(sa.func.count()).select_from(ev), namespace, since, until
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Which of ``event_ids`` are stored (one indexed IN query per 500 ids)."""
+        ev = self.t["events"]
+        found: set[str] = set()
+        with self.engine.connect() as conn:
+            for chunk in _chunks(sorted(set(event_ids))):
+                found.update(
+                    conn.execute(sa.select(ev.c.event_id).where(ev.c.event_id.in_(chunk))).scalars()
+                )
+        return found
 
 
 class _Statement:
