@@ -30,6 +30,7 @@ __all__ = [
     "declare_event_exchange",
     "event_exchange_arguments",
     "holding_queue",
+    "holding_queue_arguments",
     "release_unrouted",
     "unrouted_exchange",
     "warn_missing_alternate_exchange",
@@ -48,9 +49,17 @@ def unrouted_exchange(exchange: str) -> str:
 
 
 def holding_queue(exchange: str) -> str:
-    """The durable queue that holds ``exchange``'s unroutable messages (a classic queue with no
-    arguments, so that every declarer, the exporter included, declares it identically)."""
+    """The durable queue that holds ``exchange``'s unroutable messages (declared by every side
+    with :func:`holding_queue_arguments`)."""
     return f"{exchange}.unrouted"
+
+
+def holding_queue_arguments() -> dict[str, Any]:
+    """A quorum queue, whatever ``collector.queue_type`` is (the exporter cannot know it): in a
+    cluster the held events survive the loss of any one node, and on a single node a quorum
+    queue is a durable queue with one replica. A classic holding queue an earlier version
+    declared is used as it is (the broker's 406 for the other type is ignored)."""
+    return {"x-queue-type": "quorum"}
 
 
 def event_exchange_arguments(exchange: str) -> dict[str, Any]:
@@ -96,7 +105,9 @@ def declare_event_exchange(channel: Any, exchange: str) -> bool:
         return False
     try:
         probe.exchange_declare(unrouted_exchange(exchange), "fanout", durable=True)
-        probe.queue_declare(holding_queue(exchange), durable=True)
+        probe.queue_declare(
+            holding_queue(exchange), durable=True, arguments=holding_queue_arguments()
+        )
         probe.queue_bind(holding_queue(exchange), unrouted_exchange(exchange))
     except pika.exceptions.ChannelClosedByBroker as exc:
         # 404: the holding queue lives on a cluster node that is down (a classic queue has one

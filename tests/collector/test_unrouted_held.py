@@ -10,6 +10,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pika
+import pika.exceptions
 import pytest
 from collector_helpers import RABBIT_URL, many_events, queue_depth, running, wait_until
 
@@ -36,6 +38,21 @@ def _publish_with_no_collector(topic: str, url: str, spool: Path, count: int) ->
         exporter.shutdown(10)
 
 
+def _queue_type(queue: str) -> str:
+    """What the broker says the queue is: redeclaring a quorum queue as classic is refused."""
+    connection = pika.BlockingConnection(pika.URLParameters(RABBIT_URL))
+    try:
+        connection.channel().queue_declare(
+            queue, durable=True, arguments={"x-queue-type": "classic"}
+        )
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        return "quorum" if exc.reply_code == 406 else f"refused {exc.reply_code}"
+    finally:
+        if connection.is_open:
+            connection.close()
+    return "classic"
+
+
 def _stored(url: str) -> int:
     store = SqlStore(url)
     store.open()
@@ -52,6 +69,7 @@ def test_events_published_before_any_collector_are_stored_once_it_starts(
     topic = config.collector_topic
     _publish_with_no_collector(topic, RABBIT_URL, tmp_path / "spool", 1000)
     assert queue_depth(holding_queue(topic)) == 1000  # held by the broker, none returned
+    assert _queue_type(holding_queue(topic)) == "quorum"  # survives the loss of a node
 
     sql_url = f"sqlite:///{tmp_path}/lineage.db"
     with running(config, LineageManager(config)):

@@ -49,7 +49,10 @@ def test_cut_connections_are_retried(topology: Topology, proxy: TcpProxy, make_e
     for i in range(0, 3000, 100):
         exporter.export(events[i : i + 100])
         if i in (800, 1900):
-            proxy.stop()  # cut while publishes are in flight
+            # Connected first (on a loaded machine the first connect may still be under way,
+            # and a cut then is only a slower connect): then cut while publishes are in flight.
+            assert wait_for(lambda: exporter.stats().connected)
+            proxy.stop()
             proxy.start()
     assert exporter.force_flush(30)
     counts = collections.Counter(_ids(topology.drain(expected=3000)))

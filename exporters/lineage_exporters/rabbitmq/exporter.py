@@ -66,6 +66,7 @@ from lineage_sdk.transport.amqp import (
 from lineage_sdk.transport.unrouted import (
     event_exchange_arguments,
     holding_queue,
+    holding_queue_arguments,
     unrouted_exchange,
     warn_missing_alternate_exchange,
 )
@@ -664,7 +665,9 @@ class RabbitMQExporter(LineageExporter):
             if name == "alternate":
                 channel.exchange_declare(alt, "fanout", durable=True, callback=then)
             elif name == "holding":
-                channel.queue_declare(held, durable=True, callback=then)
+                channel.queue_declare(
+                    held, durable=True, arguments=holding_queue_arguments(), callback=then
+                )
             elif name == "bind":
                 channel.queue_bind(held, alt, callback=then)
             else:
