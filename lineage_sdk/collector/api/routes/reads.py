@@ -605,27 +605,6 @@ SortDirection = Annotated[
     summary="The received OpenLineage events, newest first (Marquez's getLineageEvents)",
     responses=error_responses(401, 422, 501, 503),
 )
-def get_lineage_events(
-    state: State,
-    grant: ReadGrant,
-    before: Before = None,
-    after: After = None,
-    sortDirection: SortDirection = None,
-    limit: Limit = 100,
-    offset: Offset = 0,
-) -> Response:
-    return _event_log(
-        state,
-        grant,
-        namespace=None,
-        before=before,
-        after=after,
-        sort=sortDirection,
-        limit=limit,
-        offset=offset,
-    )
-
-
 @router.get(
     "/api/v1/events",
     response_model=LineageEventList,
@@ -633,7 +612,7 @@ def get_lineage_events(
     summary="The event log, as marquez-python's list_events() asks for it",
     responses=error_responses(401, 422, 501, 503),
 )
-def get_events(
+def get_lineage_events(
     state: State,
     grant: ReadGrant,
     before: Before = None,
