@@ -46,6 +46,7 @@ __all__ = [
     "RawEvent",
     "RawEventSource",
     "RunSummary",
+    "StaticLineageProtocol",
     "StoreCreator",
     "check_page",
     "event_namespace",
@@ -638,4 +639,23 @@ class RawEventSource(Protocol):
 
     def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
         """Which of ``event_ids`` the store already holds (import's "already present")."""
+        ...
+
+
+@runtime_checkable
+class StaticLineageProtocol(Protocol):
+    """Static lineage (OpenLineage JobEvent and DatasetEvent) as the reads need it: the sql,
+    document and graph stores answer it. A JobEvent's inputs and outputs are the job's declared
+    edges (the stores walk them like observed ones); a DatasetEvent's facets describe its dataset.
+    Answers are raw events, folded by :mod:`lineage_sdk.collector.api.marquez_events` and
+    :mod:`lineage_sdk.collector.api.queries`, so every store answers alike."""
+
+    def static_events(
+        self,
+        *,
+        jobs: Sequence[tuple[str, str]] = (),
+        datasets: Sequence[tuple[str, str]] = (),
+    ) -> list[dict[str, Any]]:
+        """The JobEvents of ``jobs`` and the DatasetEvents of ``datasets``, each (namespace,
+        name), in event-time order (then event id)."""
         ...

@@ -731,6 +731,34 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         ids = sorted(r for r in runs if isinstance(r, str))
         return self._raw_events({"runId": {"$in": ids}}) if ids else []
 
+    def static_events(
+        self,
+        *,
+        jobs: Sequence[tuple[str, str]] = (),
+        datasets: Sequence[tuple[str, str]] = (),
+    ) -> list[dict[str, Any]]:
+        """The JobEvents of ``jobs`` and the DatasetEvents of ``datasets`` (static lineage), in
+        event-time order (then event id). One query per kind on the job and dataset indexes, the
+        namespace checked here (names rarely repeat across namespaces)."""
+        found: dict[str, tuple[datetime, str]] = {}
+        for kind, path, wanted in (("job", "job", jobs), ("dataset", "datasets", datasets)):
+            pairs = {(_text(ns, "namespace"), _text(nm, "name")) for ns, nm in wanted}
+            if not pairs:
+                continue
+            query = {"kind": kind, f"{path}.name": {"$in": sorted({nm for _, nm in pairs})}}
+            with self._errors("find"):
+                docs = list(self.collection.find(query, {"raw": 1, "eventTime": 1, path: 1}))
+            for doc in docs:
+                named = doc.get(path)
+                refs = named if isinstance(named, list) else [named]
+                if any(
+                    isinstance(r, dict) and (r.get("namespace"), r.get("name")) in pairs
+                    for r in refs
+                ):
+                    found[doc["_id"]] = (_utc(doc["eventTime"]), doc["raw"])
+        ordered = sorted(found.items(), key=lambda item: (item[1][0], item[0]))
+        return [json.loads(raw) for _, (_, raw) in ordered]
+
     def lineage_events(
         self,
         *,
