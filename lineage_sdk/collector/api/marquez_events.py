@@ -8,10 +8,12 @@ Marquez derives from the same events:
 - a **dataset version** is keyed on content, never on the run: the ``datasetVersion`` of the
   dataset's ``version`` facet when an event gives one, else a hash of its ``schema`` facet's
   fields, else nothing. Every event naming the dataset (run inputs and outputs, DatasetEvents)
-  belongs to the version its own key names, or, without a key, to the version current before it
-  (the unkeyed version when there is none yet): a dataset with neither facet has one version. A
-  write's key wins over a read's in one event. Its id is a UUID derived from the dataset and the
-  key, so it is stable across calls, stores and arrival order;
+  belongs to the version its own key names, or, without a key, to the current version (the
+  unkeyed version when there is none yet): a dataset with neither facet has one version. The
+  current version is the one of the latest write or DatasetEvent (of the latest read while there
+  is neither): reading an older version does not make it current. A write's key wins over a
+  read's in one event. Its id is a UUID derived from the dataset and the key, so it is stable
+  across calls, stores and arrival order;
 - a **job version** is the job's identity with its inputs, outputs and source location: runs
   that agree on those share a version (Marquez's rule), id again a derived UUID;
 - **fields** come from the latest ``schema`` facet, **facets** are merged oldest first so the latest
@@ -216,15 +218,15 @@ class _Timeline:
     """A dataset's versions folded from its events (see the module's rules)."""
 
     versions: list[_Version]  # oldest first
-    current: str | None  # the version of the latest event
+    current: str | None  # the current version (see the module's rules)
     written: dict[str, str]  # run id -> the version of its latest write
     named: dict[str, str]  # run id -> the version of its latest event naming the dataset
 
 
 def _timeline(events: Iterable[Mapping[str, Any]], namespace: str, name: str) -> _Timeline:
     versions: dict[str, _Version] = {}
-    current: _Version | None = None
-    current_key = ""
+    current_key: str | None = None
+    settled = False  # a write or a DatasetEvent has set the current version
     written: dict[str, str] = {}
     named: dict[str, str] = {}
     for event in events:
@@ -232,21 +234,21 @@ def _timeline(events: Iterable[Mapping[str, Any]], namespace: str, name: str) ->
             continue
         key = _event_key(event, namespace, name)
         if key is None:
-            key = current_key
-        current_key = key
+            key = current_key or ""
         version = versions.get(key)
         if version is None:
             version = versions[key] = _Version(_dataset_version_id(namespace, name, key), [])
         version.events.append(event)
-        current = version
         run_id = _run_id(event)
+        describes = run_id is None or _writes(event, namespace, name)
+        if describes or not settled:
+            current_key, settled = key, settled or describes
         if run_id is not None:
             named[run_id] = version.id
             if _writes(event, namespace, name):
                 written[run_id] = version.id
-    return _Timeline(
-        list(versions.values()), None if current is None else current.id, written, named
-    )
+    current = None if current_key is None else versions[current_key].id
+    return _Timeline(list(versions.values()), current, written, named)
 
 
 def merge_events(*sources: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
