@@ -649,10 +649,9 @@ class SqlStore(BaseLineageStore):
                 ),
             )
             ids[(node_type, key)] = node
-        for ot, ok, dt, dk in sorted(edges):
-            origin, dest = ids.get((ot, ok)), ids.get((dt, dk))
-            if origin is None or dest is None:
-                continue
+        pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
+        # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
+        for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
             edge = LineageEdge(origin, dest)
             graph.nodes[origin].out_edges.append(edge)
             graph.nodes[dest].in_edges.append(edge)
