@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
-from api_helpers import PRODUCER
+from api_helpers import PRODUCER, validate_openapi_response
 from openapi_check import validate_operation
 from test_api_marquez import _drop, _q, _store
 
@@ -192,6 +192,19 @@ def test_dataset_event_facets_feed_the_dataset_reads(apis):
         assert [(h["type"], h["name"]) for h in hits] == [("DATASET", "ref.codes")], kind
         listed = _get(api, f"/api/v1/namespaces/{_q(PG)}/datasets", "getDatasets")["datasets"]
         assert "ref.codes" in {d["name"] for d in listed}, kind
+
+
+def test_answers_match_the_served_openapi_document(apis):
+    """The extra ``declared`` key and a version without ``createdByRun`` are in our own
+    ``/openapi.json``, not only tolerated by Marquez's."""
+    api = apis["sql"]
+    openapi = api.get("/openapi.json").json()
+    body = _lineage(api, f"job:{NS}:plan")
+    assert any(e.get("declared") for n in body["graph"] for e in n["inEdges"])
+    validate_openapi_response(openapi, "/api/v1/lineage", "get", 200, body)
+    template = "/api/v1/namespaces/{namespace}/datasets/{dataset}/versions"
+    versions = api.get(f"/api/v1/namespaces/{_q(PG)}/datasets/ref.codes/versions").json()
+    validate_openapi_response(openapi, template, "get", 200, versions)
 
 
 def test_every_store_answers_alike(apis):
