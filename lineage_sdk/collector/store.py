@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from lineage_sdk.collector.settings import ConnectionConfig
+from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.config.keys import env_var_for
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -478,23 +479,15 @@ def pick_query_store(stores: Sequence[Any]) -> LineageCatalogProtocol | None:
 
 def names_dataset(event: Mapping[str, Any], namespace: str, name: str) -> bool:
     """Whether ``event`` names the dataset among its inputs or outputs (or as a DatasetEvent's
-    ``dataset``)."""
+    ``dataset``), by its canonical name (:mod:`lineage_sdk.collector.symlinks`)."""
+    wanted = (namespace, name)
     for key in ("inputs", "outputs"):
         items = event.get(key)
         if isinstance(items, list):
             for item in items:
-                if (
-                    isinstance(item, Mapping)
-                    and item.get("namespace") == namespace
-                    and item.get("name") == name
-                ):
+                if entry_name(item) == wanted:
                     return True
-    single = event.get("dataset")
-    return (
-        isinstance(single, Mapping)
-        and single.get("namespace") == namespace
-        and single.get("name") == name
-    )
+    return entry_name(event.get("dataset")) == wanted
 
 
 @runtime_checkable

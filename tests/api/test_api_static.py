@@ -30,6 +30,9 @@ NS = "static"
 PG = "postgres://static.example:5432"
 SPEC = "https://openlineage.io/spec"
 RUN = str(uuid.UUID(int=0x5747, version=4))
+RUNS = {n: str(uuid.UUID(int=0x5750 + i, version=4)) for i, n in enumerate(("spark", "athena"))}
+LAKE = "s3://lake"  # where Spark writes the table's files
+HIVE = "hive://metastore:9083"  # the table's catalog: the canonical name (type TABLE)
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 KINDS = ("sql", "postgres", "document", "graph")
 
@@ -80,6 +83,7 @@ def events() -> list[dict[str, Any]]:
     codes = {"schema": _facet("SchemaDatasetFacet", fields=[{"name": "code", "type": "TEXT"}])}
     return [
         *run,
+        *symlinked(),
         _job_event("load", "00:30:00", ["raw.a", "raw.extra"], []),
         _job_event("plan", "00:40:00", ["stg.b"], ["mart.c"]),
         _dataset_event(
@@ -88,6 +92,56 @@ def events() -> list[dict[str, Any]]:
         ),
         _dataset_event("02:10:00", _ds("ref.codes", codes)),
     ]
+
+
+def _symlinks() -> dict[str, Any]:
+    identifiers = [
+        {"namespace": HIVE, "name": "sales.orders", "type": "TABLE"},
+        {"namespace": "s3a://lake", "name": "warehouse/orders", "type": "LOCATION"},
+    ]
+    return {"symlinks": _facet("SymlinksDatasetFacet", identifiers=identifiers)}
+
+
+def _columns(source: tuple[str, str]) -> dict[str, Any]:
+    inputs = [{"namespace": source[0], "name": source[1], "field": "id"}]
+    return {
+        "columnLineage": _facet("ColumnLineageDatasetFacet", fields={"id": {"inputFields": inputs}})
+    }
+
+
+def symlinked() -> list[dict[str, Any]]:
+    """Spark writes the table by its location (``s3://lake`` ``warehouse/orders``, the table as
+    symlink), reading ``raw.a``; Athena reads the table by its catalog name and writes
+    ``mart.orders``, its column lineage naming the location by its other (``s3a``) alias; a
+    DatasetEvent documents the location (it arrives first)."""
+    location = {"namespace": LAKE, "name": "warehouse/orders"}
+    spark_out = {**location, "facets": {**_symlinks(), **_columns((PG, "raw.a"))}}
+    athena_out = _ds("mart.orders", _columns(("s3a://lake", "warehouse/orders")))
+    athena_in = {
+        "namespace": HIVE,
+        "name": "sales.orders",
+        "facets": {},
+    }
+    doc = _facet("DocumentationDatasetFacet", description="Orders, as a table.")
+    runs = []
+    for job, inputs, outputs, at in (
+        ("spark_write", [_ds("raw.a")], [spark_out], "03:00:00"),
+        ("athena_read", [athena_in, {**location, "facets": _symlinks()}], [athena_out], "04:00:00"),
+    ):
+        runs.append(
+            {
+                "eventType": "COMPLETE",
+                "eventTime": f"2025-06-01T{at}Z",
+                "run": {"runId": RUNS[job.split("_")[0]], "facets": {}},
+                "job": {"namespace": NS, "name": job, "facets": {}},
+                "inputs": inputs,
+                "outputs": outputs,
+                "producer": PRODUCER,
+                "schemaURL": f"{SPEC}/2-0-2/OpenLineage.json#/$defs/RunEvent",
+            }
+        )
+    described = {**location, "facets": {**_symlinks(), "documentation": doc}}
+    return [*runs, _dataset_event("00:10:00", described)]
 
 
 @contextlib.contextmanager
@@ -207,6 +261,38 @@ def test_answers_match_the_served_openapi_document(apis):
     validate_openapi_response(openapi, template, "get", 200, versions)
 
 
+def test_symlinked_names_are_one_dataset(apis):
+    """The location and the table are one node, named by the table (the TABLE symlink), in
+    lineage, in column lineage and in the dataset's reads."""
+    table = f"dataset:{HIVE}:sales.orders"
+    spark, athena = f"job:{NS}:spark_write", f"job:{NS}:athena_read"
+    for kind, api in apis.items():
+        body = _lineage(api, f"job:{NS}:athena_read", depth=2, direction="upstream")
+        ids = {n["id"] for n in body["graph"]}
+        assert table in ids and spark in ids, kind
+        assert not [i for i in ids if "lake" in i], (kind, ids)
+        edges = _edges(body)
+        assert (spark, table) in edges and (table, athena) in edges, kind
+        columns = _get(
+            api,
+            "/api/v1/column-lineage",
+            "getColumnLineage",
+            nodeId=f"datasetField:{PG}:mart.orders:id",
+            depth=5,
+        )
+        fields = {n["id"] for n in columns["graph"]}
+        assert fields == {
+            f"datasetField:{PG}:mart.orders:id",
+            f"datasetField:{HIVE}:sales.orders:id",
+            f"datasetField:{PG}:raw.a:id",
+        }, (kind, fields)
+        dataset = _get(api, f"/api/v1/namespaces/{_q(HIVE)}/datasets/sales.orders", "getDataset")
+        assert dataset["description"] == "Orders, as a table.", kind
+        assert "symlinks" in dataset["facets"] and "columnLineage" in dataset["facets"], kind
+        hits = _get(api, "/api/v1/search", "search", q="orders")["results"]
+        assert {h["namespace"] for h in hits} == {HIVE, PG}, (kind, hits)
+
+
 def test_every_store_answers_alike(apis):
     paths = [
         ("/api/v1/lineage", {"nodeId": f"job:{NS}:load", "depth": 3}),
@@ -217,6 +303,10 @@ def test_every_store_answers_alike(apis):
         (f"/api/v1/namespaces/{_q(PG)}/datasets/stg.b/versions", {}),
         (f"/api/v1/namespaces/{_q(PG)}/datasets/ref.codes", {}),
         ("/api/v1/search", {"q": "a"}),
+        ("/api/v1/lineage", {"nodeId": f"dataset:{HIVE}:sales.orders"}),
+        ("/api/v1/column-lineage", {"nodeId": f"dataset:{PG}:mart.orders", "withDownstream": 1}),
+        (f"/api/v1/namespaces/{_q(HIVE)}/datasets/sales.orders", {}),
+        (f"/api/v1/namespaces/{_q(HIVE)}/datasets/sales.orders/versions", {}),
     ]
     for path, params in paths:
         answers = {kind: api.get(path, params=params) for kind, api in apis.items()}

@@ -43,6 +43,7 @@ from typing import Any
 from lineage_sdk.collector.api.marquez import iso, run_from_events
 from lineage_sdk.collector.records import parse_event_time
 from lineage_sdk.collector.store import names_dataset
+from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.exceptions import InvalidEventError
 
 __all__ = [
@@ -117,10 +118,10 @@ def _dataset_entries(
         items = event.get(key)
         for item in items if isinstance(items, list) else ():
             item = _map(item)
-            if item.get("namespace") == namespace and item.get("name") == name:
+            if entry_name(item) == (namespace, name):
                 out.append(item)
     single = _map(event.get("dataset"))
-    if single.get("namespace") == namespace and single.get("name") == name:
+    if entry_name(single) == (namespace, name):
         out.append(single)
     return out
 
@@ -128,8 +129,7 @@ def _dataset_entries(
 def _writes(event: Mapping[str, Any], namespace: str, name: str) -> bool:
     items = event.get("outputs")
     return any(
-        _map(i).get("namespace") == namespace and _map(i).get("name") == name
-        for i in (items if isinstance(items, list) else ())
+        entry_name(i) == (namespace, name) for i in (items if isinstance(items, list) else ())
     )
 
 
@@ -200,7 +200,7 @@ def _event_key(event: Mapping[str, Any], namespace: str, name: str) -> str | Non
         items = event.get(section)
         for item in items if isinstance(items, list) else [items]:
             item = _map(item)
-            if item.get("namespace") == namespace and item.get("name") == name:
+            if entry_name(item) == (namespace, name):
                 entries.append(item)
     return next((k for k in map(_entry_key, entries) if k is not None), None)
 
@@ -352,10 +352,9 @@ def _io(events: Iterable[Mapping[str, Any]], key: str) -> list[dict[str, str]]:
     for event in events:
         items = event.get(key)
         for item in items if isinstance(items, list) else ():
-            item = _map(item)
-            ns, nm = item.get("namespace"), item.get("name")
-            if isinstance(ns, str) and isinstance(nm, str):
-                pairs.add((ns, nm))
+            resolved = entry_name(item)
+            if resolved is not None:
+                pairs.add(resolved)
     return [{"namespace": ns, "name": nm} for ns, nm in sorted(pairs)]
 
 
@@ -518,9 +517,9 @@ def _run_inputs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], st
         items = event.get("inputs")
         for item in items if isinstance(items, list) else ():
             item = _map(item)
-            ns, nm = item.get("namespace"), item.get("name")
-            if isinstance(ns, str) and isinstance(nm, str):
-                found[ns, nm] = _dataset_version_facet(item) or found.get((ns, nm))
+            resolved = entry_name(item)
+            if resolved is not None:
+                found[resolved] = _dataset_version_facet(item) or found.get(resolved)
     return dict(sorted(found.items()))
 
 
@@ -532,7 +531,7 @@ def _carries_version(
         items = event.get("outputs")
         for item in items if isinstance(items, list) else ():
             item = _map(item)
-            same = (item.get("namespace"), item.get("name")) == (namespace, name)
+            same = entry_name(item) == (namespace, name)
             if same and _dataset_version_facet(item) == version:
                 return True
     return False

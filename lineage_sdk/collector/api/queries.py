@@ -24,6 +24,7 @@ from lineage_sdk.collector.store import (
     node_id,
     parse_node_id,
 )
+from lineage_sdk.collector.symlinks import entry_name
 
 __all__ = [
     "NotFound",
@@ -124,11 +125,9 @@ def declared_edges(store: object, jobs: list[tuple[str, str]]) -> set[tuple[str,
         jid = node_id("JOB", str(job["namespace"]), str(job["name"]))
         for key in ("inputs", "outputs"):
             for item in event.get(key) or ():
-                if not isinstance(item, dict):
-                    continue
-                ns, nm = item.get("namespace"), item.get("name")
-                if isinstance(ns, str) and isinstance(nm, str):
-                    did = node_id("DATASET", ns, nm)
+                resolved = entry_name(item)
+                if resolved is not None:
+                    did = node_id("DATASET", *resolved)
                     edges.add((did, jid) if key == "inputs" else (jid, did))
     return edges
 

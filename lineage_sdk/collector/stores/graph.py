@@ -71,6 +71,7 @@ from lineage_sdk.collector.store import (
     named_connection,
     node_id,
 )
+from lineage_sdk.collector.symlinks import event_aliases
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
@@ -701,7 +702,7 @@ class _Batch:
                     "rank": rank,
                 },
             )
-            self._add_columns(ref, column_rank)
+            self._add_columns(ref, column_rank, event)
         for refs, run_edges, job_edges in (
             (inputs, self.read, self.consumes),
             (outputs, self.wrote, self.produces),
@@ -770,12 +771,17 @@ class _Batch:
                     "parentJobName": rec.parent_job_name,
                 }
 
-    def _add_columns(self, ref: DatasetRef, rank: str) -> None:
+    def _add_columns(self, ref: DatasetRef, rank: str, event: Mapping[str, Any]) -> None:
         """The facet's field edges; an edge stated again keeps the info of the greatest rank
-        (the rule of lineage_sdk.collector.columns, so every store answers alike)."""
+        (the rule of lineage_sdk.collector.columns, so every store answers alike). Input fields
+        named by a symlinked name resolve to the dataset's canonical name."""
         if not isinstance(ref.facets, Mapping) or "columnLineage" not in ref.facets:
             return
+        aliases = event_aliases(event)
         for out, src, info in facet_edges(ref.namespace, ref.name, ref.facets):
+            resolved = aliases.get((src.namespace, src.dataset))
+            if resolved is not None:
+                src = FieldRef(resolved[0], resolved[1], src.field)
             out_key = name_key(out.namespace, out.dataset, out.field)
             in_key = name_key(src.namespace, src.dataset, src.field)
             old = self.fields.get((out_key, in_key))
