@@ -1,6 +1,7 @@
 """Static lineage (OpenLineage JobEvent and DatasetEvent) through the HTTP read API, from every
 query store: SQLite and PostgreSQL (sql), SecantusDB (document) and FalkorDB (graph). Each answer
-is validated against Marquez's OpenAPI document, and the four stores answer alike.
+is validated against Marquez's OpenAPI document, and the four stores answer alike (and alike
+again when the events arrive in the opposite order).
 
 ``load`` runs once (reads ``raw.a``, writes ``stg.b``: observed edges) and a JobEvent declares
 that it reads ``raw.a`` and ``raw.extra``; ``plan`` never runs, a JobEvent declares it reads
@@ -34,7 +35,8 @@ RUNS = {n: str(uuid.UUID(int=0x5750 + i, version=4)) for i, n in enumerate(("spa
 LAKE = "s3://lake"  # where Spark writes the table's files
 HIVE = "hive://metastore:9083"  # the table's catalog: the canonical name (type TABLE)
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-KINDS = ("sql", "postgres", "document", "graph")
+# "reversed": SQLite again, fed the same events in the opposite order (arrival-order independence).
+KINDS = ("sql", "postgres", "document", "graph", "reversed")
 
 
 def _facet(name: str, **fields: Any) -> dict[str, Any]:
@@ -172,14 +174,17 @@ def apis(
             if kind == "postgres":
                 store = stack.enter_context(_postgres_store())
             else:
-                store = _store(kind, request, tmp_path_factory.mktemp(kind))
+                store = _store(
+                    "sql" if kind == "reversed" else kind, request, tmp_path_factory.mktemp(kind)
+                )
                 stack.callback(store.close)
                 stack.callback(_drop, store)
             store.open()
             server = ApiServer(create_app(store)).start()
             stack.callback(server.stop)
             client = stack.enter_context(httpx.Client(base_url=server.url, timeout=30))
-            posted = client.post("/api/v1/lineage/batch", json=events())
+            batch = events()[::-1] if kind == "reversed" else events()
+            posted = client.post("/api/v1/lineage/batch", json=batch)
             assert posted.status_code == 200, posted.text
             assert posted.json()["summary"]["successful"] == len(events())
             clients[kind] = client
