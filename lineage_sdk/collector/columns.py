@@ -29,6 +29,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 import orjson
 
 from lineage_sdk.collector.store import ColumnGraph, DatasetRef, FieldRef, parse_node_id
+from lineage_sdk.collector.symlinks import event_aliases
 
 __all__ = [
     "ColumnEdge",
@@ -157,11 +158,18 @@ def column_edges(rec: _Record) -> dict[tuple[FieldRef, FieldRef], str]:
             if isinstance(name, str):
                 refs = (DatasetRef(ds["namespace"], name, ds.get("facets") or {}, "output"),)
     out: dict[tuple[FieldRef, FieldRef], str] = {}
+    aliases: dict[tuple[str, str], tuple[str, str]] | None = None
     for ref in refs:
         if not isinstance(ref.facets, Mapping) or "columnLineage" not in ref.facets:
             continue
+        if aliases is None:  # input fields may name a dataset by any of its symlinked names
+            aliases = event_aliases(rec.event)
         for edge in facet_edges(ref.namespace, ref.name, ref.facets):
-            key = (edge.output, edge.input)
+            src = edge.input
+            resolved = aliases.get((src.namespace, src.dataset))
+            if resolved is not None:
+                src = FieldRef(resolved[0], resolved[1], src.field)
+            key = (edge.output, src)
             if key not in out or edge.info > out[key]:
                 out[key] = edge.info
     return out

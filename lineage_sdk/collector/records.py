@@ -16,6 +16,7 @@ from typing import Any, Literal
 import orjson
 
 from lineage_sdk.collector.store import DatasetRef, EventKind, LineageRecord
+from lineage_sdk.collector.symlinks import canonical
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.run_state import TERMINAL_STATES
 
@@ -87,6 +88,7 @@ def _datasets(value: Any, role: Literal["input", "output"]) -> tuple[DatasetRef,
         if not isinstance(namespace, str) or not isinstance(name, str):
             continue
         facets = _map(item.get("facets"))
+        namespace, name = canonical(namespace, name, facets)  # symlinks: one name per dataset
         refs.append(DatasetRef(namespace, name, dict(facets) if facets else {}, role))
     return tuple(refs)
 

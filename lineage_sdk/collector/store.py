@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from lineage_sdk.collector.settings import ConnectionConfig
+from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.config.keys import env_var_for
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -46,6 +47,7 @@ __all__ = [
     "RawEvent",
     "RawEventSource",
     "RunSummary",
+    "StaticLineageProtocol",
     "StoreCreator",
     "check_page",
     "event_namespace",
@@ -477,23 +479,15 @@ def pick_query_store(stores: Sequence[Any]) -> LineageCatalogProtocol | None:
 
 def names_dataset(event: Mapping[str, Any], namespace: str, name: str) -> bool:
     """Whether ``event`` names the dataset among its inputs or outputs (or as a DatasetEvent's
-    ``dataset``)."""
+    ``dataset``), by its canonical name (:mod:`lineage_sdk.collector.symlinks`)."""
+    wanted = (namespace, name)
     for key in ("inputs", "outputs"):
         items = event.get(key)
         if isinstance(items, list):
             for item in items:
-                if (
-                    isinstance(item, Mapping)
-                    and item.get("namespace") == namespace
-                    and item.get("name") == name
-                ):
+                if entry_name(item) == wanted:
                     return True
-    single = event.get("dataset")
-    return (
-        isinstance(single, Mapping)
-        and single.get("namespace") == namespace
-        and single.get("name") == name
-    )
+    return entry_name(event.get("dataset")) == wanted
 
 
 @runtime_checkable
@@ -638,4 +632,23 @@ class RawEventSource(Protocol):
 
     def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
         """Which of ``event_ids`` the store already holds (import's "already present")."""
+        ...
+
+
+@runtime_checkable
+class StaticLineageProtocol(Protocol):
+    """Static lineage (OpenLineage JobEvent and DatasetEvent) as the reads need it: the sql,
+    document and graph stores answer it. A JobEvent's inputs and outputs are the job's declared
+    edges (the stores walk them like observed ones); a DatasetEvent's facets describe its dataset.
+    Answers are raw events, folded by :mod:`lineage_sdk.collector.api.marquez_events` and
+    :mod:`lineage_sdk.collector.api.queries`, so every store answers alike."""
+
+    def static_events(
+        self,
+        *,
+        jobs: Sequence[tuple[str, str]] = (),
+        datasets: Sequence[tuple[str, str]] = (),
+    ) -> list[dict[str, Any]]:
+        """The JobEvents of ``jobs`` and the DatasetEvents of ``datasets``, each (namespace,
+        name), in event-time order (then event id)."""
         ...

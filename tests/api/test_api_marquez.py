@@ -276,7 +276,13 @@ def test_dataset_fields_versions_and_source(api):
     page = api.get(f"{ds}/versions", params={"limit": 1, "offset": 1}).json()
     assert (page["versions"], page["totalCount"]) == ([oldest], 2)
     only_event = api.get(f"/api/v1/namespaces/{_q(PG)}/datasets/ref.currencies").json()
-    assert only_event["name"] == "ref.currencies" and "currentVersion" not in only_event
+    # Known only from a DatasetEvent (static lineage): its schema gives fields and a version.
+    assert only_event["name"] == "ref.currencies"
+    assert [(f["name"], f["type"]) for f in only_event["fields"]] == [("code", "TEXT")]
+    (static,) = api.get(f"/api/v1/namespaces/{_q(PG)}/datasets/ref.currencies/versions").json()[
+        "versions"
+    ]
+    assert only_event["currentVersion"] == static["version"] and "createdByRun" not in static
     sources = api.get("/api/v1/sources").json()["sources"]
     assert sources == [{"type": "POSTGRES", "name": PG, "connectionUrl": PG}]
 

@@ -6,6 +6,7 @@ The history is a 3-step pipeline: ``ingest`` reads an external feed and writes `
 each time with its own ``version`` facet, and a third time failing), ``transform`` turns ``stg.a``
 into ``stg.b`` (twice: once between the two ingests, once after both), ``report`` reads
 ``stg.b`` and ``stg.a`` (once by time, once naming ``stg.a``'s first version, once still running).
+Dataset versions are keyed on content (the ``version`` facet, else the schema), not on runs.
 """
 
 from __future__ import annotations
@@ -166,6 +167,28 @@ def test_ids_are_the_versions_the_other_reads_serve(apis):
     feed = api.get(f"/api/v1/namespaces/{_q(PG)}/datasets/ext.feed/versions").json()["versions"]
     (external,) = body["runs"][2]["inputs"]
     assert external == {"namespace": PG, "name": "ext.feed", "version": feed[0]["version"]}
+
+
+def test_versions_are_keyed_on_content_not_on_runs(apis):
+    """stg.a has the two versions its ``version`` facets name (the failed i3 sent none: it adds to
+    v2, the version current before it); stg.b, written twice without version or schema, has one
+    version, which both of its readers read. An input's own version facet names its version."""
+    for kind, api in apis.items():
+        base = f"/api/v1/namespaces/{_q(PG)}/datasets"
+        a = api.get(f"{base}/stg.a/versions").json()["versions"]
+        assert [v["createdByRun"]["id"] for v in a] == [RUNS["i2"], RUNS["i1"]], kind
+        v2, v1 = (v["version"] for v in a)
+        (b,) = api.get(f"{base}/stg.b/versions").json()["versions"]
+        assert b["createdByRun"]["id"] == RUNS["t1"], kind  # its first writer
+        read = {
+            run: {i["name"]: i.get("version") for i in _upstream(api, run)["runs"][0]["inputs"]}
+            for run in ("t1", "t2", "rep_time", "rep_version")
+        }
+        assert read["t1"] == {"stg.a": v1} and read["t2"] == {"stg.a": v2}, kind
+        assert read["rep_time"] == {"stg.a": v2, "stg.b": b["version"]}, kind
+        assert read["rep_version"] == {"stg.a": v1, "stg.b": b["version"]}, kind
+        current = api.get(f"{base}/stg.a").json()["currentVersion"]
+        assert current == v2, kind  # rep_version read v1 later, but named it: no new version
 
 
 def test_a_running_run_has_no_end(apis):

@@ -145,6 +145,7 @@ def _plan_stages(plan: Any) -> set[str]:
         {"job.namespace": "ns", "job.name": "idx"},
         {"job.namespace": "ns", "job.name": {"$in": ["idx", "other"]}},
         {"datasets.namespace": "db", "datasets.name": {"$in": ["in", "out"]}},
+        {"staticKey": {"$in": ["dataset\x1fdb\x1fin", "job\x1fns\x1fidx"]}},  # static_events
     ],
 )
 def test_every_audit_query_uses_an_index(document_store, query):

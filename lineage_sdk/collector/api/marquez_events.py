@@ -5,9 +5,15 @@ The stores hand back raw events (:class:`~lineage_sdk.collector.store.LineageHis
 every rule lives here, so the sql, document and graph stores answer alike. The rules follow what
 Marquez derives from the same events:
 
-- a **dataset version** is made by each run that writes the dataset (a dataset only ever read has
-  one version, from the first run that read it); its id is a UUID derived from the dataset and the
-  run, so it is stable across calls and stores;
+- a **dataset version** is keyed on content, never on the run: the ``datasetVersion`` of the
+  dataset's ``version`` facet when an event gives one, else a hash of its ``schema`` facet's
+  fields, else nothing. Every event naming the dataset (run inputs and outputs, DatasetEvents)
+  belongs to the version its own key names, or, without a key, to the current version (the
+  unkeyed version when there is none yet): a dataset with neither facet has one version. The
+  current version is the one of the latest write or DatasetEvent (of the latest read while there
+  is neither): reading an older version does not make it current. A write's key wins over a
+  read's in one event. Its id is a UUID derived from the dataset and the key, so it is stable
+  across calls, stores and arrival order;
 - a **job version** is the job's identity with its inputs, outputs and source location: runs
   that agree on those share a version (Marquez's rule), id again a derived UUID;
 - **fields** come from the latest ``schema`` facet, **facets** are merged oldest first so the latest
@@ -19,12 +25,15 @@ Marquez derives from the same events:
 - a run's **upstream lineage** reads each input at the version made by the latest run that wrote
   the dataset and completed at or before the run started (or, when the input carries a
   ``version`` facet, by the writer whose output carried that version), and walks on through
-  those producing runs.
+  those producing runs; the version id is the one the dataset's versions read serves (an input's
+  own ``version`` facet names its version even when no known run wrote it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +43,7 @@ from typing import Any
 from lineage_sdk.collector.api.marquez import iso, run_from_events
 from lineage_sdk.collector.records import parse_event_time
 from lineage_sdk.collector.store import names_dataset
+from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.exceptions import InvalidEventError
 
 __all__ = [
@@ -45,6 +55,7 @@ __all__ = [
     "job_details",
     "job_version_id",
     "job_versions",
+    "merge_events",
     "namespace_data",
     "run_job_version",
     "source_data",
@@ -107,10 +118,10 @@ def _dataset_entries(
         items = event.get(key)
         for item in items if isinstance(items, list) else ():
             item = _map(item)
-            if item.get("namespace") == namespace and item.get("name") == name:
+            if entry_name(item) == (namespace, name):
                 out.append(item)
     single = _map(event.get("dataset"))
-    if single.get("namespace") == namespace and single.get("name") == name:
+    if entry_name(single) == (namespace, name):
         out.append(single)
     return out
 
@@ -118,8 +129,7 @@ def _dataset_entries(
 def _writes(event: Mapping[str, Any], namespace: str, name: str) -> bool:
     items = event.get("outputs")
     return any(
-        _map(i).get("namespace") == namespace and _map(i).get("name") == name
-        for i in (items if isinstance(items, list) else ())
+        entry_name(i) == (namespace, name) for i in (items if isinstance(items, list) else ())
     )
 
 
@@ -167,26 +177,84 @@ def _description(facets: Mapping[str, Any]) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def _version_runs(events: Sequence[Mapping[str, Any]], namespace: str, name: str) -> list[str]:
-    """Run ids that made a version of the dataset, oldest first."""
-    writers: list[str] = []
-    first_reader: str | None = None
+def _dataset_version_id(namespace: str, name: str, key: str) -> str:
+    return _derived_id("dataset", namespace, name, key)
+
+
+def _entry_key(entry: Mapping[str, Any]) -> str | None:
+    """The content key of one dataset entry: its ``version`` facet, else its schema's hash."""
+    version = _dataset_version_facet(entry)
+    if version is not None:
+        return f"version:{version}"
+    fields = _map(_map(entry.get("facets")).get("schema")).get("fields")
+    if isinstance(fields, list) and fields:
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
+        return f"schema:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+    return None
+
+
+def _event_key(event: Mapping[str, Any], namespace: str, name: str) -> str | None:
+    """The key an event gives the dataset: what it wrote, else its DatasetEvent, else its read."""
+    entries: list[Mapping[str, Any]] = []
+    for section in ("outputs", "dataset", "inputs"):
+        items = event.get(section)
+        for item in items if isinstance(items, list) else [items]:
+            item = _map(item)
+            if entry_name(item) == (namespace, name):
+                entries.append(item)
+    return next((k for k in map(_entry_key, entries) if k is not None), None)
+
+
+@dataclass
+class _Version:
+    """One content version of a dataset and the events that belong to it, oldest first."""
+
+    id: str
+    events: list[Mapping[str, Any]]
+
+
+@dataclass
+class _Timeline:
+    """A dataset's versions folded from its events (see the module's rules)."""
+
+    versions: list[_Version]  # oldest first
+    current: str | None  # the current version (see the module's rules)
+    written: dict[str, str]  # run id -> the version of its latest write
+    named: dict[str, str]  # run id -> the version of its latest event naming the dataset
+
+
+def _timeline(events: Iterable[Mapping[str, Any]], namespace: str, name: str) -> _Timeline:
+    versions: dict[str, _Version] = {}
+    current_key: str | None = None
+    settled = False  # a write or a DatasetEvent has set the current version
+    written: dict[str, str] = {}
+    named: dict[str, str] = {}
     for event in events:
-        run_id = _run_id(event)
-        if run_id is None or not names_dataset(event, namespace, name):
+        if not names_dataset(event, namespace, name):
             continue
-        if _writes(event, namespace, name):
-            if run_id not in writers:
-                writers.append(run_id)
-        elif first_reader is None:
-            first_reader = run_id
-    if writers:
-        return writers
-    return [first_reader] if first_reader else []
+        key = _event_key(event, namespace, name)
+        if key is None:
+            key = current_key or ""
+        version = versions.get(key)
+        if version is None:
+            version = versions[key] = _Version(_dataset_version_id(namespace, name, key), [])
+        version.events.append(event)
+        run_id = _run_id(event)
+        describes = run_id is None or _writes(event, namespace, name)
+        if describes or not settled:
+            current_key, settled = key, settled or describes
+        if run_id is not None:
+            named[run_id] = version.id
+            if _writes(event, namespace, name):
+                written[run_id] = version.id
+    current = None if current_key is None else versions[current_key].id
+    return _Timeline(list(versions.values()), current, written, named)
 
 
-def _dataset_version_id(namespace: str, name: str, run_id: str) -> str:
-    return _derived_id("dataset", namespace, name, run_id)
+def merge_events(*sources: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Events of several reads (each in event-time order) as one list in event-time order; equal
+    times keep the order of ``sources``. Used to add a dataset's DatasetEvents to its run events."""
+    return list(heapq.merge(*sources, key=lambda e: _time(e) or _NEVER))
 
 
 def dataset_from_events(
@@ -228,43 +296,42 @@ def dataset_from_events(
     description = _description(facets)
     if description is not None:
         data["description"] = description
-    runs = _version_runs(events, namespace, name)
-    if runs:
-        data["currentVersion"] = _dataset_version_id(namespace, name, runs[-1])
+    current = _timeline(events, namespace, name).current
+    if current is not None:
+        data["currentVersion"] = current
     return data
 
 
 def dataset_versions(
     namespace: str, name: str, events: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Marquez ``DatasetVersion`` objects, newest first (see the module's rules)."""
-    by_run: dict[str, list[Mapping[str, Any]]] = {}
-    for event in events:
-        run_id = _run_id(event)
-        if run_id is not None:
-            by_run.setdefault(run_id, []).append(event)
+    """Marquez ``DatasetVersion`` objects, newest first (see the module's rules).
+
+    ``createdByRun`` is the first run that wrote the version, else the first run that named it
+    (null for a version only DatasetEvents describe)."""
+    by_run = _runs(events)
     versions: list[dict[str, Any]] = []
-    for run_id in _version_runs(events, namespace, name):
-        run_events = by_run[run_id]
-        own = [e for e in run_events if names_dataset(e, namespace, name)]
-        facets = _merged_facets(own, namespace, name)
-        version = _dataset_version_id(namespace, name, run_id)
-        times = [t for t in (_time(e) for e in own) if t is not None]
-        created = iso(min(times)) if times else None
+    for found in _timeline(events, namespace, name).versions:
+        facets = _merged_facets(found.events, namespace, name)
+        times = [t for t in (_time(e) for e in found.events) if t is not None]
+        runs = [r for r in map(_run_id, found.events) if r is not None]
+        writers = [_run_id(e) for e in found.events if _writes(e, namespace, name)]
+        creator = next((r for r in writers if r is not None), runs[0] if runs else None)
         item: dict[str, Any] = {
-            "id": {"namespace": namespace, "name": name, "version": version},
+            "id": {"namespace": namespace, "name": name, "version": found.id},
             "type": "DB_TABLE",
             "name": name,
             "physicalName": name,
-            "createdAt": created,
-            "version": version,
+            "createdAt": iso(min(times)) if times else None,
+            "version": found.id,
             "namespace": namespace,
             "sourceName": namespace,
             "fields": _fields(facets),
             "description": _description(facets) or "",
-            "createdByRun": run_from_events(run_id, run_events),
             "facets": facets,
         }
+        if creator is not None:
+            item["createdByRun"] = run_from_events(creator, by_run[creator])
         versions.append(item)
     versions.reverse()
     return versions
@@ -285,10 +352,9 @@ def _io(events: Iterable[Mapping[str, Any]], key: str) -> list[dict[str, str]]:
     for event in events:
         items = event.get(key)
         for item in items if isinstance(items, list) else ():
-            item = _map(item)
-            ns, nm = item.get("namespace"), item.get("name")
-            if isinstance(ns, str) and isinstance(nm, str):
-                pairs.add((ns, nm))
+            resolved = entry_name(item)
+            if resolved is not None:
+                pairs.add(resolved)
     return [{"namespace": ns, "name": nm} for ns, nm in sorted(pairs)]
 
 
@@ -317,7 +383,8 @@ def _runs(events: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, An
 
 def job_details(namespace: str, name: str, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What a job's own events add to a Marquez ``Job``: type, times, facets, location,
-    description and current version (empty when the job has no run events)."""
+    description and current version (empty when the job has no events). JobEvents (static
+    lineage) add facets and times; the current version comes from the latest run event."""
     if not events:
         return {}
     facets = _job_facets(events)
@@ -338,8 +405,7 @@ def job_details(namespace: str, name: str, events: Sequence[Mapping[str, Any]]) 
     if description is not None:
         details["description"] = description
     by_run = _runs(events)
-    latest = events[-1]
-    latest_run = _run_id(latest)
+    latest_run = next((r for r in map(_run_id, reversed(events)) if r is not None), None)
     if latest_run is not None:
         details["currentVersion"] = job_version_id(namespace, name, by_run[latest_run])
     return details
@@ -451,9 +517,9 @@ def _run_inputs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], st
         items = event.get("inputs")
         for item in items if isinstance(items, list) else ():
             item = _map(item)
-            ns, nm = item.get("namespace"), item.get("name")
-            if isinstance(ns, str) and isinstance(nm, str):
-                found[ns, nm] = _dataset_version_facet(item) or found.get((ns, nm))
+            resolved = entry_name(item)
+            if resolved is not None:
+                found[resolved] = _dataset_version_facet(item) or found.get(resolved)
     return dict(sorted(found.items()))
 
 
@@ -465,7 +531,7 @@ def _carries_version(
         items = event.get("outputs")
         for item in items if isinstance(items, list) else ():
             item = _map(item)
-            same = (item.get("namespace"), item.get("name")) == (namespace, name)
+            same = entry_name(item) == (namespace, name)
             if same and _dataset_version_facet(item) == version:
                 return True
     return False
@@ -504,15 +570,15 @@ class _UpstreamWalk:
     def __init__(self, dataset_events: Callable[[str, str], Sequence[Mapping[str, Any]]]) -> None:
         self._dataset_events = dataset_events
         self._runs: dict[str, _FoldedRun] = {}
-        self._datasets: dict[tuple[str, str], tuple[list[_FoldedRun], str | None]] = {}
+        self._datasets: dict[tuple[str, str], tuple[list[_FoldedRun], _Timeline]] = {}
 
     def fold(self, run_id: str, events: Sequence[Mapping[str, Any]]) -> _FoldedRun:
         if run_id not in self._runs:
             self._runs[run_id] = _fold_run(run_id, events)
         return self._runs[run_id]
 
-    def dataset(self, namespace: str, name: str) -> tuple[list[_FoldedRun], str | None]:
-        """The runs that wrote the dataset, and the one version of a dataset nobody wrote."""
+    def dataset(self, namespace: str, name: str) -> tuple[list[_FoldedRun], _Timeline]:
+        """The runs that wrote the dataset, and its versions."""
         key = (namespace, name)
         if key not in self._datasets:
             events = self._dataset_events(namespace, name)
@@ -522,26 +588,28 @@ class _UpstreamWalk:
                 for r in by_run
                 if any(_writes(e, namespace, name) for e in by_run[r])
             ]
-            unwritten: str | None = None
-            if not writers:
-                first = _version_runs(events, namespace, name)
-                unwritten = _dataset_version_id(namespace, name, first[0]) if first else None
-            self._datasets[key] = (writers, unwritten)
+            self._datasets[key] = (writers, _timeline(events, namespace, name))
         return self._datasets[key]
 
     def inputs(self, consumer: _FoldedRun) -> list[tuple[dict[str, Any], _FoldedRun | None]]:
         """Marquez's ``inputs`` of a run, each with the run that produced the version read."""
         out: list[tuple[dict[str, Any], _FoldedRun | None]] = []
         for (ns, nm), wanted in _run_inputs(consumer.events).items():
-            writers, unwritten = self.dataset(ns, nm)
+            writers, timeline = self.dataset(ns, nm)
             others = [w for w in writers if w.run_id != consumer.run_id]
             producer = _producer(consumer, ns, nm, wanted, others)
             item: dict[str, Any] = {"namespace": ns, "name": nm}
+            version: str | None = None
+            if wanted is not None:  # the input's own version facet names what it read
+                version = _dataset_version_id(ns, nm, f"version:{wanted}")
+            elif producer is not None:
+                version = timeline.written.get(producer.run_id)
+            elif not writers:
+                version = timeline.named.get(consumer.run_id)
+            if version is not None:
+                item["version"] = version
             if producer is not None:
-                item["version"] = _dataset_version_id(ns, nm, producer.run_id)
                 item["producedByRunId"] = producer.run_id
-            elif unwritten is not None:
-                item["version"] = unwritten
             out.append((item, producer))
         return out
 

@@ -20,10 +20,24 @@ from lineage_sdk.collector.store import (
     LineageHistoryProtocol,
     NodeType,
     Page,
+    StaticLineageProtocol,
+    node_id,
     parse_node_id,
 )
+from lineage_sdk.collector.symlinks import entry_name
 
-__all__ = ["NotFound", "column_lineage", "exists", "lineage", "parse_node", "run_events", "runs"]
+__all__ = [
+    "NotFound",
+    "column_lineage",
+    "dataset_events",
+    "declared_edges",
+    "exists",
+    "job_events",
+    "lineage",
+    "parse_node",
+    "run_events",
+    "runs",
+]
 
 
 class NotFound(LookupError):
@@ -82,7 +96,58 @@ def lineage(
                 "stateTime": run.state_time,
                 "heartbeatS": run.heartbeat_s,
             }
-    return marquez.lineage_graph(graph)
+    answer = marquez.lineage_graph(graph)
+    declared = declared_edges(store, [(n.namespace, n.name) for n in _job_nodes(graph)])
+    if declared:
+        for item in answer["graph"]:
+            for edge in (*item["inEdges"], *item["outEdges"]):
+                if (edge["origin"], edge["destination"]) in declared:
+                    edge["declared"] = True
+    return answer
+
+
+def _job_nodes(graph: Any) -> list[Any]:
+    """The job nodes of a store's lineage graph, by id."""
+    return sorted((n for n in graph.nodes.values() if n.type == "JOB"), key=lambda n: n.id)
+
+
+def declared_edges(store: object, jobs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The (origin, destination) node ids of the edges the JobEvents of ``jobs`` declare: their
+    inputs feed the job, the job feeds its outputs (empty for a store without static lineage)."""
+    if not jobs or not isinstance(store, StaticLineageProtocol):
+        return set()
+    wanted = set(jobs)
+    edges: set[tuple[str, str]] = set()
+    for event in store.static_events(jobs=sorted(wanted)):
+        job = event.get("job")
+        if not isinstance(job, dict) or (job.get("namespace"), job.get("name")) not in wanted:
+            continue
+        jid = node_id("JOB", str(job["namespace"]), str(job["name"]))
+        for key in ("inputs", "outputs"):
+            for item in event.get(key) or ():
+                resolved = entry_name(item)
+                if resolved is not None:
+                    did = node_id("DATASET", *resolved)
+                    edges.add((did, jid) if key == "inputs" else (jid, did))
+    return edges
+
+
+def dataset_events(store: LineageHistoryProtocol, namespace: str, name: str) -> list[Any]:
+    """The events behind a dataset's Marquez reads: its runs' events and its DatasetEvents."""
+    events = store.events_of_dataset(namespace, name)
+    if not isinstance(store, StaticLineageProtocol):
+        return events
+    static = store.static_events(datasets=[(namespace, name)])
+    return marquez_events.merge_events(events, static) if static else events
+
+
+def job_events(store: LineageHistoryProtocol, namespace: str, name: str) -> list[Any]:
+    """The events behind a job's Marquez reads: its run events and its JobEvents."""
+    events = store.events_of_job(namespace, name)
+    if not isinstance(store, StaticLineageProtocol):
+        return events
+    static = store.static_events(jobs=[(namespace, name)])
+    return marquez_events.merge_events(events, static) if static else events
 
 
 def runs(
@@ -156,7 +221,7 @@ def _schema_fields(store: LineageCatalogProtocol, node: str, root: ColumnRoot) -
         )
     refs: list[FieldRef] = []
     for namespace, name in datasets:
-        events = store.events_of_dataset(namespace, name)
+        events = dataset_events(store, namespace, name)
         dataset = marquez_events.dataset_from_events(namespace, name, events)
         refs += [
             FieldRef(namespace, name, f["name"])

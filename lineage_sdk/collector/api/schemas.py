@@ -174,6 +174,10 @@ class JobModel(_Doc):
 class GraphEdge(_Doc):
     origin: str
     destination: str
+    declared: bool | None = Field(
+        default=None,
+        description="true when a JobEvent (static lineage) declares the edge; left out otherwise",
+    )
 
 
 class GraphNode(_Doc):
@@ -244,7 +248,7 @@ class DatasetVersionId(_Doc):
 
 
 class DatasetVersionModel(_Doc):
-    """Marquez ``DatasetVersion``: the dataset as one run wrote it."""
+    """Marquez ``DatasetVersion``: the dataset at one content version (version facet or schema)."""
 
     id: DatasetVersionId
     type: str
@@ -256,7 +260,10 @@ class DatasetVersionModel(_Doc):
     sourceName: str
     fields: list[DatasetField]
     description: str
-    createdByRun: RunModel
+    createdByRun: RunModel | None = Field(
+        default=None,
+        description="The version's first writer; left out when only DatasetEvents describe it.",
+    )
     facets: dict[str, Any]
 
 

@@ -205,6 +205,11 @@ def _json_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
 
 
+def _static_key(kind: str, namespace: str, name: str) -> str:
+    """What a static event describes: ``job`` or ``dataset``, namespace and name."""
+    return f"{kind}\x1f{namespace}\x1f{name}"
+
+
 def _utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
@@ -325,6 +330,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             self.collection.create_index(
                 [("colkeys", ASCENDING)], name="lineage_colkeys", sparse=True
             )
+            # Static lineage (JobEvent, DatasetEvent): sparse too, run events cost nothing.
+            self.collection.create_index(
+                [("staticKey", ASCENDING)], name="lineage_static", sparse=True
+            )
 
     def check(self) -> None:
         with self._errors("ping"):
@@ -363,6 +372,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         }
         if rec.job_namespace is not None and rec.job_name is not None:
             doc["job"] = {"namespace": rec.job_namespace, "name": rec.job_name}
+        if rec.kind == "job" and rec.job_namespace is not None and rec.job_name is not None:
+            doc["staticKey"] = _static_key("job", rec.job_namespace, rec.job_name)
+        elif rec.kind == "dataset" and rec.outputs:
+            doc["staticKey"] = _static_key("dataset", rec.outputs[0].namespace, rec.outputs[0].name)
         if rec.parent_job_namespace is not None and rec.parent_job_name is not None:
             doc["parentJob"] = {"namespace": rec.parent_job_namespace, "name": rec.parent_job_name}
         edges = column_edges(rec)
@@ -730,6 +743,29 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             runs = {d.get("runId") for d in self.collection.find(query, {"runId": 1})}
         ids = sorted(r for r in runs if isinstance(r, str))
         return self._raw_events({"runId": {"$in": ids}}) if ids else []
+
+    def static_events(
+        self,
+        *,
+        jobs: Sequence[tuple[str, str]] = (),
+        datasets: Sequence[tuple[str, str]] = (),
+    ) -> list[dict[str, Any]]:
+        """The JobEvents of ``jobs`` and the DatasetEvents of ``datasets`` (static lineage), in
+        event-time order (then event id): one ``$in`` on the sparse ``staticKey`` index."""
+        keys = [_static_key("job", _text(ns, "namespace"), _text(nm, "name")) for ns, nm in jobs]
+        keys += [
+            _static_key("dataset", _text(ns, "namespace"), _text(nm, "name")) for ns, nm in datasets
+        ]
+        if not keys:
+            return []
+        with self._errors("find"):
+            docs = list(
+                self.collection.find(
+                    {"staticKey": {"$in": sorted(set(keys))}}, {"raw": 1, "eventTime": 1}
+                )
+            )
+        docs.sort(key=lambda d: (_utc(d["eventTime"]), d["_id"]))
+        return [json.loads(d["raw"]) for d in docs]
 
     def lineage_events(
         self,

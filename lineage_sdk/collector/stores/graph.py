@@ -7,7 +7,7 @@ Model (see docs/stores.md; ``key`` is a hash of the node's names, see :func:`nam
     (:Run)-[:CHILD_OF]->(:Run)                                 from the ``parent`` run facet
     (:Job)-[:CONSUMES]->(:Dataset)  (:Job)-[:PRODUCES]->(:Dataset)   job level, what lineage walks
     (:Dataset)-[:HAS_FIELD]->(:Field)-[:DERIVED_FROM]->(:Field)     from the ``columnLineage`` facet
-    (:Event {eventId, runId, eventTime, json})       the raw events, for events_of_run
+    (:Event {eventId, runId, eventTime, json, staticKey})  raw events (events_of_run, static_events)
 
 Why it is written this way:
 
@@ -71,6 +71,7 @@ from lineage_sdk.collector.store import (
     named_connection,
     node_id,
 )
+from lineage_sdk.collector.symlinks import event_aliases
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
@@ -285,6 +286,7 @@ _NEO4J_SCHEMA = (
     "CREATE CONSTRAINT lineage_event_key IF NOT EXISTS FOR (n:Event) REQUIRE n.eventId IS UNIQUE",
     "CREATE INDEX lineage_event_run IF NOT EXISTS FOR (n:Event) ON (n.runId)",
     "CREATE INDEX lineage_event_time IF NOT EXISTS FOR (n:Event) ON (n.eventTime)",
+    "CREATE INDEX lineage_event_static IF NOT EXISTS FOR (n:Event) ON (n.staticKey)",
 )
 # openCypher servers without constraints (FalkorDB): plain indexes; "already indexed" is fine.
 _OPENCYPHER_SCHEMA = (
@@ -295,6 +297,7 @@ _OPENCYPHER_SCHEMA = (
     "CREATE INDEX FOR (n:Event) ON (n.eventId)",
     "CREATE INDEX FOR (n:Event) ON (n.runId)",
     "CREATE INDEX FOR (n:Event) ON (n.eventTime)",
+    "CREATE INDEX FOR (n:Event) ON (n.staticKey)",
 )
 
 _MERGE_JOBS = """
@@ -413,7 +416,7 @@ _MERGE_EVENTS = """
 UNWIND $rows AS r
 MERGE (e:Event {eventId: r.eventId})
 ON CREATE SET e.json = r.json, e.runId = r.runId, e.eventTime = r.eventTime,
-              e.eventType = r.eventType, e.kind = r.kind
+              e.eventType = r.eventType, e.kind = r.kind, e.staticKey = r.staticKey
 """
 
 # Lineage steps: from a frontier of datasets, the jobs one hop away and those jobs' datasets on
@@ -604,6 +607,23 @@ RETURN e.eventId AS eventId
 # -------------------------------------------------------------------------------------- projection
 
 
+def _static_key(rec: LineageRecord) -> str | None:
+    """What a static event describes, for ``static_events``: ``job:<key>`` of a JobEvent,
+    ``dataset:<key>`` of a DatasetEvent, None for a run event."""
+    if rec.kind == "job" and rec.job_namespace is not None and rec.job_name is not None:
+        return f"job:{name_key(rec.job_namespace, rec.job_name)}"
+    if rec.kind == "dataset" and rec.outputs:
+        return f"dataset:{name_key(rec.outputs[0].namespace, rec.outputs[0].name)}"
+    return None
+
+
+_STATIC_EVENTS = """
+UNWIND $keys AS k
+MATCH (e:Event {staticKey: k})
+RETURN e.json AS json, e.eventTime AS eventTime, e.eventId AS eventId
+"""
+
+
 class _Batch:
     """Rows for each statement, aggregated per key in Python so each UNWIND sees a key once."""
 
@@ -639,6 +659,7 @@ class _Batch:
             "eventTime": when,
             "eventType": rec.event_type,
             "kind": rec.kind,
+            "staticKey": _static_key(rec),
         }
         job: dict[str, Any] | None = None
         if rec.job_namespace is not None and rec.job_name is not None:
@@ -681,7 +702,7 @@ class _Batch:
                     "rank": rank,
                 },
             )
-            self._add_columns(ref, column_rank)
+            self._add_columns(ref, column_rank, event)
         for refs, run_edges, job_edges in (
             (inputs, self.read, self.consumes),
             (outputs, self.wrote, self.produces),
@@ -750,12 +771,17 @@ class _Batch:
                     "parentJobName": rec.parent_job_name,
                 }
 
-    def _add_columns(self, ref: DatasetRef, rank: str) -> None:
+    def _add_columns(self, ref: DatasetRef, rank: str, event: Mapping[str, Any]) -> None:
         """The facet's field edges; an edge stated again keeps the info of the greatest rank
-        (the rule of lineage_sdk.collector.columns, so every store answers alike)."""
+        (the rule of lineage_sdk.collector.columns, so every store answers alike). Input fields
+        named by a symlinked name resolve to the dataset's canonical name."""
         if not isinstance(ref.facets, Mapping) or "columnLineage" not in ref.facets:
             return
+        aliases = event_aliases(event)
         for out, src, info in facet_edges(ref.namespace, ref.name, ref.facets):
+            resolved = aliases.get((src.namespace, src.dataset))
+            if resolved is not None:
+                src = FieldRef(resolved[0], resolved[1], src.field)
             out_key = name_key(out.namespace, out.dataset, out.field)
             in_key = name_key(src.namespace, src.dataset, src.field)
             old = self.fields.get((out_key, in_key))
@@ -1118,6 +1144,20 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
     def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
         key = name_key(_text(namespace), _text(name))
         return self._event_rows(_EVENTS_OF_DATASET, {"key": key})
+
+    def static_events(
+        self,
+        *,
+        jobs: Sequence[tuple[str, str]] = (),
+        datasets: Sequence[tuple[str, str]] = (),
+    ) -> list[dict[str, Any]]:
+        """The JobEvents of ``jobs`` and the DatasetEvents of ``datasets`` (static lineage), in
+        event-time order (then event id), through the ``staticKey`` index of events."""
+        keys = [f"job:{name_key(_text(ns), _text(nm))}" for ns, nm in jobs]
+        keys += [f"dataset:{name_key(_text(ns), _text(nm))}" for ns, nm in datasets]
+        if not keys:
+            return []
+        return self._event_rows(_STATIC_EVENTS, {"keys": sorted(set(keys))})
 
     def lineage_events(
         self,

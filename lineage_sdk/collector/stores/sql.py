@@ -208,6 +208,15 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sa.Index(f"ix_{prefix}column_edges_out_ds", "out_dataset_key"),
         sa.Index(f"ix_{prefix}column_edges_in_ds", "in_dataset_key"),
     )
+    # Static lineage: the JobEvents of a job ('job', job_key) and the DatasetEvents of a dataset
+    # ('dataset', dataset_key), so reads find them without scanning the events.
+    static_refs = sa.Table(
+        f"{prefix}static_refs",
+        metadata,
+        sa.Column("ref_kind", sa.String(8), primary_key=True),
+        sa.Column("ref_key", key, primary_key=True),
+        sa.Column("event_id", key, primary_key=True),
+    )
     return {
         "events": events,
         "jobs": jobs,
@@ -216,6 +225,7 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         "run_io": run_io,
         "job_io": job_io,
         "column_edges": column_edges,
+        "static_refs": static_refs,
     }
 
 
@@ -390,6 +400,7 @@ class SqlStore(BaseLineageStore):
             ),
             "run_io": insert(t["run_io"]).on_conflict_do_nothing(),
             "job_io": insert(t["job_io"]).on_conflict_do_nothing(),
+            "static_refs": insert(t["static_refs"]).on_conflict_do_nothing(),
         }
         jobs = t["jobs"]
         ins = insert(jobs)
@@ -517,6 +528,7 @@ class SqlStore(BaseLineageStore):
             ("run_io", rows.run_io),
             ("job_io", rows.job_io),
             ("column_edges", rows.column_edges),
+            ("static_refs", rows.static_refs),
         ):
             if params:
                 statement = prepared.statements[name]
@@ -637,10 +649,9 @@ class SqlStore(BaseLineageStore):
                 ),
             )
             ids[(node_type, key)] = node
-        for ot, ok, dt, dk in sorted(edges):
-            origin, dest = ids.get((ot, ok)), ids.get((dt, dk))
-            if origin is None or dest is None:
-                continue
+        pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
+        # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
+        for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
             edge = LineageEdge(origin, dest)
             graph.nodes[origin].out_edges.append(edge)
             graph.nodes[dest].in_edges.append(edge)
@@ -867,6 +878,32 @@ class SqlStore(BaseLineageStore):
         ev, io = self.t["events"], self.t["run_io"]
         runs = sa.select(io.c.run_id).where(io.c.dataset_key == name_key(namespace, name))
         return self._payloads(sa.select(ev.c.payload).where(ev.c.run_id.in_(runs)))
+
+    def static_events(
+        self,
+        *,
+        jobs: Sequence[tuple[str, str]] = (),
+        datasets: Sequence[tuple[str, str]] = (),
+    ) -> list[dict[str, Any]]:
+        """The JobEvents of ``jobs`` and the DatasetEvents of ``datasets`` (static lineage), in
+        event-time order (then event id)."""
+        ev, refs = self.t["events"], self.t["static_refs"]
+        wanted = [("job", name_key(ns, nm)) for ns, nm in jobs]
+        wanted += [("dataset", name_key(ns, nm)) for ns, nm in datasets]
+        rows: dict[str, tuple[datetime, str]] = {}
+        with self.engine.connect() as conn:
+            for kind in ("job", "dataset"):
+                keys = [k for t, k in wanted if t == kind]
+                for chunk in _chunks(sorted(set(keys))):
+                    query = (
+                        sa.select(ev.c.event_id, ev.c.event_time, ev.c.payload)
+                        .join(refs, refs.c.event_id == ev.c.event_id)
+                        .where(refs.c.ref_kind == kind, refs.c.ref_key.in_(chunk))
+                    )
+                    for event_id, event_time, payload in conn.execute(query):
+                        rows[event_id] = (event_time, payload)
+        ordered = sorted(rows.items(), key=lambda item: (item[1][0], item[0]))
+        return [orjson.loads(payload) for _, (_, payload) in ordered]
 
     def lineage_events(
         self,
@@ -1105,7 +1142,16 @@ class _BatchRows:
     once per distinct instant); run rows are merged as datetimes and bound at the end.
     """
 
-    __slots__ = ("column_edges", "datasets", "events", "job_io", "jobs", "run_io", "runs")
+    __slots__ = (
+        "column_edges",
+        "datasets",
+        "events",
+        "job_io",
+        "jobs",
+        "run_io",
+        "runs",
+        "static_refs",
+    )
 
     def __init__(self, records: Sequence[LineageRecord], bind_time: Callable[[Any], Any]) -> None:
         self.events: list[tuple[Any, ...]] = []
@@ -1118,6 +1164,7 @@ class _BatchRows:
         job_rows: dict[str, list[Any]] = {}
         seen_events: set[str] = set()
         edges: dict[tuple[str, str], tuple[Any, ...]] = {}
+        static_refs: set[tuple[str, str, str]] = set()
 
         fields: dict[FieldRef, str] = {}
 
@@ -1179,6 +1226,11 @@ class _BatchRows:
                         job_io[(job_key, dkey, direction)] = None
             if rec.run_id:
                 _merge_run(runs, rec, job_key)
+            elif rec.kind == "job" and job_key is not None:
+                static_refs.add(("job", job_key, rec.event_id))
+            elif rec.kind == "dataset":
+                for ref in rec.outputs:
+                    static_refs.add(("dataset", key_of(ref.namespace, ref.name), rec.event_id))
             stated = column_edges(rec)
             if stated:
                 rank = edge_rank(rec.event_time, rec.event_id)
@@ -1232,6 +1284,7 @@ class _BatchRows:
         self.run_io = sorted(run_io)
         self.job_io = sorted(job_io)
         self.column_edges = [edges[pair] for pair in sorted(edges)]
+        self.static_refs = sorted(static_refs)
 
 
 def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str | None) -> None:

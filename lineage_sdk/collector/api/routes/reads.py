@@ -165,7 +165,7 @@ def _dataset_events(
     if not grant.may_read(namespace):
         raise ApiError(404, "not_found", "no dataset is recorded under this name")
     store = _history(state)
-    events = answer(lambda: store.events_of_dataset(namespace, dataset))
+    events = answer(lambda: queries.dataset_events(store, namespace, dataset))
     if not events and not answer(
         lambda: queries.exists(state.catalog(), "DATASET", namespace, dataset)
     ):
@@ -438,7 +438,7 @@ def get_job(state: State, grant: ReadGrant, namespace: str, job: str) -> Respons
         outputs=outputs,
     )
     if isinstance(store, LineageHistoryProtocol):
-        events = answer(lambda: store.events_of_job(namespace, job))
+        events = answer(lambda: queries.job_events(store, namespace, job))
         data.update(marquez_events.job_details(namespace, job, events))
     return _reply(data, grant)
 
@@ -796,7 +796,7 @@ def get_run_lineage_upstream(
 
     def readable_writers(namespace: str, name: str) -> list[dict[str, Any]]:
         # A producer in a hidden namespace is not named, and the walk does not pass through it.
-        return _of_readable_jobs(history.events_of_dataset(namespace, name), grant)
+        return _of_readable_jobs(queries.dataset_events(history, namespace, name), grant)
 
     return _reply(
         answer(lambda: marquez_events.upstream_run_lineage(events, readable_writers, depth=depth)),
