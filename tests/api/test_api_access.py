@@ -452,9 +452,7 @@ def test_pruning_with_everything_readable_is_the_stores_answer_at_every_depth(se
                     assert kept.out_edges == graph.nodes[nid].out_edges
 
 
-def test_the_lineage_cli_sends_the_key(served, request):
-    if request.node.callspec.params["served"] != "sql":
-        pytest.skip("a subprocess each: the CLI only speaks HTTP, one store is enough")
+def test_the_lineage_cli_sends_the_key(served):
     base = ("--url", served.url, "graph", "job:alpha:a1", "--downstream", "--format", "json")
     denied = run_cli(*base)
     assert denied.returncode != 0 and "401" in denied.stderr

@@ -510,3 +510,27 @@ def test_depth_direction_and_selection_survive_a_reload(api, columns, browser):
         "return (document.querySelector('.field-button[aria-pressed=\"true\"]') || {}).textContent === 'amount'",
     )
     assert driver.current_url == shared
+
+
+def test_declared_edges_are_drawn_dashed(api, loaded, browser):
+    """A JobEvent's declared inputs and outputs (static lineage) beside the observed ones."""
+    job_event = {
+        "eventTime": "2025-03-02T00:00:00Z",
+        "producer": "https://example.com/declared",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent",
+        "job": {"namespace": "shop", "name": "planned", "facets": {}},
+        "inputs": [{"namespace": PG, "name": "mart.daily", "facets": {}}],
+        "outputs": [{"namespace": PG, "name": "forecast", "facets": {}}],
+    }
+    assert api.client.post("/api/v1/lineage", json=job_event).status_code == 201
+    driver = browser
+    _open(driver, api.url, "job:shop:planned", depth=1)
+    edges = driver.execute_script(
+        "return window.lineagePage.cy.edges().map(e => [e.source().id(), e.target().id(),"
+        " e.hasClass('declared'), e.style('line-style')]);"
+    )
+    by_pair = {(s, t): (declared, style) for s, t, declared, style in edges}
+    assert by_pair[(f"dataset:{PG}:mart.daily", "job:shop:planned")] == (True, "dashed")
+    assert by_pair[("job:shop:planned", f"dataset:{PG}:forecast")] == (True, "dashed")
+    observed = [style for (_s, t), (declared, style) in by_pair.items() if not declared]
+    assert observed and set(observed) == {"solid"}  # mart.daily's own run edges

@@ -166,6 +166,8 @@
         elements.push({
           group: "edges",
           data: { id: "e:" + key, source: edge.origin, target: edge.destination },
+          // Declared by a JobEvent (static lineage), not seen in a run: drawn dashed.
+          classes: edge.declared === true ? "declared" : "",
         });
       });
     });
@@ -195,6 +197,7 @@
       "width": 1.6, "line-color": "#9aa5b1", "target-arrow-color": "#9aa5b1",
       "target-arrow-shape": "triangle", "curve-style": "bezier", "arrow-scale": 1.1,
     } },
+    { selector: "edge.declared", style: { "line-style": "dashed" } },
   ];
 
   function draw(graph, rootId) {
