@@ -61,6 +61,7 @@ from lineage_sdk.collector.store import (
     RawEvent,
     RunSummary,
     check_page,
+    event_mentions,
     event_namespace,
     named_connection,
     node_id,
@@ -1060,6 +1061,110 @@ class SqlStore(BaseLineageStore):
                     conn.execute(sa.select(ev.c.event_id).where(ev.c.event_id.in_(chunk))).scalars()
                 )
         return found
+
+    # -- retention and deletion (lineage_sdk.collector.retention) --------------------------------
+
+    def delete_events(self, event_ids: Sequence[str]) -> int:
+        """Remove these raw events and derive again, in the same transaction, what they touched.
+
+        Every derived row is an aggregate over events, so it cannot be "un-merged": the rows of
+        the runs, jobs and datasets the deleted events name (and the column edges stated on
+        those datasets) are removed, then rebuilt by the store's own write path from the
+        remaining events that name them. What no remaining event names is gone. One call is one
+        short transaction; the caller batches. Returns how many events were removed (events
+        already gone are skipped: deleting twice is a no-op).
+        """
+        ids = sorted(set(event_ids))
+        if not ids:
+            return 0
+        try:
+            prepared = self._prepared(self.engine.dialect)
+            with self.engine.begin() as conn:
+                return self._delete_events(conn, prepared, ids)
+        except StoreError:
+            raise
+        except sa_exc.SQLAlchemyError as exc:
+            raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+
+    def _delete_events(self, conn: Connection, prepared: _Prepared, ids: list[str]) -> int:
+        from lineage_sdk.collector.decode import PoisonMessage, validate_event
+
+        t = self.t
+        ev, runs = t["events"], t["runs"]
+        found: list[tuple[str, str | None, str | None, str]] = []
+        for chunk in _chunks(ids):
+            found.extend(
+                conn.execute(
+                    sa.select(ev.c.event_id, ev.c.run_id, ev.c.job_key, ev.c.payload).where(
+                        ev.c.event_id.in_(chunk)
+                    )
+                )
+            )
+        if not found:
+            return 0
+        run_ids: set[str] = set()
+        job_keys: set[str] = set()
+        parent_runs: set[str] = set()
+        datasets: set[str] = set()
+        for _, run_id, job_key, payload in found:
+            if run_id:
+                run_ids.add(run_id)
+            if job_key:
+                job_keys.add(job_key)
+            mention = event_mentions(orjson.loads(payload))
+            job_keys.update(name_key(ns, nm) for ns, nm in mention.parent_jobs)
+            parent_runs.update(mention.parent_runs)
+            datasets.update(name_key(ns, nm) for ns, nm in mention.datasets)
+        for chunk in _chunks([row[0] for row in found]):
+            conn.execute(ev.delete().where(ev.c.event_id.in_(chunk)))
+        # The runs of the touched jobs, before their rows go: children name them as parents.
+        for chunk in _chunks(sorted(job_keys)):
+            parent_runs.update(
+                conn.execute(sa.select(runs.c.run_id).where(runs.c.job_key.in_(chunk))).scalars()
+            )
+        # Remaining events that name what the deleted ones named.
+        rederive: set[str] = set()
+        io = t["run_io"]
+        for chunk in _chunks(sorted(datasets)):
+            run_ids_of = sa.select(io.c.run_id).where(io.c.dataset_key.in_(chunk))
+            rederive.update(conn.execute(run_ids_of).scalars())
+        for chunk in _chunks(sorted(parent_runs)):
+            rederive.update(
+                conn.execute(
+                    sa.select(runs.c.run_id).where(runs.c.parent_run_id.in_(chunk))
+                ).scalars()
+            )
+        rederive |= run_ids
+        for table, column, keys in (
+            ("runs", "run_id", run_ids),
+            ("run_io", "run_id", run_ids),
+            ("job_io", "job_key", job_keys),
+            ("jobs", "job_key", job_keys),
+            ("datasets", "dataset_key", datasets),
+            ("column_edges", "out_dataset_key", datasets),
+        ):
+            tbl = t[table]
+            for chunk in _chunks(sorted(keys)):
+                conn.execute(tbl.delete().where(tbl.c[column].in_(chunk)))
+        event_ids: set[str] = set()
+        for chunk in _chunks(sorted(rederive)):
+            event_ids.update(
+                conn.execute(sa.select(ev.c.event_id).where(ev.c.run_id.in_(chunk))).scalars()
+            )
+        for chunk in _chunks(sorted(job_keys)):
+            event_ids.update(
+                conn.execute(sa.select(ev.c.event_id).where(ev.c.job_key.in_(chunk))).scalars()
+            )
+        records: list[LineageRecord] = []
+        for chunk in _chunks(sorted(event_ids)):
+            for (payload,) in conn.execute(sa.select(ev.c.payload).where(ev.c.event_id.in_(chunk))):
+                with contextlib.suppress(PoisonMessage):  # stored, so it was valid when written
+                    records.append(validate_event(orjson.loads(payload)))
+        for start in range(0, len(records), _CHUNK):
+            self._write(
+                conn, prepared, _BatchRows(records[start : start + _CHUNK], prepared.bind_time)
+            )
+        return len(found)
 
 
 class _Statement:
