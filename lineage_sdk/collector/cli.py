@@ -182,11 +182,30 @@ def run(config: LineageConfig, log_level: LogLevel = "INFO") -> None:
             ready=lambda: collector.ready,
         )
         health.start()
+    retention = _retention_task(collector.manager.stores, settings)
     try:
         collector.run()
     finally:
+        if retention is not None:
+            retention.stop()
         if health is not None:
             health.close()
+
+
+def _retention_task(stores: list[Any], settings: CollectorConfig) -> Any:
+    """The periodic retention of ``collector.retention_older_than``, started; None when unset."""
+    if settings.retention_older_than is None:
+        return None
+    from lineage_sdk.collector.retention import RetentionTask, deleters, parse_age
+
+    task = RetentionTask(
+        deleters(stores),
+        parse_age(settings.retention_older_than, "collector.retention_older_than"),
+        interval_s=settings.retention_interval_ms / 1000,
+        batch_size=settings.retention_batch_size,
+    )
+    task.start()
+    return task
 
 
 def _check_api_keys(config: LineageConfig) -> None:

@@ -25,7 +25,6 @@ blocked for one batch. Running either again finds nothing more to delete: both a
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any, Literal
 
 import orjson
 
+from lineage_sdk.collector.settings import parse_age
 from lineage_sdk.collector.store import EventDeleter, RawEvent, event_mentions
 from lineage_sdk.exceptions import ConfigError, StoreError
 
@@ -54,17 +54,6 @@ _log = logging.getLogger("lineage_sdk.collector.retention")
 Target = Literal["job", "dataset", "namespace"]
 Progress = Callable[[int], None]
 """Called with how many events were removed (or, in a dry run, found) so far."""
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_age(value: str, key: str = "--older-than") -> timedelta:
-    """``90d``, ``12h``, ``30m``, ``45s``, ``2w`` as a timedelta; ConfigError naming ``key``."""
-    match = _AGE.match(value) if isinstance(value, str) else None
-    if match is None or float(match.group(1)) <= 0:
-        raise ConfigError(key, value, "a positive age such as 90d, 12h, 30m, 45s or 2w")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
 
 
 def deleters(stores: Iterable[Any]) -> list[EventDeleter]:

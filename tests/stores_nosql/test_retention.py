@@ -331,6 +331,54 @@ def test_periodic_task_and_age_parsing(make_store: StoreFactory) -> None:
             parse_age(bad)
 
 
+def test_periodic_retention_from_configuration(tmp_path: Path) -> None:
+    """collector.retention_older_than turns the task of `lineage-collector run` on; it removes
+    old events at its interval; a bad age is a ConfigError naming the key."""
+    from lineage_sdk.collector.cli import _retention_task
+    from lineage_sdk.collector.manager import LineageManager
+    from lineage_sdk.collector.settings import CollectorConfig
+    from lineage_sdk.config import load_config
+
+    db = tmp_path / "periodic.db"
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    overrides = {"store.backend": "sql", "store.sql.url": f"sqlite:///{db}"}
+    off = load_config(path=empty, environ={}, overrides=overrides)
+    assert _retention_task([], off.section("collector", CollectorConfig)) is None
+    config = load_config(
+        path=empty,
+        environ={},
+        overrides={
+            **overrides,
+            "collector.retention_older_than": "1d",
+            "collector.retention_interval_ms": "50",
+        },
+    )
+    stores = LineageManager(config).build()
+    stores[0].open()
+    try:
+        stores[0].write_batch(RECORDS)
+        task = _retention_task(stores, config.section("collector", CollectorConfig))
+        try:
+            for _ in range(200):
+                if not list(stores[0].iter_raw_events()):
+                    break
+                threading.Event().wait(0.05)
+        finally:
+            task.stop()
+        assert task.passes >= 1
+        assert list(stores[0].iter_raw_events()) == []
+    finally:
+        stores[0].close()
+    bad = load_config(
+        path=empty,
+        environ={},
+        overrides={"collector.retention_older_than": "soon"},
+    )
+    with pytest.raises(ConfigError, match=r"collector\.retention_older_than"):
+        bad.section("collector", CollectorConfig)
+
+
 def test_cli_retention_and_delete(tmp_path: Path) -> None:
     """Thin commands: a dry run, a retention, a delete, and clear usage errors (exit 2)."""
     db = tmp_path / "cli.db"
