@@ -87,6 +87,14 @@ def _corpus() -> list[dict[str, Any]]:
             seconds=2,
             dataset_facets=old_cols,
         ),
+        # an older statement of load's column edge b.c <- a.x: it wins again when load goes
+        run_event(
+            job="backfill",
+            namespace="ns1",
+            outputs=[("ns1", "b")],
+            seconds=5 * DAY,
+            dataset_facets=cols,
+        ),
         # a parent run (old) and its child (new)
         run_event(
             job="orchestrator", namespace="ns1", run_id=parent, event_type="START", seconds=3
