@@ -1090,14 +1090,22 @@ class SqlStore(BaseLineageStore):
         ids = sorted(set(event_ids))
         if not ids:
             return 0
-        try:
-            prepared = self._prepared(self.engine.dialect)
-            with self.engine.begin() as conn:
-                return _Forget(self, conn, prepared).run(ids)
-        except StoreError:
-            raise
-        except sa_exc.SQLAlchemyError as exc:
-            raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+        for attempt in range(_DEADLOCK_RETRIES + 1):
+            try:
+                prepared = self._prepared(self.engine.dialect)
+                with self.engine.begin() as conn:
+                    return _Forget(self, conn, prepared).run(ids)
+            except StoreError:
+                raise
+            except sa_exc.OperationalError as exc:
+                # A writer took a lock of a job this batch re-derives after the batch locked it
+                # (see _Forget.run); PostgreSQL rolled one of the two back: do the batch again.
+                if attempt < _DEADLOCK_RETRIES and _deadlock(exc):
+                    continue
+                raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+            except sa_exc.SQLAlchemyError as exc:
+                raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
 class _Statement:
@@ -1388,6 +1396,17 @@ class _Forget:
                 for out, src in column_edges(rec):
                     stated.setdefault((field_key(out), field_key(src)), set()).add(rank)
         job_keys.update(parents_of)
+        # Writers lock job rows (their upsert) before runs and edges, in key order. Locking the
+        # touched jobs first, in the same order, before deleting anything, makes a writer of
+        # those jobs wait for this short transaction instead of deadlocking with it.
+        jobs = t["jobs"]
+        for chunk in _chunks(sorted(job_keys)):
+            conn.execute(
+                sa.select(jobs.c.job_key)
+                .where(jobs.c.job_key.in_(chunk))
+                .order_by(jobs.c.job_key)
+                .with_for_update()
+            )
         # The runs of the touched jobs, before any row goes: their children name the job.
         runs_of_jobs: dict[str, set[str]] = {}
         for run_id, job_key in self.keys(
@@ -1550,3 +1569,12 @@ class _Forget:
                     mention = event_mentions(orjson.loads(payload))
                     unused -= {name_key(ns, nm) for ns, nm in mention.datasets}
         self.delete("datasets", "dataset_key", unused)
+
+
+_DEADLOCK_RETRIES = 3
+
+
+def _deadlock(exc: sa_exc.OperationalError) -> bool:
+    """PostgreSQL's deadlock (SQLSTATE 40P01) or serialization failure (40001)."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "sqlstate", None) in ("40P01", "40001")
