@@ -1505,13 +1505,16 @@ class _Forget:
                 .group_by(ev.c.job_key, ev.c.event_time)
             ):
                 latest[job_key] = (at, run_id)
-        for job_key in sorted(job_keys):
-            at, run_id = latest.get(job_key, (None, None))
-            conn.execute(
-                jobs.update()
-                .where(jobs.c.job_key == job_key)
-                .values(latest_run_id=run_id, latest_run_time=at)
-            )
+        update = (
+            jobs.update()
+            .where(jobs.c.job_key == sa.bindparam("key"))
+            .values(latest_run_id=sa.bindparam("run"), latest_run_time=sa.bindparam("at"))
+        )
+        none: tuple[Any, str | None] = (None, None)
+        rows = [(key, *latest.get(key, none)) for key in sorted(job_keys)]
+        conn.execute(  # one executemany for every touched job
+            update, [{"key": key, "at": at, "run": run} for key, at, run in rows]
+        )
         # Jobs no remaining event names: gone, unless a known child run names them as parent.
         named = {
             r[0]
