@@ -9,7 +9,8 @@ For each backend, in one run, on the events of ``bench_portability`` (START/COMP
 2. the writer's baseline: a ``write_batch`` loop of new events (later times, new runs), alone;
 3. retention of the oldest 10% (``purge_older_than``, batches of 1,000) in a thread, while the
    same ``write_batch`` loop writes more new events until the retention ends;
-4. the writer's baseline again, alone (so the baseline brackets the run: the mean of 2 and 4).
+4. the writer's baseline again, alone (so the baseline brackets the run: the mean of 2 and 4);
+5. for reference, retention of the next 10% with no writer.
 
 Reported: events/s removed by retention, the writer's events/s alongside it against its rate
 alone (the ratio is what retention costs a collector writing at full speed), and a check that the
@@ -122,11 +123,22 @@ def bench_backend(name: str, store: SqlStore, n: int) -> dict[str, Any]:
         assert store.count_events() == expected, (store.count_events(), expected)
         again = purge_older_than([store], AGE, now=cutoff + AGE)
         assert again.removed[store.name] == 0
+        # Retention with no writer, for reference: the next 10% of the fill.
+        t0 = time.perf_counter()
+        later = START + timedelta(milliseconds=2 * (n // 10))
+        alone_report = purge_older_than([store], AGE, now=later + AGE, batch_size=BATCH)
+        alone_rate = rate(
+            "retention alone (the next 10%)",
+            alone_report.removed[store.name],
+            time.perf_counter() - t0,
+        )
+        assert alone_report.removed[store.name] == n // 10
         print(f"  writer alongside / alone = {during_rate / base_rate:.2f}", flush=True)
         return {
             "events": n,
             "removed": removed["events"],
             "removed_per_s": removed_rate,
+            "removed_alone_per_s": alone_rate,
             "writer_alone_per_s": base_rate,
             "writer_alongside_per_s": during_rate,
             "alongside_over_alone": during_rate / base_rate,
