@@ -1477,19 +1477,29 @@ class _Forget:
     ) -> None:
         t, conn = self.t, self.conn
         ev, io, jobs, runs = t["events"], t["run_io"], t["jobs"], t["runs"]
-        edges = self.keys(
+        # Two indexed lookups (a join lets PostgreSQL pick a scan of run_io): the jobs' runs,
+        # then those runs' edges.
+        job_of_runs: dict[str, set[str]] = {}
+        for job_key, run_id in self.keys(
             lambda c: (
-                sa.select(ev.c.job_key, io.c.dataset_key, io.c.direction)
+                sa.select(ev.c.job_key, ev.c.run_id)
                 .distinct()
-                .join(io, io.c.run_id == ev.c.run_id)
-                .where(ev.c.job_key.in_(c))
+                .where(ev.c.job_key.in_(c), ev.c.run_id.is_not(None))
             ),
             job_keys,
-        )
-        if edges:
+        ):
+            job_of_runs.setdefault(run_id, set()).add(job_key)
+        rows: set[tuple[str, str, str]] = set()
+        for run_id, dataset_key, direction in self.keys(
+            lambda c: sa.select(io.c.run_id, io.c.dataset_key, io.c.direction).where(
+                io.c.run_id.in_(c)
+            ),
+            job_of_runs,
+        ):
+            rows.update((job_key, dataset_key, direction) for job_key in job_of_runs[run_id])
+        if rows:
             statement = self.prepared.statements["job_io"]
-            rows = sorted({tuple(row) for row in edges})
-            conn.exec_driver_sql(statement.sql, statement.bind(rows))
+            conn.exec_driver_sql(statement.sql, statement.bind(sorted(rows)))
         latest_time = (
             sa.select(ev.c.job_key, sa.func.max(ev.c.event_time).label("at"))
             .where(ev.c.run_id.is_not(None))
@@ -1511,9 +1521,9 @@ class _Forget:
             .values(latest_run_id=sa.bindparam("run"), latest_run_time=sa.bindparam("at"))
         )
         none: tuple[Any, str | None] = (None, None)
-        rows = [(key, *latest.get(key, none)) for key in sorted(job_keys)]
+        latest_rows = [(key, *latest.get(key, none)) for key in sorted(job_keys)]
         conn.execute(  # one executemany for every touched job
-            update, [{"key": key, "at": at, "run": run} for key, at, run in rows]
+            update, [{"key": key, "at": at, "run": run} for key, at, run in latest_rows]
         )
         # Jobs no remaining event names: gone, unless a known child run names them as parent.
         named = {
