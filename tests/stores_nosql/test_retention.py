@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import test_portability
-from nosql_events import BASE_TIME, column_lineage, run_event
-from test_portability import StoreFactory
+from nosql_events import BASE_TIME, PRODUCER, column_lineage, run_event
+from test_portability import SPEC, StoreFactory
 from typer.testing import CliRunner
 
 from lineage_sdk.collector.cli import app
@@ -119,6 +119,21 @@ def _corpus() -> list[dict[str, Any]]:
         run_event(
             job="writer2", namespace="ns2", outputs=[("ns2", "shared")], seconds=20 * DAY + 4
         ),
+        # static lineage: an old DatasetEvent, a new JobEvent
+        {
+            "eventTime": "2025-03-01T12:00:09Z",
+            "producer": PRODUCER,
+            "schemaURL": SPEC + "DatasetEvent",
+            "dataset": {"namespace": "ns1", "name": "declared", "facets": {}},
+        },
+        {
+            "eventTime": "2025-03-21T12:00:09Z",
+            "producer": PRODUCER,
+            "schemaURL": SPEC + "JobEvent",
+            "job": {"namespace": "ns1", "name": "static", "facets": {}},
+            "inputs": [{"namespace": "ns1", "name": "b", "facets": {}}],
+            "outputs": [{"namespace": "ns1", "name": "s", "facets": {}}],
+        },
     ]
 
 
@@ -226,6 +241,8 @@ DELETES: list[tuple[Any, str, str | None]] = [
     ("dataset", "ns2", "shared"),
     ("dataset", "ns1", "a"),  # named by column lineage too
     ("namespace", "ns2", None),
+    ("dataset", "ns1", "declared"),  # named by a DatasetEvent only
+    ("job", "ns1", "static"),  # a JobEvent's job
 ]
 
 

@@ -1522,9 +1522,10 @@ class _Forget:
         )
         none: tuple[Any, str | None] = (None, None)
         latest_rows = [(key, *latest.get(key, none)) for key in sorted(job_keys)]
-        conn.execute(  # one executemany for every touched job
-            update, [{"key": key, "at": at, "run": run} for key, at, run in latest_rows]
-        )
+        if latest_rows:  # one executemany for every touched job (none: a DatasetEvent's batch)
+            conn.execute(
+                update, [{"key": key, "at": at, "run": run} for key, at, run in latest_rows]
+            )
         # Jobs no remaining event names: gone, unless a known child run names them as parent.
         named = {
             r[0]
