@@ -809,8 +809,12 @@ def retention_cmd(
 
     try:
         age = parse_age(older_than)
-    except ConfigError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--older-than") from None
+    except ConfigError:
+        raise typer.BadParameter(
+            f"{older_than!r} is not an age: a positive number and a unit, "
+            "such as 90d, 12h, 30m, 45s or 2w",
+            param_hint="--older-than",
+        ) from None
     now = datetime.now(UTC)
     _purge_command(
         config,
@@ -876,8 +880,7 @@ def delete_dataset(
     dry_run: DryRun = False,
     batch_size: BatchSize = 1000,
 ) -> None:
-    """Remove every event naming the dataset (input, output, DatasetEvent), and all they
-    derived: the raw event that names it does not keep it."""
+    """Remove every event naming the dataset, and all they derived (see the docs)."""
     _delete(config, "dataset", namespace, name, dry_run, batch_size)
 
 
