@@ -182,11 +182,30 @@ def run(config: LineageConfig, log_level: LogLevel = "INFO") -> None:
             ready=lambda: collector.ready,
         )
         health.start()
+    retention = _retention_task(collector.manager.stores, settings)
     try:
         collector.run()
     finally:
+        if retention is not None:
+            retention.stop()
         if health is not None:
             health.close()
+
+
+def _retention_task(stores: list[Any], settings: CollectorConfig) -> Any:
+    """The periodic retention of ``collector.retention_older_than``, started; None when unset."""
+    if settings.retention_older_than is None:
+        return None
+    from lineage_sdk.collector.retention import RetentionTask, deleters, parse_age
+
+    task = RetentionTask(
+        deleters(stores),
+        parse_age(settings.retention_older_than, "collector.retention_older_than"),
+        interval_s=settings.retention_interval_ms / 1000,
+        batch_size=settings.retention_batch_size,
+    )
+    task.start()
+    return task
 
 
 def _check_api_keys(config: LineageConfig) -> None:
@@ -719,8 +738,178 @@ def rebuild_cmd(
     )
 
 
+# -- retention and hard deletion (the logic is in lineage_sdk.collector.retention) -------------
+
+delete_app = typer.Typer(
+    help="Hard delete (compliance): remove every raw event naming a job, a dataset or a "
+    "namespace, and everything derived from them, from every configured store.",
+    no_args_is_help=True,
+)
+app.add_typer(delete_app, name="delete")
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Count what would be removed; remove nothing.")
+]
+
+
+def _purge_command(
+    config: LineageConfig,
+    what: str,
+    run: Callable[[list[Any], bool, Callable[[str, int], None]], Any],
+    *,
+    dry_run: bool,
+    totals: Callable[[Any], int | None] = lambda store: None,
+) -> None:
+    """Open the stores that keep raw events, run one purge with a progress bar per store (stderr,
+    a terminal only), and print what each store removed."""
+    from lineage_sdk.collector.manager import LineageManager
+    from lineage_sdk.collector.portability import opened
+    from lineage_sdk.collector.retention import deleters
+
+    stores = deleters(LineageManager(config).build())
+    with opened(*stores), _progress(what) as progress:
+        tasks = {s.name: progress.add_task(s.name, total=totals(s), rate="") for s in stores}
+        started = time.perf_counter()
+
+        def tick(name: str, done: int) -> None:
+            _tick(progress, tasks[name], started)(done)
+
+        try:
+            report = run(stores, dry_run, tick)
+        except StoreError as exc:
+            raise _fail(
+                f"{what} stopped: {exc}; what was removed stays removed: run the "
+                "same command again to finish",
+                1,
+            ) from None
+    verb = "would remove" if dry_run else "removed"
+    for name, count in report.removed.items():
+        out.print(f"{verb} {count} event(s) from {name}", highlight=False, soft_wrap=True)
+
+
+@app.command("retention")
+@with_config_flags
+def retention_cmd(
+    config: LineageConfig,
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than", help="Remove events whose event time is older than this: 90d, 12h, 2w."
+        ),
+    ],
+    namespace: Annotated[
+        str | None,
+        typer.Option(help="Only events of this job namespace (a DatasetEvent: its dataset's)."),
+    ] = None,
+    dry_run: DryRun = False,
+    batch_size: BatchSize = 1000,
+) -> None:
+    """Remove the raw events older than --older-than and everything derived from them (runs,
+    edges, column edges, jobs and datasets no longer named), in batches; idempotent."""
+    from lineage_sdk.collector.retention import parse_age, purge_older_than
+
+    try:
+        age = parse_age(older_than)
+    except ConfigError:
+        raise typer.BadParameter(
+            f"{older_than!r} is not an age: a positive number and a unit, "
+            "such as 90d, 12h, 30m, 45s or 2w",
+            param_hint="--older-than",
+        ) from None
+    now = datetime.now(UTC)
+    _purge_command(
+        config,
+        f"retention (older than {older_than})",
+        lambda stores, dry, tick: purge_older_than(
+            stores,
+            age,
+            namespace=namespace,
+            now=now,
+            batch_size=batch_size,
+            dry_run=dry,
+            progress=tick,
+        ),
+        dry_run=dry_run,
+        totals=lambda store: store.count_raw_events(namespace=namespace, until=now - age),
+    )
+
+
+def _delete(
+    config: LineageConfig,
+    target: Any,
+    namespace: str,
+    name: str | None,
+    dry_run: bool,
+    batch_size: int,
+) -> None:
+    from lineage_sdk.collector.retention import purge_mentioning
+
+    label = f"{namespace}:{name}" if name is not None else namespace
+    _purge_command(
+        config,
+        f"delete {target} {label}",
+        lambda stores, dry, tick: purge_mentioning(
+            stores, target, namespace, name, batch_size=batch_size, dry_run=dry, progress=tick
+        ),
+        dry_run=dry_run,
+    )
+
+
+NamespaceArg = Annotated[str, typer.Argument(help="The namespace.")]
+NameArg = Annotated[str, typer.Argument(help="The name within the namespace.")]
+
+
+@delete_app.command("job")
+@with_config_flags
+def delete_job(
+    config: LineageConfig,
+    namespace: NamespaceArg,
+    name: NameArg,
+    dry_run: DryRun = False,
+    batch_size: BatchSize = 1000,
+) -> None:
+    """Remove every event of the job or naming it as a parent, and all they derived."""
+    _delete(config, "job", namespace, name, dry_run, batch_size)
+
+
+@delete_app.command("dataset")
+@with_config_flags
+def delete_dataset(
+    config: LineageConfig,
+    namespace: NamespaceArg,
+    name: NameArg,
+    dry_run: DryRun = False,
+    batch_size: BatchSize = 1000,
+) -> None:
+    """Remove every event naming the dataset, and all they derived (see the docs)."""
+    _delete(config, "dataset", namespace, name, dry_run, batch_size)
+
+
+@delete_app.command("namespace")
+@with_config_flags
+def delete_namespace(
+    config: LineageConfig,
+    namespace: NamespaceArg,
+    dry_run: DryRun = False,
+    batch_size: BatchSize = 1000,
+) -> None:
+    """Remove every event naming a job, parent job or dataset of the namespace."""
+    _delete(config, "namespace", namespace, None, dry_run, batch_size)
+
+
 _COMMANDS = frozenset(
-    {"run", "check", "dlq", "serve", "topology", "api-key", "export", "import", "rebuild"}
+    {
+        "run",
+        "check",
+        "dlq",
+        "serve",
+        "topology",
+        "api-key",
+        "export",
+        "import",
+        "rebuild",
+        "retention",
+        "delete",
+    }
 )
 
 

@@ -7,14 +7,23 @@ They are registered in the ``lineage_sdk.config_sections`` entry-point group.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from lineage_sdk.config.schema import field_error
 from lineage_sdk.config.sections import Section, UriSetting
+from lineage_sdk.exceptions import ConfigError
 
-__all__ = ["ApiConfig", "ApiKeyConfig", "CollectorConfig", "ConnectionConfig", "StoreConfig"]
+__all__ = [
+    "ApiConfig",
+    "ApiKeyConfig",
+    "CollectorConfig",
+    "ConnectionConfig",
+    "StoreConfig",
+    "parse_age",
+]
 
 
 class ConnectionConfig(Section):
@@ -78,6 +87,18 @@ class StoreConfig(Section):
         if any(not name.strip() for name in self.backends):
             raise field_error("backends", "must not contain an empty name")
         return self
+
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_age(value: str, key: str = "--older-than") -> timedelta:
+    """``90d``, ``12h``, ``30m``, ``45s``, ``2w`` as a timedelta; ConfigError naming ``key``."""
+    match = _AGE.match(value) if isinstance(value, str) else None
+    if match is None or float(match.group(1)) <= 0:
+        raise ConfigError(key, value, "a positive age such as 90d, 12h, 30m, 45s or 2w")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
 
 
 class CollectorConfig(Section):
@@ -148,6 +169,28 @@ class CollectorConfig(Section):
         le=65535,
         description="Port of the health endpoint; 0 turns it off.",
     )
+    retention_older_than: str | None = Field(
+        default=None,
+        description=(
+            "Periodic retention in `lineage-collector run`: remove raw events (and what they "
+            "derived) older than this age, e.g. 90d, 12h, 2w; unset turns it off."
+        ),
+    )
+    retention_interval_ms: int = Field(
+        default=3_600_000,
+        ge=1,
+        description="Time between retention passes, in ms (the first pass after this long).",
+    )
+    retention_batch_size: int = Field(
+        default=1000, ge=1, description="Events removed per retention transaction."
+    )
+
+    @field_validator("retention_older_than")
+    @classmethod
+    def _retention_age(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_age(value, "collector.retention_older_than")
+        return value
 
     @field_validator("retry_delays_ms")
     @classmethod

@@ -28,6 +28,7 @@ __all__ = [
     "ColumnGraph",
     "DatasetRef",
     "Direction",
+    "EventDeleter",
     "EventKind",
     "FieldRef",
     "HopByHopLineage",
@@ -41,6 +42,7 @@ __all__ = [
     "LineageQueryProtocol",
     "LineageRecord",
     "LineageStoreProtocol",
+    "Mentions",
     "NamedConnection",
     "NodeType",
     "Page",
@@ -50,6 +52,7 @@ __all__ = [
     "StaticLineageProtocol",
     "StoreCreator",
     "check_page",
+    "event_mentions",
     "event_namespace",
     "named_connection",
     "names_dataset",
@@ -651,4 +654,92 @@ class StaticLineageProtocol(Protocol):
     ) -> list[dict[str, Any]]:
         """The JobEvents of ``jobs`` and the DatasetEvents of ``datasets``, each (namespace,
         name), in event-time order (then event id)."""
+
+
+# -- retention and deletion: what an event names, and the stores that can forget events -----------
+
+
+@dataclass(frozen=True, slots=True)
+class Mentions:
+    """Every job, run and dataset one raw event names (what a deletion of it may change)."""
+
+    jobs: frozenset[tuple[str, str]]
+    parent_jobs: frozenset[tuple[str, str]]
+    parent_runs: frozenset[str]
+    datasets: frozenset[tuple[str, str]]
+
+    @property
+    def namespaces(self) -> frozenset[str]:
+        """Every namespace named: the job's, the parent job's and each dataset's."""
+        return frozenset(ns for ns, _ in (*self.jobs, *self.parent_jobs, *self.datasets))
+
+
+def _ns_name(part: Any) -> tuple[str, str] | None:
+    if isinstance(part, Mapping):
+        namespace, name = part.get("namespace"), part.get("name")
+        if isinstance(namespace, str) and isinstance(name, str):
+            return (namespace, name)
+    return None
+
+
+def _column_inputs(dataset: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """The datasets whose fields a dataset's ``columnLineage`` facet names as inputs."""
+    found: set[tuple[str, str]] = set()
+    facets = dataset.get("facets")
+    facet = facets.get("columnLineage") if isinstance(facets, Mapping) else None
+    fields = facet.get("fields") if isinstance(facet, Mapping) else None
+    if isinstance(fields, Mapping):
+        for spec in fields.values():
+            inputs = spec.get("inputFields") if isinstance(spec, Mapping) else None
+            if isinstance(inputs, list):
+                found.update(ref for ref in map(_ns_name, inputs) if ref is not None)
+    return found
+
+
+def event_mentions(event: Any) -> Mentions:
+    """The jobs (its own), parent jobs and runs (the ``parent`` run facet), and datasets (inputs,
+    outputs, a DatasetEvent's ``dataset``, and the datasets whose fields a ``columnLineage``
+    facet names) that ``event`` names."""
+    jobs: set[tuple[str, str]] = set()
+    parent_jobs: set[tuple[str, str]] = set()
+    parent_runs: set[str] = set()
+    datasets: set[tuple[str, str]] = set()
+    if isinstance(event, Mapping):
+        job = _ns_name(event.get("job"))
+        if job is not None:
+            jobs.add(job)
+        run = event.get("run")
+        facets = run.get("facets") if isinstance(run, Mapping) else None
+        parent = facets.get("parent") if isinstance(facets, Mapping) else None
+        if isinstance(parent, Mapping):
+            pjob = _ns_name(parent.get("job"))
+            if pjob is not None:
+                parent_jobs.add(pjob)
+            prun = parent.get("run")
+            if isinstance(prun, Mapping) and isinstance(prun.get("runId"), str):
+                parent_runs.add(prun["runId"])
+        parts: list[Any] = [event.get("dataset")]
+        for key in ("inputs", "outputs"):
+            items = event.get(key)
+            if isinstance(items, list):
+                parts.extend(items)
+        for part in parts:
+            ref = _ns_name(part)
+            if ref is not None:
+                datasets.add(ref)
+                datasets.update(_column_inputs(part))
+    return Mentions(
+        frozenset(jobs), frozenset(parent_jobs), frozenset(parent_runs), frozenset(datasets)
+    )
+
+
+@runtime_checkable
+class EventDeleter(RawEventSource, Protocol):
+    """A store that can forget raw events, and with them what only they derived (sql, document,
+    graph): what :mod:`lineage_sdk.collector.retention` drives."""
+
+    def delete_events(self, event_ids: Sequence[str]) -> int:
+        """Remove these raw events (those present; the others are ignored) and leave the derived
+        state equal to what the remaining events derive. Returns how many were removed. One
+        call is one short transaction where the store has them; callers batch."""
         ...

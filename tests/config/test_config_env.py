@@ -48,6 +48,8 @@ def _non_default(key: ConfigKey) -> tuple[str, Any]:
     assert base == "str"
     if key.path.endswith(".key_hash"):  # an API key's hash has one form
         return "SHA256:" + "ab" * 32, "sha256:" + "ab" * 32
+    if key.path.endswith("older_than"):  # an age: 90d, 12h, ...
+        return "90d", "90d"
     if isinstance(default, str):
         return default + "-x", default + "-x"
     if key.path.endswith("url"):

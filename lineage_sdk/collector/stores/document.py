@@ -972,6 +972,20 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
 
         return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
 
+    # -- retention and deletion (lineage_sdk.collector.retention)
+
+    def delete_events(self, event_ids: Sequence[str]) -> int:
+        """Remove these event documents. Nothing else to do: this store derives every answer
+        (runs, edges, column lineage, lists) from the event documents when asked, so what the
+        remaining documents do not name is gone with them. Deleting twice is a no-op."""
+        ids = sorted({_text(i, "event id") for i in event_ids})
+        removed = 0
+        with self._errors("delete_many"):
+            for start in range(0, len(ids), 1000):
+                result = self.collection.delete_many({"_id": {"$in": ids[start : start + 1000]}})
+                removed += int(result.deleted_count)
+        return removed
+
 
 class _ErrorMapper:
     """Turns pymongo errors into StoreError: network/timeouts retryable, bad documents permanent."""

@@ -35,6 +35,7 @@ Why it is written this way:
 from __future__ import annotations
 
 import abc
+import contextlib
 import hashlib
 import json
 import logging
@@ -67,6 +68,7 @@ from lineage_sdk.collector.store import (
     RawEvent,
     RunSummary,
     check_page,
+    event_mentions,
     event_namespace,
     named_connection,
     node_id,
@@ -1336,6 +1338,170 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
             rows = self.runner.run(_STORED_EVENT_IDS, {"ids": ids[start : start + self._max_rows]})
             found.update(r["eventId"] for r in rows)
         return found
+
+    # -- retention and deletion (lineage_sdk.collector.retention)
+
+    def delete_events(self, event_ids: Sequence[str]) -> int:
+        """Remove these Event nodes and derive again, in one transaction, what they touched.
+
+        Every property is an aggregate over events (a greatest rank wins), so nothing can be
+        "un-merged": the runs the deleted events belong to are removed whole, the job edges and
+        facets of the jobs they name, the facets and the stated column edges of the datasets they
+        name are cleared; then the remaining events of every run that touches those runs, jobs
+        or datasets are merged again by the store's own statements. Finally the candidates no
+        remaining event supports are removed: placeholder parent runs without events or
+        children, fields without column edges, datasets and jobs without any relationship.
+        Returns how many events were removed; deleting twice is a no-op.
+        """
+        from lineage_sdk.collector.decode import PoisonMessage, validate_event
+
+        ids = sorted({_text(i) for i in event_ids})
+        if not ids:
+            return 0
+
+        def keyed(run: StatementRunner, query: str, name: str, values: Iterable[str]) -> list[Any]:
+            rows: list[Any] = []
+            items = sorted(set(values))
+            for start in range(0, len(items), self._max_rows):
+                rows.extend(run(query, {name: items[start : start + self._max_rows]}))
+            return rows
+
+        def work(run: StatementRunner) -> int:
+            found = keyed(run, _DEL_FIND_EVENTS, "ids", ids)
+            if not found:
+                return 0
+            runs: set[str] = set()
+            jobs: set[str] = set()
+            parents: set[str] = set()
+            datasets: set[str] = set()
+            for row in found:
+                if row["runId"]:
+                    runs.add(row["runId"])
+                mention = event_mentions(orjson.loads(row["json"]))
+                jobs.update(name_key(ns, nm) for ns, nm in (*mention.jobs, *mention.parent_jobs))
+                parents.update(mention.parent_runs)
+                datasets.update(name_key(ns, nm) for ns, nm in mention.datasets)
+            edges = keyed(run, _DEL_FIND_COLUMN_EDGES, "keys", datasets)
+            fields = {r["o"] for r in edges} | {r["i"] for r in edges}
+            touched_datasets = datasets | {name_key(r["ins"], r["ids"]) for r in edges}
+            job_runs = {r["runId"] for r in keyed(run, _DEL_RUNS_OF_JOBS, "keys", jobs)}
+            rederive = set(runs) | job_runs
+            rederive.update(r["runId"] for r in keyed(run, _DEL_RUNS_OF_DATASETS, "keys", datasets))
+            rederive.update(
+                r["runId"] for r in keyed(run, _DEL_CHILD_RUNS, "ids", runs | parents | job_runs)
+            )
+            keyed(run, _DEL_EVENTS, "ids", [row["eventId"] for row in found])
+            keyed(run, _DEL_RUNS, "ids", runs)
+            keyed(run, _DEL_JOB_EDGES, "keys", jobs)
+            keyed(run, _DEL_COLUMN_EDGES, "keys", datasets)
+            records: list[LineageRecord] = []
+            for row in keyed(run, _DEL_EVENTS_OF_RUNS, "ids", rederive):
+                with contextlib.suppress(PoisonMessage):  # stored, so valid when written
+                    records.append(validate_event(orjson.loads(row["json"])))
+            for statement, rows in batch_statements(records):
+                for start in range(0, len(rows), self._max_rows):
+                    run(statement, {"rows": rows[start : start + self._max_rows]})
+            keyed(run, _GC_RUNS, "ids", runs | parents | job_runs)
+            keyed(run, _GC_FIELDS, "keys", fields)
+            keyed(run, _GC_DATASETS, "keys", touched_datasets)
+            keyed(run, _GC_JOBS, "keys", jobs)
+            return len(found)
+
+        return self.runner.transaction(work)
+
+
+# -- retention and deletion: statements of Neo4jLineageStore.delete_events ------------------------
+
+_DEL_FIND_EVENTS = """
+UNWIND $ids AS i
+MATCH (e:Event {eventId: i})
+RETURN e.eventId AS eventId, e.runId AS runId, e.json AS json
+"""
+_DEL_FIND_COLUMN_EDGES = """
+UNWIND $keys AS k
+MATCH (d:Dataset {key: k})-[:HAS_FIELD]->(o:Field)-[:DERIVED_FROM]->(i:Field)
+RETURN o.key AS o, i.key AS i, i.namespace AS ins, i.dataset AS ids
+"""
+_DEL_RUNS_OF_JOBS = """
+UNWIND $keys AS k
+MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: k})
+RETURN DISTINCT x.runId AS runId
+"""
+_DEL_RUNS_OF_DATASETS = """
+UNWIND $keys AS k
+MATCH (x:Run)-[:READ|WROTE]->(d:Dataset {key: k})
+RETURN DISTINCT x.runId AS runId
+"""
+_DEL_CHILD_RUNS = """
+UNWIND $ids AS i
+MATCH (c:Run)-[:CHILD_OF]->(p:Run {runId: i})
+RETURN DISTINCT c.runId AS runId
+"""
+_DEL_EVENTS = """
+UNWIND $ids AS i
+MATCH (e:Event {eventId: i})
+DELETE e
+"""
+_DEL_RUNS = """
+UNWIND $ids AS i
+MATCH (x:Run {runId: i})
+DETACH DELETE x
+"""
+_DEL_JOB_EDGES = """
+UNWIND $keys AS k
+MATCH (j:Job {key: k})
+SET j.facets = null, j.facetsRank = null
+WITH j
+OPTIONAL MATCH (j)-[r:CONSUMES|PRODUCES]->(:Dataset)
+DELETE r
+"""
+_DEL_COLUMN_EDGES = """
+UNWIND $keys AS k
+MATCH (d:Dataset {key: k})
+SET d.facets = null, d.facetsRank = null
+WITH d
+OPTIONAL MATCH (d)-[:HAS_FIELD]->(:Field)-[e:DERIVED_FROM]->(:Field)
+DELETE e
+"""
+_DEL_EVENTS_OF_RUNS = """
+UNWIND $ids AS i
+MATCH (e:Event {runId: i})
+RETURN e.json AS json
+"""
+_GC_RUNS = """
+UNWIND $ids AS i
+MATCH (x:Run {runId: i})
+OPTIONAL MATCH (e:Event {runId: i})
+WITH x, count(e) AS events
+OPTIONAL MATCH (c:Run)-[:CHILD_OF]->(x)
+WITH x, events, count(c) AS children
+WHERE events = 0 AND children = 0
+DETACH DELETE x
+"""
+_GC_FIELDS = """
+UNWIND $keys AS k
+MATCH (f:Field {key: k})
+OPTIONAL MATCH (f)-[r:DERIVED_FROM]-(:Field)
+WITH f, count(r) AS edges
+WHERE edges = 0
+DETACH DELETE f
+"""
+_GC_DATASETS = """
+UNWIND $keys AS k
+MATCH (d:Dataset {key: k})
+OPTIONAL MATCH (d)-[r]-()
+WITH d, count(r) AS links
+WHERE links = 0
+DELETE d
+"""
+_GC_JOBS = """
+UNWIND $keys AS k
+MATCH (j:Job {key: k})
+OPTIONAL MATCH (j)-[r]-()
+WITH j, count(r) AS links
+WHERE links = 0
+DELETE j
+"""
 
 
 def _state_time(state_rank: object) -> datetime | None:

@@ -61,6 +61,7 @@ from lineage_sdk.collector.store import (
     RawEvent,
     RunSummary,
     check_page,
+    event_mentions,
     event_namespace,
     named_connection,
     node_id,
@@ -1098,6 +1099,51 @@ class SqlStore(BaseLineageStore):
                 )
         return found
 
+    # -- retention and deletion (lineage_sdk.collector.retention) --------------------------------
+
+    def delete_events(self, event_ids: Sequence[str]) -> int:
+        """Remove these raw events and make, in the same transaction, the derived rows equal to
+        what the remaining events derive.
+
+        Derived rows are aggregates over events and cannot be "un-merged", so what the deleted
+        events touched is derived again, at a cost proportional to the batch, not to the jobs'
+        or datasets' whole history:
+
+        * their runs: the run rows and run edges are removed and rebuilt from the run's
+          remaining events (the store's own write path);
+        * a column edge whose winning statement (greatest rank) was deleted is removed and
+          rebuilt from the remaining events that may state it (those touching its dataset and
+          carrying a ``columnLineage`` facet); one whose winner remains is left as it is;
+        * their jobs: job edges are recomputed in SQL from the remaining events' runs (a run
+          belongs to one job) plus the job's run-less events; the latest run is recomputed from
+          the job's events; a job no remaining event names (as its job or, checked on its known
+          child runs, as a parent) is removed;
+        * their datasets: a dataset no run edge, job edge or remaining DatasetEvent names is
+          removed.
+
+        One call is one short transaction; the caller batches. Returns how many events were
+        removed (deleting twice is a no-op).
+        """
+        ids = sorted(set(event_ids))
+        if not ids:
+            return 0
+        for attempt in range(_DEADLOCK_RETRIES + 1):
+            try:
+                prepared = self._prepared(self.engine.dialect)
+                with self.engine.begin() as conn:
+                    return _Forget(self, conn, prepared).run(ids)
+            except StoreError:
+                raise
+            except sa_exc.OperationalError as exc:
+                # A writer took a lock of a job this batch re-derives after the batch locked it
+                # (see _Forget.run); PostgreSQL rolled one of the two back: do the batch again.
+                if attempt < _DEADLOCK_RETRIES and _deadlock(exc):
+                    continue
+                raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+            except sa_exc.SQLAlchemyError as exc:
+                raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
 
 class _Statement:
     """One compiled upsert, and how to hand it rows built in table-column order."""
@@ -1330,3 +1376,274 @@ def _reason(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None)
     text = str(orig if orig is not None else exc).strip().splitlines()
     return redact(f"{type(orig or exc).__name__}: {text[0] if text else ''}")[:500]
+
+
+class _Forget:
+    """One :meth:`SqlStore.delete_events` transaction (see there for what is derived again)."""
+
+    def __init__(self, store: SqlStore, conn: Connection, prepared: _Prepared) -> None:
+        self.store, self.conn, self.prepared, self.t = store, conn, prepared, store.t
+
+    def keys(self, query: Callable[[Sequence[str]], Any], keys: Iterable[str]) -> list[Any]:
+        """Rows of ``query(chunk)`` over ``keys`` in chunks of the IN-list size."""
+        rows: list[Any] = []
+        for chunk in _chunks(sorted(set(keys))):
+            rows.extend(self.conn.execute(query(chunk)))
+        return rows
+
+    def delete(self, table: str, column: str, keys: Iterable[str]) -> None:
+        tbl = self.t[table]
+        for chunk in _chunks(sorted(set(keys))):
+            self.conn.execute(tbl.delete().where(tbl.c[column].in_(chunk)))
+
+    def rewrite(self, event_ids: Iterable[str]) -> list[LineageRecord]:
+        """Write the remaining events ``event_ids`` again through the store's write path."""
+        from lineage_sdk.collector.decode import PoisonMessage, validate_event
+
+        ev = self.t["events"]
+        records: list[LineageRecord] = []
+        for (payload,) in self.keys(
+            lambda c: sa.select(ev.c.payload).where(ev.c.event_id.in_(c)), event_ids
+        ):
+            with contextlib.suppress(PoisonMessage):  # stored, so valid when written
+                records.append(validate_event(orjson.loads(payload)))
+        for start in range(0, len(records), _CHUNK):
+            batch = _BatchRows(records[start : start + _CHUNK], self.prepared.bind_time)
+            self.store._write(self.conn, self.prepared, batch)
+        return records
+
+    def run(self, ids: list[str]) -> int:
+        from lineage_sdk.collector.decode import PoisonMessage, validate_event
+
+        t, conn = self.t, self.conn
+        ev, runs, io, ce = t["events"], t["runs"], t["run_io"], t["column_edges"]
+        found = self.keys(
+            lambda c: sa.select(ev.c.event_id, ev.c.run_id, ev.c.job_key, ev.c.payload).where(
+                ev.c.event_id.in_(c)
+            ),
+            ids,
+        )
+        if not found:
+            return 0
+        run_ids: set[str] = set()
+        job_keys: set[str] = set()
+        parents_of: dict[str, set[str]] = {}  # parent job key -> parent run ids named
+        datasets: set[str] = set()
+        stated: dict[tuple[str, str], set[str]] = {}  # column edge -> ranks deleted
+        for event_id, run_id, job_key, payload in found:
+            event = orjson.loads(payload)
+            if run_id:
+                run_ids.add(run_id)
+            if job_key:
+                job_keys.add(job_key)
+            mention = event_mentions(event)
+            for ns, nm in mention.parent_jobs:
+                parents_of.setdefault(name_key(ns, nm), set()).update(mention.parent_runs)
+            datasets.update(name_key(ns, nm) for ns, nm in mention.datasets)
+            if '"columnLineage"' in payload:
+                try:
+                    rec = validate_event(event)
+                except PoisonMessage:
+                    continue
+                rank = edge_rank(rec.event_time, event_id)
+                for out, src in column_edges(rec):
+                    stated.setdefault((field_key(out), field_key(src)), set()).add(rank)
+        job_keys.update(parents_of)
+        # Writers lock job rows (their upsert) before runs and edges, in key order. Locking the
+        # touched jobs first, in the same order, before deleting anything, makes a writer of
+        # those jobs wait for this short transaction instead of deadlocking with it.
+        jobs = t["jobs"]
+        for chunk in _chunks(sorted(job_keys)):
+            conn.execute(
+                sa.select(jobs.c.job_key)
+                .where(jobs.c.job_key.in_(chunk))
+                .order_by(jobs.c.job_key)
+                .with_for_update()
+            )
+        # The runs of the touched jobs, before any row goes: their children name the job.
+        runs_of_jobs: dict[str, set[str]] = {}
+        for run_id, job_key in self.keys(
+            lambda c: sa.select(runs.c.run_id, runs.c.job_key).where(runs.c.job_key.in_(c)),
+            job_keys,
+        ):
+            runs_of_jobs.setdefault(job_key, set()).add(run_id)
+        self.delete("events", "event_id", [row[0] for row in found])
+        # The static-lineage index of a deleted JobEvent or DatasetEvent goes with it.
+        self.delete("static_refs", "event_id", [row[0] for row in found])
+
+        rederive: set[str] = set()
+        # Runs: rebuilt from their remaining events.
+        self.delete("runs", "run_id", run_ids)
+        self.delete("run_io", "run_id", run_ids)
+        rederive.update(
+            r[0]
+            for r in self.keys(
+                lambda c: sa.select(ev.c.event_id).where(ev.c.run_id.in_(c)), run_ids
+            )
+        )
+        # Column edges whose winning statement is gone: rebuilt from the events that may state them.
+        lost: set[str] = set()  # their datasets
+        pairs = sorted(stated)
+        for start in range(0, len(pairs), _CHUNK // 2):
+            chunk = pairs[start : start + _CHUNK // 2]
+            for out_key, in_key, rank, out_ds in conn.execute(
+                sa.select(ce.c.out_key, ce.c.in_key, ce.c.rank, ce.c.out_dataset_key).where(
+                    sa.tuple_(ce.c.out_key, ce.c.in_key).in_(chunk)
+                )
+            ):
+                if rank in stated[(out_key, in_key)]:
+                    conn.execute(ce.delete().where(ce.c.out_key == out_key, ce.c.in_key == in_key))
+                    lost.add(out_ds)
+        if lost:
+            stating = ev.c.payload.like('%"columnLineage"%')
+            runs_of_lost = sa.select(io.c.run_id)
+            rederive.update(
+                r[0]
+                for r in self.keys(
+                    lambda c: sa.select(ev.c.event_id).where(
+                        ev.c.run_id.in_(runs_of_lost.where(io.c.dataset_key.in_(c))), stating
+                    ),
+                    lost,
+                )
+            )
+            rederive.update(
+                conn.execute(
+                    sa.select(ev.c.event_id).where(ev.c.run_id.is_(None), stating)
+                ).scalars()
+            )
+        # Jobs: edges and latest run recomputed; run-less events (JobEvents) written again.
+        self.delete("job_io", "job_key", job_keys)
+        rederive.update(
+            r[0]
+            for r in self.keys(
+                lambda c: sa.select(ev.c.event_id).where(
+                    ev.c.job_key.in_(c), ev.c.run_id.is_(None)
+                ),
+                job_keys,
+            )
+        )
+        self.rewrite(rederive)
+        self._jobs(job_keys, runs_of_jobs, parents_of)
+        self._datasets(datasets)
+        return len(found)
+
+    def _jobs(
+        self, job_keys: set[str], runs_of_jobs: dict[str, set[str]], parents_of: dict[str, set[str]]
+    ) -> None:
+        t, conn = self.t, self.conn
+        ev, io, jobs, runs = t["events"], t["run_io"], t["jobs"], t["runs"]
+        # Two indexed lookups (a join lets PostgreSQL pick a scan of run_io): the jobs' runs,
+        # then those runs' edges.
+        job_of_runs: dict[str, set[str]] = {}
+        for job_key, run_id in self.keys(
+            lambda c: (
+                sa.select(ev.c.job_key, ev.c.run_id)
+                .distinct()
+                .where(ev.c.job_key.in_(c), ev.c.run_id.is_not(None))
+            ),
+            job_keys,
+        ):
+            job_of_runs.setdefault(run_id, set()).add(job_key)
+        rows: set[tuple[str, str, str]] = set()
+        for run_id, dataset_key, direction in self.keys(
+            lambda c: sa.select(io.c.run_id, io.c.dataset_key, io.c.direction).where(
+                io.c.run_id.in_(c)
+            ),
+            job_of_runs,
+        ):
+            rows.update((job_key, dataset_key, direction) for job_key in job_of_runs[run_id])
+        if rows:
+            statement = self.prepared.statements["job_io"]
+            conn.exec_driver_sql(statement.sql, statement.bind(sorted(rows)))
+        latest_time = (
+            sa.select(ev.c.job_key, sa.func.max(ev.c.event_time).label("at"))
+            .where(ev.c.run_id.is_not(None))
+            .group_by(ev.c.job_key)
+        )
+        latest: dict[str, tuple[Any, str]] = {}
+        for chunk in _chunks(sorted(job_keys)):
+            sub = latest_time.where(ev.c.job_key.in_(chunk)).subquery()
+            for job_key, at, run_id in conn.execute(
+                sa.select(ev.c.job_key, ev.c.event_time, sa.func.min(ev.c.run_id))
+                .join(sub, sa.and_(sub.c.job_key == ev.c.job_key, sub.c.at == ev.c.event_time))
+                .where(ev.c.run_id.is_not(None))
+                .group_by(ev.c.job_key, ev.c.event_time)
+            ):
+                latest[job_key] = (at, run_id)
+        update = (
+            jobs.update()
+            .where(jobs.c.job_key == sa.bindparam("key"))
+            .values(latest_run_id=sa.bindparam("run"), latest_run_time=sa.bindparam("at"))
+        )
+        none: tuple[Any, str | None] = (None, None)
+        latest_rows = [(key, *latest.get(key, none)) for key in sorted(job_keys)]
+        if latest_rows:  # one executemany for every touched job (none: a DatasetEvent's batch)
+            conn.execute(
+                update, [{"key": key, "at": at, "run": run} for key, at, run in latest_rows]
+            )
+        # Jobs no remaining event names: gone, unless a known child run names them as parent.
+        named = {
+            r[0]
+            for r in self.keys(
+                lambda c: sa.select(ev.c.job_key).distinct().where(ev.c.job_key.in_(c)), job_keys
+            )
+        }
+        orphans = job_keys - named
+        if not orphans:
+            return
+        parent_runs = set().union(
+            *(runs_of_jobs.get(k, set()) | parents_of.get(k, set()) for k in orphans)
+        )
+        children = {
+            r[0]
+            for r in self.keys(
+                lambda c: sa.select(runs.c.run_id).where(runs.c.parent_run_id.in_(c)), parent_runs
+            )
+        }
+        for (payload,) in self.keys(
+            lambda c: sa.select(ev.c.payload).where(ev.c.run_id.in_(c)), children
+        ):
+            mention = event_mentions(orjson.loads(payload))
+            orphans -= {name_key(ns, nm) for ns, nm in mention.parent_jobs}
+        self.delete("jobs", "job_key", orphans)
+
+    def _datasets(self, datasets: set[str]) -> None:
+        t, conn = self.t, self.conn
+        ev, io, job_io, ds = t["events"], t["run_io"], t["job_io"], t["datasets"]
+        used = {
+            r[0]
+            for query in (
+                lambda c: sa.select(io.c.dataset_key).distinct().where(io.c.dataset_key.in_(c)),
+                lambda c: (
+                    sa.select(job_io.c.dataset_key).distinct().where(job_io.c.dataset_key.in_(c))
+                ),
+            )
+            for r in self.keys(query, datasets)
+        }
+        unused = datasets - used
+        if unused:  # a remaining DatasetEvent (no run, no job) may still name one
+            names = {
+                r[0]: (r[1], r[2])
+                for r in self.keys(
+                    lambda c: sa.select(ds.c.dataset_key, ds.c.namespace, ds.c.name).where(
+                        ds.c.dataset_key.in_(c)
+                    ),
+                    unused,
+                )
+            }
+            if names:
+                for (payload,) in conn.execute(
+                    sa.select(ev.c.payload).where(ev.c.job_key.is_(None), ev.c.run_id.is_(None))
+                ):
+                    mention = event_mentions(orjson.loads(payload))
+                    unused -= {name_key(ns, nm) for ns, nm in mention.datasets}
+        self.delete("datasets", "dataset_key", unused)
+
+
+_DEADLOCK_RETRIES = 3
+
+
+def _deadlock(exc: sa_exc.OperationalError) -> bool:
+    """PostgreSQL's deadlock (SQLSTATE 40P01) or serialization failure (40001)."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "sqlstate", None) in ("40P01", "40001")
