@@ -213,7 +213,7 @@ def _walk(
         for job in sorted(job_frontier):
             jid = builder.add("JOB", *job)
             for ds in near.get(job, ()):
-                builder.flow(builder.add("DATASET", *ds), jid, upstream=upstream, far=False)
+                builder.flow(builder.add("DATASET", *ds), jid, upstream=upstream, far=True)
                 if ds not in datasets:
                     datasets.add(ds)
                     ds_frontier.add(ds)
@@ -223,7 +223,7 @@ def _walk(
         for ds in sorted(ds_frontier):
             did = builder.add("DATASET", *ds)
             for job in far.get(ds, ()):
-                builder.flow(did, builder.add("JOB", *job), upstream=upstream, far=True)
+                builder.flow(did, builder.add("JOB", *job), upstream=upstream, far=False)
                 if job not in jobs:
                     jobs.add(job)
                     new_jobs.add(job)
