@@ -121,3 +121,12 @@ def test_cli_as_of_and_run(history_api: Api, source: str) -> None:
     assert "lake:mid" in run.stdout and "ja" not in run.stdout
     bad = run_cli(*where, "graph", MID, "--as-of", "soon")
     assert bad.returncode == 2 and "must be an RFC 3339 time" in bad.stderr
+
+
+def test_column_lineage_takes_as_of(history_api: Api) -> None:
+    params = {"nodeId": "dataset:lake:mid"}
+    bad = history_api.client.get("/api/v1/column-lineage", params={**params, "asOf": "then"})
+    assert bad.status_code == 422 and "asOf must be" in bad.text
+    # No event of this corpus states column lineage: nothing to answer, then or now.
+    past = history_api.client.get("/api/v1/column-lineage", params={**params, "asOf": when(25)})
+    assert past.status_code == 404 and "no column lineage" in past.text

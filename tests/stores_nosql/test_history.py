@@ -17,10 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nosql_events import BASE_TIME, PRODUCER, records, run_event
+from nosql_events import BASE_TIME, PRODUCER, column_lineage, records, run_event
 
 from lineage_sdk.collector.api import marquez
-from lineage_sdk.collector.api.history import HistoryUnsupported, history_lineage, parse_instant
+from lineage_sdk.collector.api.history import (
+    HistoryUnsupported,
+    history_columns,
+    history_lineage,
+    parse_instant,
+)
 from lineage_sdk.collector.store import LineageGraph
 from lineage_sdk.collector.stores.sql import SqlStore
 
@@ -50,6 +55,17 @@ def _corpus() -> list[dict[str, Any]]:
                     seconds=at + delta,
                 )
             )
+    # Column lineage in a component of its own: c1.x from c0.a, then (t=22) also from c0.b.
+    for at, source in ((12, "a"), (22, "b")):
+        event = run_event(job="jcol", namespace="ns", inputs=[("ns", "c0")], seconds=at)
+        event["outputs"] = [
+            {
+                "namespace": "ns",
+                "name": "c1",
+                "facets": {"columnLineage": column_lineage({"x": [("ns", "c0", source)]})},
+            }
+        ]
+        events.append(event)
     events.append(
         {
             "eventTime": at_(40).isoformat(),
@@ -160,6 +176,24 @@ def test_run_id_is_the_run_with_its_parent_and_children(stores: dict[str, Any], 
         history_lineage(store, "job:ns:j1", run_id="no-such-run")
     with pytest.raises(LookupError, match="no events recorded for run"):
         history_lineage(store, "job:ns:j3", run_id=R4, as_of=at_(25))
+
+
+@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+def test_column_lineage_as_of(stores: dict[str, Any], name: str) -> None:
+    store = stores[name]
+    field = "datasetField:ns:c1:x"
+    early = history_columns(store, field, as_of=at_(15))
+    assert {src.field for _, src in early.edges} == {"a"}
+    late = history_columns(store, field, as_of=at_(25))
+    assert {src.field for _, src in late.edges} == {"a", "b"}
+    assert not history_columns(store, field, as_of=at_(5)).roots
+    now = datetime.now(tz=BASE_TIME.tzinfo)
+    for node in (field, "dataset:ns:c1", "job:ns:jcol", "datasetField:ns:c0:a"):
+        plain = store.column_lineage(node, depth=5, with_downstream=True)
+        past = history_columns(store, node, as_of=now, depth=5, with_downstream=True)
+        assert (past.roots, past.fields, past.edges) == (plain.roots, plain.fields, plain.edges)
+    same = {k: history_columns(s, "dataset:ns:c1", as_of=at_(25)).edges for k, s in stores.items()}
+    assert same["sql"] == same["document"] == same["graph"]
 
 
 def test_declared_edges_count_from_their_job_event_on(stores: dict[str, Any]) -> None:

@@ -15,16 +15,26 @@ by time), or a run's, its parents' and a scan for its children (``runId``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import orjson
 
+from lineage_sdk.collector.columns import (
+    ColumnEdge,
+    ColumnRoot,
+    column_edges,
+    edge_rank,
+    parse_column_node,
+    walk_columns,
+)
 from lineage_sdk.collector.records import build_record
 from lineage_sdk.collector.store import (
+    ColumnGraph,
     Direction,
+    FieldRef,
     LineageGraph,
     LineageGraphBuilder,
     LineageQueryProtocol,
@@ -41,6 +51,7 @@ __all__ = [
     "HistoryUnsupported",
     "LineageFold",
     "fold",
+    "history_columns",
     "history_lineage",
     "history_records",
     "parse_instant",
@@ -70,6 +81,9 @@ class LineageFold:
     #: events: what a node's ``latestRun`` is folded from.
     latest: dict[_Key, tuple[datetime, str]] = field(default_factory=dict)
     states: dict[str, StateKey] = field(default_factory=dict)
+    #: Column lineage: (output, input) field -> (rank, info), the greatest rank's info winning
+    #: as in the stores (:func:`lineage_sdk.collector.columns.edge_rank`).
+    columns: dict[tuple[FieldRef, FieldRef], tuple[str, str]] = field(default_factory=dict)
     heartbeats: dict[str, float | None] = field(default_factory=dict)
 
     def latest_run(self, job: _Key) -> dict[str, Any] | None:
@@ -89,6 +103,13 @@ class LineageFold:
     def add(self, rec: LineageRecord) -> None:
         for ref in (*rec.inputs, *rec.outputs):
             self.datasets.add((ref.namespace, ref.name))
+        stated = column_edges(rec)
+        if stated:
+            rank = edge_rank(rec.event_time, rec.event_id)
+            for pair, info in stated.items():
+                stated_before = self.columns.get(pair)
+                if stated_before is None or rank > stated_before[0]:
+                    self.columns[pair] = (rank, info)
         if rec.job_namespace is None or rec.job_name is None:
             return
         job = (rec.job_namespace, rec.job_name)
@@ -262,3 +283,41 @@ def history_lineage(
             if run is not None:
                 item.data["latestRun"] = run
     return graph, facts.declared
+
+
+def history_columns(
+    store: object,
+    node: str,
+    *,
+    as_of: datetime,
+    depth: int = 20,
+    with_downstream: bool = False,
+) -> ColumnGraph:
+    """Column lineage around ``node`` as the events up to ``as_of`` state it, walked as the
+    stores walk (:func:`lineage_sdk.collector.columns.walk_columns`); no roots when none then."""
+    parse_column_node(node)  # a malformed id is a ValueError before anything is read
+    facts = fold(history_records(store, as_of=as_of))
+    by_output: dict[FieldRef, list[ColumnEdge]] = defaultdict(list)
+    by_input: dict[FieldRef, list[ColumnEdge]] = defaultdict(list)
+    known: set[FieldRef] = set()
+    for (out, src), (_rank, info) in facts.columns.items():
+        edge = ColumnEdge(out, src, info)
+        by_output[out].append(edge)
+        by_input[src].append(edge)
+        known.update((out, src))
+
+    def roots(root: ColumnRoot) -> list[FieldRef]:
+        if root.field is not None:
+            ref = FieldRef(root.namespace, root.name, root.field)
+            return [ref] if ref in known else []
+        if root.kind == "JOB":
+            datasets = facts.writes.get((root.namespace, root.name), set())
+        else:
+            datasets = {(root.namespace, root.name)}
+        return sorted(f for f in known if (f.namespace, f.dataset) in datasets)
+
+    def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:
+        index = by_output if upstream else by_input
+        return [edge for ref in fields for edge in index.get(ref, ())]
+
+    return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)

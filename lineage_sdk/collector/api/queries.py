@@ -12,7 +12,7 @@ from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph
-from lineage_sdk.collector.api.history import history_lineage
+from lineage_sdk.collector.api.history import history_columns, history_lineage
 from lineage_sdk.collector.columns import ColumnRoot
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -212,19 +212,26 @@ def column_lineage(
     depth: int = 20,
     with_downstream: bool = False,
     readable: Callable[[str], bool] | None = None,
+    as_of: datetime | None = None,
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
     ValueError for a malformed id, NotFound when column lineage names no such field or dataset.
     ``readable`` as for :func:`lineage`: an unreadable root is NotFound, and nothing is reached
-    through an unreadable field."""
+    through an unreadable field. ``as_of``: as the events up to then state it (no schema-only
+    fields: those come from the current dataset)."""
     from lineage_sdk.collector.columns import marquez_column_graph, parse_column_node
 
     root = parse_column_node(node)
     if readable is not None and not readable(root.namespace):
         raise NotFound(f"nothing is recorded for {node!r}")
-    graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
-    if not graph.roots:
-        graph = _schema_fields(store, node, root)
+    if as_of is not None:
+        graph = history_columns(
+            store, node, as_of=as_of, depth=depth, with_downstream=with_downstream
+        )
+    else:
+        graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
+        if not graph.roots:
+            graph = _schema_fields(store, node, root)
     if readable is not None:
         graph = prune_columns(graph, readable, depth=depth, with_downstream=with_downstream)
     if not graph.roots:
