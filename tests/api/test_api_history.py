@@ -130,3 +130,16 @@ def test_column_lineage_takes_as_of(history_api: Api) -> None:
     # No event of this corpus states column lineage: nothing to answer, then or now.
     past = history_api.client.get("/api/v1/column-lineage", params={**params, "asOf": when(25)})
     assert past.status_code == 404 and "no column lineage" in past.text
+
+
+def test_dataset_read_takes_as_of(history_api: Api) -> None:
+    path = "/api/v1/namespaces/lake/datasets/c_out"
+    before = history_api.client.get(path, params={"asOf": when(15)})
+    assert before.status_code == 404 and "up to" in before.text
+    after = history_api.client.get(path, params={"asOf": when(25)})
+    assert after.status_code == 200 and after.json()["name"] == "c_out"
+    assert history_api.client.get(path, params={"asOf": "2100-01-01"}).json() == (
+        history_api.client.get(path).json()
+    )
+    bad = history_api.client.get(path, params={"asOf": "never"})
+    assert bad.status_code == 422 and "asOf must be" in bad.text

@@ -30,7 +30,7 @@ from lineage_sdk.collector.columns import (
     parse_column_node,
     walk_columns,
 )
-from lineage_sdk.collector.records import build_record
+from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.store import (
     ColumnGraph,
     Direction,
@@ -50,6 +50,7 @@ from lineage_sdk.models.run_state import StateKey, heartbeat_interval, pick_inte
 __all__ = [
     "HistoryUnsupported",
     "LineageFold",
+    "events_up_to",
     "fold",
     "history_columns",
     "history_lineage",
@@ -160,6 +161,18 @@ def parse_instant(text: str, name: str = "asOf") -> datetime:
     except ValueError:
         raise ValueError(f"{name} must be an RFC 3339 time or YYYY-MM-DD, got {text!r}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def events_up_to(events: Iterable[Mapping[str, Any]], as_of: datetime) -> list[Any]:
+    """The events with ``eventTime <= as_of``, in their order (an unreadable time is left out)."""
+    kept: list[Any] = []
+    for event in events:
+        try:
+            if parse_event_time(event.get("eventTime")) <= as_of:
+                kept.append(event)
+        except InvalidEventError:
+            continue
+    return kept
 
 
 def _records(events: Iterable[Mapping[str, Any]]) -> Iterator[LineageRecord]:

@@ -24,7 +24,7 @@ from lineage_sdk.collector.api import marquez, marquez_events, queries
 from lineage_sdk.collector.api.access import Grant, event_job_namespace, scrub
 from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
 from lineage_sdk.collector.api.errors import ApiError, error_responses
-from lineage_sdk.collector.api.history import HistoryUnsupported, parse_instant
+from lineage_sdk.collector.api.history import HistoryUnsupported, events_up_to, parse_instant
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.schemas import (
     DatasetList,
@@ -419,10 +419,32 @@ def get_dataset_versions(
     response_model=DatasetModel,
     tags=["Datasets"],
     summary="One dataset with its fields (from the schema facet), facets and current version",
-    responses=error_responses(401, 404, 501, 503),
+    responses=error_responses(401, 404, 422, 501, 503),
 )
-def get_dataset(state: State, grant: ReadGrant, namespace: str, dataset: str) -> Response:
+def get_dataset(
+    state: State,
+    grant: ReadGrant,
+    namespace: str,
+    dataset: str,
+    asOf: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="lineage-sdk extension: the dataset as the events up to this time "
+            "(inclusive; RFC 3339, or YYYY-MM-DD for that day's start) describe it.",
+        ),
+    ] = None,
+) -> Response:
+    as_of = _instant(asOf, "asOf")
     events = _dataset_events(state, namespace, dataset, grant)
+    if as_of is not None:
+        events = events_up_to(events, as_of)
+        if not events:
+            raise ApiError(
+                404,
+                "not_found",
+                f"no dataset is recorded under this name up to {as_of.isoformat()}",
+            )
     return _reply(marquez_events.dataset_from_events(namespace, dataset, events), grant)
 
 
