@@ -175,12 +175,20 @@ def events_up_to(events: Iterable[Mapping[str, Any]], as_of: datetime) -> list[A
     return kept
 
 
-def _records(events: Iterable[Mapping[str, Any]]) -> Iterator[LineageRecord]:
-    for event in events:
+def _records(
+    events: Iterable[Mapping[str, Any]], ids: Iterable[str | None] | None = None
+) -> Iterator[LineageRecord]:
+    """Records of ``events``; ``ids`` the stored event ids when known (hashing is the cost)."""
+    for event, event_id in zip(events, ids if ids is not None else _nones(), strict=False):
         try:
-            yield build_record(event)
+            yield build_record(event, event_id=event_id)
         except (InvalidEventError, KeyError, TypeError, ValueError):
             continue  # stored events were validated; an odd one is left out, not fatal
+
+
+def _nones() -> Iterator[None]:
+    while True:
+        yield None
 
 
 def _raw_source(store: object) -> RawEventSource:
@@ -204,7 +212,11 @@ def history_records(
     source = _raw_source(store)
     until = None if as_of is None else as_of + timedelta(microseconds=1)
     if run_id is None:
-        return list(_records(orjson.loads(raw.json) for raw in source.iter_raw_events(until=until)))
+        raws = list(source.iter_raw_events(until=until))
+        stored = (orjson.loads(raw.json) for raw in raws)
+        found = _records(stored, (raw.event_id for raw in raws))
+        # The event's own time decides, to the microsecond, whatever precision a store indexes.
+        return [rec for rec in found if as_of is None or rec.event_time <= as_of]
     if not isinstance(store, LineageQueryProtocol):
         raise HistoryUnsupported(f"the {source.name} store cannot read a run's events")
     own = list(_records(store.events_of_run(run_id)))
@@ -223,8 +235,8 @@ def history_records(
     # Children name this run only in their parent facet: a scan, cheap text test first.
     for raw in source.iter_raw_events(until=until):
         if run_id in raw.json:
-            for rec in _records([orjson.loads(raw.json)]):
-                if rec.parent_run_id == run_id:
+            for rec in _records([orjson.loads(raw.json)], [raw.event_id]):
+                if rec.parent_run_id == run_id and (as_of is None or rec.event_time <= as_of):
                     records.append(rec)
     return records
 
