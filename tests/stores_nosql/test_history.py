@@ -55,6 +55,15 @@ def _corpus() -> list[dict[str, Any]]:
                     seconds=at + delta,
                 )
             )
+    # A dataset only a DatasetEvent names (t=5): no job leads to it.
+    events.append(
+        {
+            "eventTime": at_(5).isoformat(),
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+            "dataset": {"namespace": "ns", "name": "lonely", "facets": {}},
+        }
+    )
     # Column lineage in a component of its own: c1.x from c0.a, then (t=22) also from c0.b.
     for at, source in ((12, "a"), (22, "b")):
         event = run_event(job="jcol", namespace="ns", inputs=[("ns", "c0")], seconds=at)
@@ -145,6 +154,11 @@ def test_as_of_reads_the_past(stores: dict[str, Any], name: str) -> None:
     assert ("dataset:ns:dx", "job:ns:j1") in _shape(edge)[1]
     assert edge.nodes["job:ns:j1"].data["latestRun"]["runId"] == R3
     assert edge.nodes["job:ns:j1"].data["latestRun"]["state"] == "START"
+    # A node no job leads to is known from the time an event names it.
+    lonely, _ = history_lineage(store, "dataset:ns:lonely", as_of=at_(10))
+    assert set(lonely.nodes) == {"dataset:ns:lonely"}
+    with pytest.raises(LookupError, match="lonely"):
+        history_lineage(store, "dataset:ns:lonely", as_of=at_(4))
     # asOf now is the plain answer, for every node and direction.
     now = datetime.now(tz=BASE_TIME.tzinfo)
     for node in ("dataset:ns:d1", "job:ns:j1", "dataset:ns:d3", "job:ns:j4"):

@@ -37,9 +37,11 @@ from lineage_sdk.collector.store import (
     FieldRef,
     LineageGraph,
     LineageGraphBuilder,
+    LineageHistoryProtocol,
     LineageQueryProtocol,
     LineageRecord,
     RawEventSource,
+    StaticLineageProtocol,
     node_id,
     parse_node_id,
     walk_directions,
@@ -241,6 +243,30 @@ def history_records(
     return records
 
 
+def _as_of_records(
+    store: object, node: str, direction: Direction, depth: int, as_of: datetime
+) -> list[LineageRecord] | None:
+    """The records an ``asOf`` answer needs, read through the store's indexes (None when the
+    store cannot, or nothing was found: then every event up to ``as_of`` is read).
+
+    Exact, not a guess: a job's edges only grow with its events, so every job within ``depth``
+    hops then is within ``depth`` hops now, in the store's plain answer; and every edge of the
+    answer belongs to one of its jobs, stated by that job's run events or JobEvents.
+    """
+    if not (isinstance(store, LineageQueryProtocol) and isinstance(store, LineageHistoryProtocol)):
+        return None
+    now = store.lineage(node, direction=direction, depth=depth)
+    jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
+    if not jobs:
+        return None
+    events: list[dict[str, Any]] = []
+    for namespace, name in jobs:
+        events.extend(store.events_of_job(namespace, name))
+    if isinstance(store, StaticLineageProtocol):
+        events.extend(store.static_events(jobs=jobs))
+    return [rec for rec in _records(events) if rec.event_time <= as_of] or None
+
+
 def _walk(
     builder: LineageGraphBuilder,
     facts: LineageFold,
@@ -292,8 +318,14 @@ def history_lineage(
     kind, namespace, name = parse_node_id(node)
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
-    facts = fold(history_records(store, as_of=as_of, run_id=run_id))
+    narrowed = None
+    if run_id is None and as_of is not None:
+        narrowed = _as_of_records(store, node, direction, depth, as_of)
+    records = narrowed or history_records(store, as_of=as_of, run_id=run_id)
+    facts = fold(records)
     key = (namespace, name)
+    if key not in (facts.jobs if kind == "JOB" else facts.datasets) and narrowed is not None:
+        facts = fold(history_records(store, as_of=as_of))  # a root without jobs: ask every event
     if key not in (facts.jobs if kind == "JOB" else facts.datasets):
         scope = f"run {run_id!r}" if run_id is not None else "the events"
         when = "" if as_of is None else f" up to {as_of.isoformat()}"
