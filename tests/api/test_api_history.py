@@ -121,6 +121,8 @@ def test_cli_as_of_and_run(history_api: Api, source: str) -> None:
     assert "lake:mid" in run.stdout and "ja" not in run.stdout
     bad = run_cli(*where, "graph", MID, "--as-of", "soon")
     assert bad.returncode == 2 and "must be an RFC 3339 time" in bad.stderr
+    unknown = run_cli(*where, "graph", MID, "--run", "no-such-run")
+    assert unknown.returncode == 1 and "no-such-run" in unknown.stderr
 
 
 def test_column_lineage_takes_as_of(history_api: Api) -> None:
