@@ -74,8 +74,17 @@ class LineageSource(abc.ABC):
     """The three questions the CLI asks, answered in Marquez's JSON shapes."""
 
     @abc.abstractmethod
-    def lineage(self, node: str, direction: Direction, depth: int) -> dict[str, Any]:
-        """``{"graph": [GraphNode, ...]}`` around ``node``."""
+    def lineage(
+        self,
+        node: str,
+        direction: Direction,
+        depth: int,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        """``{"graph": [GraphNode, ...]}`` around ``node``; ``as_of`` (a time) and ``run_id``
+        ask for the graph of the events up to that time, or of that run and its relatives."""
 
     @abc.abstractmethod
     def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
@@ -123,8 +132,20 @@ class HttpSource(LineageSource):
             raise error(f"{response.status_code}: {detail[:500]}", code)
         return response.json()
 
-    def lineage(self, node: str, direction: Direction, depth: int) -> dict[str, Any]:
+    def lineage(
+        self,
+        node: str,
+        direction: Direction,
+        depth: int,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
         params: dict[str, str | int] = {"nodeId": node, "depth": depth, "direction": direction}
+        if as_of is not None:
+            params["asOf"] = as_of
+        if run_id is not None:
+            params["runId"] = run_id
         answer: dict[str, Any] = self._get("/api/v1/lineage", params)
         return answer
 
@@ -188,11 +209,23 @@ class StoreSource(LineageSource):
         except ValueError as exc:
             raise SourceError(str(exc), 2) from None
 
-    def lineage(self, node: str, direction: Direction, depth: int) -> dict[str, Any]:
+    def lineage(
+        self,
+        node: str,
+        direction: Direction,
+        depth: int,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
         from lineage_sdk.collector.api import queries
+        from lineage_sdk.collector.api.history import parse_instant
 
         with self._guard():
-            return queries.lineage(self.store, node, direction=direction, depth=depth)
+            when = None if as_of is None else parse_instant(as_of, "--as-of")
+            return queries.lineage(
+                self.store, node, direction=direction, depth=depth, as_of=when, run_id=run_id
+            )
 
     def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
         from lineage_sdk.collector.api import queries
@@ -504,6 +537,18 @@ def graph(
         Literal["tree", "json", "dot", "mermaid"],
         typer.Option("--format", "-f", help="tree (default), json (Marquez), dot or mermaid."),
     ] = "tree",
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="The graph as the events up to this time describe it (RFC 3339, or "
+            "YYYY-MM-DD for that day's start).",
+        ),
+    ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option("--run", help="Only this run's graph, with its parent and child runs'."),
+    ] = None,
 ) -> None:
     """Print the lineage graph around a job or dataset."""
     _split_node(node)
@@ -515,7 +560,7 @@ def graph(
         else "both"
     )
     with _open_source() as source:
-        answer = source.lineage(node, direction, depth)
+        answer = source.lineage(node, direction, depth, as_of=as_of, run_id=run)
     if fmt == "json":
         _print_json(answer)
     elif fmt == "dot":

@@ -7,10 +7,12 @@ the same answer (including what counts as "not found") for the same data.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph
+from lineage_sdk.collector.api.history import history_columns, history_lineage
 from lineage_sdk.collector.columns import ColumnRoot
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -65,15 +67,21 @@ def lineage(
     direction: Direction = "both",
     depth: int = 20,
     readable: Callable[[str], bool] | None = None,
+    as_of: datetime | None = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Marquez's ``LineageGraph`` around ``node``; NotFound if nothing is recorded for it.
 
     ``readable`` (a namespace test) limits the walk to readable nodes: an unreadable root is
     NotFound, and nothing is reached through an unreadable node (see ``access.prune_graph``).
+    ``as_of`` (the events up to that time) and ``run_id`` (that run, its parents and children)
+    answer from the raw events instead (:mod:`lineage_sdk.collector.api.history`).
     """
     node_type, namespace, name = parse_node(node)
     if readable is not None and not readable(namespace):
         raise NotFound(f"nothing is recorded for {node!r}")
+    if as_of is not None or run_id is not None:
+        return _history_lineage(store, node, direction, depth, readable, as_of, run_id)
     graph = store.lineage(node, direction=direction, depth=depth)
     if readable is not None:
         graph = prune_graph(graph, readable, direction=direction, depth=depth)
@@ -103,6 +111,32 @@ def lineage(
             for edge in (*item["inEdges"], *item["outEdges"]):
                 if (edge["origin"], edge["destination"]) in declared:
                     edge["declared"] = True
+    return answer
+
+
+def _history_lineage(
+    store: object,
+    node: str,
+    direction: Direction,
+    depth: int,
+    readable: Callable[[str], bool] | None,
+    as_of: datetime | None,
+    run_id: str | None,
+) -> dict[str, Any]:
+    """``lineage`` for ``asOf``/``runId``: folded from the raw events, pruned alike."""
+    try:
+        graph, declared = history_lineage(
+            store, node, direction=direction, depth=depth, as_of=as_of, run_id=run_id
+        )
+    except LookupError as exc:
+        raise NotFound(str(exc)) from None
+    if readable is not None:
+        graph = prune_graph(graph, readable, direction=direction, depth=depth)
+    answer = marquez.lineage_graph(graph)
+    for item in answer["graph"]:
+        for edge in (*item["inEdges"], *item["outEdges"]):
+            if (edge["origin"], edge["destination"]) in declared:
+                edge["declared"] = True
     return answer
 
 
@@ -178,19 +212,26 @@ def column_lineage(
     depth: int = 20,
     with_downstream: bool = False,
     readable: Callable[[str], bool] | None = None,
+    as_of: datetime | None = None,
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
     ValueError for a malformed id, NotFound when column lineage names no such field or dataset.
     ``readable`` as for :func:`lineage`: an unreadable root is NotFound, and nothing is reached
-    through an unreadable field."""
+    through an unreadable field. ``as_of``: as the events up to then state it (no schema-only
+    fields: those come from the current dataset)."""
     from lineage_sdk.collector.columns import marquez_column_graph, parse_column_node
 
     root = parse_column_node(node)
     if readable is not None and not readable(root.namespace):
         raise NotFound(f"nothing is recorded for {node!r}")
-    graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
-    if not graph.roots:
-        graph = _schema_fields(store, node, root)
+    if as_of is not None:
+        graph = history_columns(
+            store, node, as_of=as_of, depth=depth, with_downstream=with_downstream
+        )
+    else:
+        graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
+        if not graph.roots:
+            graph = _schema_fields(store, node, root)
     if readable is not None:
         graph = prune_columns(graph, readable, depth=depth, with_downstream=with_downstream)
     if not graph.roots:

@@ -17,6 +17,7 @@ from lineage_sdk.collector.api import queries
 from lineage_sdk.collector.api.access import scrub
 from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
 from lineage_sdk.collector.api.errors import ApiError, error_responses
+from lineage_sdk.collector.api.history import HistoryUnsupported, parse_instant
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.columns import parse_column_node
 
@@ -73,7 +74,7 @@ class ColumnLineageGraph(_Doc):
     response_model=ColumnLineageGraph,
     tags=["Column lineage"],
     summary="The column-lineage graph of a field or a dataset (Marquez's getColumnLineage)",
-    responses=error_responses(400, 401, 404, 503),
+    responses=error_responses(400, 401, 404, 422, 501, 503),
 )
 def get_column_lineage(
     state: State,
@@ -91,16 +92,36 @@ def get_column_lineage(
     withDownstream: Annotated[
         bool, Query(description="Also the fields derived from the node's fields.")
     ] = False,
+    asOf: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="lineage-sdk extension: as the events up to this time (inclusive; "
+            "RFC 3339, or YYYY-MM-DD for that day's start) state it.",
+        ),
+    ] = None,
 ) -> Response:
     try:
         parse_column_node(nodeId)
     except ValueError as exc:
         raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
+    try:
+        as_of = None if asOf is None or not asOf.strip() else parse_instant(asOf, "asOf")
+    except ValueError as exc:
+        raise ApiError(422, "invalid_parameter", str(exc)[:300]) from None
     store = state.catalog()
     readable = None if grant.reads_all else grant.may_read
-    graph = answer(
-        lambda: queries.column_lineage(
-            store, nodeId, depth=depth, with_downstream=withDownstream, readable=readable
+    try:
+        graph = answer(
+            lambda: queries.column_lineage(
+                store,
+                nodeId,
+                depth=depth,
+                with_downstream=withDownstream,
+                readable=readable,
+                as_of=as_of,
+            )
         )
-    )
+    except HistoryUnsupported as exc:
+        raise ApiError(501, "not_supported", str(exc)[:300]) from None
     return JSONBody(scrub(graph, grant))

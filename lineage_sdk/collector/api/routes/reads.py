@@ -14,7 +14,7 @@ at unreadable nodes, and every answer through :func:`~lineage_sdk.collector.api.
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
@@ -24,6 +24,7 @@ from lineage_sdk.collector.api import marquez, marquez_events, queries
 from lineage_sdk.collector.api.access import Grant, event_job_namespace, scrub
 from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
 from lineage_sdk.collector.api.errors import ApiError, error_responses
+from lineage_sdk.collector.api.history import HistoryUnsupported, events_up_to, parse_instant
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.schemas import (
     DatasetList,
@@ -108,16 +109,10 @@ def _instant(value: str | None, name: str) -> datetime | None:
     """A query parameter's time: RFC 3339 (an offset or Z; none means UTC) or a plain date."""
     if value is None or not value.strip():
         return None
-    text = value.strip()
     try:
-        if len(text) == 10:
-            return datetime.combine(date.fromisoformat(text), datetime.min.time(), tzinfo=UTC)
-        parsed = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
-        raise ApiError(
-            422, "invalid_parameter", f"{name} must be an RFC 3339 time or YYYY-MM-DD, got {text!r}"
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return parse_instant(value, name)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_parameter", str(exc)[:300]) from None
 
 
 def _ascending(value: str | None) -> bool:
@@ -203,7 +198,7 @@ def _readable_names(names: list[str], grant: Grant) -> list[str]:
     response_model=LineageGraphModel,
     tags=["Lineage"],
     summary="The lineage graph around a job or dataset (Marquez's getLineage)",
-    responses=error_responses(400, 401, 404, 503),
+    responses=error_responses(400, 401, 404, 422, 501, 503),
 )
 def get_lineage(
     state: State,
@@ -221,16 +216,45 @@ def get_lineage(
         Literal["both", "upstream", "downstream"],
         Query(description="lineage-sdk extension; Marquez always answers both."),
     ] = "both",
+    asOf: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="lineage-sdk extension: the graph as the events up to this time "
+            "(inclusive; RFC 3339, or YYYY-MM-DD for that day's start) describe it.",
+        ),
+    ] = None,
+    runId: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=64,
+            description="lineage-sdk extension: the graph of this run's events, its parent "
+            "runs' and its child runs' (walked from nodeId).",
+        ),
+    ] = None,
 ) -> Response:
     try:
         queries.parse_node(nodeId)
     except ValueError as exc:
         raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
+    as_of = _instant(asOf, "asOf")
     store = state.catalog()
     readable = None if grant.reads_all else grant.may_read
-    graph = answer(
-        lambda: queries.lineage(store, nodeId, direction=direction, depth=depth, readable=readable)
-    )
+    try:
+        graph = answer(
+            lambda: queries.lineage(
+                store,
+                nodeId,
+                direction=direction,
+                depth=depth,
+                readable=readable,
+                as_of=as_of,
+                run_id=runId,
+            )
+        )
+    except HistoryUnsupported as exc:
+        raise ApiError(501, "not_supported", str(exc)[:300]) from None
     return _reply(graph, grant)
 
 
@@ -395,10 +419,32 @@ def get_dataset_versions(
     response_model=DatasetModel,
     tags=["Datasets"],
     summary="One dataset with its fields (from the schema facet), facets and current version",
-    responses=error_responses(401, 404, 501, 503),
+    responses=error_responses(401, 404, 422, 501, 503),
 )
-def get_dataset(state: State, grant: ReadGrant, namespace: str, dataset: str) -> Response:
+def get_dataset(
+    state: State,
+    grant: ReadGrant,
+    namespace: str,
+    dataset: str,
+    asOf: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="lineage-sdk extension: the dataset as the events up to this time "
+            "(inclusive; RFC 3339, or YYYY-MM-DD for that day's start) describe it.",
+        ),
+    ] = None,
+) -> Response:
+    as_of = _instant(asOf, "asOf")
     events = _dataset_events(state, namespace, dataset, grant)
+    if as_of is not None:
+        events = events_up_to(events, as_of)
+        if not events:
+            raise ApiError(
+                404,
+                "not_found",
+                f"no dataset is recorded under this name up to {as_of.isoformat()}",
+            )
     return _reply(marquez_events.dataset_from_events(namespace, dataset, events), grant)
 
 

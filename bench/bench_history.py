@@ -1,0 +1,75 @@
+"""What history costs a lineage read: ``queries.lineage`` plain (the store's indexed walk) against
+``asOf`` half-way through the events and ``runId`` of one run (both folded from the raw events,
+:mod:`lineage_sdk.collector.api.history`), interleaved in one run on one SQLite store.
+
+The graph is ``bench_api``'s (20 layers of 100 jobs). Run:
+``python bench/bench_history.py --events 20000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from bench_api import LAYERS, T0, WIDTH, events
+
+from lineage_sdk.collector.api import queries
+from lineage_sdk.collector.records import build_record
+from lineage_sdk.collector.stores.sql import SqlStore
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=20_000, help="run events in the graph")
+    parser.add_argument("--queries", type=int, default=10, help="timed queries per kind")
+    parser.add_argument("--depth", type=int, default=10)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder:
+        store = SqlStore(f"sqlite:///{folder}/bench.db")
+        store.open()
+        batch: list[Any] = []
+        times_seen = []
+        run_id = ""
+        for event in events(args.events):
+            record = build_record(event)
+            times_seen.append(record.event_time)
+            run_id = run_id or str(record.run_id)
+            batch.append(record)
+            if len(batch) == 1000:
+                store.write_batch(batch)
+                batch = []
+        store.write_batch(batch)
+        middle = sorted(times_seen)[len(times_seen) // 2]
+        node = f"dataset:bench.db:layer{LAYERS // 2:02d}.table{WIDTH // 2:03d}"
+        first_job = "job:bench:job.l00.j000"
+        asks: dict[str, Callable[[], dict[str, Any]]] = {
+            "plain": lambda: queries.lineage(store, node, depth=args.depth),
+            "asOf": lambda: queries.lineage(store, node, depth=args.depth, as_of=middle),
+            "runId": lambda: queries.lineage(store, first_job, depth=args.depth, run_id=run_id),
+        }
+        sizes = {name: len(ask()["graph"]) for name, ask in asks.items()}
+        times: dict[str, list[float]] = {name: [] for name in asks}
+        for _ in range(args.queries):
+            for name, ask in asks.items():
+                start = time.perf_counter()
+                ask()
+                times[name].append((time.perf_counter() - start) * 1000)
+        store.close()
+    med = {k: statistics.median(v) for k, v in times.items()}
+    span = (middle - T0) / timedelta(seconds=1)
+    print(f"events {args.events}, depth {args.depth}, asOf {span:.0f}s after the first event")
+    for name, values in times.items():
+        p95 = sorted(values)[int(0.95 * (len(values) - 1))]
+        print(f"{name:6} nodes {sizes[name]:5}  median {med[name]:8.1f} ms  p95 {p95:8.1f} ms")
+    for name in ("asOf", "runId"):
+        print(f"{name} / plain (median): {med[name] / med['plain']:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

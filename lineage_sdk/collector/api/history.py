@@ -1,0 +1,380 @@
+"""Lineage as it was (``asOf``) and lineage of one run (``runId``), folded from the raw events.
+
+Every query store keeps each raw event (:class:`~lineage_sdk.collector.store.RawEventSource`),
+so the past is answered the same way in all of them: the events that count are read back, each
+turned into the record the stores index (:func:`~lineage_sdk.collector.records.build_record`),
+their inputs and outputs folded into job/dataset edges exactly as the stores fold them on write
+(a job's edges are every dataset any of its events named, JobEvents included), and that fold is
+walked with the stores' hop semantics. One code path, so the sql, document and graph stores
+cannot answer differently, and ``asOf`` at or after the newest event equals the plain answer.
+
+The cost is a read of the events that count: all events up to ``asOf`` (a full scan bounded
+by time), or a run's, its parents' and a scan for its children (``runId``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from lineage_sdk.collector.columns import (
+    ColumnEdge,
+    ColumnRoot,
+    column_edges,
+    edge_rank,
+    parse_column_node,
+    walk_columns,
+)
+from lineage_sdk.collector.records import build_record, parse_event_time
+from lineage_sdk.collector.store import (
+    ColumnGraph,
+    Direction,
+    FieldRef,
+    LineageGraph,
+    LineageGraphBuilder,
+    LineageHistoryProtocol,
+    LineageQueryProtocol,
+    LineageRecord,
+    RawEventSource,
+    StaticLineageProtocol,
+    node_id,
+    parse_node_id,
+    walk_directions,
+)
+from lineage_sdk.exceptions import InvalidEventError
+from lineage_sdk.models.run_state import StateKey, heartbeat_interval, pick_interval, state_key
+
+__all__ = [
+    "HistoryUnsupported",
+    "LineageFold",
+    "events_up_to",
+    "fold",
+    "history_columns",
+    "history_lineage",
+    "history_records",
+    "parse_instant",
+]
+
+_Key = tuple[str, str]
+
+
+class HistoryUnsupported(ValueError):
+    """The store keeps no raw events, so it cannot answer ``asOf`` or ``runId``."""
+
+
+@dataclass
+class LineageFold:
+    """Job/dataset edges as a set of events states them (what the stores' ``job_io`` holds)."""
+
+    reads: dict[_Key, set[_Key]] = field(default_factory=lambda: defaultdict(set))
+    writes: dict[_Key, set[_Key]] = field(default_factory=lambda: defaultdict(set))
+    readers: dict[_Key, set[_Key]] = field(default_factory=lambda: defaultdict(set))
+    writers: dict[_Key, set[_Key]] = field(default_factory=lambda: defaultdict(set))
+    #: Every job and dataset the events name, so an unknown root can be told from a lone one.
+    jobs: set[_Key] = field(default_factory=set)
+    datasets: set[_Key] = field(default_factory=set)
+    #: (origin, destination) node ids a JobEvent declares.
+    declared: set[tuple[str, str]] = field(default_factory=set)
+    #: Per job, the run of its latest event (least run id among equal times), and per run its
+    #: events: what a node's ``latestRun`` is folded from.
+    latest: dict[_Key, tuple[datetime, str]] = field(default_factory=dict)
+    states: dict[str, StateKey] = field(default_factory=dict)
+    #: Column lineage: (output, input) field -> (rank, info), the greatest rank's info winning
+    #: as in the stores (:func:`lineage_sdk.collector.columns.edge_rank`).
+    columns: dict[tuple[FieldRef, FieldRef], tuple[str, str]] = field(default_factory=dict)
+    heartbeats: dict[str, float | None] = field(default_factory=dict)
+
+    def latest_run(self, job: _Key) -> dict[str, Any] | None:
+        """The job's latest run as ``queries.lineage`` puts it in a node's data."""
+        latest = self.latest.get(job)
+        if latest is None:
+            return None
+        run_id = latest[1]
+        best = self.states.get(run_id)
+        return {
+            "runId": run_id,
+            "state": None if best is None else best[2],
+            "stateTime": None if best is None else best[1],
+            "heartbeatS": self.heartbeats.get(run_id),
+        }
+
+    def add(self, rec: LineageRecord) -> None:
+        for ref in (*rec.inputs, *rec.outputs):
+            self.datasets.add((ref.namespace, ref.name))
+        stated = column_edges(rec)
+        if stated:
+            rank = edge_rank(rec.event_time, rec.event_id)
+            for pair, info in stated.items():
+                stated_before = self.columns.get(pair)
+                if stated_before is None or rank > stated_before[0]:
+                    self.columns[pair] = (rank, info)
+        if rec.job_namespace is None or rec.job_name is None:
+            return
+        job = (rec.job_namespace, rec.job_name)
+        self.jobs.add(job)
+        jid = node_id("JOB", *job)
+        for refs, near, far, is_input in (
+            (rec.inputs, self.reads, self.readers, True),
+            (rec.outputs, self.writes, self.writers, False),
+        ):
+            for ref in refs:
+                ds = (ref.namespace, ref.name)
+                near[job].add(ds)
+                far[ds].add(job)
+                if rec.kind == "job":
+                    did = node_id("DATASET", *ds)
+                    self.declared.add((did, jid) if is_input else (jid, did))
+        if rec.run_id:
+            key = state_key(rec.event_type, rec.event_time, rec.event_id)
+            best = self.states.get(rec.run_id)
+            if key is not None and (best is None or key > best):
+                self.states[rec.run_id] = key
+            beats = (self.heartbeats.get(rec.run_id), heartbeat_interval(rec.event))
+            self.heartbeats[rec.run_id] = pick_interval(beats)
+            old = self.latest.get(job)
+            if old is None or (rec.event_time, old[1]) > (old[0], rec.run_id):
+                self.latest[job] = (rec.event_time, rec.run_id)
+
+
+def fold(records: Iterable[LineageRecord]) -> LineageFold:
+    """The edges ``records`` state, each record once."""
+    result = LineageFold()
+    seen: set[str] = set()
+    for rec in records:
+        if rec.event_id not in seen:
+            seen.add(rec.event_id)
+            result.add(rec)
+    return result
+
+
+def parse_instant(text: str, name: str = "asOf") -> datetime:
+    """A time as ``asOf`` takes it: RFC 3339 (no offset means UTC) or a date (its start, UTC).
+    ValueError naming ``name`` otherwise."""
+    value = text.strip()
+    try:
+        if len(value) == 10:
+            return datetime.combine(date.fromisoformat(value), datetime.min.time(), tzinfo=UTC)
+        parsed = datetime.fromisoformat(value.replace("z", "Z"))
+    except ValueError:
+        raise ValueError(f"{name} must be an RFC 3339 time or YYYY-MM-DD, got {text!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def events_up_to(events: Iterable[Mapping[str, Any]], as_of: datetime) -> list[Any]:
+    """The events with ``eventTime <= as_of``, in their order (an unreadable time is left out)."""
+    kept: list[Any] = []
+    for event in events:
+        try:
+            if parse_event_time(event.get("eventTime")) <= as_of:
+                kept.append(event)
+        except InvalidEventError:
+            continue
+    return kept
+
+
+def _records(
+    events: Iterable[Mapping[str, Any]], ids: Iterable[str | None] | None = None
+) -> Iterator[LineageRecord]:
+    """Records of ``events``; ``ids`` the stored event ids when known (hashing is the cost)."""
+    for event, event_id in zip(events, ids if ids is not None else _nones(), strict=False):
+        try:
+            yield build_record(event, event_id=event_id)
+        except (InvalidEventError, KeyError, TypeError, ValueError):
+            continue  # stored events were validated; an odd one is left out, not fatal
+
+
+def _nones() -> Iterator[None]:
+    while True:
+        yield None
+
+
+def _raw_source(store: object) -> RawEventSource:
+    if not isinstance(store, RawEventSource):
+        name = getattr(store, "name", type(store).__name__)
+        raise HistoryUnsupported(
+            f"the {name} store keeps no raw events, so it cannot answer asOf or runId"
+        )
+    return store
+
+
+def history_records(
+    store: object, *, as_of: datetime | None = None, run_id: str | None = None
+) -> list[LineageRecord]:
+    """The records an ``asOf``/``runId`` answer is folded from.
+
+    ``as_of``: every event with ``eventTime <= as_of``. ``run_id``: the run's events, its
+    parent runs' and its child runs' (runs whose parent facet names it), each also bounded by
+    ``as_of`` when given. LookupError when the run has no (such) events.
+    """
+    source = _raw_source(store)
+    until = None if as_of is None else as_of + timedelta(microseconds=1)
+    if run_id is None:
+        raws = list(source.iter_raw_events(until=until))
+        stored = (orjson.loads(raw.json) for raw in raws)
+        found = _records(stored, (raw.event_id for raw in raws))
+        # The event's own time decides, to the microsecond, whatever precision a store indexes.
+        return [rec for rec in found if as_of is None or rec.event_time <= as_of]
+    if not isinstance(store, LineageQueryProtocol):
+        raise HistoryUnsupported(f"the {source.name} store cannot read a run's events")
+    own = list(_records(store.events_of_run(run_id)))
+    if as_of is not None:
+        own = [rec for rec in own if rec.event_time <= as_of]
+    if not own:
+        when = "" if as_of is None else f" up to {as_of.isoformat()}"
+        raise LookupError(f"no events recorded for run {run_id!r}{when}")
+    records = list(own)
+    for parent in sorted({rec.parent_run_id for rec in own if rec.parent_run_id}):
+        records.extend(
+            rec
+            for rec in _records(store.events_of_run(parent))
+            if as_of is None or rec.event_time <= as_of
+        )
+    # Children name this run only in their parent facet: a scan, cheap text test first.
+    for raw in source.iter_raw_events(until=until):
+        if run_id in raw.json:
+            for rec in _records([orjson.loads(raw.json)], [raw.event_id]):
+                if rec.parent_run_id == run_id and (as_of is None or rec.event_time <= as_of):
+                    records.append(rec)
+    return records
+
+
+def _as_of_records(
+    store: object, node: str, direction: Direction, depth: int, as_of: datetime
+) -> list[LineageRecord] | None:
+    """The records an ``asOf`` answer needs, read through the store's indexes (None when the
+    store cannot, or nothing was found: then every event up to ``as_of`` is read).
+
+    Exact, not a guess: a job's edges only grow with its events, so every job within ``depth``
+    hops then is within ``depth`` hops now, in the store's plain answer; and every edge of the
+    answer belongs to one of its jobs, stated by that job's run events or JobEvents.
+    """
+    if not (isinstance(store, LineageQueryProtocol) and isinstance(store, LineageHistoryProtocol)):
+        return None
+    now = store.lineage(node, direction=direction, depth=depth)
+    jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
+    if not jobs:
+        return None
+    events: list[dict[str, Any]] = []
+    for namespace, name in jobs:
+        events.extend(store.events_of_job(namespace, name))
+    if isinstance(store, StaticLineageProtocol):
+        events.extend(store.static_events(jobs=jobs))
+    return [rec for rec in _records(events) if rec.event_time <= as_of] or None
+
+
+def _walk(
+    builder: LineageGraphBuilder,
+    facts: LineageFold,
+    root: tuple[str, _Key],
+    upstream: bool,
+    depth: int,
+) -> None:
+    """The stores' breadth-first walk (see ``SqlStore._walk``): a job's level holds the datasets
+    it reads (upstream) or writes (downstream); each level goes one job further."""
+    kind, key = root
+    jobs: set[_Key] = {key} if kind == "JOB" else set()
+    datasets: set[_Key] = {key} if kind == "DATASET" else set()
+    job_frontier, ds_frontier = set(jobs), set(datasets)
+    near, far = (facts.reads, facts.writers) if upstream else (facts.writes, facts.readers)
+    for level in range(depth + 1):
+        for job in sorted(job_frontier):
+            jid = builder.add("JOB", *job)
+            for ds in near.get(job, ()):
+                builder.flow(builder.add("DATASET", *ds), jid, upstream=upstream, far=True)
+                if ds not in datasets:
+                    datasets.add(ds)
+                    ds_frontier.add(ds)
+        if level == depth or not ds_frontier:
+            break
+        new_jobs: set[_Key] = set()
+        for ds in sorted(ds_frontier):
+            did = builder.add("DATASET", *ds)
+            for job in far.get(ds, ()):
+                builder.flow(did, builder.add("JOB", *job), upstream=upstream, far=False)
+                if job not in jobs:
+                    jobs.add(job)
+                    new_jobs.add(job)
+        job_frontier, ds_frontier = new_jobs, set()
+        if not job_frontier:
+            break
+
+
+def history_lineage(
+    store: object,
+    node: str,
+    *,
+    direction: Direction = "both",
+    depth: int = 20,
+    as_of: datetime | None = None,
+    run_id: str | None = None,
+) -> tuple[LineageGraph, set[tuple[str, str]]]:
+    """The lineage graph around ``node`` as of ``as_of`` and/or within run ``run_id``, and the
+    declared edges among it. LookupError when the events that count name no such node."""
+    kind, namespace, name = parse_node_id(node)
+    if depth < 0:
+        raise ValueError(f"depth must be >= 0, got {depth}")
+    narrowed = None
+    if run_id is None and as_of is not None:
+        narrowed = _as_of_records(store, node, direction, depth, as_of)
+    records = narrowed or history_records(store, as_of=as_of, run_id=run_id)
+    facts = fold(records)
+    key = (namespace, name)
+    if key not in (facts.jobs if kind == "JOB" else facts.datasets) and narrowed is not None:
+        facts = fold(history_records(store, as_of=as_of))  # a root without jobs: ask every event
+    if key not in (facts.jobs if kind == "JOB" else facts.datasets):
+        scope = f"run {run_id!r}" if run_id is not None else "the events"
+        when = "" if as_of is None else f" up to {as_of.isoformat()}"
+        raise LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
+    builder = LineageGraphBuilder(kind, namespace, name)
+    for upstream in walk_directions(direction):
+        _walk(builder, facts, (kind, key), upstream, depth)
+    graph = builder.build()
+    for item in graph.nodes.values():
+        if item.type == "JOB":
+            run = facts.latest_run((item.namespace, item.name))
+            if run is not None:
+                item.data["latestRun"] = run
+    return graph, facts.declared
+
+
+def history_columns(
+    store: object,
+    node: str,
+    *,
+    as_of: datetime,
+    depth: int = 20,
+    with_downstream: bool = False,
+) -> ColumnGraph:
+    """Column lineage around ``node`` as the events up to ``as_of`` state it, walked as the
+    stores walk (:func:`lineage_sdk.collector.columns.walk_columns`); no roots when none then."""
+    parse_column_node(node)  # a malformed id is a ValueError before anything is read
+    facts = fold(history_records(store, as_of=as_of))
+    by_output: dict[FieldRef, list[ColumnEdge]] = defaultdict(list)
+    by_input: dict[FieldRef, list[ColumnEdge]] = defaultdict(list)
+    known: set[FieldRef] = set()
+    for (out, src), (_rank, info) in facts.columns.items():
+        edge = ColumnEdge(out, src, info)
+        by_output[out].append(edge)
+        by_input[src].append(edge)
+        known.update((out, src))
+
+    def roots(root: ColumnRoot) -> list[FieldRef]:
+        if root.field is not None:
+            ref = FieldRef(root.namespace, root.name, root.field)
+            return [ref] if ref in known else []
+        if root.kind == "JOB":
+            datasets = facts.writes.get((root.namespace, root.name), set())
+        else:
+            datasets = {(root.namespace, root.name)}
+        return sorted(f for f in known if (f.namespace, f.dataset) in datasets)
+
+    def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:
+        index = by_output if upstream else by_input
+        return [edge for ref in fields for edge in index.get(ref, ())]
+
+    return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)

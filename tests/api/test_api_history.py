@@ -1,0 +1,147 @@
+"""History over HTTP and in the ``lineage`` CLI (issue 16, item 1): ``asOf`` and ``runId`` on
+``GET /api/v1/lineage``, access by namespace kept, bad input named; ``lineage graph --as-of``
+and ``--run`` through the API (--url) and the store (--config). The equality of the stores is
+tested in tests/stores_nosql/test_history.py; this is the sql store behind a real server::
+
+    t=0   run RA: lake:raw -> [alpha:ja] -> lake:mid
+    t=10  run RB: lake:mid -> [beta:jb]  -> lake:b_out      (beta: the reader may not read it)
+    t=20  run RC: lake:mid -> [alpha:jc] -> lake:c_out
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from api_helpers import API_KEY, Api, run_cli, run_event, when
+
+from lineage_sdk.collector.api.access import hash_key
+from lineage_sdk.collector.settings import ApiKeyConfig
+
+READER_KEY = "lsk_history-reader-0123456789abcdef0123"
+RA, RB, RC = (f"0190{i}000-0000-7000-8000-00000000000a" for i in range(1, 4))
+MID = "dataset:lake:mid"
+
+
+@pytest.fixture
+def history_api(make_api: Callable[..., Api]) -> Api:
+    keys = {"reader": ApiKeyConfig(key_hash=hash_key(READER_KEY), read=["alpha", "lake"])}
+    api = make_api(api_key=API_KEY, keys=keys)
+    events = []
+    for run_id, job, ns, out, at in (
+        (RA, "ja", "alpha", "mid", 0),
+        (RB, "jb", "beta", "b_out", 10),
+        (RC, "jc", "alpha", "c_out", 20),
+    ):
+        inputs = [("lake", "raw")] if job == "ja" else [("lake", "mid")]
+        for kind, delta in (("START", 0), ("COMPLETE", 1)):
+            events.append(
+                run_event(
+                    job,
+                    namespace=ns,
+                    event_type=kind,
+                    run_id=run_id,
+                    inputs=inputs,
+                    outputs=[("lake", out)],
+                    seconds=at + delta,
+                )
+            )
+    answer = api.client.post("/api/v1/lineage/batch", json=events)
+    assert answer.status_code == 200, answer.text
+    return api
+
+
+def _ids(response: httpx.Response) -> set[str]:
+    assert response.status_code == 200, response.text
+    return {node["id"] for node in response.json()["graph"]}
+
+
+def _lineage(api: Api, **params: Any) -> httpx.Response:
+    return api.client.get("/api/v1/lineage", params={"nodeId": MID, **params})
+
+
+def test_as_of_answers_the_past_and_now_the_present(history_api: Api) -> None:
+    early = _ids(_lineage(history_api, asOf=when(15), direction="downstream"))
+    assert "job:beta:jb" in early and "job:alpha:jc" not in early
+    late = _ids(_lineage(history_api, asOf=when(25), direction="downstream"))
+    assert {"job:beta:jb", "job:alpha:jc", "dataset:lake:c_out"} <= late
+    now = _lineage(history_api, asOf="2100-01-01").json()
+    assert now == _lineage(history_api).json()
+    # Before anything was recorded, the node is unknown.
+    missing = _lineage(history_api, asOf="2024-01-01")
+    assert missing.status_code == 404 and "nothing is recorded" in missing.text
+
+
+def test_run_id_answers_one_run_and_unknown_runs_are_404(history_api: Api) -> None:
+    answer = history_api.client.get(
+        "/api/v1/lineage", params={"nodeId": "job:alpha:ja", "runId": RA}
+    )
+    assert _ids(answer) == {"job:alpha:ja", "dataset:lake:raw", "dataset:lake:mid"}
+    run = next(n for n in answer.json()["graph"] if n["id"] == "job:alpha:ja")
+    assert run["data"]["latestRun"]["id"] == RA
+    unknown = _lineage(history_api, runId="no-such-run")
+    assert unknown.status_code == 404 and "no-such-run" in unknown.text
+
+
+def test_bad_as_of_is_422_naming_it(history_api: Api) -> None:
+    answer = _lineage(history_api, asOf="last tuesday")
+    assert answer.status_code == 422
+    assert "asOf must be an RFC 3339 time" in answer.text
+
+
+def test_history_keeps_access_by_namespace(history_api: Api) -> None:
+    with httpx.Client(
+        base_url=history_api.url, headers={"Authorization": f"Bearer {READER_KEY}"}, timeout=30
+    ) as reader:
+        ids = _ids(reader.get("/api/v1/lineage", params={"nodeId": MID, "asOf": when(25)}))
+        assert "job:alpha:jc" in ids
+        assert not {"job:beta:jb", "dataset:lake:b_out"} & ids
+        ran = reader.get("/api/v1/lineage", params={"nodeId": MID, "runId": RB})
+        assert "job:beta:jb" not in _ids(ran)
+        hidden = reader.get("/api/v1/lineage", params={"nodeId": "job:beta:jb", "asOf": when(25)})
+        assert hidden.status_code == 404
+
+
+@pytest.mark.parametrize("source", ["http", "store"])
+def test_cli_as_of_and_run(history_api: Api, source: str) -> None:
+    where = (
+        ["--url", history_api.url, "--api-key", API_KEY]
+        if source == "http"
+        else ["--config", str(history_api.config_path)]
+    )
+    early = run_cli(*where, "graph", MID, "--as-of", when(15), "-f", "json")
+    assert early.returncode == 0, early.stderr
+    ids = {n["id"] for n in orjson.loads(early.stdout)["graph"]}
+    assert "job:beta:jb" in ids and "job:alpha:jc" not in ids
+    run = run_cli(*where, "graph", "job:alpha:jc", "--run", RC, "--upstream")
+    assert run.returncode == 0, run.stderr
+    assert "lake:mid" in run.stdout and "ja" not in run.stdout
+    bad = run_cli(*where, "graph", MID, "--as-of", "soon")
+    assert bad.returncode == 2 and "must be an RFC 3339 time" in bad.stderr
+    unknown = run_cli(*where, "graph", MID, "--run", "no-such-run")
+    assert unknown.returncode == 1 and "no-such-run" in unknown.stderr
+
+
+def test_column_lineage_takes_as_of(history_api: Api) -> None:
+    params = {"nodeId": "dataset:lake:mid"}
+    bad = history_api.client.get("/api/v1/column-lineage", params={**params, "asOf": "then"})
+    assert bad.status_code == 422 and "asOf must be" in bad.text
+    # No event of this corpus states column lineage: nothing to answer, then or now.
+    past = history_api.client.get("/api/v1/column-lineage", params={**params, "asOf": when(25)})
+    assert past.status_code == 404 and "no column lineage" in past.text
+
+
+def test_dataset_read_takes_as_of(history_api: Api) -> None:
+    path = "/api/v1/namespaces/lake/datasets/c_out"
+    before = history_api.client.get(path, params={"asOf": when(15)})
+    assert before.status_code == 404 and "up to" in before.text
+    after = history_api.client.get(path, params={"asOf": when(25)})
+    assert after.status_code == 200 and after.json()["name"] == "c_out"
+    assert history_api.client.get(path, params={"asOf": "2100-01-01"}).json() == (
+        history_api.client.get(path).json()
+    )
+    bad = history_api.client.get(path, params={"asOf": "never"})
+    assert bad.status_code == 422 and "asOf must be" in bad.text

@@ -1,0 +1,228 @@
+"""History (issue 16, item 1): ``asOf`` and ``runId`` lineage, the same in every store.
+
+SQLite (sql), SecantusDB (document) and FalkorDB (graph), fed one small corpus::
+
+    t=0   run r1: d0 -> [j1] -> d1
+    t=10  run r2: d1 -> [j2] -> d2
+    t=20  run r3: dx -> [j1] -> d1          (j1's inputs change: d0, then d0 and dx)
+    t=30  run r4: d2 -> [j3] -> d3          (a child of r2; j3 does not exist before)
+    t=40  JobEvent: d3 -> [j4] -> d4        (declared)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nosql_events import BASE_TIME, PRODUCER, column_lineage, records, run_event
+
+from lineage_sdk.collector.api import marquez
+from lineage_sdk.collector.api.history import (
+    HistoryUnsupported,
+    history_columns,
+    history_lineage,
+    parse_instant,
+)
+from lineage_sdk.collector.store import LineageGraph
+from lineage_sdk.collector.stores.sql import SqlStore
+
+pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
+
+R1, R2, R3, R4 = (f"0190{i}000-0000-7000-8000-000000000000" for i in range(1, 5))
+
+
+def _corpus() -> list[dict[str, Any]]:
+    events = []
+    for run_id, job, inputs, outputs, at, parent in (
+        (R1, "j1", [("ns", "d0")], [("ns", "d1")], 0, None),
+        (R2, "j2", [("ns", "d1")], [("ns", "d2")], 10, None),
+        (R3, "j1", [("ns", "dx")], [("ns", "d1")], 20, None),
+        (R4, "j3", [("ns", "d2")], [("ns", "d3")], 30, (R2, "ns", "j2")),
+    ):
+        for kind, delta in (("START", 0.0), ("COMPLETE", 1.0)):
+            events.append(
+                run_event(
+                    job=job,
+                    namespace="ns",
+                    event_type=kind,
+                    run_id=run_id,
+                    inputs=inputs,
+                    outputs=outputs,
+                    parent=parent,
+                    seconds=at + delta,
+                )
+            )
+    # A dataset only a DatasetEvent names (t=5): no job leads to it.
+    events.append(
+        {
+            "eventTime": at_(5).isoformat(),
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+            "dataset": {"namespace": "ns", "name": "lonely", "facets": {}},
+        }
+    )
+    # Column lineage in a component of its own: c1.x from c0.a, then (t=22) also from c0.b.
+    for at, source in ((12, "a"), (22, "b")):
+        event = run_event(job="jcol", namespace="ns", inputs=[("ns", "c0")], seconds=at)
+        event["outputs"] = [
+            {
+                "namespace": "ns",
+                "name": "c1",
+                "facets": {"columnLineage": column_lineage({"x": [("ns", "c0", source)]})},
+            }
+        ]
+        events.append(event)
+    events.append(
+        {
+            "eventTime": at_(40).isoformat(),
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent",
+            "job": {"namespace": "ns", "name": "j4", "facets": {}},
+            "inputs": [{"namespace": "ns", "name": "d3", "facets": {}}],
+            "outputs": [{"namespace": "ns", "name": "d4", "facets": {}}],
+        }
+    )
+    return events
+
+
+def at_(seconds: float) -> datetime:
+    return BASE_TIME + timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def sql_store(tmp_path: Path) -> Iterator[SqlStore]:
+    store = SqlStore(f"sqlite:///{tmp_path / 'history.db'}")
+    store.open()
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def stores(sql_store: Any, document_store: Any, graph_store: Any) -> dict[str, Any]:
+    """The three stores, each holding the corpus."""
+    loaded = {"sql": sql_store, "document": document_store, "graph": graph_store}
+    for store in loaded.values():
+        store.write_batch(records(*_corpus()))
+    return loaded
+
+
+def _shape(graph: LineageGraph) -> tuple[set[str], set[tuple[str, str]]]:
+    edges = {(e.origin, e.destination) for n in graph.nodes.values() for e in n.out_edges}
+    return set(graph.nodes), edges
+
+
+def _answers(store: Any, node: str, **kwargs: Any) -> dict[str, Any]:
+    graph, declared = history_lineage(store, node, **kwargs)
+    return {"graph": marquez.lineage_graph(graph), "declared": sorted(declared)}
+
+
+CASES: list[tuple[str, dict[str, Any]]] = [
+    ("dataset:ns:d1", {"as_of": at_(15)}),
+    ("dataset:ns:d1", {"as_of": at_(25), "direction": "upstream"}),
+    ("job:ns:j2", {"as_of": at_(35), "depth": 1}),
+    ("job:ns:j2", {"run_id": R2}),
+    ("job:ns:j3", {"run_id": R4, "as_of": at_(35)}),
+    ("dataset:ns:d3", {"as_of": at_(50)}),
+]
+
+
+def test_every_store_answers_history_alike(stores: dict[str, Any]) -> None:
+    for node, kwargs in CASES:
+        answers = {name: _answers(store, node, **kwargs) for name, store in stores.items()}
+        assert answers["document"] == answers["sql"], (node, kwargs)
+        assert answers["graph"] == answers["sql"], (node, kwargs)
+
+
+@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+def test_as_of_reads_the_past(stores: dict[str, Any], name: str) -> None:
+    store = stores[name]
+    # Before j3 existed: the walk downstream of d2 stops there; j3 itself is unknown.
+    before, _ = history_lineage(store, "dataset:ns:d2", as_of=at_(25), direction="downstream")
+    assert "job:ns:j3" not in before.nodes
+    with pytest.raises(LookupError, match="j3"):
+        history_lineage(store, "job:ns:j3", as_of=at_(25))
+    # Between j1's two input versions: only the old edge.
+    old, _ = history_lineage(store, "job:ns:j1", as_of=at_(15), depth=0)
+    assert _shape(old)[1] == {("dataset:ns:d0", "job:ns:j1"), ("job:ns:j1", "dataset:ns:d1")}
+    new, _ = history_lineage(store, "job:ns:j1", as_of=at_(25), depth=0)
+    assert ("dataset:ns:dx", "job:ns:j1") in _shape(new)[1]
+    # asOf is inclusive: the START of r3 at exactly t=20 counts, and sets j1's latest run.
+    edge, _ = history_lineage(store, "job:ns:j1", as_of=at_(20), depth=0)
+    assert ("dataset:ns:dx", "job:ns:j1") in _shape(edge)[1]
+    assert edge.nodes["job:ns:j1"].data["latestRun"]["runId"] == R3
+    assert edge.nodes["job:ns:j1"].data["latestRun"]["state"] == "START"
+    # A node no job leads to is known from the time an event names it.
+    lonely, _ = history_lineage(store, "dataset:ns:lonely", as_of=at_(10))
+    assert set(lonely.nodes) == {"dataset:ns:lonely"}
+    with pytest.raises(LookupError, match="lonely"):
+        history_lineage(store, "dataset:ns:lonely", as_of=at_(4))
+    # asOf now is the plain answer, for every node and direction.
+    now = datetime.now(tz=BASE_TIME.tzinfo)
+    for node in ("dataset:ns:d1", "job:ns:j1", "dataset:ns:d3", "job:ns:j4"):
+        for direction in ("upstream", "downstream", "both"):
+            plain = store.lineage(node, direction=direction, depth=5)
+            past, _ = history_lineage(store, node, as_of=now, direction=direction, depth=5)
+            assert _shape(past) == _shape(plain), (node, direction)
+
+
+@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+def test_run_id_is_the_run_with_its_parent_and_children(stores: dict[str, Any], name: str) -> None:
+    store = stores[name]
+    # r2 (j2) and its child r4 (j3); not j1, whose runs are neither.
+    graph, _ = history_lineage(store, "job:ns:j2", run_id=R2)
+    assert set(graph.nodes) == {
+        "job:ns:j2",
+        "dataset:ns:d1",
+        "dataset:ns:d2",
+        "job:ns:j3",
+        "dataset:ns:d3",
+    }
+    # From the child: its parent's job and datasets.
+    child, _ = history_lineage(store, "job:ns:j3", run_id=R4, direction="upstream")
+    assert set(child.nodes) == {"job:ns:j3", "dataset:ns:d2", "job:ns:j2", "dataset:ns:d1"}
+    # One run of j1 states only its own inputs.
+    first, _ = history_lineage(store, "job:ns:j1", run_id=R1, depth=0)
+    assert "dataset:ns:dx" not in first.nodes and "dataset:ns:d0" in first.nodes
+    with pytest.raises(LookupError, match="no events recorded for run"):
+        history_lineage(store, "job:ns:j1", run_id="no-such-run")
+    with pytest.raises(LookupError, match="no events recorded for run"):
+        history_lineage(store, "job:ns:j3", run_id=R4, as_of=at_(25))
+
+
+@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+def test_column_lineage_as_of(stores: dict[str, Any], name: str) -> None:
+    store = stores[name]
+    field = "datasetField:ns:c1:x"
+    early = history_columns(store, field, as_of=at_(15))
+    assert {src.field for _, src in early.edges} == {"a"}
+    late = history_columns(store, field, as_of=at_(25))
+    assert {src.field for _, src in late.edges} == {"a", "b"}
+    assert not history_columns(store, field, as_of=at_(5)).roots
+    now = datetime.now(tz=BASE_TIME.tzinfo)
+    for node in (field, "dataset:ns:c1", "job:ns:jcol", "datasetField:ns:c0:a"):
+        plain = store.column_lineage(node, depth=5, with_downstream=True)
+        past = history_columns(store, node, as_of=now, depth=5, with_downstream=True)
+        assert (past.roots, past.fields, past.edges) == (plain.roots, plain.fields, plain.edges)
+    same = {k: history_columns(s, "dataset:ns:c1", as_of=at_(25)).edges for k, s in stores.items()}
+    assert same["sql"] == same["document"] == same["graph"]
+
+
+def test_declared_edges_count_from_their_job_event_on(stores: dict[str, Any]) -> None:
+    store = stores["sql"]
+    _, declared = history_lineage(store, "dataset:ns:d3", as_of=at_(50))
+    assert ("dataset:ns:d3", "job:ns:j4") in declared
+    graph, declared = history_lineage(store, "dataset:ns:d3", as_of=at_(35))
+    assert "job:ns:j4" not in graph.nodes and not declared
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(ValueError, match="asOf must be an RFC 3339 time"):
+        parse_instant("yesterday")
+    assert parse_instant("2025-03-01") == datetime.fromisoformat("2025-03-01T00:00:00+00:00")
+    with pytest.raises(HistoryUnsupported, match="keeps no raw events"):
+        history_lineage(object(), "job:ns:j1", as_of=at_(0))
+    with pytest.raises(ValueError, match="depth"):
+        history_lineage(object(), "job:ns:j1", as_of=at_(0), depth=-1)
