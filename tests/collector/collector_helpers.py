@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -123,19 +124,42 @@ def publish_fast(
     content_type: str = "application/json",
     routing_key: str = "tests.job.COMPLETE",
 ) -> None:
-    """Publish many messages with one confirm round at the end (select-based confirms are
-    per-message in BlockingConnection, so publish on a non-confirm channel and then confirm a
-    marker on a confirm channel; both are on one connection and ordered by the broker)."""
+    """Publish many messages fast and return once the broker confirmed every one.
+
+    Confirms matter: a quorum queue takes a message from the publishing channel asynchronously,
+    and messages still in flight when that channel closes are lost (seen: 10,000 published,
+    fewer queued). aio-pika keeps up to 500 publishes in flight on one confirming channel."""
     conn = connect()
     try:
-        ch = conn.channel()
-        declare_event_exchange(ch, exchange)
-        props = pika.BasicProperties(content_type=content_type, delivery_mode=2)
-        for body in bodies:
-            ch.basic_publish(exchange, routing_key, body, props)
-        conn.process_data_events(0)
+        declare_event_exchange(conn.channel(), exchange)
     finally:
         conn.close()
+    asyncio.run(_publish_confirmed(exchange, bodies, content_type, routing_key))
+
+
+async def _publish_confirmed(
+    exchange: str, bodies: Sequence[bytes], content_type: str, routing_key: str
+) -> None:
+    import aio_pika
+
+    connection = await aio_pika.connect(RABBIT_URL)
+    async with connection:
+        channel = await connection.channel(publisher_confirms=True)
+        target = await channel.get_exchange(exchange, ensure=False)
+        for start in range(0, len(bodies), 500):
+            await asyncio.gather(
+                *(
+                    target.publish(
+                        aio_pika.Message(
+                            body,
+                            content_type=content_type,
+                            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+                        ),
+                        routing_key,
+                    )
+                    for body in bodies[start : start + 500]
+                )
+            )
 
 
 def json_props(**kwargs: Any) -> pika.BasicProperties:
