@@ -7,8 +7,6 @@ pika and aio-pika services, and a consumer writing into a real PostgreSQL databa
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,6 +30,7 @@ from lineage_sdk.sdk.provider import STATE, configure, shutdown
 from lineage_sdk.sdk.suppression import suppress_instrumentation
 
 from .conftest import BROKER_URL, Captured, Names, connect, validate_event
+from .wrapper_services import clean_env, read_events, run_pair
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -618,40 +617,11 @@ async def test_consumer_writing_to_postgres_links_producer_exchange_job_and_tabl
 def run_services(env: dict[str, str], tmp_path: Path) -> tuple[Any, Any]:
     """The aio-pika consumer service, then (once subscribed) the pika producer service, both
     under ``lineage-instrument``; waits for both."""
-    from .test_wrapper_subprocess import EXAMPLES, WRAPPER
-
-    consumer = subprocess.Popen(
-        [*WRAPPER, sys.executable, str(EXAMPLES / "aio_pika_consumer_service.py")],
-        env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "consumer.jsonl")},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not Path(env["READY_FILE"]).exists():
-            assert consumer.poll() is None, consumer.communicate()
-            assert time.monotonic() < deadline, "consumer did not subscribe"
-            time.sleep(0.05)
-        producer = subprocess.run(
-            [*WRAPPER, sys.executable, str(EXAMPLES / "producer_service.py")],
-            env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "producer.jsonl")},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        out, err = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-            consumer.wait()
-    return producer, subprocess.CompletedProcess(consumer.args, consumer.returncode, out, err)
+    return run_pair(env, tmp_path, consumer_script="aio_pika_consumer_service.py")
 
 
 @pytest.fixture
 def services_env(names: Names, database: str, tmp_path: Path) -> dict[str, str]:
-    from .test_wrapper_subprocess import clean_env
-
     return clean_env(
         EXCHANGE=names.exchange,
         QUEUE=names.queue,
@@ -669,8 +639,6 @@ def services_env(names: Names, database: str, tmp_path: Path) -> dict[str, str]:
 def test_lineage_instrument_runs_an_aio_pika_service_without_lineage_code(
     style, mode, names, database, services_env, tmp_path
 ):
-    from .test_wrapper_subprocess import read_events
-
     env = {**services_env, "STYLE": style, "LINEAGE_INSTRUMENTATION_AIO_PIKA_MODE": mode}
     producer, consumer = run_services(env, tmp_path)
     assert (producer.returncode, consumer.returncode) == (0, 0), (producer.stderr, consumer.stderr)
@@ -705,8 +673,6 @@ def test_lineage_instrument_runs_an_aio_pika_service_without_lineage_code(
 
 
 def test_aio_pika_instrumentation_can_be_disabled(names, database, services_env, tmp_path):
-    from .test_wrapper_subprocess import read_events
-
     env = {**services_env, "LINEAGE_DISABLED_INSTRUMENTATIONS": "aio_pika"}
     producer, consumer = run_services(env, tmp_path)
     assert (producer.returncode, consumer.returncode) == (0, 0)
