@@ -108,6 +108,26 @@ async def consume_callback(
     await queue.cancel(tag)
 
 
+async def consume_in_style(
+    connection: Any, queue: Any, names: Names, style: str, handle: Any, count: int
+) -> str:
+    """Hand ``count`` deliveries to ``handle`` by ``queue.consume`` (style ``callback``) or
+    ``queue.iterator()``, then close ``connection``; the consumer job's name for that style."""
+    async with connection:
+        if style == "callback":
+            await consume_callback(queue, count, handle)
+        else:
+            handled = 0
+            async with queue.iterator() as messages:
+                async for message in messages:
+                    await message.ack()
+                    await handle(message)
+                    handled += 1
+                    if handled >= count:
+                        break
+    return f"{names.queue}.{'consume_callback.on_message' if style == 'callback' else 'iterator'}"
+
+
 def events_by_run(captured: Captured, job: str) -> dict[str, list[dict[str, Any]]]:
     return captured.runs(job)
 
@@ -149,19 +169,7 @@ async def test_per_message_run_per_delivery_linked_to_publisher(
         await asyncio.sleep(0)  # the run stays current across awaits
         in_body.append((before, current_run().run_id))
 
-    async with connection:
-        if style == "callback":
-            await consume_callback(queue, 3, handle)
-        else:
-            async with queue.iterator() as messages:
-                async for message in messages:
-                    await message.ack()
-                    await handle(message)
-                    if len(in_body) >= 3:
-                        break
-    job_name = (
-        f"{names.queue}.{'consume_callback.on_message' if style == 'callback' else 'iterator'}"
-    )
+    job_name = await consume_in_style(connection, queue, names, style, handle, 3)
     runs = events_by_run(captured, job_name)
     assert len(runs) == 3
     assert all(before == after for before, after in in_body)
@@ -244,19 +252,7 @@ async def test_streaming_one_run_per_consumer(style, names, captured, aio_instru
         in_body.append(current_run().run_id)
         await asyncio.sleep(0.002)  # > the 1 ms interval: the next delivery is due a RUNNING
 
-    async with connection:
-        if style == "callback":
-            await consume_callback(queue, 3, handle)
-        else:
-            async with queue.iterator() as messages:
-                async for message in messages:
-                    await message.ack()
-                    await handle(message)
-                    if len(in_body) >= 3:
-                        break
-    job_name = (
-        f"{names.queue}.{'consume_callback.on_message' if style == 'callback' else 'iterator'}"
-    )
+    job_name = await consume_in_style(connection, queue, names, style, handle, 3)
     ((run_id, events),) = events_by_run(captured, job_name).items()
     kinds = [e["eventType"] for e in events]
     assert kinds[0] == "START"
