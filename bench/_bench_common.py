@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmarks (one copy). Each benchmark runs as ``python bench/x.py``, so its
+"""Helpers shared by the benchmarks (one copy; the throwaway PostgreSQL database is tests/servers.py's). Each benchmark runs as ``python bench/x.py``, so its
 own folder is on ``sys.path`` and ``from _bench_common import ...`` finds this module."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import lineage_sdk
@@ -18,10 +19,12 @@ from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.sdk.runs import LineageRun
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # servers.py
+from servers import postgres_database
+
 __all__ = [
     "AMQP_URL",
     "BODY",
-    "PG_ADMIN",
     "TARGET_STREAMING",
     "NoopLineageExporter",
     "configure_noop",
@@ -32,7 +35,6 @@ __all__ = [
 ]
 
 AMQP_URL = os.environ.get("LINEAGE_BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 TARGET_STREAMING = 1.3  # streaming mode's cost per consumed message, times the uninstrumented
 BODY = b'{"order": 1, "amount": 12.5}'
 
@@ -107,21 +109,3 @@ def report_consume_costs(
     if args.json:
         print(json.dumps(figures))
     return 0
-
-
-@contextmanager
-def postgres_database(prefix: str) -> Iterator[str]:
-    """A database ``<prefix>_<random>`` of the benchmark's own on the shared PostgreSQL; its URL.
-    Dropped afterwards."""
-    import sqlalchemy as sa
-
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()

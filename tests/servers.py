@@ -57,6 +57,7 @@ __all__ = [
     "free_port",
     "mongo_target",
     "neo4j_from_env",
+    "postgres_database",
     "postgres_schema",
     "secantus_server",
     "wait_for_port",
@@ -446,3 +447,23 @@ def postgres_schema(prefix: str) -> Iterator[str]:
         with engine.begin() as conn:
             conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
         engine.dispose()
+
+
+@contextlib.contextmanager
+def postgres_database(prefix: str) -> Iterator[str]:
+    """The URL of a database ``<prefix>_<random>`` of the caller's own on the shared PostgreSQL,
+    dropped afterwards (its connections closed by force)."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # nosql_events, for the test modules
 
@@ -23,6 +22,7 @@ from servers import (
     GraphTarget,
     MongoTarget,
     neo4j_from_env,
+    postgres_database,
     postgres_schema,
 )
 
@@ -127,22 +127,11 @@ def query_store(request: pytest.FixtureRequest) -> DocumentLineageStore | Neo4jL
     return store
 
 
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-
-
 @pytest.fixture(scope="module")
 def pg_database() -> Iterator[str]:
     """A PostgreSQL database of the requesting module's own, dropped afterwards."""
-    name = f"lineage_port_{uid()}"
-    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database("lineage_port") as url:
+        yield url
 
 
 @pytest.fixture
