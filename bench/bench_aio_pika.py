@@ -16,49 +16,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import statistics
 import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import aio_pika
+from _bench_common import (
+    AMQP_URL,
+    BODY,
+    configure_noop,
+    consume_arguments,
+    lineage_headers,
+    report_consume_costs,
+)
 
 import lineage_sdk
 from lineage_instrumentation.aio_pika import AioPikaInstrumentor
-from lineage_instrumentation.propagation import inject
-from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
-from lineage_sdk.sdk.runs import LineageRun
 from lineage_sdk.sdk.suppression import suppress_instrumentation
 
-URL = os.environ.get("LINEAGE_BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
-TARGET_STREAMING = 1.3
 PREFETCH = 200
-
-
-class _NoopExporter(LineageExporter):
-    def __init__(self) -> None:
-        self.count = 0
-
-    def export(self, batch: Sequence[EncodedEvent]) -> ExportResult:
-        self.count += len(batch)
-        return ExportResult.SUCCESS
-
-    def shutdown(self, timeout: float = 30.0) -> None:
-        return None
 
 
 async def prefill(channel: Any, queue: Any, count: int) -> None:
     """Publish ``count`` messages with lineage headers, outside the instrumentation."""
-    headers: dict[str, Any] = {}
-    inject(headers, LineageRun(str(uuid.uuid4()), "bench", "bench.producer", [], [], {}, {}, None))
-    body = b'{"order": 1, "amount": 12.5}'
+    headers = lineage_headers()
     with suppress_instrumentation():
         for _ in range(count):
-            message = aio_pika.Message(body, headers=headers, content_type="application/json")
+            message = aio_pika.Message(BODY, headers=headers, content_type="application/json")
             await channel.default_exchange.publish(message, routing_key=queue.name)
     # every message is in the queue before timing starts (publisher confirms are on)
 
@@ -88,7 +73,7 @@ async def run(args: argparse.Namespace) -> dict[str, list[float]]:
     instrumentor = AioPikaInstrumentor()
     variants = ("uninstrumented", "per_message", "streaming")
     results: dict[str, list[float]] = {v: [] for v in variants}
-    connection = await aio_pika.connect(URL)
+    connection = await aio_pika.connect(AMQP_URL)
     channel = await connection.channel()
     await channel.set_qos(prefetch_count=PREFETCH)
     queue = await channel.declare_queue(f"bench.aio.{uuid.uuid4().hex[:10]}")
@@ -115,44 +100,16 @@ async def run(args: argparse.Namespace) -> dict[str, list[float]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=5000, help="messages per round")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of each variant")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
-    args = parser.parse_args(argv)
-
-    exporter = _NoopExporter()
-    lineage_sdk.configure(
-        LineageConfig.model_validate(
-            {"exporters": ["memory"], "producer": {"job_namespace": "bench"}}
-        ),
-        exporters=[exporter],
-        strict=True,
-    )
+    args = consume_arguments(__doc__.splitlines()[0], argv)
+    exporter = configure_noop()
     try:
         results = asyncio.run(run(args))
     finally:
         lineage_sdk.shutdown(10.0)
 
-    base = statistics.median(results["uninstrumented"])
-    figures: dict[str, Any] = {"messages_per_round": args.messages, "rounds": args.rounds}
-    print(
-        f"consume-and-ack cost per message, median of {args.rounds} rounds "
-        f"of {args.messages} messages (aio-pika queue.consume, prefetch {PREFETCH}):"
+    return report_consume_costs(
+        results, args, f"aio-pika queue.consume, prefetch {PREFETCH}", exporter
     )
-    for variant, costs in results.items():
-        cost = statistics.median(costs)
-        ratio = cost / base
-        figures[variant] = {"us_per_message": round(cost * 1e6, 2), "ratio": round(ratio, 3)}
-        note = ""
-        if variant == "streaming":
-            verdict = "met" if ratio <= TARGET_STREAMING else "NOT met"
-            note = f"  (target <= {TARGET_STREAMING:.1f}x: {verdict})"
-        print(f"  {variant:15s} {cost * 1e6:8.2f} us   {ratio:5.2f}x{note}")
-    print(f"  events exported: {exporter.count}")
-    if args.json:
-        print(json.dumps(figures))
-    return 0
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # servers.py
 
 import httpx  # noqa: E402
+from _bench_common import postgres_database  # noqa: E402
 from servers import FalkorDBRespRunner, bolt_warmup, falkordb_server, free_port  # noqa: E402
 
 from lineage_sdk.collector.records import build_record  # noqa: E402
@@ -61,8 +62,6 @@ COLUMN_SCHEMA = (
 NS = "postgres://warehouse.internal:5432"
 PIPELINES, STAGES = 50, 20
 COLUMNS = ("id", "customer_id", "amount", "currency", "status", "region", "created_at", "updated")
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432"
 TARGET_P95_MS = 100.0
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -294,22 +293,6 @@ def run_sql(label: str, url: str, events: list[dict[str, Any]], args: Any, folde
     return {"build_s": round(build_s, 1), "requests": figures}
 
 
-@contextmanager
-def pg_database() -> Iterator[str]:
-    import sqlalchemy as sa
-
-    name = f"lineage_bench_cols_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{PG_BASE}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 def run_graph(events: list[dict[str, Any]], args: Any, folder: Path) -> Any:
     with falkordb_server(persistent=False) as falkor:
         # "falkordb" is the graph FalkorDB's Bolt endpoint serves.
@@ -362,7 +345,7 @@ def main() -> None:
             folder = Path(tmp) / name
             folder.mkdir()
             if name == "postgresql":
-                with pg_database() as url:
+                with postgres_database("lineage_bench_cols") as url:
                     figures[name] = run_sql("sql store, PostgreSQL", url, events, args, folder)
             else:
                 figures[name] = runs[name](folder)

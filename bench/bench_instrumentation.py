@@ -14,10 +14,6 @@ Target: streaming <= 1.3x the uninstrumented cost. Run: ``python bench/bench_ins
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import statistics
 import time
 import uuid
 from collections.abc import Sequence
@@ -25,40 +21,27 @@ from typing import Any
 
 import pika
 import pika.exceptions
+from _bench_common import (
+    AMQP_URL,
+    BODY,
+    configure_noop,
+    consume_arguments,
+    lineage_headers,
+    report_consume_costs,
+)
 
 import lineage_sdk
 from lineage_instrumentation.pika import PikaInstrumentor
-from lineage_instrumentation.propagation import inject
-from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
-from lineage_sdk.sdk.runs import LineageRun
 from lineage_sdk.sdk.suppression import suppress_instrumentation
-
-URL = os.environ.get("LINEAGE_BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
-TARGET_STREAMING = 1.3
-
-
-class _NoopExporter(LineageExporter):
-    def __init__(self) -> None:
-        self.count = 0
-
-    def export(self, batch: Sequence[EncodedEvent]) -> ExportResult:
-        self.count += len(batch)
-        return ExportResult.SUCCESS
-
-    def shutdown(self, timeout: float = 30.0) -> None:
-        return None
 
 
 def prefill(channel: Any, queue: str, count: int) -> None:
     """Publish ``count`` messages with lineage headers, outside the instrumentation."""
-    headers: dict[str, Any] = {}
-    inject(headers, LineageRun(str(uuid.uuid4()), "bench", "bench.producer", [], [], {}, {}, None))
+    headers = lineage_headers()
     props = pika.BasicProperties(headers=headers, content_type="application/json")
-    body = b'{"order": 1, "amount": 12.5}'
     with suppress_instrumentation():
         for _ in range(count):
-            channel.basic_publish("", queue, body, props)
+            channel.basic_publish("", queue, BODY, props)
         # a round trip, so every message is in the queue before timing starts
         channel.queue_declare(queue, passive=True)
 
@@ -83,22 +66,10 @@ def consume_all(channel: Any, queue: str, count: int) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=5000, help="messages per round")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of each variant")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
-    args = parser.parse_args(argv)
-
-    exporter = _NoopExporter()
-    lineage_sdk.configure(
-        LineageConfig.model_validate(
-            {"exporters": ["memory"], "producer": {"job_namespace": "bench"}}
-        ),
-        exporters=[exporter],
-        strict=True,
-    )
+    args = consume_arguments(__doc__.splitlines()[0], argv)
+    exporter = configure_noop()
     instrumentor = PikaInstrumentor()
-    connection = pika.BlockingConnection(pika.URLParameters(URL))
+    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
     channel = connection.channel()
     channel.basic_qos(prefetch_count=200)
     queue = f"bench.instr.{uuid.uuid4().hex[:10]}"
@@ -127,25 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"cleanup failed ({exc!r}); queue {queue} may be left behind")
         lineage_sdk.shutdown(10.0)
 
-    base = statistics.median(results["uninstrumented"])
-    figures: dict[str, Any] = {"messages_per_round": args.messages, "rounds": args.rounds}
-    print(
-        f"consume-and-ack cost per message, median of {args.rounds} rounds "
-        f"of {args.messages} messages (BlockingChannel.basic_consume, prefetch 200):"
+    return report_consume_costs(
+        results, args, "BlockingChannel.basic_consume, prefetch 200", exporter
     )
-    for variant in variants:
-        cost = statistics.median(results[variant])
-        ratio = cost / base
-        figures[variant] = {"us_per_message": round(cost * 1e6, 2), "ratio": round(ratio, 3)}
-        note = ""
-        if variant == "streaming":
-            verdict = "met" if ratio <= TARGET_STREAMING else "NOT met"
-            note = f"  (target <= {TARGET_STREAMING:.1f}x: {verdict})"
-        print(f"  {variant:15s} {cost * 1e6:8.2f} us   {ratio:5.2f}x{note}")
-    print(f"  events exported: {exporter.count}")
-    if args.json:
-        print(json.dumps(figures))
-    return 0
 
 
 if __name__ == "__main__":

@@ -33,13 +33,13 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import orjson
 import sqlalchemy as sa
+from _bench_common import postgres_database
 
 from lineage_sdk.collector.decode import JSON_CONTENT_TYPE, decode_message
 from lineage_sdk.collector.manager import LineageManager
@@ -48,7 +48,6 @@ from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.config.schema import LineageConfig
 
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
 BATCH = 1000
 CHUNK = 10_000  # lines per turn when the baseline write and the import alternate
@@ -99,20 +98,6 @@ def events(n: int) -> Iterator[bytes]:
             ],
         }
         yield orjson.dumps(event)
-
-
-@contextmanager
-def pg_database() -> Iterator[str]:
-    name = f"lineage_portbench_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def report(label: str, n: int, seconds: float) -> float:
@@ -245,7 +230,7 @@ def main() -> None:
                 stores = tuple(SqlStore(f"sqlite:///{work}/{x}.db") for x in "abc")
                 results["sqlite"] = bench_backend("sqlite", stores, source, args.events, work)  # type: ignore[arg-type]
             elif backend == "postgres":
-                with pg_database() as url:
+                with postgres_database("lineage_portbench") as url:
                     stores = tuple(SqlStore(url, table_prefix=f"{x}_") for x in "abc")
                     results["postgres"] = bench_backend(
                         "postgres", stores, source, args.events, work

@@ -32,7 +32,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench_portability import START, events, pg_database
+from _bench_common import postgres_database
+from bench_portability import START, events
 
 from lineage_sdk.collector.decode import JSON_CONTENT_TYPE, decode_message
 from lineage_sdk.collector.retention import purge_older_than
@@ -175,7 +176,7 @@ def main() -> None:
                     "sqlite", SqlStore(f"sqlite:///{tmp}/retention.db"), args.events
                 )
             elif backend == "postgres":
-                with pg_database() as url:
+                with postgres_database("lineage_portbench") as url:
                     results["postgres"] = bench_backend("postgres", SqlStore(url), args.events)
             else:
                 sys.exit(f"unknown backend {backend!r}: sqlite or postgres")

@@ -22,33 +22,19 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
+from _bench_common import NoopLineageExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 import lineage_sdk
 from lineage_sdk import LineageDataset, track_lineage
 from lineage_sdk.config.schema import LineageConfig
-from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.sdk.exporters import InMemoryExporter
 
 
 class _NoopSpanExporter(SpanExporter):
     def export(self, spans: Sequence[object]) -> SpanExportResult:  # type: ignore[override]
         return SpanExportResult.SUCCESS
-
-
-class _NoopLineageExporter(LineageExporter):
-    """The lineage twin of the baseline's no-op span exporter: events are built, then dropped."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def export(self, batch: Sequence[EncodedEvent]) -> ExportResult:
-        self.count += len(batch)
-        return ExportResult.SUCCESS
-
-    def shutdown(self, timeout: float = 30.0) -> None:
-        return None
 
 
 def per_call_us(
@@ -125,7 +111,7 @@ def main() -> None:
     def decorated() -> None:
         return None
 
-    noop = _NoopLineageExporter()
+    noop = NoopLineageExporter()
     lineage_sdk.configure(LineageConfig(exporters=["memory"]), exporters=[noop], strict=True)
     # Interleave the measurements so drift on a noisy machine hits all of them alike.
     # Wall clock includes the worker thread's share of the GIL (it builds and serializes the

@@ -57,6 +57,8 @@ __all__ = [
     "free_port",
     "mongo_target",
     "neo4j_from_env",
+    "postgres_database",
+    "postgres_schema",
     "secantus_server",
     "wait_for_port",
 ]
@@ -420,3 +422,48 @@ class GraphTarget:
         if self.kind == "falkordb" and self.server is not None:
             return FalkorDBRespRunner("127.0.0.1", self.server.redis_port, graph or "falkordb")
         return None
+
+
+# ---------------------------------------------------------------------------------------- postgres
+
+POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+@contextlib.contextmanager
+def postgres_schema(prefix: str) -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema ``<prefix>_<random>`` on the shared
+    server, dropped (with what is in it) afterwards."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    engine = sa.create_engine(POSTGRES_URL)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def postgres_database(prefix: str) -> Iterator[str]:
+    """The URL of a database ``<prefix>_<random>`` of the caller's own on the shared PostgreSQL,
+    dropped afterwards (its connections closed by force)."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

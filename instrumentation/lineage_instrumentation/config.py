@@ -6,13 +6,47 @@ gets its own ``[lineage.instrumentation.<kind>]`` table through its ``config_cla
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from lineage_sdk.config.sections import Section
 
-__all__ = ["InstrumentationConfig"]
+__all__ = [
+    "ConsumeMode",
+    "HeartbeatIntervalMs",
+    "InstrumentationConfig",
+    "PublisherJobName",
+    "StreamingIntervalMs",
+]
+
+# The options pika and aio-pika share (one copy of each definition; each table names its keys).
+ConsumeMode = Annotated[
+    Literal["per_message", "streaming"],
+    Field(description="per_message: one run per delivery; streaming: one long run per consumer."),
+]
+StreamingIntervalMs = Annotated[
+    int,
+    Field(
+        ge=1,
+        description="In streaming mode, how often a RUNNING event aggregates the datasets seen.",
+    ),
+]
+HeartbeatIntervalMs = Annotated[
+    int,
+    Field(
+        ge=0,
+        description=(
+            "In streaming mode, milliseconds between RUNNING heartbeats (with every dataset seen), "
+            "sent even when no message arrives, so the run's edges and liveness show while it "
+            "runs; the API reads the run as STALE after 3 intervals without one. 0 disables."
+        ),
+    ),
+]
+PublisherJobName = Annotated[
+    str | None,
+    Field(description="Job of publishes made outside any run; defaults to the program's name."),
+]
 
 
 class InstrumentationConfig(Section):
@@ -22,29 +56,11 @@ class InstrumentationConfig(Section):
         default_factory=list,
         description="Instrumentors not to load (LINEAGE_DISABLED_INSTRUMENTATIONS also sets it).",
     )
-    pika_mode: Literal["per_message", "streaming"] = Field(
-        default="per_message",
-        description="per_message: one run per delivery; streaming: one long run per consumer.",
-    )
+    pika_mode: ConsumeMode = "per_message"
     pika_consumer_job_name: str | None = Field(
         default=None,
         description="Job name of consumers; defaults to `<queue>.<callback name>`.",
     )
-    pika_streaming_interval_ms: int = Field(
-        default=60000,
-        ge=1,
-        description="In streaming mode, how often a RUNNING event aggregates the datasets seen.",
-    )
-    pika_heartbeat_interval_ms: int = Field(
-        default=60000,
-        ge=0,
-        description=(
-            "In streaming mode, milliseconds between RUNNING heartbeats (with every dataset seen), "
-            "sent even when no message arrives, so the run's edges and liveness show while it "
-            "runs; the API reads the run as STALE after 3 intervals without one. 0 disables."
-        ),
-    )
-    pika_publisher_job_name: str | None = Field(
-        default=None,
-        description="Job of publishes made outside any run; defaults to the program's name.",
-    )
+    pika_streaming_interval_ms: StreamingIntervalMs = 60000
+    pika_heartbeat_interval_ms: HeartbeatIntervalMs = 60000
+    pika_publisher_job_name: PublisherJobName = None

@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 from api_helpers import PRODUCER, validate_openapi_response
 from openapi_check import validate_operation
+from servers import postgres_database
 from test_api_marquez import _drop, _q, _store
 
 from lineage_sdk.collector.api import ApiServer, create_app
@@ -34,7 +34,6 @@ RUN = str(uuid.UUID(int=0x5747, version=4))
 RUNS = {n: str(uuid.UUID(int=0x5750 + i, version=4)) for i, n in enumerate(("spark", "athena"))}
 LAKE = "s3://lake"  # where Spark writes the table's files
 HIVE = "hive://metastore:9083"  # the table's catalog: the canonical name (type TABLE)
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 # "reversed": SQLite again, fed the same events in the opposite order (arrival-order independence).
 KINDS = ("sql", "postgres", "document", "graph", "reversed")
 
@@ -149,18 +148,12 @@ def symlinked() -> list[dict[str, Any]]:
 @contextlib.contextmanager
 def _postgres_store() -> Iterator[SqlStore]:
     """A SqlStore on a PostgreSQL database of its own, dropped afterwards."""
-    name = f"lineage_static_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    store = SqlStore(f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}")
-    try:
-        yield store
-    finally:
-        store.close()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database("lineage_static") as url:
+        store = SqlStore(url)
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 @pytest.fixture(scope="module")

@@ -18,13 +18,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from collector_helpers import RABBIT_URL, connect
+from servers import postgres_schema
 
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.transport.unrouted import holding_queue, unrouted_exchange
-
-PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -94,18 +93,8 @@ def make_config(topic: str, tmp_path: Path) -> Callable[..., LineageConfig]:
 @pytest.fixture
 def pg_url() -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
-    import sqlalchemy as sa
-
-    schema = f"lineage_test_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine(PG_BASE)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield f"{PG_BASE}?options=-csearch_path%3D{schema}"
-    finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
+    with postgres_schema("lineage_test") as url:
+        yield url
 
 
 class LineageSink:

@@ -21,6 +21,7 @@ from lineage_sdk.sdk.provider import configure, shutdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conformance import validate_event
+from memory_capture import CapturedEvents
 
 BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 REPO = Path(__file__).resolve().parents[2]
@@ -66,21 +67,7 @@ def names() -> Iterator[Names]:
     conn.close()
 
 
-class Captured:
-    def __init__(self, exporter: InMemoryExporter) -> None:
-        self.exporter = exporter
-
-    def events(self) -> list[dict[str, Any]]:
-        """Every event so far, each validated against the OpenLineage schemas."""
-        from lineage_sdk.sdk.provider import STATE
-
-        assert STATE.sdk is not None
-        assert STATE.sdk.force_flush(10.0)
-        events = list(self.exporter.events)
-        for event in events:
-            validate_event(event)
-        return events
-
+class Captured(CapturedEvents):
     def runs(self, job_name: str) -> dict[str, list[dict[str, Any]]]:
         """Events of ``job_name`` grouped by run id, in order."""
         out: dict[str, list[dict[str, Any]]] = {}

@@ -7,8 +7,6 @@ pika and aio-pika services, and a consumer writing into a real PostgreSQL databa
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -32,6 +30,7 @@ from lineage_sdk.sdk.provider import STATE, configure, shutdown
 from lineage_sdk.sdk.suppression import suppress_instrumentation
 
 from .conftest import BROKER_URL, Captured, Names, connect, validate_event
+from .wrapper_services import clean_env, read_events, run_pair
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -109,6 +108,26 @@ async def consume_callback(
     await queue.cancel(tag)
 
 
+async def consume_in_style(
+    connection: Any, queue: Any, names: Names, style: str, handle: Any, count: int
+) -> str:
+    """Hand ``count`` deliveries to ``handle`` by ``queue.consume`` (style ``callback``) or
+    ``queue.iterator()``, then close ``connection``; the consumer job's name for that style."""
+    async with connection:
+        if style == "callback":
+            await consume_callback(queue, count, handle)
+        else:
+            handled = 0
+            async with queue.iterator() as messages:
+                async for message in messages:
+                    await message.ack()
+                    await handle(message)
+                    handled += 1
+                    if handled >= count:
+                        break
+    return f"{names.queue}.{'consume_callback.on_message' if style == 'callback' else 'iterator'}"
+
+
 def events_by_run(captured: Captured, job: str) -> dict[str, list[dict[str, Any]]]:
     return captured.runs(job)
 
@@ -150,19 +169,7 @@ async def test_per_message_run_per_delivery_linked_to_publisher(
         await asyncio.sleep(0)  # the run stays current across awaits
         in_body.append((before, current_run().run_id))
 
-    async with connection:
-        if style == "callback":
-            await consume_callback(queue, 3, handle)
-        else:
-            async with queue.iterator() as messages:
-                async for message in messages:
-                    await message.ack()
-                    await handle(message)
-                    if len(in_body) >= 3:
-                        break
-    job_name = (
-        f"{names.queue}.{'consume_callback.on_message' if style == 'callback' else 'iterator'}"
-    )
+    job_name = await consume_in_style(connection, queue, names, style, handle, 3)
     runs = events_by_run(captured, job_name)
     assert len(runs) == 3
     assert all(before == after for before, after in in_body)
@@ -245,19 +252,7 @@ async def test_streaming_one_run_per_consumer(style, names, captured, aio_instru
         in_body.append(current_run().run_id)
         await asyncio.sleep(0.002)  # > the 1 ms interval: the next delivery is due a RUNNING
 
-    async with connection:
-        if style == "callback":
-            await consume_callback(queue, 3, handle)
-        else:
-            async with queue.iterator() as messages:
-                async for message in messages:
-                    await message.ack()
-                    await handle(message)
-                    if len(in_body) >= 3:
-                        break
-    job_name = (
-        f"{names.queue}.{'consume_callback.on_message' if style == 'callback' else 'iterator'}"
-    )
+    job_name = await consume_in_style(connection, queue, names, style, handle, 3)
     ((run_id, events),) = events_by_run(captured, job_name).items()
     kinds = [e["eventType"] for e in events]
     assert kinds[0] == "START"
@@ -618,40 +613,11 @@ async def test_consumer_writing_to_postgres_links_producer_exchange_job_and_tabl
 def run_services(env: dict[str, str], tmp_path: Path) -> tuple[Any, Any]:
     """The aio-pika consumer service, then (once subscribed) the pika producer service, both
     under ``lineage-instrument``; waits for both."""
-    from .test_wrapper_subprocess import EXAMPLES, WRAPPER
-
-    consumer = subprocess.Popen(
-        [*WRAPPER, sys.executable, str(EXAMPLES / "aio_pika_consumer_service.py")],
-        env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "consumer.jsonl")},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not Path(env["READY_FILE"]).exists():
-            assert consumer.poll() is None, consumer.communicate()
-            assert time.monotonic() < deadline, "consumer did not subscribe"
-            time.sleep(0.05)
-        producer = subprocess.run(
-            [*WRAPPER, sys.executable, str(EXAMPLES / "producer_service.py")],
-            env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "producer.jsonl")},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        out, err = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-            consumer.wait()
-    return producer, subprocess.CompletedProcess(consumer.args, consumer.returncode, out, err)
+    return run_pair(env, tmp_path, consumer_script="aio_pika_consumer_service.py")
 
 
 @pytest.fixture
 def services_env(names: Names, database: str, tmp_path: Path) -> dict[str, str]:
-    from .test_wrapper_subprocess import clean_env
-
     return clean_env(
         EXCHANGE=names.exchange,
         QUEUE=names.queue,
@@ -669,8 +635,6 @@ def services_env(names: Names, database: str, tmp_path: Path) -> dict[str, str]:
 def test_lineage_instrument_runs_an_aio_pika_service_without_lineage_code(
     style, mode, names, database, services_env, tmp_path
 ):
-    from .test_wrapper_subprocess import read_events
-
     env = {**services_env, "STYLE": style, "LINEAGE_INSTRUMENTATION_AIO_PIKA_MODE": mode}
     producer, consumer = run_services(env, tmp_path)
     assert (producer.returncode, consumer.returncode) == (0, 0), (producer.stderr, consumer.stderr)
@@ -705,8 +669,6 @@ def test_lineage_instrument_runs_an_aio_pika_service_without_lineage_code(
 
 
 def test_aio_pika_instrumentation_can_be_disabled(names, database, services_env, tmp_path):
-    from .test_wrapper_subprocess import read_events
-
     env = {**services_env, "LINEAGE_DISABLED_INSTRUMENTATIONS": "aio_pika"}
     producer, consumer = run_services(env, tmp_path)
     assert (producer.returncode, consumer.returncode) == (0, 0)

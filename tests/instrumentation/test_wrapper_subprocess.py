@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,38 +14,12 @@ from typing import Any
 
 import pytest
 
-from .conftest import REPO, Names, connect, validate_event
+from .conftest import Names, connect, validate_event
+from .wrapper_services import WRAPPER, clean_env, read_events, run_pair
 
 pytestmark = pytest.mark.rabbitmq
 
-EXAMPLES = REPO / "examples"
-_SCRIPT = Path(sys.executable).parent / "lineage-instrument"
-WRAPPER = (
-    [str(_SCRIPT)]
-    if _SCRIPT.exists()
-    else [sys.executable, "-m", "lineage_instrumentation.wrapper"]
-)
 NAMESPACE = "rabbitmq://127.0.0.1:5672"
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("LINEAGE_", "OPENLINEAGE_")) and k != "PYTHONPATH"
-    }
-    env["LINEAGE_PRODUCER_JOB_NAMESPACE"] = "tests.instr.sub"
-    env.update(extra)
-    return env
-
-
-def read_events(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    for event in events:
-        validate_event(event)
-    return events
 
 
 @pytest.fixture
@@ -59,43 +32,6 @@ def service_env(names: Names, tmp_path: Path) -> dict[str, str]:
         READY_FILE=str(tmp_path / "ready"),
         LINEAGE_EXPORTERS="file",
     )
-
-
-def run_pair(
-    env: dict[str, str],
-    tmp_path: Path,
-    *,
-    wrapped: bool = True,
-    consumer_env: dict[str, str] | None = None,
-) -> tuple[Any, Any]:
-    """Start the consumer, wait until it is subscribed, run the producer, wait for both."""
-    prefix = WRAPPER if wrapped else []
-    consumer = subprocess.Popen(
-        [*prefix, sys.executable, str(EXAMPLES / "consumer_service.py")],
-        env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "consumer.jsonl"), **(consumer_env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not Path(env["READY_FILE"]).exists():
-            assert consumer.poll() is None, consumer.communicate()
-            assert time.monotonic() < deadline, "consumer did not subscribe"
-            time.sleep(0.05)
-        producer = subprocess.run(
-            [*prefix, sys.executable, str(EXAMPLES / "producer_service.py")],
-            env={**env, "LINEAGE_FILE_PATH": str(tmp_path / "producer.jsonl")},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        out, err = consumer.communicate(timeout=60)
-    finally:
-        if consumer.poll() is None:
-            consumer.kill()
-            consumer.wait()
-    return producer, subprocess.CompletedProcess(consumer.args, consumer.returncode, out, err)
 
 
 @pytest.mark.parametrize(

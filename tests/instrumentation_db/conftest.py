@@ -13,10 +13,10 @@ import pytest
 from lineage_instrumentation.db import clear_cache
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.exporters import InMemoryExporter
-from lineage_sdk.sdk.provider import STATE, configure, shutdown
+from lineage_sdk.sdk.provider import configure, shutdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conformance import validate_event
+from memory_capture import CapturedEvents
 
 PG_ADMIN = "host=127.0.0.1 port=5432 dbname=test"
 PG_NAMESPACE = "postgres://127.0.0.1:5432"
@@ -24,19 +24,7 @@ PG_NAMESPACE = "postgres://127.0.0.1:5432"
 __all__ = ["PG_ADMIN", "PG_NAMESPACE", "Captured", "by_name"]
 
 
-class Captured:
-    def __init__(self, exporter: InMemoryExporter) -> None:
-        self.exporter = exporter
-
-    def events(self) -> list[dict[str, Any]]:
-        """Every event so far, each validated against the OpenLineage schemas."""
-        assert STATE.sdk is not None
-        assert STATE.sdk.force_flush(10.0)
-        events = list(self.exporter.events)
-        for event in events:
-            validate_event(event)
-        return events
-
+class Captured(CapturedEvents):
     def final(self, job_name: str) -> list[dict[str, Any]]:
         """The COMPLETE/FAIL events of ``job_name``."""
         return [

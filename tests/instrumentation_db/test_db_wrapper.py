@@ -9,8 +9,9 @@ import sys
 import textwrap
 
 import pytest
+from conformance import validate_event
 
-from .conftest import PG_NAMESPACE, validate_event
+from .conftest import PG_NAMESPACE
 
 pytestmark = pytest.mark.postgres
 

@@ -8,23 +8,28 @@ Neo4j when LINEAGE_TEST_MONGODB_URI / LINEAGE_TEST_NEO4J_URI are set.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # nosql_events, for the test modules
 
+from nosql_events import StoreFactory, uid
 from servers import (
     FalkorDBServer,
     GraphTarget,
     MongoTarget,
     neo4j_from_env,
+    postgres_database,
+    postgres_schema,
 )
 
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.sql import SqlStore
 
 
 @pytest.fixture(scope="session")
@@ -120,3 +125,54 @@ def query_store(request: pytest.FixtureRequest) -> DocumentLineageStore | Neo4jL
         f"{request.param}_store"
     )
     return store
+
+
+@pytest.fixture(scope="module")
+def pg_database() -> Iterator[str]:
+    """A PostgreSQL database of the requesting module's own, dropped afterwards."""
+    with postgres_database("lineage_port") as url:
+        yield url
+
+
+@pytest.fixture
+def make_store(
+    tmp_path: Path, pg_database: str, mongo: MongoTarget, graph_target: GraphTarget
+) -> Iterator[StoreFactory]:
+    """``make_store(kind)``: a fresh, open, empty store (sqlite, postgres, document or graph),
+    removed after the test."""
+    cleanups: list[Callable[[], None]] = []
+
+    def make(kind: str) -> Any:
+        store: Any
+        extra: list[Callable[[], None]] = []  # run before the store is closed
+        if kind == "sqlite":
+            store = SqlStore(f"sqlite:///{tmp_path}/{uid()}.db")
+        elif kind == "postgres":
+            store = SqlStore(pg_database, table_prefix=f"p{uid()}_")
+            extra.append(lambda: store.metadata.drop_all(store.engine))
+        elif kind == "document":
+            store = DocumentLineageStore(
+                ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
+                collection_name=f"port_{uid()}",
+            )
+            extra.append(lambda: store.collection.drop())
+        else:
+            if graph_target.kind != "falkordb":
+                pytest.skip("needs a graph per store (FalkorDB)")
+            store = Neo4jLineageStore(runner=graph_target.runner(f"port_{uid()}"))
+            extra.append(lambda: store.runner.drop())
+        store.open()
+        cleanups.append(store.close)
+        cleanups.extend(extra)  # cleanups run last first
+        return store
+
+    yield make
+    for cleanup in reversed(cleanups):
+        cleanup()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+    with postgres_schema("lineage_nosql") as url:
+        yield url

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,13 +11,17 @@ from lineage_sdk.collector.records import build_record
 from lineage_sdk.collector.store import LineageRecord
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests/stores_nosql"
-RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+SPEC = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
+RUN_EVENT_SCHEMA = SPEC + "RunEvent"
 PARENT_SCHEMA = "https://openlineage.io/spec/facets/1-2-0/ParentRunFacet.json#/$defs/ParentRunFacet"
 COLUMN_SCHEMA = (
     "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json"
     "#/$defs/ColumnLineageDatasetFacet"
 )
 BASE_TIME = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+# ``make_store(kind)`` of tests/stores_nosql/conftest.py: a fresh store of a kind.
+StoreFactory = Callable[[str], Any]
 
 # Unusual but valid content: must be stored and read back exactly, never interpreted.
 HOSTILE_STRINGS = [

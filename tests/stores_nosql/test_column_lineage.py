@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from nosql_events import COLUMN_SCHEMA, PRODUCER, records, run_event
+from servers import postgres_schema
 
 from lineage_sdk.collector.columns import edge_info, marquez_column_graph, parse_column_node
 from lineage_sdk.collector.store import ColumnGraph, FieldRef, LineageQueryProtocol
@@ -19,7 +20,6 @@ from lineage_sdk.collector.stores.sql import SqlStore
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
 PG = "postgres://db.example:5432"  # a namespace holding ':' and '/', as real ones do
-PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 def new_form(fields: dict[str, list[tuple[str, str, str, str]]]) -> dict[str, Any]:
@@ -130,21 +130,13 @@ def pipeline(ns: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def pg_store() -> Iterator[SqlStore]:
     """The sql store on PostgreSQL, in a schema of its own, dropped afterwards."""
-    import sqlalchemy as sa
-
-    schema = f"lineage_cols_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine(PG_BASE)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    store = SqlStore(f"{PG_BASE}?options=-csearch_path%3D{schema}")
-    store.open()
-    try:
-        yield store
-    finally:
-        store.close()
-        with engine.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
+    with postgres_schema("lineage_cols") as url:
+        store = SqlStore(url)
+        store.open()
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from typing import Any
 
 import orjson
 import pytest
-import sqlalchemy as sa
 from nosql_collector import CollectorRig, collector_rig, queue_depths, running, sample_value
 from nosql_events import run_event, uid
 from servers import GraphTarget, MongoTarget
@@ -36,7 +35,6 @@ from lineage_sdk.collector.store import LineageGraph, node_id
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.mongodb, pytest.mark.neo4j, pytest.mark.postgres]
 
-PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 KINDS = ("sql", "document", "graph")
 STAGES = (("extract", 0, 1), ("transform", 1, 2), ("load", 2, 3), ("report", 3, 4))
@@ -189,21 +187,6 @@ def answers(store: Any, event_set: EventSet, *, with_data: bool) -> dict[str, An
 
 
 # --------------------------------------------------------------------------------------- test
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
-    schema = f"lineage_fleet_{uid()}"
-    engine = sa.create_engine(PG_BASE)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield f"{PG_BASE}?options=-csearch_path%3D{schema}"
-    finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from nosql_events import records, run_event
 from servers import GraphTarget, MongoTarget
 
@@ -30,7 +29,6 @@ from lineage_sdk.models.run_state import STALE, heartbeat_interval, is_stale
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
 NS = "live-tests"
-PG_BASE = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
 def heartbeat(interval: float) -> dict[str, Any]:
@@ -48,21 +46,6 @@ def at(when: datetime) -> float:
     from nosql_events import BASE_TIME
 
     return (when - BASE_TIME).total_seconds()
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A schema of its own in the shared PostgreSQL, dropped afterwards."""
-    schema = f"live_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine(PG_BASE)
-    with engine.begin() as conn:
-        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield f"{PG_BASE}?options=-csearch_path%3D{schema}"
-    finally:
-        with engine.begin() as conn:
-            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import uuid
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,12 +21,15 @@ from nosql_events import (
     BASE_TIME,
     HOSTILE_STRINGS,
     PRODUCER,
+    SPEC,
+    StoreFactory,
     chain,
     column_lineage,
     facet,
     run_event,
+    uid,
 )
-from servers import GraphTarget, MongoTarget
+from servers import MongoTarget
 from typer.testing import CliRunner
 
 from lineage_sdk.collector.cli import app
@@ -43,18 +44,13 @@ from lineage_sdk.collector.portability import (
     rebuild_store,
 )
 from lineage_sdk.collector.service import LineageCollectorService
-from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import LineageStoreProtocol, RawEventSource
-from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mongodb, pytest.mark.neo4j]
-
-PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-SPEC = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 
 
 # ------------------------------------------------------------------------------------------ corpus
@@ -114,68 +110,6 @@ ORDERED = [
     r.event for r in sorted(RECORDS, key=lambda r: (r.event_time.astimezone(UTC), r.event_id))
 ]
 NODES = ["dataset:ns1:d3", "job:ns1:j4", "dataset:ns2:d2", "dataset:ns1:wide"]
-
-
-def uid() -> str:
-    return uuid.uuid4().hex[:10]
-
-
-# ---------------------------------------------------------------------------------------- stores
-
-
-@pytest.fixture(scope="module")
-def pg_database() -> Iterator[str]:
-    """A PostgreSQL database of this module's own, dropped afterwards."""
-    name = f"lineage_port_{uid()}"
-    admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
-StoreFactory = Callable[[str], Any]
-
-
-@pytest.fixture
-def make_store(
-    tmp_path: Path, pg_database: str, mongo: MongoTarget, graph_target: GraphTarget
-) -> Iterator[StoreFactory]:
-    """``make_store(kind)``: a fresh, open, empty store (sqlite, postgres, document or graph),
-    removed after the test."""
-    cleanups: list[Callable[[], None]] = []
-
-    def make(kind: str) -> Any:
-        store: Any
-        extra: list[Callable[[], None]] = []  # run before the store is closed
-        if kind == "sqlite":
-            store = SqlStore(f"sqlite:///{tmp_path}/{uid()}.db")
-        elif kind == "postgres":
-            store = SqlStore(pg_database, table_prefix=f"p{uid()}_")
-            extra.append(lambda: store.metadata.drop_all(store.engine))
-        elif kind == "document":
-            store = DocumentLineageStore(
-                ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
-                collection_name=f"port_{uid()}",
-            )
-            extra.append(lambda: store.collection.drop())
-        else:
-            if graph_target.kind != "falkordb":
-                pytest.skip("needs a graph per store (FalkorDB)")
-            store = Neo4jLineageStore(runner=graph_target.runner(f"port_{uid()}"))
-            extra.append(lambda: store.runner.drop())
-        store.open()
-        cleanups.append(store.close)
-        cleanups.extend(extra)  # cleanups run last first
-        return store
-
-    yield make
-    for cleanup in reversed(cleanups):
-        cleanup()
 
 
 def stored(store: RawEventSource) -> dict[str, Any]:

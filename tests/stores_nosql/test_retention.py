@@ -1,7 +1,7 @@
 """Retention and hard deletion (issue 16, item 5) against the real servers.
 
 SQLite, PostgreSQL (a database made for the module and dropped after; the fixtures of
-test_portability), SecantusDB (MongoDB wire) and FalkorDB. The reference for correctness: after
+stores_nosql/conftest.py), SecantusDB (MongoDB wire) and FalkorDB. The reference for correctness: after
 a purge, every answer of a store (lineage, column lineage, search, lists, runs, raw events) equals
 the answers of a fresh store of its kind fed only the remaining events; and the stores agree.
 """
@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_portability
-from nosql_events import BASE_TIME, PRODUCER, column_lineage, run_event
-from test_portability import SPEC, StoreFactory
+from nosql_events import BASE_TIME, PRODUCER, SPEC, StoreFactory, column_lineage, run_event
 from typer.testing import CliRunner
 
 from lineage_sdk.collector.cli import app
@@ -32,10 +30,6 @@ from lineage_sdk.collector.retention import (
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.exceptions import ConfigError
-
-# The fixtures of test_portability (one copy): stores of each kind, a PostgreSQL database.
-make_store = test_portability.make_store
-pg_database = test_portability.pg_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mongodb, pytest.mark.neo4j]
 
