@@ -10,6 +10,7 @@ import time
 
 import psycopg
 import pytest
+from conformance import validate_event
 
 from lineage_instrumentation.db import _sql, sql_stats
 from lineage_instrumentation.db._merge import merge_datasets
@@ -18,7 +19,7 @@ from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
 from lineage_sdk import track_lineage
 from lineage_sdk.models.dataset import LineageDataset
 
-from .conftest import PG_NAMESPACE, by_name, validate_event
+from .conftest import PG_NAMESPACE, by_name
 from .test_db_wrapper import _run
 
 pytestmark = pytest.mark.postgres
