@@ -248,3 +248,34 @@ def test_job_as_of_is_the_same_in_every_store(stores: dict[str, Any]) -> None:
     declared = job(sql, "j4", 45)
     assert declared is not None and declared.get("latestRun") is None
     assert [d["name"] for d in declared["outputs"]] == ["d4"]
+
+
+def _event_key(event: dict[str, Any]) -> tuple[str, str, str]:
+    return event["eventTime"], event["run"]["runId"], event["eventType"]
+
+
+def test_job_events_up_to_bounds_by_time_on_the_index(stores: dict[str, Any]) -> None:
+    """Each store's bounded read equals its events_of_job filtered by time (asOf inclusive, to
+    the microsecond), and the three stores agree."""
+    jobs = [("ns", "j1"), ("ns", "j2"), ("ns", "nosuch")]
+    for seconds in (0.5, 1, 20, 100):
+        bound = at_(seconds)
+        answers = {}
+        for name, store in stores.items():
+            got = store.job_events_up_to(jobs, bound)
+            expected = [
+                e
+                for ns, job in jobs
+                for e in store.events_of_job(ns, job)
+                if parse_instant(e["eventTime"]) <= bound
+            ]
+            assert sorted(map(_event_key, (e for _, e in got))) == sorted(
+                map(_event_key, expected)
+            ), name
+            answers[name] = [event_id for event_id, _ in got]
+        assert answers["document"] == answers["sql"] == answers["graph"], seconds
+    # t=1 is r1's COMPLETE: inclusive; 1 µs before it, only r1's START.
+    sql = stores["sql"]
+    assert len(sql.job_events_up_to([("ns", "j1")], at_(1))) == 2
+    assert len(sql.job_events_up_to([("ns", "j1")], at_(1) - timedelta(microseconds=1))) == 1
+    assert sql.job_events_up_to([], at_(100)) == []

@@ -261,12 +261,23 @@ def _as_of_records(
     jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
     if not jobs:
         return None
-    events: list[dict[str, Any]] = []
-    for namespace, name in jobs:
-        events.extend(store.events_of_job(namespace, name))
+    events: list[Mapping[str, Any]] = []
+    ids: list[str | None] = []
+    bounded = getattr(store, "job_events_up_to", None)
+    if callable(bounded):  # the time bound on the store's (job, time) index
+        for event_id, event in bounded(jobs, as_of):
+            ids.append(event_id)
+            events.append(event)
+    else:
+        for namespace, name in jobs:
+            found = store.events_of_job(namespace, name)
+            events.extend(found)
+            ids.extend([None] * len(found))
     if isinstance(store, StaticLineageProtocol):
-        events.extend(store.static_events(jobs=jobs))
-    return [rec for rec in _records(events) if rec.event_time <= as_of] or None
+        static = store.static_events(jobs=jobs)
+        events.extend(static)
+        ids.extend([None] * len(static))
+    return [rec for rec in _records(events, ids) if rec.event_time <= as_of] or None
 
 
 def _walk(
