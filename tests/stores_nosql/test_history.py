@@ -233,7 +233,10 @@ def test_job_as_of_is_the_same_in_every_store(stores: dict[str, Any]) -> None:
     """The job read's asOf (j1's inputs grow at t=20; j4 is only a JobEvent at t=40)."""
 
     def job(store: Any, name: str, seconds: float) -> dict[str, Any] | None:
-        return history_job(queries.job_events(store, "ns", name), "ns", name, at_(seconds))
+        read_all = history_job(queries.job_events(store, "ns", name), "ns", name, at_(seconds))
+        bounded = queries.job_events_up_to(store, "ns", name, at_(seconds))
+        assert history_job(bounded, "ns", name, at_(seconds)) == read_all, (name, seconds)
+        return read_all
 
     for name, seconds in (("j1", 15), ("j1", 25), ("j4", 45), ("j3", 29)):
         answers = {key: job(store, name, seconds) for key, store in stores.items()}

@@ -1161,7 +1161,7 @@ class SqlStore(BaseLineageStore):
                         ev.c.event_time < until,
                         ev.c.run_id.is_not(None),
                     )
-                    rows.extend(conn.execute(query).tuples())
+                    rows.extend((t, i, p) for t, i, p in conn.execute(query))
         except sa_exc.SQLAlchemyError as exc:
             raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
         rows.sort(key=lambda row: (row[0], row[1]))

@@ -479,7 +479,7 @@ def get_job(
         raise ApiError(404, "not_found", "no job is recorded under this name")
     if as_of is not None:
         history = _history(state)
-        events = answer(lambda: queries.job_events(history, namespace, job))
+        events = answer(lambda: queries.job_events_up_to(history, namespace, job, as_of))
         past = history_job(events, namespace, job, as_of)
         if past is None:
             raise ApiError(
