@@ -97,8 +97,11 @@ class LineageSource(abc.ABC):
     def close(self) -> None:
         return None
 
-    def column_lineage(self, node: str, depth: int, with_downstream: bool) -> dict[str, Any]:
-        """Marquez's column-lineage graph (``DATASET_FIELD`` nodes) around ``node``."""
+    def column_lineage(
+        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+    ) -> dict[str, Any]:
+        """Marquez's column-lineage graph (``DATASET_FIELD`` nodes) around ``node``; ``as_of``:
+        as the events up to that time (inclusive) state it."""
         raise SourceError(f"{type(self).__name__} cannot answer column lineage", 2)
 
 
@@ -163,12 +166,16 @@ class HttpSource(LineageSource):
     def close(self) -> None:
         self.client.close()
 
-    def column_lineage(self, node: str, depth: int, with_downstream: bool) -> dict[str, Any]:
+    def column_lineage(
+        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+    ) -> dict[str, Any]:
         params: dict[str, str | int] = {
             "nodeId": node,
             "depth": depth,
             "withDownstream": "true" if with_downstream else "false",
         }
+        if as_of is not None:
+            params["asOf"] = as_of
         answer: dict[str, Any] = self._get("/api/v1/column-lineage", params)
         return answer
 
@@ -244,12 +251,16 @@ class StoreSource(LineageSource):
         if callable(closer):
             closer()
 
-    def column_lineage(self, node: str, depth: int, with_downstream: bool) -> dict[str, Any]:
+    def column_lineage(
+        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+    ) -> dict[str, Any]:
         from lineage_sdk.collector.api import queries
+        from lineage_sdk.collector.api.history import parse_instant
 
         with self._guard():
+            when = None if as_of is None else parse_instant(as_of, "--as-of")
             return queries.column_lineage(
-                self.store, node, depth=depth, with_downstream=with_downstream
+                self.store, node, depth=depth, with_downstream=with_downstream, as_of=when
             )
 
 
@@ -716,7 +727,11 @@ def _how(graph: Mapping[str, Any]) -> dict[tuple[str, str], str]:
 
 
 def _column_answer(
-    source: LineageSource, target: str, depth: int, with_downstream: bool
+    source: LineageSource,
+    target: str,
+    depth: int,
+    with_downstream: bool,
+    as_of: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The asked node id and its answer. ``<ns>:<name>`` may omit ``dataset:``; a last ``:part``
     is read as a field when no dataset has the whole name."""
@@ -749,7 +764,7 @@ def _column_answer(
     missing: list[str] = []
     for node in usable:
         try:
-            return node, source.column_lineage(node, depth, with_downstream)
+            return node, source.column_lineage(node, depth, with_downstream, as_of=as_of)
         except NothingRecorded as exc:
             missing.append(str(exc))
     raise NothingRecorded(
@@ -778,13 +793,21 @@ def columns(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print Marquez's column-lineage JSON instead.")
     ] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="The column lineage as the events up to this time state it (RFC 3339, or "
+            "YYYY-MM-DD for that day's start).",
+        ),
+    ] = None,
 ) -> None:
     """Show column lineage: the fields a field (or each field of a dataset) derives from, and
     with --downstream the fields derived from it, from the columnLineage facet."""
     want_up = upstream or not downstream
     want_down = downstream or not upstream
     with _open_source() as source:
-        node, answer = _column_answer(source, target, depth, want_down)
+        node, answer = _column_answer(source, target, depth, want_down, as_of)
     if as_json:
         _print_json(answer)
         return

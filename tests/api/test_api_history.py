@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from api_helpers import API_KEY, Api, run_cli, run_event, when
+from api_helpers import API_KEY, Api, column_facet, run_cli, run_event, when
 
 from lineage_sdk.collector.api.access import hash_key
 from lineage_sdk.collector.settings import ApiKeyConfig
@@ -145,3 +145,58 @@ def test_dataset_read_takes_as_of(history_api: Api) -> None:
     )
     bad = history_api.client.get(path, params={"asOf": "never"})
     assert bad.status_code == 422 and "asOf must be" in bad.text
+
+
+def test_job_read_as_of_answers_the_job_then(history_api: Api) -> None:
+    # ja's run RA: START at t=0, COMPLETE at t=1. At t=0 it is running; at t=1 it completed.
+    path = "/api/v1/namespaces/alpha/jobs/ja"
+    running = history_api.client.get(path, params={"asOf": when(0)})
+    assert running.status_code == 200, running.text
+    job = running.json()
+    assert job["latestRun"]["id"] == RA and job["latestRun"]["state"] == "RUNNING"
+    assert job["inputs"] == [{"namespace": "lake", "name": "raw"}]
+    assert job["outputs"] == [{"namespace": "lake", "name": "mid"}]
+    assert job["updatedAt"] == job["createdAt"]
+    done = history_api.client.get(path, params={"asOf": when(1)}).json()
+    assert done["latestRun"]["state"] == "COMPLETED"
+    # At or after the newest event: the plain read, field for field.
+    assert history_api.client.get(path, params={"asOf": "2100-01-01"}).json() == (
+        history_api.client.get(path).json()
+    )
+    # jc's first event is at t=20: before it, the job is unknown then; a bad time is named.
+    before = history_api.client.get("/api/v1/namespaces/alpha/jobs/jc", params={"asOf": when(19)})
+    assert before.status_code == 404 and "up to" in before.text
+    bad = history_api.client.get(path, params={"asOf": "yesterday"})
+    assert bad.status_code == 422 and "asOf" in bad.text
+
+
+@pytest.mark.parametrize("source", ["http", "store"])
+def test_cli_columns_as_of(history_api: Api, source: str) -> None:
+    event = run_event(
+        "jcol",
+        namespace="alpha",
+        run_id=RC.replace("000a", "000c"),
+        inputs=[("lake", "colin")],
+        seconds=30,
+    )
+    event["outputs"] = [
+        {
+            "namespace": "lake",
+            "name": "colout",
+            "facets": {"columnLineage": column_facet({"x": [("lake", "colin", "a")]})},
+        }
+    ]
+    assert history_api.client.post("/api/v1/lineage", json=event).status_code in (200, 201)
+    where = (
+        ["--url", history_api.url, "--api-key", API_KEY]
+        if source == "http"
+        else ["--config", str(history_api.config_path)]
+    )
+    target = "dataset:lake:colout:x"
+    then = run_cli(*where, "columns", target, "--as-of", when(35), "--json")
+    assert then.returncode == 0, then.stderr
+    assert "datasetField:lake:colin:a" in {n["id"] for n in orjson.loads(then.stdout)["graph"]}
+    before = run_cli(*where, "columns", target, "--as-of", when(25))
+    assert before.returncode == 1, before.stdout
+    bad = run_cli(*where, "columns", target, "--as-of", "soon")
+    assert bad.returncode == 2 and "must be an RFC 3339 time" in bad.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from api_helpers import HOSTILE_DATASET, HOSTILE_JOB, PG, column_pipeline
+from api_helpers import HOSTILE_DATASET, HOSTILE_JOB, PG, column_pipeline, run_event
 
 pytestmark = pytest.mark.browser
 
@@ -534,3 +534,68 @@ def test_declared_edges_are_drawn_dashed(api, loaded, browser):
     assert by_pair[("job:shop:planned", f"dataset:{PG}:forecast")] == (True, "dashed")
     observed = [style for (_s, t), (declared, style) in by_pair.items() if not declared]
     assert observed and set(observed) == {"solid"}  # mart.daily's own run edges
+
+
+def _drawn(driver) -> set[str]:
+    return set(driver.execute_script("return window.lineagePage.cy.nodes().map(n => n.id())"))
+
+
+def test_time_slider_draws_the_past_and_the_url_keeps_it(api, browser):
+    """hist:first writes hist:mid at t=0..1, hist:second reads it at t=100..101: the slider's
+    start (the first event) draws the graph before hist:second existed; a reload keeps asOf."""
+    from selenium.webdriver.common.keys import Keys
+
+    events = [
+        run_event(
+            job,
+            namespace="hist",
+            event_type=kind,
+            run_id=run,
+            inputs=[src],
+            outputs=[dst],
+            seconds=at + delta,
+        )
+        for job, run, src, dst, at in (
+            ("first", "01900000-0000-7000-8000-0000000000f1", ("hist", "src"), ("hist", "mid"), 0),
+            (
+                "second",
+                "01900000-0000-7000-8000-0000000000f2",
+                ("hist", "mid"),
+                ("hist", "late"),
+                100,
+            ),
+        )
+        for kind, delta in (("START", 0), ("COMPLETE", 1))
+    ]
+    assert api.client.post("/api/v1/lineage/batch", json=events).status_code == 200
+    driver = browser
+    _open(driver, api.url, "dataset:hist:mid")
+    assert "job:hist:second" in _drawn(driver)
+    assert driver.find_element("id", "asof-now").get_attribute("disabled") is not None
+
+    driver.find_element("id", "asof-range").send_keys(Keys.HOME)  # a real key on the slider
+    _wait(driver, "return location.hash.includes('asOf=')")
+    _wait(
+        driver,
+        "return document.body.dataset.state === 'ready'"
+        " && !window.lineagePage.cy.nodes().some(n => n.id() === 'job:hist:second')",
+    )
+    assert _drawn(driver) == {"dataset:hist:src", "job:hist:first", "dataset:hist:mid"}
+    assert driver.find_element("id", "asof-input").get_attribute("value").startswith("20")
+
+    shared = driver.current_url
+    driver.get("about:blank")
+    driver.get(shared)
+    assert _ready(driver) == "ready"
+    assert _drawn(driver) == {"dataset:hist:src", "job:hist:first", "dataset:hist:mid"}
+    assert "as of" in driver.find_element("id", "status").text
+    assert driver.current_url == shared
+
+    driver.find_element("id", "asof-now").click()
+    _wait(driver, "return !location.hash.includes('asOf=')")
+    _wait(
+        driver,
+        "return document.body.dataset.state === 'ready'"
+        " && window.lineagePage.cy.nodes().some(n => n.id() === 'job:hist:second')",
+    )
+    assert driver.find_element("id", "asof-input").get_attribute("value") == ""

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from nosql_events import BASE_TIME, PRODUCER, column_lineage, records, run_event
 
-from lineage_sdk.collector.api import marquez
+from lineage_sdk.collector.api import marquez, queries
 from lineage_sdk.collector.api.history import (
     HistoryUnsupported,
     history_columns,
+    history_job,
     history_lineage,
     parse_instant,
 )
@@ -226,3 +227,58 @@ def test_bad_input_is_named() -> None:
         history_lineage(object(), "job:ns:j1", as_of=at_(0))
     with pytest.raises(ValueError, match="depth"):
         history_lineage(object(), "job:ns:j1", as_of=at_(0), depth=-1)
+
+
+def test_job_as_of_is_the_same_in_every_store(stores: dict[str, Any]) -> None:
+    """The job read's asOf (j1's inputs grow at t=20; j4 is only a JobEvent at t=40)."""
+
+    def job(store: Any, name: str, seconds: float) -> dict[str, Any] | None:
+        read_all = history_job(queries.job_events(store, "ns", name), "ns", name, at_(seconds))
+        bounded = queries.job_events_up_to(store, "ns", name, at_(seconds))
+        assert history_job(bounded, "ns", name, at_(seconds)) == read_all, (name, seconds)
+        return read_all
+
+    for name, seconds in (("j1", 15), ("j1", 25), ("j4", 45), ("j3", 29)):
+        answers = {key: job(store, name, seconds) for key, store in stores.items()}
+        assert answers["document"] == answers["sql"] == answers["graph"], (name, seconds)
+    sql = stores["sql"]
+    early, late = job(sql, "j1", 15), job(sql, "j1", 25)
+    assert early is not None and late is not None
+    assert [d["name"] for d in early["inputs"]] == ["d0"]
+    assert [d["name"] for d in late["inputs"]] == ["d0", "dx"]
+    assert late["latestRun"]["id"] == R3 and early["latestRun"]["id"] == R1
+    assert job(sql, "j3", 29) is None  # before its first event
+    declared = job(sql, "j4", 45)
+    assert declared is not None and declared.get("latestRun") is None
+    assert [d["name"] for d in declared["outputs"]] == ["d4"]
+
+
+def _event_key(event: dict[str, Any]) -> tuple[str, str, str]:
+    return event["eventTime"], event["run"]["runId"], event["eventType"]
+
+
+def test_job_events_up_to_bounds_by_time_on_the_index(stores: dict[str, Any]) -> None:
+    """Each store's bounded read equals its events_of_job filtered by time (asOf inclusive, to
+    the microsecond), and the three stores agree."""
+    jobs = [("ns", "j1"), ("ns", "j2"), ("ns", "nosuch")]
+    for seconds in (0.5, 1, 20, 100):
+        bound = at_(seconds)
+        answers = {}
+        for name, store in stores.items():
+            got = store.job_events_up_to(jobs, bound)
+            expected = [
+                e
+                for ns, job in jobs
+                for e in store.events_of_job(ns, job)
+                if parse_instant(e["eventTime"]) <= bound
+            ]
+            assert sorted(map(_event_key, (e for _, e in got))) == sorted(
+                map(_event_key, expected)
+            ), name
+            answers[name] = [event_id for event_id, _ in got]
+        assert answers["document"] == answers["sql"] == answers["graph"], seconds
+    # t=1 is r1's COMPLETE: inclusive; 1 µs before it, only r1's START.
+    sql = stores["sql"]
+    assert len(sql.job_events_up_to([("ns", "j1")], at_(1))) == 2
+    assert len(sql.job_events_up_to([("ns", "j1")], at_(1) - timedelta(microseconds=1))) == 1
+    assert sql.job_events_up_to([], at_(100)) == []

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.columns import (
     ColumnEdge,
     ColumnRoot,
@@ -55,6 +56,7 @@ __all__ = [
     "events_up_to",
     "fold",
     "history_columns",
+    "history_job",
     "history_lineage",
     "history_records",
     "parse_instant",
@@ -259,12 +261,23 @@ def _as_of_records(
     jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
     if not jobs:
         return None
-    events: list[dict[str, Any]] = []
-    for namespace, name in jobs:
-        events.extend(store.events_of_job(namespace, name))
+    events: list[Mapping[str, Any]] = []
+    ids: list[str | None] = []
+    bounded = getattr(store, "job_events_up_to", None)
+    if callable(bounded):  # the time bound on the store's (job, time) index
+        for event_id, event in bounded(jobs, as_of):
+            ids.append(event_id)
+            events.append(event)
+    else:
+        for namespace, name in jobs:
+            found = store.events_of_job(namespace, name)
+            events.extend(found)
+            ids.extend([None] * len(found))
     if isinstance(store, StaticLineageProtocol):
-        events.extend(store.static_events(jobs=jobs))
-    return [rec for rec in _records(events) if rec.event_time <= as_of] or None
+        static = store.static_events(jobs=jobs)
+        events.extend(static)
+        ids.extend([None] * len(static))
+    return [rec for rec in _records(events, ids) if rec.event_time <= as_of] or None
 
 
 def _walk(
@@ -378,3 +391,43 @@ def history_columns(
         return [edge for ref in fields for edge in index.get(ref, ())]
 
     return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+
+
+def history_job(
+    events: Sequence[Mapping[str, Any]], namespace: str, name: str, as_of: datetime
+) -> dict[str, Any] | None:
+    """A Marquez ``Job`` as its events up to ``as_of`` (inclusive) describe it, None before its
+    first event. ``events``: the job's run events and JobEvents (``queries.job_events``).
+
+    Inputs and outputs are the fold of those events (as the stores fold them on write), the
+    latest runs are the runs with an event by then, latest first (ties: least run id, as in
+    :meth:`LineageFold.latest_run`), each folded from its events up to ``as_of`` only.
+    """
+    kept: list[Mapping[str, Any]] = events_up_to(events, as_of)
+    if not kept:
+        return None
+    facts = fold(_records(kept))
+    job = (namespace, name)
+    by_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    newest: dict[str, datetime] = {}
+    for event in kept:
+        run = event.get("run")
+        run_id = run.get("runId") if isinstance(run, Mapping) else None
+        if not isinstance(run_id, str):
+            continue  # a JobEvent: no run
+        by_run[run_id].append(event)
+        at = parse_event_time(event.get("eventTime"))
+        if run_id not in newest or at > newest[run_id]:
+            newest[run_id] = at
+    order = sorted(newest, key=lambda rid: (-newest[rid].timestamp(), rid))[:10]
+    latest = [marquez.run_from_events(rid, by_run[rid]) for rid in order]
+    data = marquez.job_data(
+        namespace,
+        name,
+        latest_run=latest[0] if latest else None,
+        latest_runs=latest,
+        inputs=sorted(facts.reads.get(job, ())),
+        outputs=sorted(facts.writes.get(job, ())),
+    )
+    data.update(marquez_events.job_details(namespace, name, kept))
+    return data

@@ -12,7 +12,7 @@ from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph
-from lineage_sdk.collector.api.history import history_columns, history_lineage
+from lineage_sdk.collector.api.history import events_up_to, history_columns, history_lineage
 from lineage_sdk.collector.columns import ColumnRoot
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -181,6 +181,21 @@ def job_events(store: LineageHistoryProtocol, namespace: str, name: str) -> list
     if not isinstance(store, StaticLineageProtocol):
         return events
     static = store.static_events(jobs=[(namespace, name)])
+    return marquez_events.merge_events(events, static) if static else events
+
+
+def job_events_up_to(
+    store: LineageHistoryProtocol, namespace: str, name: str, as_of: datetime
+) -> list[Any]:
+    """:func:`job_events` with ``eventTime <= as_of``, the run events bounded on the store's
+    index when it can (``job_events_up_to``), else read and filtered."""
+    bounded = getattr(store, "job_events_up_to", None)
+    if not callable(bounded):
+        return events_up_to(job_events(store, namespace, name), as_of)
+    events = [event for _, event in bounded([(namespace, name)], as_of)]
+    if not isinstance(store, StaticLineageProtocol):
+        return events
+    static = events_up_to(store.static_events(jobs=[(namespace, name)]), as_of)
     return marquez_events.merge_events(events, static) if static else events
 
 

@@ -986,6 +986,30 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 removed += int(result.deleted_count)
         return removed
 
+    def job_events_up_to(
+        self, jobs: Sequence[tuple[str, str]], as_of: datetime
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(event id, event) of the run events of ``jobs`` with ``eventTime <= as_of``, in
+        (event time, event id) order, the bound applied on the ``job_time`` index (to the
+        millisecond BSON holds; the microsecond from ``eventTimeRaw`` here)."""
+        found: list[tuple[datetime, str, str]] = []
+        fields = {"raw": 1, "eventTimeRaw": 1, "runId": 1}
+        with self._errors("find"):
+            for namespace, name in sorted(set(jobs)):
+                query = {
+                    "job.namespace": _text(namespace, "namespace"),
+                    "job.name": _text(name, "name"),
+                    "eventTime": {"$lte": _ms_floor(as_of)},
+                }
+                for doc in self.collection.find(query, fields).hint("lineage_job_time"):
+                    if not isinstance(doc.get("runId"), str):
+                        continue
+                    when = parse_event_time(doc["eventTimeRaw"]).astimezone(UTC)
+                    if when <= as_of:
+                        found.append((when, doc["_id"], doc["raw"]))
+        found.sort(key=lambda item: (item[0], item[1]))
+        return [(event_id, json.loads(raw)) for _, event_id, raw in found]
+
 
 class _ErrorMapper:
     """Turns pymongo errors into StoreError: network/timeouts retryable, bad documents permanent."""

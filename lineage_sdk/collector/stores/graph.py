@@ -1409,6 +1409,41 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
 
         return self.runner.transaction(work)
 
+    def job_events_up_to(
+        self, jobs: Sequence[tuple[str, str]], as_of: datetime
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(event id, event) of the run events of ``jobs`` with ``eventTime <= as_of``, in
+        (event time, event id) order: the jobs' runs by the ``Job.key`` and ``Event.runId``
+        indexes, the time bound in the query (fixed-width time text compares as time)."""
+        wanted = sorted(set(jobs))
+        keys = sorted({name_key(_text(ns), _text(nm)) for ns, nm in wanted})
+        if not keys:
+            return []
+        until = format_time(as_of + _MIN_WINDOW)
+        rows = self.runner.run(_JOB_EVENTS_UNTIL, {"keys": keys, "until": until})
+        rows.sort(key=lambda r: (r["eventTime"] or "", r["eventId"] or ""))
+        out: list[tuple[str, dict[str, Any]]] = []
+        seen: set[str] = set()
+        names = set(wanted)
+        for row in rows:
+            if row["eventId"] in seen or not row["eventTime"] < until:
+                continue
+            seen.add(row["eventId"])
+            value = json.loads(row["json"])
+            job = _section(value, "job") if isinstance(value, dict) else {}
+            if (job.get("namespace"), job.get("name")) in names:  # keys are hashes: check
+                out.append((row["eventId"], value))
+        return out
+
+
+_JOB_EVENTS_UNTIL = """
+MATCH (x:Run)-[:INSTANCE_OF]->(j:Job)
+WHERE j.key IN $keys
+MATCH (e:Event {runId: x.runId})
+WHERE e.eventTime < $until
+RETURN e.json AS json, e.eventTime AS eventTime, e.eventId AS eventId
+"""
+
 
 # -- retention and deletion: statements of Neo4jLineageStore.delete_events ------------------------
 

@@ -26,7 +26,7 @@ import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -1143,6 +1143,29 @@ class SqlStore(BaseLineageStore):
             except sa_exc.SQLAlchemyError as exc:
                 raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def job_events_up_to(
+        self, jobs: Sequence[tuple[str, str]], as_of: datetime
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """(event id, event) of the run events of ``jobs`` with ``eventTime <= as_of``, in
+        (event time, event id) order: the time bound is applied on the ``(job_key,
+        event_time)`` index, not after reading every event of the jobs (history's ``asOf``)."""
+        ev = self.t["events"]
+        until = as_of + timedelta(microseconds=1)
+        rows: list[tuple[datetime, str, Any]] = []
+        try:
+            with self.engine.connect() as conn:
+                for chunk in _chunks(sorted({name_key(ns, nm) for ns, nm in jobs})):
+                    query = sa.select(ev.c.event_time, ev.c.event_id, ev.c.payload).where(
+                        ev.c.job_key.in_(chunk),
+                        ev.c.event_time < until,
+                        ev.c.run_id.is_not(None),
+                    )
+                    rows.extend((t, i, p) for t, i, p in conn.execute(query))
+        except sa_exc.SQLAlchemyError as exc:
+            raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+        rows.sort(key=lambda row: (row[0], row[1]))
+        return [(event_id, orjson.loads(payload)) for _, event_id, payload in rows]
 
 
 class _Statement:

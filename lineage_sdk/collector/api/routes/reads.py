@@ -24,7 +24,12 @@ from lineage_sdk.collector.api import marquez, marquez_events, queries
 from lineage_sdk.collector.api.access import Grant, event_job_namespace, scrub
 from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
 from lineage_sdk.collector.api.errors import ApiError, error_responses
-from lineage_sdk.collector.api.history import HistoryUnsupported, events_up_to, parse_instant
+from lineage_sdk.collector.api.history import (
+    HistoryUnsupported,
+    events_up_to,
+    history_job,
+    parse_instant,
+)
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.schemas import (
     DatasetList,
@@ -455,9 +460,32 @@ def get_dataset(
     summary="One job with its latest runs and its inputs and outputs",
     responses=error_responses(401, 404, 503),
 )
-def get_job(state: State, grant: ReadGrant, namespace: str, job: str) -> Response:
+def get_job(
+    state: State,
+    grant: ReadGrant,
+    namespace: str,
+    job: str,
+    asOf: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="lineage-sdk extension: the job as the events up to this time "
+            "(inclusive; RFC 3339, or YYYY-MM-DD for that day's start) describe it.",
+        ),
+    ] = None,
+) -> Response:
+    as_of = _instant(asOf, "asOf")
     if not grant.may_read(namespace):
         raise ApiError(404, "not_found", "no job is recorded under this name")
+    if as_of is not None:
+        history = _history(state)
+        events = answer(lambda: queries.job_events_up_to(history, namespace, job, as_of))
+        past = history_job(events, namespace, job, as_of)
+        if past is None:
+            raise ApiError(
+                404, "not_found", f"no job is recorded under this name up to {as_of.isoformat()}"
+            )
+        return _reply(past, grant)
     store = state.catalog()
     runs = answer(lambda: store.runs_of_job(namespace, job, limit=10))
     graph = answer(lambda: store.lineage(node_id("JOB", namespace, job), depth=0))

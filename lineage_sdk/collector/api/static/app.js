@@ -10,7 +10,10 @@
     cy: null, apiKey: null, rootId: null, graph: null, byId: {},
     // What the URL records so a view can be shared: the graph asked for, the node whose details
     // are open and the field whose column lineage is shown.
-    choice: { nodeId: "", depth: 3, direction: "both" }, selected: "", field: "",
+    // asOf: "" for now, else the time the graph is drawn as of (as the API takes it).
+    choice: { nodeId: "", depth: 3, direction: "both", asOf: "" }, selected: "", field: "",
+    // The first and last event time of the present graph, the time slider's ends.
+    timeRange: null,
   };
   var $ = function (id) { return document.getElementById(id); };
 
@@ -98,6 +101,7 @@
         ? params.get("direction") : "both",
       selected: params.get("selected") || "",
       field: params.get("field") || "",
+      asOf: isFinite(Date.parse(params.get("asOf") || "")) ? params.get("asOf") : "",
     };
   }
 
@@ -108,6 +112,7 @@
     });
     if (state.selected && state.selected !== choice.nodeId) params.set("selected", state.selected);
     if (state.field) params.set("field", state.field);
+    if (choice.asOf) params.set("asOf", choice.asOf);
     var next = "#" + params.toString();
     if (location.hash !== next) history.replaceState(null, "", next);
   }
@@ -117,7 +122,95 @@
       nodeId: $("node-input").value.trim(),
       depth: Math.max(0, Math.min(100, parseInt($("depth-input").value || "0", 10) || 0)),
       direction: $("direction-input").value,
+      asOf: state.choice.asOf || "",
     };
+  }
+
+  // ---- time slider --------------------------------------------------------------------------
+
+  // The lineage graph carries no times, so the slider's ends come from its jobs' reads:
+  // createdAt is a job's first event, updatedAt its last. At most 100 jobs are asked.
+  var RANGE_JOBS = 100;
+
+  function rangeKey(choice) {
+    return [choice.nodeId, choice.depth, choice.direction].join("\u0000");
+  }
+
+  // [ms, text] pairs; the text is sent back unchanged so the slider's ends ask for exactly the
+  // first and the last event (sub-millisecond digits included).
+  function jobTimes(graph) {
+    var jobs = graph.filter(function (n) { return n.type === "JOB" && n.data; }).slice(0, RANGE_JOBS);
+    return Promise.all(jobs.map(function (node) {
+      var path = "namespaces/" + seg(node.data.namespace) + "/jobs/" + seg(node.data.name);
+      return apiGet(path).catch(function () { return {}; });
+    })).then(function (reads) {
+      var times = [];
+      reads.forEach(function (job) {
+        [job.createdAt, job.updatedAt].forEach(function (text) {
+          var ms = typeof text === "string" ? Date.parse(text) : NaN;
+          if (isFinite(ms)) times.push([ms, text]);
+        });
+      });
+      return times;
+    });
+  }
+
+  // The slider's ends for `choice`, from the present graph (`graph`, or asked for when null).
+  function timeRange(choice, graph) {
+    var key = rangeKey(choice);
+    if (!graph && state.timeRange && state.timeRange.key === key) return Promise.resolve(state.timeRange);
+    var present = graph ? Promise.resolve(graph) : apiGet("lineage", {
+      nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction,
+    }).then(function (answer) { return answer.graph || []; });
+    return present.then(jobTimes).then(function (times) {
+      if (!times.length) return null;
+      var first = times[0];
+      var last = times[0];
+      times.forEach(function (t) {
+        if (t[0] < first[0]) first = t;
+        if (t[0] > last[0]) last = t;
+      });
+      return { key: key, min: first[0], max: last[0], minText: first[1], maxText: last[1] };
+    }).catch(function () { return null; });
+  }
+
+  // Datetime inputs hold UTC here ("YYYY-MM-DDTHH:MM:SS.mmm"), so a link means the same anywhere.
+  function toInputValue(ms) {
+    return new Date(ms).toISOString().slice(0, 23);
+  }
+
+  function showTime() {
+    var range = state.timeRange;
+    var slider = $("asof-range");
+    var asOf = state.choice.asOf;
+    slider.disabled = !range || range.min === range.max;
+    if (range) {
+      slider.min = String(range.min);
+      slider.max = String(range.max);
+    }
+    var at = asOf ? Date.parse(asOf) : (range ? range.max : NaN);
+    if (isFinite(at)) {
+      if (range) slider.value = String(Math.max(range.min, Math.min(range.max, at)));
+      $("asof-input").value = asOf ? toInputValue(at) : "";
+    }
+    $("asof-now").disabled = !asOf;
+    document.body.classList.toggle("past", !!asOf);
+  }
+
+  // Redraw the same graph as of `asOf` ("" for now), keeping the open details where they exist.
+  function setAsOf(asOf) {
+    var choice = currentChoice();
+    choice.asOf = asOf;
+    load(choice, state.selected);
+  }
+
+  function asOfFromSlider() {
+    var range = state.timeRange;
+    var ms = parseInt($("asof-range").value, 10);
+    if (!range || !isFinite(ms)) return "";
+    if (ms <= range.min) return range.minText;
+    if (ms >= range.max) return range.maxText;
+    return new Date(ms).toISOString();
   }
 
   // ---- graph --------------------------------------------------------------------------------
@@ -789,12 +882,31 @@
     writeHash();
     document.body.dataset.state = "loading";
     setStatus("Loading lineage\u2026");
-    return apiGet("lineage", {
-      nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction,
+    var params = { nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction };
+    if (choice.asOf) params.asOf = choice.asOf;
+    var asked = apiGet("lineage", params).catch(function (error) {
+      // Before the node's first event it is unknown: an empty graph, said so, not an error.
+      if (choice.asOf && error.status === 404) return { graph: [], before: true };
+      throw error;
+    });
+    return asked.then(function (answer) {
+      // The slider spans the present graph: this one, or (for a past one) asked for once.
+      return timeRange(choice, choice.asOf ? null : answer.graph || []).then(function (range) {
+        state.timeRange = range;
+        return answer;
+      });
     }).then(function (answer) {
+      showTime();
       draw(answer.graph || [], choice.nodeId);
       var count = (answer.graph || []).length;
-      setStatus(count + " node(s) within depth " + choice.depth + " (" + choice.direction + ")");
+      var when = choice.asOf ? " as of " + fmtTime(choice.asOf) : "";
+      if (answer.before) {
+        setStatus("Nothing recorded for " + choice.nodeId + when + ".");
+        clear($("details-body"));
+        document.body.dataset.state = "ready";
+        return;
+      }
+      setStatus(count + " node(s) within depth " + choice.depth + " (" + choice.direction + ")" + when);
       var open = state.byId[state.selected] ? state.selected : choice.nodeId;
       if (open !== state.selected) state.field = "";
       showDetails(open);
@@ -876,7 +988,7 @@
     $("direction-input").value = choice.direction;
     state.field = choice.field;
     return load(
-      { nodeId: choice.nodeId, depth: choice.depth, direction: choice.direction },
+      { nodeId: choice.nodeId, depth: choice.depth, direction: choice.direction, asOf: choice.asOf },
       choice.selected || choice.nodeId
     );
   }
@@ -904,6 +1016,13 @@
       var text = $("search-input").value;
       searchTimer = setTimeout(function () { runSearch(text); }, 250);
     });
+    $("time-form").addEventListener("submit", function (evt) { evt.preventDefault(); });
+    $("asof-range").addEventListener("change", function () { setAsOf(asOfFromSlider()); });
+    $("asof-input").addEventListener("change", function () {
+      var ms = Date.parse($("asof-input").value + "Z");
+      if (isFinite(ms)) setAsOf(new Date(ms).toISOString());
+    });
+    $("asof-now").addEventListener("click", function () { setAsOf(""); });
     $("export-png").addEventListener("click", exportPng);
     $("export-svg").addEventListener("click", exportSvg);
     // A link pasted into the address bar of an open page changes only the hash.
@@ -912,7 +1031,7 @@
       var have = state.choice;
       if (want.nodeId !== have.nodeId || want.depth !== have.depth ||
           want.direction !== have.direction || (want.selected || want.nodeId) !== state.selected ||
-          want.field !== state.field) {
+          want.field !== state.field || want.asOf !== have.asOf) {
         loadFromHash();
       }
     });
