@@ -147,31 +147,19 @@ class Topology:
     def queues(self) -> tuple[QueueSpec, ...]:
         """Every queue with its arguments, the parking lot first (the others dead-letter into
         it or into the main queue, so targets are declared before their sources)."""
-        if not self.quorum:
-            return (
-                QueueSpec(self.dead_letter_queue, {}),
-                QueueSpec(self.queue, {}, bound=True),
-                *(
-                    QueueSpec(
-                        r.name,
-                        {
-                            "x-message-ttl": r.delay_ms,
-                            "x-dead-letter-exchange": "",
-                            "x-dead-letter-routing-key": self.queue,
-                        },
-                    )
-                    for r in self.retry_queues
-                ),
-            )
-        quorum: dict[str, Any] = {"x-queue-type": "quorum"}
-        main: dict[str, Any] = {
-            **quorum,
-            **_AT_LEAST_ONCE,
-            "x-dead-letter-exchange": "",
-            "x-dead-letter-routing-key": self.dead_letter_queue,
-        }
-        if self.delivery_limit:
-            main["x-delivery-limit"] = self.delivery_limit
+        # Classic queues take no type or dead-letter strategy; quorum queues take both, and the
+        # main queue dead-letters (at least once) into the dead-letter queue.
+        quorum: dict[str, Any] = {"x-queue-type": "quorum"} if self.quorum else {}
+        at_least_once: dict[str, Any] = {**quorum, **_AT_LEAST_ONCE} if self.quorum else {}
+        main: dict[str, Any] = {}
+        if self.quorum:
+            main = {
+                **at_least_once,
+                "x-dead-letter-exchange": "",
+                "x-dead-letter-routing-key": self.dead_letter_queue,
+            }
+            if self.delivery_limit:
+                main["x-delivery-limit"] = self.delivery_limit
         return (
             QueueSpec(self.dead_letter_queue, quorum),
             QueueSpec(self.queue, main, bound=True),
@@ -179,8 +167,7 @@ class Topology:
                 QueueSpec(
                     r.name,
                     {
-                        **quorum,
-                        **_AT_LEAST_ONCE,
+                        **at_least_once,
                         "x-message-ttl": r.delay_ms,
                         "x-dead-letter-exchange": "",
                         "x-dead-letter-routing-key": self.queue,
