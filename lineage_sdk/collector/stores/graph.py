@@ -1072,18 +1072,7 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
             for row in self.runner.run(_LATEST_RUNS, {"keys": list(names)}):
                 run = row["latest"]
                 if run and run[0] is not None and row["key"] in names:
-                    ns, nm = names[row["key"]]
-                    latest[row["key"]] = RunSummary(
-                        run_id=run[0],
-                        job_namespace=ns,
-                        job_name=nm,
-                        state=run[1],
-                        started_at=parse_time(run[2]),
-                        ended_at=parse_time(run[3]),
-                        parent_run_id=pick_link(run[4]),
-                        state_time=_state_time(run[5]),
-                        heartbeat_s=run[6],
-                    )
+                    latest[row["key"]] = _latest_run(run, *names[row["key"]])
         jobs = [
             JobSummary(
                 namespace=r["namespace"],
@@ -1195,18 +1184,7 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         for row in self.runner.run(_LATEST_RUNS, {"keys": list(names)}):
             run = row["latest"]
             if run and run[0] is not None and row["key"] in names:
-                ns, nm = names[row["key"]]
-                out[(ns, nm)] = RunSummary(
-                    run_id=run[0],
-                    job_namespace=ns,
-                    job_name=nm,
-                    state=run[1],
-                    started_at=parse_time(run[2]),
-                    ended_at=parse_time(run[3]),
-                    parent_run_id=pick_link(run[4]),
-                    state_time=_state_time(run[5]),
-                    heartbeat_s=run[6],
-                )
+                out[names[row["key"]]] = _latest_run(run, *names[row["key"]])
         return out
 
     def column_lineage(
@@ -1240,6 +1218,8 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
             return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
 
         return self.runner.transaction(read)
+
+    # -- portability: raw events in (event time, event id) order (lineage_sdk.collector.portability)
 
     def iter_raw_events(
         self,
@@ -1539,6 +1519,22 @@ DELETE j
 """
 
 
+def _latest_run(run: Sequence[Any], namespace: str, name: str) -> RunSummary:
+    """A job's latest run from the ``latest`` list of ``_LATEST_RUNS`` (id, state, start, end,
+    parent links, state rank, heartbeat interval)."""
+    return RunSummary(
+        run_id=run[0],
+        job_namespace=namespace,
+        job_name=name,
+        state=run[1],
+        started_at=parse_time(run[2]),
+        ended_at=parse_time(run[3]),
+        parent_run_id=pick_link(run[4]),
+        state_time=_state_time(run[5]),
+        heartbeat_s=run[6],
+    )
+
+
 def _state_time(state_rank: object) -> datetime | None:
     """The time inside a run's ``stateRank`` (``rank|time|state|event id``): its winning
     state event's time."""
@@ -1546,8 +1542,6 @@ def _state_time(state_rank: object) -> datetime | None:
         return None
     parts = state_rank.split("|")
     return parse_time(parts[1]) if len(parts) > 1 else None
-
-    # -- portability: raw events in (event time, event id) order (lineage_sdk.collector.portability)
 
 
 def _text(value: object) -> str:
