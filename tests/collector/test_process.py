@@ -92,8 +92,7 @@ def test_sigterm_mid_stream_loses_nothing_and_exits_zero(make_config, tmp_path):
     conn.close()
     events = many_events(10_000)
     publish_fast(config.collector_topic, [dumps(e) for e in events])
-    # 10,000 quorum-queue publishes on a loaded 2-core machine can take a while to land.
-    wait_until(lambda: queue_depth(topo.queue) == len(events), 90, message="messages queued")
+    wait_until(lambda: queue_depth(topo.queue) == len(events), 30, message="messages queued")
     proc = _start(env, tmp_path)
     try:
         wait_until(lambda: _health(port, "/readyz") == 200, 30, message="readiness")
