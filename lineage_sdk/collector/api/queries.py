@@ -13,7 +13,7 @@ from typing import Any
 from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph
 from lineage_sdk.collector.api.history import events_up_to, history_columns, history_lineage
-from lineage_sdk.collector.columns import ColumnRoot
+from lineage_sdk.collector.columns import ColumnRoot, marquez_column_graph, parse_column_node
 from lineage_sdk.collector.store import (
     ColumnGraph,
     Direction,
@@ -234,8 +234,6 @@ def column_lineage(
     ``readable`` as for :func:`lineage`: an unreadable root is NotFound, and nothing is reached
     through an unreadable field. ``as_of``: as the events up to then state it (no schema-only
     fields: those come from the current dataset)."""
-    from lineage_sdk.collector.columns import marquez_column_graph, parse_column_node
-
     root = parse_column_node(node)
     if readable is not None and not readable(root.namespace):
         raise NotFound(f"nothing is recorded for {node!r}")
