@@ -58,8 +58,9 @@ def new_key() -> str:
 
 
 def hash_key(key: str) -> str:
-    """How a key is written in the configuration: ``sha256:`` and its SHA-256 in hex."""
-    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+    """How a key is written in the configuration: ``sha256:`` and its SHA-256 in hex (the same
+    digest a presented key is compared by)."""
+    return "sha256:" + _digest(key).hex()
 
 
 def _digest(key: str) -> bytes:
