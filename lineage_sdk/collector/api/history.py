@@ -8,10 +8,10 @@ their inputs and outputs folded into job/dataset edges exactly as the stores fol
 walked with the stores' hop semantics. One code path, so the sql, document and graph stores
 cannot answer differently, and ``asOf`` at or after the newest event equals the plain answer.
 
-The cost is a read of the events that count: for ``asOf``, the events of the jobs the plain
-answer holds (bounded by time on the store's index) where the store can, else every event up to
-``asOf``; for ``runId``, one read per run of its scope, its children found by the store's
-parent index.
+The cost is a read of the events that count: for lineage ``asOf``, the events of the jobs the
+plain answer holds (bounded by time on the store's index) where the store can, else (and for
+column lineage ``asOf``) every event up to ``asOf``; for ``runId``, one read per run of its
+scope, its children found by the store's parent index (``child_runs``).
 """
 
 from __future__ import annotations
