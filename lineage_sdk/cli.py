@@ -98,10 +98,17 @@ class LineageSource(abc.ABC):
         return None
 
     def column_lineage(
-        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+        self,
+        node: str,
+        depth: int,
+        with_downstream: bool,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
     ) -> dict[str, Any]:
         """Marquez's column-lineage graph (``DATASET_FIELD`` nodes) around ``node``; ``as_of``:
-        as the events up to that time (inclusive) state it."""
+        as the events up to that time (inclusive) state it; ``run_id``: as that run's events,
+        its parents' and its children's state it."""
         raise SourceError(f"{type(self).__name__} cannot answer column lineage", 2)
 
 
@@ -167,7 +174,13 @@ class HttpSource(LineageSource):
         self.client.close()
 
     def column_lineage(
-        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+        self,
+        node: str,
+        depth: int,
+        with_downstream: bool,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
     ) -> dict[str, Any]:
         params: dict[str, str | int] = {
             "nodeId": node,
@@ -176,6 +189,8 @@ class HttpSource(LineageSource):
         }
         if as_of is not None:
             params["asOf"] = as_of
+        if run_id is not None:
+            params["runId"] = run_id
         answer: dict[str, Any] = self._get("/api/v1/column-lineage", params)
         return answer
 
@@ -252,7 +267,13 @@ class StoreSource(LineageSource):
             closer()
 
     def column_lineage(
-        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+        self,
+        node: str,
+        depth: int,
+        with_downstream: bool,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
     ) -> dict[str, Any]:
         from lineage_sdk.collector.api import queries
         from lineage_sdk.collector.api.history import parse_instant
@@ -260,7 +281,12 @@ class StoreSource(LineageSource):
         with self._guard():
             when = None if as_of is None else parse_instant(as_of, "--as-of")
             return queries.column_lineage(
-                self.store, node, depth=depth, with_downstream=with_downstream, as_of=when
+                self.store,
+                node,
+                depth=depth,
+                with_downstream=with_downstream,
+                as_of=when,
+                run_id=run_id,
             )
 
 
@@ -558,7 +584,11 @@ def graph(
     ] = None,
     run: Annotated[
         str | None,
-        typer.Option("--run", help="Only this run's graph, with its parent and child runs'."),
+        typer.Option(
+            "--run",
+            help="Only the graph this run's events state, with its parent and child runs' "
+            "(with --as-of: those up to that time).",
+        ),
     ] = None,
 ) -> None:
     """Print the lineage graph around a job or dataset."""
@@ -732,6 +762,7 @@ def _column_answer(
     depth: int,
     with_downstream: bool,
     as_of: str | None = None,
+    run_id: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The asked node id and its answer. ``<ns>:<name>`` may omit ``dataset:``; a last ``:part``
     is read as a field when no dataset has the whole name."""
@@ -764,7 +795,9 @@ def _column_answer(
     missing: list[str] = []
     for node in usable:
         try:
-            return node, source.column_lineage(node, depth, with_downstream, as_of=as_of)
+            return node, source.column_lineage(
+                node, depth, with_downstream, as_of=as_of, run_id=run_id
+            )
         except NothingRecorded as exc:
             missing.append(str(exc))
     raise NothingRecorded(
@@ -801,13 +834,21 @@ def columns(
             "YYYY-MM-DD for that day's start).",
         ),
     ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            help="Only the column lineage this run's events state, with its parent and child "
+            "runs' (with --as-of: those up to that time).",
+        ),
+    ] = None,
 ) -> None:
     """Show column lineage: the fields a field (or each field of a dataset) derives from, and
     with --downstream the fields derived from it, from the columnLineage facet."""
     want_up = upstream or not downstream
     want_down = downstream or not upstream
     with _open_source() as source:
-        node, answer = _column_answer(source, target, depth, want_down, as_of)
+        node, answer = _column_answer(source, target, depth, want_down, as_of, run)
     if as_json:
         _print_json(answer)
         return

@@ -12,7 +12,12 @@ from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph
-from lineage_sdk.collector.api.history import events_up_to, history_columns, history_lineage
+from lineage_sdk.collector.api.history import (
+    events_up_to,
+    history_columns,
+    history_lineage,
+    run_scope_events,
+)
 from lineage_sdk.collector.columns import ColumnRoot, marquez_column_graph, parse_column_node
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -38,6 +43,7 @@ __all__ = [
     "lineage",
     "parse_node",
     "run_events",
+    "run_scope",
     "runs",
 ]
 
@@ -185,18 +191,37 @@ def job_events(store: LineageHistoryProtocol, namespace: str, name: str) -> list
 
 
 def job_events_up_to(
-    store: LineageHistoryProtocol, namespace: str, name: str, as_of: datetime
+    store: LineageHistoryProtocol,
+    namespace: str,
+    name: str,
+    as_of: datetime,
+    *,
+    static: bool = True,
 ) -> list[Any]:
     """:func:`job_events` with ``eventTime <= as_of``, the run events bounded on the store's
-    index when it can (``job_events_up_to``), else read and filtered."""
+    index when it can (``job_events_up_to``), else read and filtered. ``static=False``: the
+    run events only (what ``events_of_job`` reads)."""
     bounded = getattr(store, "job_events_up_to", None)
     if not callable(bounded):
-        return events_up_to(job_events(store, namespace, name), as_of)
+        found = (
+            job_events(store, namespace, name) if static else store.events_of_job(namespace, name)
+        )
+        return events_up_to(found, as_of)
     events = [event for _, event in bounded([(namespace, name)], as_of)]
-    if not isinstance(store, StaticLineageProtocol):
+    if not static or not isinstance(store, StaticLineageProtocol):
         return events
-    static = events_up_to(store.static_events(jobs=[(namespace, name)]), as_of)
-    return marquez_events.merge_events(events, static) if static else events
+    declared = events_up_to(store.static_events(jobs=[(namespace, name)]), as_of)
+    return marquez_events.merge_events(events, declared) if declared else events
+
+
+def run_scope(store: object, run_id: str, *, as_of: datetime | None = None) -> list[Any]:
+    """The raw events of run ``run_id``'s scope: its own, its parents' and its children's, up
+    to ``as_of`` (:func:`~lineage_sdk.collector.api.history.run_scope_events`); NotFound naming
+    the run when it has none."""
+    try:
+        return run_scope_events(store, run_id, as_of=as_of)
+    except LookupError as exc:
+        raise NotFound(str(exc)) from None
 
 
 def runs(
@@ -228,19 +253,29 @@ def column_lineage(
     with_downstream: bool = False,
     readable: Callable[[str], bool] | None = None,
     as_of: datetime | None = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
     ValueError for a malformed id, NotFound when column lineage names no such field or dataset.
     ``readable`` as for :func:`lineage`: an unreadable root is NotFound, and nothing is reached
-    through an unreadable field. ``as_of``: as the events up to then state it (no schema-only
-    fields: those come from the current dataset)."""
+    through an unreadable field. ``as_of``: as the events up to then state it, ``run_id``: as
+    the run's scope states it (:func:`run_scope`); no schema-only fields in either (those come
+    from the current dataset); NotFound naming the run when it has no events."""
     root = parse_column_node(node)
     if readable is not None and not readable(root.namespace):
         raise NotFound(f"nothing is recorded for {node!r}")
-    if as_of is not None:
-        graph = history_columns(
-            store, node, as_of=as_of, depth=depth, with_downstream=with_downstream
-        )
+    if as_of is not None or run_id is not None:
+        try:
+            graph = history_columns(
+                store,
+                node,
+                as_of=as_of,
+                run_id=run_id,
+                depth=depth,
+                with_downstream=with_downstream,
+            )
+        except LookupError as exc:
+            raise NotFound(str(exc)) from None
     else:
         graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
         if not graph.roots:

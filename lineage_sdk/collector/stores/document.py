@@ -334,6 +334,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             self.collection.create_index(
                 [("staticKey", ASCENDING)], name="lineage_static", sparse=True
             )
+            # A run's children (history's runId): partial, only events naming a parent cost.
+            self.collection.create_index(
+                [("parentRunId", ASCENDING)],
+                name="lineage_parent_run",
+                partialFilterExpression={"parentRunId": {"$type": "string"}},
+            )
 
     def check(self) -> None:
         with self._errors("ping"):
@@ -1009,6 +1015,17 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                         found.append((when, doc["_id"], doc["raw"]))
         found.sort(key=lambda item: (item[0], item[1]))
         return [(event_id, json.loads(raw)) for _, event_id, raw in found]
+
+    def child_runs(self, run_id: str) -> list[str]:
+        """The runs some event of which names ``run_id`` as its parent, sorted, by the partial
+        ``parent_run`` index, hinted: its filter is the ``$type`` the query states, which not
+        every server's planner matches (history's ``runId`` keeps those whose least parent it
+        is)."""
+        query = {"parentRunId": {"$eq": _text(run_id, "run_id"), "$type": "string"}}
+        with self._errors("find"):
+            docs = self.collection.find(query, {"runId": 1}).hint("lineage_parent_run")
+            found = {d.get("runId") for d in docs}
+        return sorted(r for r in found if isinstance(r, str))
 
 
 class _ErrorMapper:

@@ -1415,6 +1415,12 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                 out.append((row["eventId"], value))
         return out
 
+    def child_runs(self, run_id: str) -> list[str]:
+        """The runs with a ``CHILD_OF`` edge to ``run_id`` (by the ``Run.runId`` index), sorted;
+        history's ``runId`` keeps those whose least parent it is, as the other stores do."""
+        rows = self.runner.run(_CHILD_RUNS, {"runId": _text(run_id)})
+        return sorted({str(r["runId"]) for r in rows if isinstance(r["runId"], str)})
+
 
 _JOB_EVENTS_UNTIL = """
 MATCH (x:Run)-[:INSTANCE_OF]->(j:Job)
@@ -1422,6 +1428,11 @@ WHERE j.key IN $keys
 MATCH (e:Event {runId: x.runId})
 WHERE e.eventTime < $until
 RETURN e.json AS json, e.eventTime AS eventTime, e.eventId AS eventId
+"""
+
+_CHILD_RUNS = """
+MATCH (c:Run)-[:CHILD_OF]->(p:Run {runId: $runId})
+RETURN DISTINCT c.runId AS runId
 """
 
 

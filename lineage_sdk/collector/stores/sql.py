@@ -1167,6 +1167,17 @@ class SqlStore(BaseLineageStore):
         rows.sort(key=lambda row: (row[0], row[1]))
         return [(event_id, orjson.loads(payload)) for _, event_id, payload in rows]
 
+    def child_runs(self, run_id: str) -> list[str]:
+        """The runs whose parent (the least their events name) is ``run_id``, sorted: read on
+        the ``parent_run_id`` index (history's ``runId``: a run with its children)."""
+        runs = self.t["runs"]
+        query = sa.select(runs.c.run_id).where(runs.c.parent_run_id == run_id)
+        try:
+            with self.engine.connect() as conn:
+                return sorted(str(r) for r in conn.execute(query).scalars())
+        except sa_exc.SQLAlchemyError as exc:
+            raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+
 
 class _Statement:
     """One compiled upsert, and how to hand it rows built in table-column order."""

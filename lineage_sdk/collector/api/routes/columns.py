@@ -100,6 +100,16 @@ def get_column_lineage(
             "RFC 3339, or YYYY-MM-DD for that day's start) state it.",
         ),
     ] = None,
+    runId: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=64,
+            description="lineage-sdk extension: as the events of this run, its parent runs and "
+            "its child runs state it (with asOf: those up to that time); 404 naming the run "
+            "when it has no events.",
+        ),
+    ] = None,
 ) -> Response:
     try:
         parse_column_node(nodeId)
@@ -120,6 +130,7 @@ def get_column_lineage(
                 with_downstream=withDownstream,
                 readable=readable,
                 as_of=as_of,
+                run_id=runId,
             )
         )
     except HistoryUnsupported as exc:
