@@ -13,8 +13,14 @@ from typing import Any
 from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph
 from lineage_sdk.collector.api.history import events_up_to, history_columns, history_lineage
-from lineage_sdk.collector.columns import ColumnRoot, marquez_column_graph, parse_column_node
+from lineage_sdk.collector.columns import (
+    ColumnRoot,
+    cut_columns,
+    marquez_column_graph,
+    parse_column_node,
+)
 from lineage_sdk.collector.store import (
+    DEFAULT_NODE_LIMIT,
     ColumnGraph,
     Direction,
     FieldRef,
@@ -30,6 +36,7 @@ from lineage_sdk.collector.symlinks import entry_name
 
 __all__ = [
     "NotFound",
+    "bounded",
     "column_lineage",
     "dataset_events",
     "declared_edges",
@@ -69,8 +76,12 @@ def lineage(
     readable: Callable[[str], bool] | None = None,
     as_of: datetime | None = None,
     run_id: str | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> dict[str, Any]:
     """Marquez's ``LineageGraph`` around ``node``; NotFound if nothing is recorded for it.
+
+    At most ``node_limit`` nodes, nearest the root first (the store stops walking early); the
+    answer's ``truncated`` says whether nodes were left out, ``nodeLimit`` echoes the limit.
 
     ``readable`` (a namespace test) limits the walk to readable nodes: an unreadable root is
     NotFound, and nothing is reached through an unreadable node (see ``access.prune_graph``).
@@ -81,8 +92,8 @@ def lineage(
     if readable is not None and not readable(namespace):
         raise NotFound(f"nothing is recorded for {node!r}")
     if as_of is not None or run_id is not None:
-        return _history_lineage(store, node, direction, depth, readable, as_of, run_id)
-    graph = store.lineage(node, direction=direction, depth=depth)
+        return _history_lineage(store, node, direction, depth, readable, as_of, run_id, node_limit)
+    graph = store.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
     if readable is not None:
         graph = prune_graph(graph, readable, direction=direction, depth=depth)
     root = graph.nodes.get(graph.root)
@@ -111,6 +122,14 @@ def lineage(
             for edge in (*item["inEdges"], *item["outEdges"]):
                 if (edge["origin"], edge["destination"]) in declared:
                     edge["declared"] = True
+    return bounded(answer, graph.truncated, node_limit)
+
+
+def bounded(answer: dict[str, Any], truncated: bool, node_limit: int) -> dict[str, Any]:
+    """A graph answer with the lineage-sdk extension of bounded reads: ``truncated`` (nodes
+    were left out because of the limit) and ``nodeLimit``."""
+    answer["truncated"] = truncated
+    answer["nodeLimit"] = node_limit
     return answer
 
 
@@ -122,11 +141,18 @@ def _history_lineage(
     readable: Callable[[str], bool] | None,
     as_of: datetime | None,
     run_id: str | None,
+    node_limit: int,
 ) -> dict[str, Any]:
-    """``lineage`` for ``asOf``/``runId``: folded from the raw events, pruned alike."""
+    """``lineage`` for ``asOf``/``runId``: folded from the raw events, pruned and cut alike."""
     try:
         graph, declared = history_lineage(
-            store, node, direction=direction, depth=depth, as_of=as_of, run_id=run_id
+            store,
+            node,
+            direction=direction,
+            depth=depth,
+            as_of=as_of,
+            run_id=run_id,
+            node_limit=node_limit,
         )
     except LookupError as exc:
         raise NotFound(str(exc)) from None
@@ -137,7 +163,7 @@ def _history_lineage(
         for edge in (*item["inEdges"], *item["outEdges"]):
             if (edge["origin"], edge["destination"]) in declared:
                 edge["declared"] = True
-    return answer
+    return bounded(answer, graph.truncated, node_limit)
 
 
 def _job_nodes(graph: Any) -> list[Any]:
@@ -228,6 +254,7 @@ def column_lineage(
     with_downstream: bool = False,
     readable: Callable[[str], bool] | None = None,
     as_of: datetime | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
     ValueError for a malformed id, NotFound when column lineage names no such field or dataset.
@@ -239,12 +266,19 @@ def column_lineage(
         raise NotFound(f"nothing is recorded for {node!r}")
     if as_of is not None:
         graph = history_columns(
-            store, node, as_of=as_of, depth=depth, with_downstream=with_downstream
+            store,
+            node,
+            as_of=as_of,
+            depth=depth,
+            with_downstream=with_downstream,
+            node_limit=node_limit,
         )
     else:
-        graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
+        graph = store.column_lineage(
+            node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+        )
         if not graph.roots:
-            graph = _schema_fields(store, node, root)
+            graph = cut_columns(_schema_fields(store, node, root), with_downstream, node_limit)
     if readable is not None:
         graph = prune_columns(graph, readable, depth=depth, with_downstream=with_downstream)
     if not graph.roots:
@@ -254,7 +288,7 @@ def column_lineage(
             "JOB": "the outputs of job",
         }[root.kind]
         raise NotFound(f"no column lineage is recorded for {what} {root.namespace}:{root.name}")
-    return marquez_column_graph(graph)
+    return bounded(marquez_column_graph(graph), graph.truncated, node_limit)
 
 
 def _schema_fields(store: LineageCatalogProtocol, node: str, root: ColumnRoot) -> ColumnGraph:

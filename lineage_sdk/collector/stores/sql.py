@@ -60,12 +60,15 @@ from lineage_sdk.collector.store import (
     Page,
     RawEvent,
     RunSummary,
+    check_node_limit,
     check_page,
+    cut_lineage,
     event_mentions,
     event_namespace,
     named_connection,
     node_id,
     parse_node_id,
+    walk_full,
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -577,12 +580,15 @@ class SqlStore(BaseLineageStore):
         edges: set[tuple[str, str, str, str]],
         jobs: set[str],
         datasets: set[str],
+        node_limit: int | None = None,
     ) -> None:
         """Breadth-first walk; edges are (origin_type, origin_key, dest_type, dest_key) with the
         data flow. A job's level is the number of jobs between it and the root; the datasets a
-        job reads (upstream) or writes (downstream) are part of that job's level."""
+        job reads (upstream) or writes (downstream) are part of that job's level. Past
+        ``node_limit`` nodes it stops as :func:`~lineage_sdk.collector.store.walk_full` says."""
         job_frontier: set[str] = set()
         ds_frontier: set[str] = set()
+        found: set[tuple[str, str]] = {(node_type, key)}  # this walk's nodes, for node_limit
         if node_type == "JOB":
             jobs.add(key)
             job_frontier.add(key)
@@ -591,29 +597,45 @@ class SqlStore(BaseLineageStore):
             ds_frontier.add(key)
         near, far = ("in", "out") if upstream else ("out", "in")
         for level in range(depth + 1):
-            # datasets adjacent to this level's jobs
+            # datasets adjacent to this level's jobs (past the limit: only edges to known ones)
+            closing = walk_full(len(found), node_limit)
             new_ds: set[str] = set()
             for job, ds in self._io(conn, "job_key", job_frontier, near):
+                if closing and ds not in datasets:
+                    continue
                 edges.add(("DATASET", ds, "JOB", job) if upstream else ("JOB", job, "DATASET", ds))
+                found.add(("DATASET", ds))
                 if ds not in datasets:
                     datasets.add(ds)
                     new_ds.add(ds)
             ds_frontier |= new_ds
-            if level == depth or not ds_frontier:
+            if closing or level == depth or not ds_frontier:
                 break
             # jobs one hop further, through those datasets
+            closing = walk_full(len(found), node_limit)
             new_jobs: set[str] = set()
             for job, ds in self._io(conn, "dataset_key", ds_frontier, far):
+                if closing and job not in jobs:
+                    continue
                 edges.add(("JOB", job, "DATASET", ds) if upstream else ("DATASET", ds, "JOB", job))
+                found.add(("JOB", job))
                 if job not in jobs:
                     jobs.add(job)
                     new_jobs.add(job)
             job_frontier, ds_frontier = new_jobs, set()
-            if not job_frontier:
+            if closing or not job_frontier:
                 break
 
-    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
-        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow.
+    def lineage(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+    ) -> LineageGraph:
+        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow;
+        at most ``node_limit`` of them, nearest first (:func:`cut_lineage`; None: every one).
 
         From a dataset, depth 1 upstream is the jobs that wrote it and the datasets they read;
         from a job, depth 0 is its own inputs/outputs and depth 1 adds the jobs beyond those.
@@ -621,14 +643,15 @@ class SqlStore(BaseLineageStore):
         node_type, namespace, name = parse_node_id(node)
         key = name_key(namespace, name)
         depth = max(0, depth)
+        check_node_limit(node_limit)
         edges: set[tuple[str, str, str, str]] = set()
         jobs: set[str] = set()
         datasets: set[str] = set()
         with self.engine.connect() as conn:
             if direction in ("upstream", "both"):
-                self._walk(conn, node_type, key, True, depth, edges, jobs, datasets)
+                self._walk(conn, node_type, key, True, depth, edges, jobs, datasets, node_limit)
             if direction in ("downstream", "both"):
-                self._walk(conn, node_type, key, False, depth, edges, jobs, datasets)
+                self._walk(conn, node_type, key, False, depth, edges, jobs, datasets, node_limit)
             job_names = self._names(conn, "jobs", jobs)
             ds_names = self._names(conn, "datasets", datasets)
             latest = self._latest_runs(conn, jobs)
@@ -656,7 +679,7 @@ class SqlStore(BaseLineageStore):
             edge = LineageEdge(origin, dest)
             graph.nodes[origin].out_edges.append(edge)
             graph.nodes[dest].in_edges.append(edge)
-        return graph
+        return cut_lineage(graph, direction, node_limit)
 
     def _latest_runs(self, conn: Connection, job_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         jobs, runs = self.t["jobs"], self.t["runs"]
@@ -952,7 +975,12 @@ class SqlStore(BaseLineageStore):
         return out
 
     def column_lineage(
-        self, node: str, *, depth: int = 20, with_downstream: bool = False
+        self,
+        node: str,
+        *,
+        depth: int = 20,
+        with_downstream: bool = False,
+        node_limit: int | None = None,
     ) -> ColumnGraph:
         """Fields ``depth`` column hops from ``node``, one indexed ``IN`` query per hop, all on
         one connection (see :func:`lineage_sdk.collector.columns.walk_columns`)."""
@@ -1004,7 +1032,14 @@ class SqlStore(BaseLineageStore):
                         found.append(ColumnEdge(out_ref(row), in_ref(row), row.info))
                 return found
 
-            return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+            return walk_columns(
+                node,
+                roots,
+                step,
+                depth=depth,
+                with_downstream=with_downstream,
+                node_limit=node_limit,
+            )
 
     # -- portability: raw events in (event_time, event_id) order (lineage_sdk.collector.portability)
 
