@@ -654,32 +654,36 @@ class SqlStore(BaseLineageStore):
                 self._walk(conn, node_type, key, False, depth, edges, jobs, datasets, node_limit)
             job_names = self._names(conn, "jobs", jobs)
             ds_names = self._names(conn, "datasets", datasets)
-            latest = self._latest_runs(conn, jobs)
-        graph = LineageGraph(root=node)
-        ids: dict[tuple[str, str], str] = {}
-        for type_, names in (("JOB", job_names), ("DATASET", ds_names)):
-            for k, (ns, nm) in names.items():
-                nid = node_id(type_, ns, nm)  # type: ignore[arg-type]
-                ids[(type_, k)] = nid
-                data: dict[str, Any] = {"namespace": ns, "name": nm}
-                if type_ == "JOB" and k in latest:
-                    data["latestRun"] = latest[k]
-                graph.nodes[nid] = LineageNode(nid, type_, ns, nm, data)  # type: ignore[arg-type]
-        if (node_type, key) not in ids:  # the root itself, even when nothing was ever recorded
-            graph.nodes.setdefault(
-                node,
-                LineageNode(
-                    node, node_type, namespace, name, {"namespace": namespace, "name": name}
-                ),
-            )
-            ids[(node_type, key)] = node
-        pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
-        # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
-        for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
-            edge = LineageEdge(origin, dest)
-            graph.nodes[origin].out_edges.append(edge)
-            graph.nodes[dest].in_edges.append(edge)
-        return cut_lineage(graph, direction, node_limit)
+            graph = LineageGraph(root=node)
+            ids: dict[tuple[str, str], str] = {}
+            for type_, names in (("JOB", job_names), ("DATASET", ds_names)):
+                for k, (ns, nm) in names.items():
+                    nid = node_id(type_, ns, nm)  # type: ignore[arg-type]
+                    ids[(type_, k)] = nid
+                    data: dict[str, Any] = {"namespace": ns, "name": nm}
+                    graph.nodes[nid] = LineageNode(nid, type_, ns, nm, data)  # type: ignore[arg-type]
+            if (node_type, key) not in ids:  # the root itself, even when nothing was ever recorded
+                graph.nodes.setdefault(
+                    node,
+                    LineageNode(
+                        node, node_type, namespace, name, {"namespace": namespace, "name": name}
+                    ),
+                )
+                ids[(node_type, key)] = node
+            pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
+            # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
+            for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
+                edge = LineageEdge(origin, dest)
+                graph.nodes[origin].out_edges.append(edge)
+                graph.nodes[dest].in_edges.append(edge)
+            graph = cut_lineage(graph, direction, node_limit)
+            # Latest runs of the kept jobs only: a cut walk may have found many more.
+            kept = {
+                k: nid for (type_, k), nid in ids.items() if type_ == "JOB" and nid in graph.nodes
+            }
+            for k, run in self._latest_runs(conn, kept).items():
+                graph.nodes[kept[k]].data["latestRun"] = run
+        return graph
 
     def _latest_runs(self, conn: Connection, job_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         jobs, runs = self.t["jobs"], self.t["runs"]
