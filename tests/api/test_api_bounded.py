@@ -236,5 +236,9 @@ def test_cli_node_limit_and_note(bounded_api: Api, source: str) -> None:
     columns = run_cli(*where, "columns", "dataset:lake:wide:x", "--node-limit", "2")
     assert columns.returncode == 0, columns.stderr
     assert "showing 2 fields; the graph was cut at --node-limit 2" in columns.stderr
+    impact = run_cli(*where, "impact", HUB, "--node-limit", "4", "-f", "json")
+    assert impact.returncode == 0, impact.stderr
+    assert len(orjson.loads(impact.stdout)) == 3  # the hub itself is not listed
+    assert "showing 4 nodes; the graph was cut at --node-limit 4" in impact.stderr
     bad = run_cli(*where, "graph", HUB, "--node-limit", "0")
     assert bad.returncode == 2 and "--node-limit" in bad.stderr

@@ -296,3 +296,44 @@ def test_the_sql_walk_stops_early(make_store: StoreFactory, kind: str) -> None:
     assert len(full.nodes) == 121 and not full.truncated
     assert set(cut.nodes) == {"dataset:c:d0", "job:c:j1", "dataset:c:d1"} and cut.truncated
     assert unbounded >= 120 and bounded <= 8, (unbounded, bounded)
+
+
+@pytest.mark.parametrize("kind", ["document", "graph"])
+def test_the_document_and_graph_walks_stop_early(
+    make_store: StoreFactory, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same chain: each hop of these walks is one query to the server (counted on the way
+    through, every query still answered by the server), so the count says where the walk stopped."""
+    store = make_store(kind)
+    store.write_batch(records(*chain("c", 60)))
+    calls: list[str] = []
+    if kind == "document":
+        for name in ("_job_datasets", "_dataset_jobs"):
+            real = getattr(store, name)
+
+            def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
+                calls.append(_name)
+                return _real(*args)
+
+            monkeypatch.setattr(store, name, counted)
+    else:
+        real_transaction = store.runner.transaction
+
+        def transaction(work: Any) -> Any:
+            def counted_work(run: Any) -> Any:
+                def counted_run(*args: Any, **kwargs: Any) -> Any:
+                    calls.append("run")
+                    return run(*args, **kwargs)
+
+                return work(counted_run)
+
+            return real_transaction(counted_work)
+
+        monkeypatch.setattr(store.runner, "transaction", transaction)
+    full = store.lineage("dataset:c:d0", direction="downstream", depth=100)
+    unbounded = len(calls)
+    calls.clear()
+    cut = store.lineage("dataset:c:d0", direction="downstream", depth=100, node_limit=3)
+    assert len(full.nodes) == 121 and not full.truncated
+    assert set(cut.nodes) == {"dataset:c:d0", "job:c:j1", "dataset:c:d1"} and cut.truncated
+    assert unbounded >= 60 and len(calls) <= 4, (unbounded, calls)
