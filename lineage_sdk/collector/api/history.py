@@ -45,10 +45,13 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     RawEventSource,
     StaticLineageProtocol,
+    check_node_limit,
+    cut_lineage,
     names_dataset,
     node_id,
     parse_node_id,
     walk_directions,
+    walk_full,
 )
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.run_state import (
@@ -366,34 +369,43 @@ def _walk(
     root: tuple[str, _Key],
     upstream: bool,
     depth: int,
+    node_limit: int | None = None,
 ) -> None:
     """The stores' breadth-first walk (see ``SqlStore._walk``): a job's level holds the datasets
-    it reads (upstream) or writes (downstream); each level goes one job further."""
+    it reads (upstream) or writes (downstream); each level goes one job further, stopping past
+    ``node_limit`` nodes as the stores do (:func:`~lineage_sdk.collector.store.walk_full`)."""
     kind, key = root
     jobs: set[_Key] = {key} if kind == "JOB" else set()
     datasets: set[_Key] = {key} if kind == "DATASET" else set()
     job_frontier, ds_frontier = set(jobs), set(datasets)
     near, far = (facts.reads, facts.writers) if upstream else (facts.writes, facts.readers)
     for level in range(depth + 1):
+        # past node_limit: one last step, recording only the edges back to known nodes
+        closing = walk_full(len(jobs) + len(datasets), node_limit)
         for job in sorted(job_frontier):
             jid = builder.add("JOB", *job)
             for ds in near.get(job, ()):
+                if closing and not builder.has(node_id("DATASET", *ds)):
+                    continue
                 builder.flow(builder.add("DATASET", *ds), jid, upstream=upstream, far=True)
                 if ds not in datasets:
                     datasets.add(ds)
                     ds_frontier.add(ds)
-        if level == depth or not ds_frontier:
+        if closing or level == depth or not ds_frontier:
             break
+        closing = walk_full(len(jobs) + len(datasets), node_limit)
         new_jobs: set[_Key] = set()
         for ds in sorted(ds_frontier):
             did = builder.add("DATASET", *ds)
             for job in far.get(ds, ()):
+                if closing and not builder.has(node_id("JOB", *job)):
+                    continue
                 builder.flow(did, builder.add("JOB", *job), upstream=upstream, far=False)
                 if job not in jobs:
                     jobs.add(job)
                     new_jobs.add(job)
         job_frontier, ds_frontier = new_jobs, set()
-        if not job_frontier:
+        if closing or not job_frontier:
             break
 
 
@@ -405,12 +417,16 @@ def history_lineage(
     depth: int = 20,
     as_of: datetime | None = None,
     run_id: str | None = None,
+    node_limit: int | None = None,
 ) -> tuple[LineageGraph, set[tuple[str, str]]]:
     """The lineage graph around ``node`` as of ``as_of`` and/or within run ``run_id``, and the
-    declared edges among it. LookupError when the events that count name no such node."""
+    declared edges among it, cut to ``node_limit`` nodes as the stores cut theirs
+    (:func:`~lineage_sdk.collector.store.cut_lineage`). LookupError when the events that count
+    name no such node."""
     kind, namespace, name = parse_node_id(node)
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
+    check_node_limit(node_limit)
     narrowed = None
     if run_id is None and as_of is not None:
         narrowed = _as_of_records(store, node, direction, depth, as_of)
@@ -425,8 +441,8 @@ def history_lineage(
         raise LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
     builder = LineageGraphBuilder(kind, namespace, name)
     for upstream in walk_directions(direction):
-        _walk(builder, facts, (kind, key), upstream, depth)
-    graph = builder.build()
+        _walk(builder, facts, (kind, key), upstream, depth, node_limit)
+    graph = cut_lineage(builder.build(), direction, node_limit)
     for item in graph.nodes.values():
         if item.type == "JOB":
             run = facts.latest_run((item.namespace, item.name))
@@ -443,6 +459,7 @@ def history_columns(
     run_id: str | None = None,
     depth: int = 20,
     with_downstream: bool = False,
+    node_limit: int | None = None,
 ) -> ColumnGraph:
     """Column lineage around ``node`` as the events up to ``as_of`` and/or of run ``run_id``'s
     scope (:func:`run_scope_events`) state it, walked as the stores walk
@@ -473,7 +490,9 @@ def history_columns(
         index = by_output if upstream else by_input
         return [edge for ref in fields for edge in index.get(ref, ())]
 
-    return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+    return walk_columns(
+        node, roots, step, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+    )
 
 
 def history_job(

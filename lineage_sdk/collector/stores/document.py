@@ -66,6 +66,8 @@ from lineage_sdk.collector.store import (
     RunSummary,
     check_page,
     named_connection,
+    node_id,
+    walk_full,
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -578,6 +580,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         key: tuple[str, str],
         upstream: bool,
         depth: int,
+        node_limit: int | None = None,
     ) -> None:
         add = builder.add
 
@@ -600,21 +603,32 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             frontier = [key]
         while True:
             if jobs:
+                # past node_limit: one last step, recording only the edges back to known nodes
+                closing = walk_full(len(seen_datasets) + len(seen_jobs), node_limit)
                 for jns, jn, dns, dn in sorted(self._job_datasets(jobs, far_role)):
+                    if closing and not builder.has(node_id("DATASET", dns, dn)):
+                        continue
                     job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=True)
                     if (dns, dn) not in seen_datasets:
                         seen_datasets.add((dns, dn))
                         frontier.append((dns, dn))
                 jobs = []
+                if closing:
+                    return
             if not frontier or hops >= depth:
                 return
             hops += 1
+            closing = walk_full(len(seen_datasets) + len(seen_jobs), node_limit)
             for dns, dn, jns, jn in sorted(self._dataset_jobs(frontier, near_role)):
+                if closing and not builder.has(node_id("JOB", jns, jn)):
+                    continue
                 job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=False)
                 if (jns, jn) not in seen_jobs:
                     seen_jobs.add((jns, jn))
                     jobs.append((jns, jn))
             frontier = []
+            if closing:
+                return
 
     # -- catalog: the browsing questions of the HTTP API (sql and graph answer them too)
 
@@ -935,7 +949,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         return found
 
     def column_lineage(
-        self, node: str, *, depth: int = 20, with_downstream: bool = False
+        self,
+        node: str,
+        *,
+        depth: int = 20,
+        with_downstream: bool = False,
+        node_limit: int | None = None,
     ) -> ColumnGraph:
         """Fields ``depth`` column hops from ``node``: one indexed query per hop on ``colkeys``;
         an edge several events state keeps the info of the greatest ``columnsRank``."""
@@ -976,7 +995,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                         best[pair] = (rank, edge["info"], found)
             return [item[2] for item in best.values()]
 
-        return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+        return walk_columns(
+            node, roots, step, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+        )
 
     # -- retention and deletion (lineage_sdk.collector.retention)
 

@@ -22,7 +22,13 @@ from fastapi import Path as PathParam
 
 from lineage_sdk.collector.api import marquez, marquez_events, queries
 from lineage_sdk.collector.api.access import Grant, event_job_namespace, scrub
-from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
+from lineage_sdk.collector.api.dependencies import (
+    NodeLimit,
+    ReadGrant,
+    State,
+    answer,
+    read_auth,
+)
 from lineage_sdk.collector.api.errors import ApiError, error_responses
 from lineage_sdk.collector.api.history import (
     HistoryUnsupported,
@@ -58,6 +64,7 @@ from lineage_sdk.collector.api.schemas import (
 from lineage_sdk.collector.api.state import ApiState
 from lineage_sdk.collector.records import compute_event_id, parse_event_time
 from lineage_sdk.collector.store import (
+    DEFAULT_NODE_LIMIT,
     LineageCatalogProtocol,
     LineageHistoryProtocol,
     NodeType,
@@ -345,6 +352,7 @@ def get_lineage(
             "runs' and its child runs' (walked from nodeId).",
         ),
     ] = None,
+    nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
 ) -> Response:
     try:
         queries.parse_node(nodeId)
@@ -363,6 +371,7 @@ def get_lineage(
                 readable=readable,
                 as_of=as_of,
                 run_id=runId,
+                node_limit=nodeLimit,
             )
         )
     except HistoryUnsupported as exc:
@@ -972,6 +981,7 @@ def get_run_lineage_upstream(
     depth: Annotated[
         int, Query(ge=0, le=100, description="Producer hops from the run (0: the run alone).")
     ] = 20,
+    nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
 ) -> Response:
     history = _history(state)
     events = _run_events(state, runId, grant)
@@ -981,6 +991,10 @@ def get_run_lineage_upstream(
         return _of_readable_jobs(queries.dataset_events(history, namespace, name), grant)
 
     return _reply(
-        answer(lambda: marquez_events.upstream_run_lineage(events, readable_writers, depth=depth)),
+        answer(
+            lambda: marquez_events.upstream_run_lineage(
+                events, readable_writers, depth=depth, node_limit=nodeLimit
+            )
+        ),
         grant,
     )
