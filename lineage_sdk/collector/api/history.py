@@ -47,9 +47,11 @@ from lineage_sdk.collector.store import (
     StaticLineageProtocol,
     check_node_limit,
     cut_lineage,
+    lineage_distances,
     names_dataset,
     node_id,
     parse_node_id,
+    read_lineage,
     walk_directions,
     walk_full,
 )
@@ -328,22 +330,16 @@ def _run_of(event: Mapping[str, Any]) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-def _as_of_records(
-    store: object, node: str, direction: Direction, depth: int, as_of: datetime
-) -> list[LineageRecord] | None:
-    """The records an ``asOf`` answer needs, read through the store's indexes (None when the
-    store cannot, or nothing was found: then every event up to ``as_of`` is read).
+#: How many times the asked node limit the first present-day read of a bounded ``asOf`` answer
+#: takes; a read that proves too small is retried four times larger (see :func:`_as_of_graph`).
+_PRESENT_HEADROOM = 3
 
-    Exact, not a guess: a job's edges only grow with its events, so every job within ``depth``
-    hops then is within ``depth`` hops now, in the store's plain answer; and every edge of the
-    answer belongs to one of its jobs, stated by that job's run events or JobEvents.
-    """
-    if not (isinstance(store, LineageQueryProtocol) and isinstance(store, LineageHistoryProtocol)):
-        return None
-    now = store.lineage(node, direction=direction, depth=depth)
-    jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
-    if not jobs:
-        return None
+
+def _job_records_up_to(
+    store: LineageHistoryProtocol, jobs: Sequence[_Key], as_of: datetime
+) -> list[LineageRecord]:
+    """The records of ``jobs``' run events and JobEvents up to ``as_of``, read on the store's
+    (job, time) index where it has one."""
     events: list[Mapping[str, Any]] = []
     ids: list[str | None] = []
     bounded = getattr(store, "job_events_up_to", None)
@@ -357,10 +353,78 @@ def _as_of_records(
             events.extend(found)
             ids.extend([None] * len(found))
     if isinstance(store, StaticLineageProtocol):
-        static = store.static_events(jobs=jobs)
+        static = store.static_events(jobs=list(jobs))
         events.extend(static)
         ids.extend([None] * len(static))
-    return [rec for rec in _records(events, ids) if rec.event_time <= as_of] or None
+    return [rec for rec in _records(events, ids) if rec.event_time <= as_of]
+
+
+def _as_of_graph(
+    store: object,
+    node: str,
+    direction: Direction,
+    depth: int,
+    as_of: datetime,
+    node_limit: int | None,
+) -> tuple[LineageGraph, LineageFold] | None:
+    """The walked (not yet cut) ``asOf`` graph and its fold, from the events of the jobs in a
+    bounded present-day read; None when the store cannot say, or the root has no jobs there
+    (then every event up to ``as_of`` is read).
+
+    Exact, not a guess: a job's edges only grow with its events, so the graph then is a
+    subgraph of the graph now, and a node ``d`` edges from the root then is at most ``d`` now.
+    A present-day read cut at some distance holds every node nearer than that and every job's
+    events; the past answer is settled when everything it depends on lies nearer than that
+    (:func:`_settled`), else the read is retried four times larger.
+    """
+    if not (isinstance(store, LineageQueryProtocol) and isinstance(store, LineageHistoryProtocol)):
+        return None
+    kind, namespace, name = parse_node_id(node)
+    key = (namespace, name)
+    limit = None if node_limit is None else node_limit * _PRESENT_HEADROOM
+    while True:
+        now = read_lineage(store, node, direction, depth, limit)
+        jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
+        if not jobs:
+            return None
+        facts = fold(_job_records_up_to(store, jobs, as_of))
+        if key not in (facts.jobs if kind == "JOB" else facts.datasets):
+            return None
+        whole = _past_graph(facts, node, direction, depth, node_limit)
+        if limit is None or not now.truncated or _settled(whole, now, direction, node_limit):
+            return whole, facts
+        limit *= 4
+
+
+def _settled(
+    past: LineageGraph, now: LineageGraph, direction: Direction, node_limit: int | None
+) -> bool:
+    """Whether the past answer walked from a cut present-day read equals the one walked from
+    every event: every node it depends on is nearer the root than the read's cut distance.
+
+    Cut past answer: its farthest kept node's distance (all nodes that near, and the shortest
+    paths to them, each edge with a read job at one end). Uncut: one edge beyond its farthest
+    node, where a node it missed would be.
+    """
+    reach = max(lineage_distances(now, direction).values())
+    distance = lineage_distances(past, direction)
+    if node_limit is not None and len(distance) > node_limit:
+        order = sorted(distance, key=lambda nid: (distance[nid], nid))
+        needed = distance[order[node_limit - 1]]
+    else:
+        needed = max(distance.values()) + 1
+    return needed < reach
+
+
+def _past_graph(
+    facts: LineageFold, node: str, direction: Direction, depth: int, node_limit: int | None
+) -> LineageGraph:
+    """The graph ``facts`` describe around ``node``, walked as the stores walk, not yet cut."""
+    kind, namespace, name = parse_node_id(node)
+    builder = LineageGraphBuilder(kind, namespace, name)
+    for upstream in walk_directions(direction):
+        _walk(builder, facts, (kind, (namespace, name)), upstream, depth, node_limit)
+    return builder.build()
 
 
 def _walk(
@@ -427,22 +491,19 @@ def history_lineage(
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     check_node_limit(node_limit)
-    narrowed = None
+    found = None
     if run_id is None and as_of is not None:
-        narrowed = _as_of_records(store, node, direction, depth, as_of)
-    records = narrowed or history_records(store, as_of=as_of, run_id=run_id)
-    facts = fold(records)
-    key = (namespace, name)
-    if key not in (facts.jobs if kind == "JOB" else facts.datasets) and narrowed is not None:
-        facts = fold(history_records(store, as_of=as_of))  # a root without jobs: ask every event
-    if key not in (facts.jobs if kind == "JOB" else facts.datasets):
-        scope = f"run {run_id!r}" if run_id is not None else "the events"
-        when = "" if as_of is None else f" up to {as_of.isoformat()}"
-        raise LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
-    builder = LineageGraphBuilder(kind, namespace, name)
-    for upstream in walk_directions(direction):
-        _walk(builder, facts, (kind, key), upstream, depth, node_limit)
-    graph = cut_lineage(builder.build(), direction, node_limit)
+        found = _as_of_graph(store, node, direction, depth, as_of, node_limit)
+    if found is None:
+        facts = fold(history_records(store, as_of=as_of, run_id=run_id))
+        if (namespace, name) not in (facts.jobs if kind == "JOB" else facts.datasets):
+            scope = f"run {run_id!r}" if run_id is not None else "the events"
+            when = "" if as_of is None else f" up to {as_of.isoformat()}"
+            raise LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
+        whole = _past_graph(facts, node, direction, depth, node_limit)
+    else:
+        whole, facts = found
+    graph = cut_lineage(whole, direction, node_limit)
     for item in graph.nodes.values():
         if item.type == "JOB":
             run = facts.latest_run((item.namespace, item.name))
