@@ -107,6 +107,9 @@ class LineageFold:
     #: as in the stores (:func:`lineage_sdk.collector.columns.edge_rank`).
     columns: dict[tuple[FieldRef, FieldRef], tuple[str, str]] = field(default_factory=dict)
     heartbeats: dict[str, float | None] = field(default_factory=dict)
+    #: Whether ``columns`` is folded: most of a fold's cost where events carry column lineage,
+    #: and table-level answers never read it.
+    with_columns: bool = True
 
     def latest_run(self, job: _Key) -> dict[str, Any] | None:
         """The job's latest run as ``queries.lineage`` puts it in a node's data."""
@@ -125,7 +128,7 @@ class LineageFold:
     def add(self, rec: LineageRecord) -> None:
         for ref in (*rec.inputs, *rec.outputs):
             self.datasets.add((ref.namespace, ref.name))
-        stated = column_edges(rec)
+        stated = column_edges(rec) if self.with_columns else None
         if stated:
             rank = edge_rank(rec.event_time, rec.event_id)
             for pair, info in stated.items():
@@ -160,9 +163,10 @@ class LineageFold:
                 self.latest[job] = (rec.event_time, rec.run_id)
 
 
-def fold(records: Iterable[LineageRecord]) -> LineageFold:
-    """The edges ``records`` state, each record once."""
-    result = LineageFold()
+def fold(records: Iterable[LineageRecord], *, columns: bool = True) -> LineageFold:
+    """The edges ``records`` state, each record once; column lineage too unless ``columns`` is
+    False (table-level answers)."""
+    result = LineageFold(with_columns=columns)
     seen: set[str] = set()
     for rec in records:
         if rec.event_id not in seen:
@@ -387,7 +391,7 @@ def _as_of_graph(
         jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
         if not jobs:
             return None
-        facts = fold(_job_records_up_to(store, jobs, as_of))
+        facts = fold(_job_records_up_to(store, jobs, as_of), columns=False)
         if key not in (facts.jobs if kind == "JOB" else facts.datasets):
             return None
         whole = _past_graph(facts, node, direction, depth, node_limit)
@@ -495,7 +499,7 @@ def history_lineage(
     if run_id is None and as_of is not None:
         found = _as_of_graph(store, node, direction, depth, as_of, node_limit)
     if found is None:
-        facts = fold(history_records(store, as_of=as_of, run_id=run_id))
+        facts = fold(history_records(store, as_of=as_of, run_id=run_id), columns=False)
         if (namespace, name) not in (facts.jobs if kind == "JOB" else facts.datasets):
             scope = f"run {run_id!r}" if run_id is not None else "the events"
             when = "" if as_of is None else f" up to {as_of.isoformat()}"
@@ -570,7 +574,7 @@ def history_job(
     kept: list[Mapping[str, Any]] = list(events) if as_of is None else events_up_to(events, as_of)
     if not kept:
         return None
-    facts = fold(_records(kept))
+    facts = fold(_records(kept), columns=False)
     job = (namespace, name)
     by_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     newest: dict[str, datetime] = {}
