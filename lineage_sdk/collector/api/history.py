@@ -372,8 +372,8 @@ def _as_of_graph(
     node_limit: int | None,
 ) -> tuple[LineageGraph, LineageFold] | None:
     """The walked (not yet cut) ``asOf`` graph and its fold, from the events of the jobs in a
-    bounded present-day read; None when the store cannot say, or the root has no jobs there
-    (then every event up to ``as_of`` is read).
+    bounded present-day read; None when the store cannot read that way (then every event up to
+    ``as_of`` is read); LookupError when no event up to ``as_of`` names the root.
 
     Exact, not a guess: a job's edges only grow with its events, so the graph then is a
     subgraph of the graph now, and a node ``d`` edges from the root then is at most ``d`` now.
@@ -388,16 +388,44 @@ def _as_of_graph(
     limit = None if node_limit is None else node_limit * _PRESENT_HEADROOM
     while True:
         now = read_lineage(store, node, direction, depth, limit)
-        jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
-        if not jobs:
-            return None
-        facts = fold(_job_records_up_to(store, jobs, as_of), columns=False)
+        facts = fold(_node_records_up_to(store, now, as_of), columns=False)
         if key not in (facts.jobs if kind == "JOB" else facts.datasets):
-            return None
+            # Named then only by jobs the other way (or not at all): a lone node in this answer.
+            if kind == "JOB" or not _dataset_known(store, node, as_of):
+                raise LookupError(
+                    f"nothing is recorded for {node!r} in the events up to {as_of.isoformat()}"
+                )
+            facts.datasets.add(key)
         whole = _past_graph(facts, node, direction, depth, node_limit)
         if limit is None or not now.truncated or _settled(whole, now, direction, node_limit):
             return whole, facts
         limit *= 4
+
+
+def _node_records_up_to(
+    store: LineageHistoryProtocol, graph: LineageGraph, as_of: datetime
+) -> list[LineageRecord]:
+    """The records up to ``as_of`` of the jobs in ``graph`` (run events and JobEvents) and, for a
+    dataset root, its DatasetEvents."""
+    jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
+    records = _job_records_up_to(store, jobs, as_of)
+    kind, namespace, name = parse_node_id(graph.root)
+    if kind == "DATASET" and isinstance(store, StaticLineageProtocol):
+        static = store.static_events(datasets=[(namespace, name)])
+        records.extend(rec for rec in _records(static) if rec.event_time <= as_of)
+    return records
+
+
+def _dataset_known(store: LineageQueryProtocol, node: str, as_of: datetime) -> bool:
+    """Whether any event up to ``as_of`` names the dataset ``node``: every event that names it
+    is a DatasetEvent of it or an event of a job next to it today, either way."""
+    if not isinstance(store, LineageHistoryProtocol):
+        return False
+    around = read_lineage(store, node, "both", 1, None)
+    _, namespace, name = parse_node_id(node)
+    return (namespace, name) in fold(
+        _node_records_up_to(store, around, as_of), columns=False
+    ).datasets
 
 
 def _settled(
