@@ -86,6 +86,8 @@ from lineage_sdk.models.run_state import (
 __all__ = ["SqlStore", "SqlStoreConfig", "name_key"]
 
 _CHUNK = 500  # keys per IN list: under SQLite's oldest variable limit (999)
+#: Execution option marking a write transaction (SQLite: BEGIN IMMEDIATE; see SqlStore._writing).
+_WRITE_OPTION = "lineage_write"
 
 
 def name_key(namespace: str, name: str) -> str:
@@ -325,6 +327,14 @@ class SqlStore(BaseLineageStore):
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.execute("PRAGMA busy_timeout=30000")
                 cur.close()
+                # Transactions are begun below, not by the driver: a write transaction must take
+                # SQLite's write lock at BEGIN (see _writing).
+                dbapi_conn.isolation_level = None
+
+            @sa.event.listens_for(engine, "begin")
+            def _begin(conn: Connection) -> None:
+                immediate = conn.get_execution_options().get(_WRITE_OPTION)
+                conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
             return engine
         return sa.create_engine(
@@ -502,13 +512,23 @@ class SqlStore(BaseLineageStore):
             self._prepared_for[dialect.name] = prepared
         return prepared
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A write transaction. In SQLite it takes the write lock at BEGIN (IMMEDIATE): a
+        deferred one that read first fails at once ("database is locked", no busy wait) when
+        another writer (retention, a second collector) committed since its snapshot."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**{_WRITE_OPTION: True})
+            with conn.begin():
+                yield conn
+
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
         if not records:
             return
         try:
             prepared = self._prepared(self.engine.dialect)
             rows = _BatchRows(records, prepared.bind_time)
-            with self.engine.begin() as conn:
+            with self._writing() as conn:
                 self._write(conn, prepared, rows)
         except StoreError:
             raise
@@ -1169,7 +1189,7 @@ class SqlStore(BaseLineageStore):
         for attempt in range(_DEADLOCK_RETRIES + 1):
             try:
                 prepared = self._prepared(self.engine.dialect)
-                with self.engine.begin() as conn:
+                with self._writing() as conn:
                     return _Forget(self, conn, prepared).run(ids)
             except StoreError:
                 raise
