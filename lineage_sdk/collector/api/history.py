@@ -8,6 +8,10 @@ their inputs and outputs folded into job/dataset edges exactly as the stores fol
 walked with the stores' hop semantics. One code path, so the sql, document and graph stores
 cannot answer differently, and ``asOf`` at or after the newest event equals the plain answer.
 
+Lineage ``asOf`` alone is the exception where a store dates its edges: the sql store's
+``lineage_as_of`` walks the edges first seen by then (no event is parsed but the kept jobs'
+latest runs'), and answers None for edges of unknown age, which are then folded as here.
+
 The cost is a read of the events that count: for lineage ``asOf``, the events of the jobs the
 plain answer holds (bounded by time on the store's index) where the store can, else (and for
 column lineage ``asOf``) every event up to ``asOf``; for ``runId``, one read per run of its
