@@ -795,6 +795,31 @@ class SqlStore(BaseLineageStore):
             graph.nodes[kept[k]].data["latestRun"] = run
         return graph
 
+    def _latest_run_events(
+        self, conn: Connection, job_keys: Iterable[str], until: datetime | None = None
+    ) -> dict[str, tuple[datetime, str]]:
+        """Per job, (time, run id) of its latest run event (before ``until`` when given), the
+        least run id among equal times: grouped in the database on the (job, time) index."""
+        ev = self.t["events"]
+        latest_time = (
+            sa.select(ev.c.job_key, sa.func.max(ev.c.event_time).label("at"))
+            .where(ev.c.run_id.is_not(None))
+            .group_by(ev.c.job_key)
+        )
+        if until is not None:
+            latest_time = latest_time.where(ev.c.event_time < until)
+        latest: dict[str, tuple[datetime, str]] = {}
+        for chunk in _chunks(sorted(set(job_keys))):
+            sub = latest_time.where(ev.c.job_key.in_(chunk)).subquery()
+            for job_key, at, run_id in conn.execute(
+                sa.select(ev.c.job_key, ev.c.event_time, sa.func.min(ev.c.run_id))
+                .join(sub, sa.and_(sub.c.job_key == ev.c.job_key, sub.c.at == ev.c.event_time))
+                .where(ev.c.run_id.is_not(None))
+                .group_by(ev.c.job_key, ev.c.event_time)
+            ):
+                latest[job_key] = (at, run_id)
+        return latest
+
     def _latest_runs_as_of(
         self, conn: Connection, job_keys: Iterable[str], as_of: datetime
     ) -> dict[str, dict[str, Any]]:
@@ -804,15 +829,7 @@ class SqlStore(BaseLineageStore):
         the payloads of those runs' events by then (not every event of the jobs)."""
         ev = self.t["events"]
         until = as_of + timedelta(microseconds=1)
-        latest: dict[str, tuple[datetime, str]] = {}
-        for chunk in _chunks(sorted(set(job_keys))):
-            query = sa.select(ev.c.job_key, ev.c.event_time, ev.c.run_id).where(
-                ev.c.job_key.in_(chunk), ev.c.event_time < until, ev.c.run_id.is_not(None)
-            )
-            for job_key, at, run_id in conn.execute(query):
-                old = latest.get(job_key)
-                if old is None or (at, old[1]) > (old[0], run_id):
-                    latest[job_key] = (at, run_id)
+        latest = self._latest_run_events(conn, job_keys, until)
         states: dict[str, StateKey] = {}
         beats: dict[str, float | None] = {}
         for chunk in _chunks(sorted({run_id for _, run_id in latest.values()})):
@@ -1821,21 +1838,7 @@ class _Forget:
                     .values(first_seen=None),
                     [{"job": j, "dataset": d, "way": w} for j, d, w in lost],
                 )
-        latest_time = (
-            sa.select(ev.c.job_key, sa.func.max(ev.c.event_time).label("at"))
-            .where(ev.c.run_id.is_not(None))
-            .group_by(ev.c.job_key)
-        )
-        latest: dict[str, tuple[Any, str]] = {}
-        for chunk in _chunks(sorted(job_keys)):
-            sub = latest_time.where(ev.c.job_key.in_(chunk)).subquery()
-            for job_key, at, run_id in conn.execute(
-                sa.select(ev.c.job_key, ev.c.event_time, sa.func.min(ev.c.run_id))
-                .join(sub, sa.and_(sub.c.job_key == ev.c.job_key, sub.c.at == ev.c.event_time))
-                .where(ev.c.run_id.is_not(None))
-                .group_by(ev.c.job_key, ev.c.event_time)
-            ):
-                latest[job_key] = (at, run_id)
+        latest: dict[str, tuple[Any, str]] = dict(self.store._latest_run_events(conn, job_keys))
         update = (
             jobs.update()
             .where(jobs.c.job_key == sa.bindparam("key"))
