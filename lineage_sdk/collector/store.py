@@ -68,6 +68,7 @@ __all__ = [
     "pick_query_store",
     "read_lineage",
     "takes_node_limit",
+    "unknown_as_of",
     "walk_directions",
     "walk_full",
 ]
@@ -417,6 +418,12 @@ def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | Non
             node.out_edges = [e for e in node.out_edges if e.destination in kept]
             cut.nodes[nid] = node
     return cut
+
+
+def unknown_as_of(node: str, as_of: datetime) -> LookupError:
+    """The error of an ``asOf`` read whose root no event up to ``as_of`` names (a 404), one
+    wording for history's generic path and a store's own ``lineage_as_of``."""
+    return LookupError(f"nothing is recorded for {node!r} in the events up to {as_of.isoformat()}")
 
 
 def takes_node_limit(method: Callable[..., Any]) -> bool:

@@ -9,7 +9,7 @@ the answers of a fresh store of its kind fed only the remaining events; and the 
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,8 @@ import pytest
 from nosql_events import BASE_TIME, PRODUCER, SPEC, StoreFactory, column_lineage, run_event
 from typer.testing import CliRunner
 
+from lineage_sdk.collector.api import marquez
+from lineage_sdk.collector.api.history import history_lineage
 from lineage_sdk.collector.cli import app
 from lineage_sdk.collector.decode import validate_event
 from lineage_sdk.collector.records import compute_event_id
@@ -164,6 +166,11 @@ def snapshot(store: Any) -> dict[str, Any]:
                 (r.run_id, r.state, r.started_at, r.ended_at, r.parent_run_id)
                 for r in store.runs_of_job(ns, name)
             )
+    # asOf lineage, the sql store's from its dated edges (checked against the generic fold of
+    # the raw events here), the others' from that fold.
+    for i, as_of in enumerate(AS_OF):
+        for node in NODES:
+            out[f"asof {i} {node}"] = as_of_answer(store, node, as_of)
     out["search"] = sorted(store.search("", limit=1000)) if hasattr(store, "search") else None
     for what in ("namespaces", "datasets"):
         out[what] = sorted(map(tuple, getattr(store, what)(limit=1000)))
@@ -177,6 +184,34 @@ def snapshot(store: Any) -> dict[str, Any]:
         compute_event_id(e) for e in store.static_events(jobs=jobs, datasets=datasets)
     )
     return out
+
+
+#: asOf times: among the old events, between the new ones, and after every event.
+AS_OF = [
+    BASE_TIME + timedelta(seconds=2.5),
+    BASE_TIME + timedelta(days=20, seconds=1.5),
+    BASE_TIME + timedelta(days=20, seconds=3.5),
+    NOW,
+]
+
+
+def as_of_answer(store: Any, node: str, as_of: datetime) -> Any:
+    """The ``asOf`` lineage answer (nodes, latest runs, edges, declared edges) or the 404's
+    message; for a store with its own ``lineage_as_of``, checked equal to the generic path's."""
+
+    def asked(indexed: bool) -> Any:
+        try:
+            graph, declared = history_lineage(store, node, depth=10, as_of=as_of, indexed=indexed)
+        except LookupError as exc:
+            return str(exc)
+        return marquez.lineage_graph(graph), sorted(declared)
+
+    found = asked(True)
+    if isinstance(store, SqlStore):
+        assert found == asked(False), (node, as_of)
+        if not isinstance(found, str):
+            assert store.lineage_as_of(node, depth=10, as_of=as_of) is not None, (node, as_of)
+    return found
 
 
 def named_in(answers: dict[str, Any], namespace: str, name: str | None) -> bool:

@@ -8,6 +8,10 @@ their inputs and outputs folded into job/dataset edges exactly as the stores fol
 walked with the stores' hop semantics. One code path, so the sql, document and graph stores
 cannot answer differently, and ``asOf`` at or after the newest event equals the plain answer.
 
+Lineage ``asOf`` alone is the exception where a store dates its edges: the sql store's
+``lineage_as_of`` walks the edges first seen by then (no event is parsed but the kept jobs'
+latest runs'), and answers None for edges of unknown age, which are then folded as here.
+
 The cost is a read of the events that count: for lineage ``asOf``, the events of the jobs the
 plain answer holds (bounded by time on the store's index) where the store can, else (and for
 column lineage ``asOf``) every event up to ``asOf``; for ``runId``, one read per run of its
@@ -52,6 +56,7 @@ from lineage_sdk.collector.store import (
     node_id,
     parse_node_id,
     read_lineage,
+    unknown_as_of,
     walk_directions,
     walk_full,
 )
@@ -356,11 +361,19 @@ def _job_records_up_to(
             found = store.events_of_job(namespace, name)
             events.extend(found)
             ids.extend([None] * len(found))
-    if isinstance(store, StaticLineageProtocol):
-        static = store.static_events(jobs=list(jobs))
-        events.extend(static)
-        ids.extend([None] * len(static))
-    return [rec for rec in _records(events, ids) if rec.event_time <= as_of]
+    kept = [rec for rec in _records(events, ids) if rec.event_time <= as_of]
+    return kept + _static_records_up_to(store, jobs, as_of)
+
+
+def _static_records_up_to(
+    store: object, jobs: Sequence[_Key], as_of: datetime
+) -> list[LineageRecord]:
+    """The records of ``jobs``' JobEvents up to ``as_of`` (none for a store without them)."""
+    if not jobs or not isinstance(store, StaticLineageProtocol):
+        return []
+    return [
+        rec for rec in _records(store.static_events(jobs=list(jobs))) if rec.event_time <= as_of
+    ]
 
 
 def _as_of_graph(
@@ -392,9 +405,7 @@ def _as_of_graph(
         if key not in (facts.jobs if kind == "JOB" else facts.datasets):
             # Named then only by jobs the other way (or not at all): a lone node in this answer.
             if kind == "JOB" or not _dataset_known(store, node, as_of):
-                raise LookupError(
-                    f"nothing is recorded for {node!r} in the events up to {as_of.isoformat()}"
-                )
+                raise unknown_as_of(node, as_of)
             facts.datasets.add(key)
         whole = _past_graph(facts, node, direction, depth, node_limit)
         if limit is None or not now.truncated or _settled(whole, now, direction, node_limit):
@@ -514,16 +525,28 @@ def history_lineage(
     as_of: datetime | None = None,
     run_id: str | None = None,
     node_limit: int | None = None,
+    indexed: bool = True,
 ) -> tuple[LineageGraph, set[tuple[str, str]]]:
     """The lineage graph around ``node`` as of ``as_of`` and/or within run ``run_id``, and the
     declared edges among it, cut to ``node_limit`` nodes as the stores cut theirs
     (:func:`~lineage_sdk.collector.store.cut_lineage`). LookupError when the events that count
-    name no such node."""
+    name no such node.
+
+    ``asOf`` alone is answered by the store's own ``lineage_as_of`` where it has one (the sql
+    store's time-stamped edges) and it can (None: edges of unknown age); else, or with
+    ``indexed=False`` (tests compare the two), folded from the raw events."""
     kind, namespace, name = parse_node_id(node)
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     check_node_limit(node_limit)
     found = None
+    own = getattr(store, "lineage_as_of", None) if indexed else None
+    if run_id is None and as_of is not None and callable(own):
+        graph = own(node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of)
+        if graph is not None:
+            jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
+            declared = fold(_static_records_up_to(store, jobs, as_of), columns=False).declared
+            return graph, _among(graph, declared)
     if run_id is None and as_of is not None:
         found = _as_of_graph(store, node, direction, depth, as_of, node_limit)
     if found is None:
@@ -541,7 +564,13 @@ def history_lineage(
             run = facts.latest_run((item.namespace, item.name))
             if run is not None:
                 item.data["latestRun"] = run
-    return graph, facts.declared
+    return graph, _among(graph, facts.declared)
+
+
+def _among(graph: LineageGraph, declared: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The declared edges that are edges of ``graph``."""
+    edges = {(e.origin, e.destination) for n in graph.nodes.values() for e in n.out_edges}
+    return declared & edges
 
 
 def history_columns(

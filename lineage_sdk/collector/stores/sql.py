@@ -68,19 +68,24 @@ from lineage_sdk.collector.store import (
     named_connection,
     node_id,
     parse_node_id,
+    unknown_as_of,
+    walk_directions,
     walk_full,
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
+from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 from lineage_sdk.models.run_state import (
     STATE_RANK,
     TERMINAL_STATES,
+    StateKey,
     heartbeat_interval,
     pick_interval,
     pick_link,
     run_state,
+    state_key,
 )
 
 __all__ = ["SqlStore", "SqlStoreConfig", "name_key"]
@@ -183,6 +188,9 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sa.Column("run_id", sa.String(64), primary_key=True),
         sa.Column("dataset_key", key, primary_key=True),
         sa.Column("direction", sa.String(3), primary_key=True),  # 'in' read, 'out' wrote
+        # The least eventTime of the run's events naming the edge; NULL: written before the
+        # column existed (unknown, so asOf answers from the raw events).
+        sa.Column("first_seen", UTCDateTime()),
         sa.Index(f"ix_{prefix}run_io_dataset", "dataset_key", "direction"),
     )
     job_io = sa.Table(
@@ -191,6 +199,9 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sa.Column("job_key", key, primary_key=True),
         sa.Column("dataset_key", key, primary_key=True),
         sa.Column("direction", sa.String(3), primary_key=True),  # 'in' consumes, 'out' produces
+        # The least eventTime of the events stating the edge (JobEvents included): the graph as
+        # of T is the edges first seen by T. NULL as in run_io.
+        sa.Column("first_seen", UTCDateTime()),
         sa.Index(f"ix_{prefix}job_io_dataset", "dataset_key", "direction", "job_key"),
     )
     # One row per (output field, input field) of the columnLineage facets; the info of the
@@ -359,15 +370,20 @@ class SqlStore(BaseLineageStore):
             self._dispose()
             raise StoreError(self.name, f"cannot open {self._safe_url}: {_reason(exc)}") from None
 
-    #: Columns added after a table was first released: (table, column, SQL type), added to an
-    #: existing database at open.
-    _ADDED_COLUMNS: ClassVar[tuple[tuple[str, str, str], ...]] = (("runs", "heartbeat_s", "FLOAT"),)
+    #: Columns added after a table was first released: (table, column), added (typed as the
+    #: table defines them, NULL in existing rows) to an existing database at open.
+    _ADDED_COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("runs", "heartbeat_s"),
+        ("run_io", "first_seen"),
+        ("job_io", "first_seen"),
+    )
 
     def _add_missing_columns(self) -> None:
         """``ALTER TABLE ... ADD COLUMN`` for the columns a database made by an older release
         lacks; a collector adding the same column at the same moment is harmless."""
-        for table, column, type_ in self._ADDED_COLUMNS:
+        for table, column in self._ADDED_COLUMNS:
             name = self.t[table].name
+            type_ = self.t[table].c[column].type.compile(dialect=self.engine.dialect)
             with self.engine.connect() as conn:
                 present = {c["name"] for c in sa.inspect(conn).get_columns(name)}
             if column in present:
@@ -412,10 +428,18 @@ class SqlStore(BaseLineageStore):
             "datasets": insert(t["datasets"]).on_conflict_do_nothing(
                 index_elements=["dataset_key"]
             ),
-            "run_io": insert(t["run_io"]).on_conflict_do_nothing(),
-            "job_io": insert(t["job_io"]).on_conflict_do_nothing(),
             "static_refs": insert(t["static_refs"]).on_conflict_do_nothing(),
         }
+        for name in ("run_io", "job_io"):
+            io = t[name]
+            ins = insert(io)
+            # The least time stays; NULL (unknown: the edge may be older than any event
+            # here) stays NULL. A later statement of the edge leaves its row untouched.
+            out[name] = ins.on_conflict_do_update(
+                index_elements=[c.name for c in io.primary_key.columns],
+                set_={"first_seen": ins.excluded.first_seen},
+                where=ins.excluded.first_seen < io.c.first_seen,
+            )
         jobs = t["jobs"]
         ins = insert(jobs)
         newer = sa.or_(
@@ -574,20 +598,32 @@ class SqlStore(BaseLineageStore):
         return found
 
     def _io(
-        self, conn: Connection, column: str, keys: Iterable[str], direction: str
+        self,
+        conn: Connection,
+        column: str,
+        keys: Iterable[str],
+        direction: str,
+        as_of: datetime | None = None,
     ) -> list[tuple[str, str]]:
-        """(job_key, dataset_key) pairs of ``direction`` whose ``column`` is in ``keys``."""
+        """(job_key, dataset_key) pairs of ``direction`` whose ``column`` is in ``keys``; with
+        ``as_of``, only those first seen by then (_FirstSeenUnknown when one is not known)."""
         io = self.t["job_io"]
         col = io.c[column]
         out: list[tuple[str, str]] = []
         for chunk in _chunks(sorted(set(keys))):
-            out.extend(
-                conn.execute(
-                    sa.select(io.c.job_key, io.c.dataset_key).where(
-                        col.in_(chunk), io.c.direction == direction
-                    )
-                ).all()
+            query = sa.select(io.c.job_key, io.c.dataset_key).where(
+                col.in_(chunk), io.c.direction == direction
             )
+            if as_of is None:
+                out.extend(conn.execute(query).all())
+                continue
+            until = as_of + timedelta(microseconds=1)
+            seen = io.c.first_seen
+            timed = query.add_columns(seen.is_(None)).where(sa.or_(seen < until, seen.is_(None)))
+            for job, ds, unknown in conn.execute(timed):
+                if unknown:
+                    raise _FirstSeenUnknown
+                out.append((job, ds))
         return out
 
     def _walk(
@@ -601,11 +637,13 @@ class SqlStore(BaseLineageStore):
         jobs: set[str],
         datasets: set[str],
         node_limit: int | None = None,
+        as_of: datetime | None = None,
     ) -> None:
-        """Breadth-first walk; edges are (origin_type, origin_key, dest_type, dest_key) with the
-        data flow. A job's level is the number of jobs between it and the root; the datasets a
-        job reads (upstream) or writes (downstream) are part of that job's level. Past
-        ``node_limit`` nodes it stops as :func:`~lineage_sdk.collector.store.walk_full` says."""
+        """Breadth-first walk (of the edges first seen by ``as_of``, when given); edges are
+        (origin_type, origin_key, dest_type, dest_key) with the data flow. A job's level is the
+        number of jobs between it and the root; the datasets a job reads (upstream) or writes
+        (downstream) are part of that job's level. Past ``node_limit`` nodes it stops as
+        :func:`~lineage_sdk.collector.store.walk_full` says."""
         job_frontier: set[str] = set()
         ds_frontier: set[str] = set()
         found: set[tuple[str, str]] = {(node_type, key)}  # this walk's nodes, for node_limit
@@ -620,7 +658,7 @@ class SqlStore(BaseLineageStore):
             # datasets adjacent to this level's jobs (past the limit: only edges to known ones)
             closing = walk_full(len(found), node_limit)
             new_ds: set[str] = set()
-            for job, ds in self._io(conn, "job_key", job_frontier, near):
+            for job, ds in self._io(conn, "job_key", job_frontier, near, as_of):
                 if closing and ds not in datasets:
                     continue
                 edges.add(("DATASET", ds, "JOB", job) if upstream else ("JOB", job, "DATASET", ds))
@@ -634,7 +672,7 @@ class SqlStore(BaseLineageStore):
             # jobs one hop further, through those datasets
             closing = walk_full(len(found), node_limit)
             new_jobs: set[str] = set()
-            for job, ds in self._io(conn, "dataset_key", ds_frontier, far):
+            for job, ds in self._io(conn, "dataset_key", ds_frontier, far, as_of):
                 if closing and job not in jobs:
                     continue
                 edges.add(("JOB", job, "DATASET", ds) if upstream else ("DATASET", ds, "JOB", job))
@@ -660,6 +698,77 @@ class SqlStore(BaseLineageStore):
         From a dataset, depth 1 upstream is the jobs that wrote it and the datasets they read;
         from a job, depth 0 is its own inputs/outputs and depth 1 adds the jobs beyond those.
         """
+        with self.engine.connect() as conn:
+            return self._lineage(conn, node, direction, depth, node_limit, None)
+
+    def lineage_as_of(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+        as_of: datetime,
+    ) -> LineageGraph | None:
+        """:meth:`lineage` as the events up to ``as_of`` state it (history's ``asOf``): the
+        walk of the job edges first seen by then, each kept job's ``latestRun`` folded from
+        the events up to ``as_of`` of its latest run then (as ``history.LineageFold`` does).
+
+        Exact because a job's edges are the union of what its events named: the graph as of
+        T is the edges whose least event time (``first_seen``) is at most T. None when an edge
+        it would read was written before ``first_seen`` existed (the caller then folds the
+        raw events); LookupError when no event up to ``as_of`` names the root.
+        """
+        try:
+            with self.engine.connect() as conn:
+                if not self._known_as_of(conn, node, as_of):
+                    raise unknown_as_of(node, as_of)
+                return self._lineage(conn, node, direction, depth, node_limit, as_of)
+        except _FirstSeenUnknown:
+            return None
+        except sa_exc.SQLAlchemyError as exc:
+            raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
+
+    def _known_as_of(self, conn: Connection, node: str, as_of: datetime) -> bool:
+        """Whether an event up to ``as_of`` names ``node``: a job by one of its own events
+        (JobEvents included); a dataset by an edge first seen by then, either way, or by a
+        DatasetEvent (what history's generic path decides, see ``_dataset_known``)."""
+        node_type, namespace, name = parse_node_id(node)
+        key = name_key(namespace, name)
+        until = as_of + timedelta(microseconds=1)
+        ev = self.t["events"]
+        if node_type == "JOB":
+            query = sa.select(ev.c.event_id).where(ev.c.job_key == key, ev.c.event_time < until)
+            return conn.execute(query.limit(1)).first() is not None
+        io, refs = self.t["job_io"], self.t["static_refs"]
+        for direction in ("in", "out"):
+            seen = io.c.first_seen
+            query = sa.select(seen.is_(None)).where(
+                io.c.dataset_key == key,
+                io.c.direction == direction,
+                sa.or_(seen < until, seen.is_(None)),
+            )
+            for (unknown,) in conn.execute(query):
+                if unknown:
+                    raise _FirstSeenUnknown
+                return True
+        stated = (
+            sa.select(ev.c.event_id)
+            .join(refs, refs.c.event_id == ev.c.event_id)
+            .where(refs.c.ref_kind == "dataset", refs.c.ref_key == key, ev.c.event_time < until)
+        )
+        return conn.execute(stated.limit(1)).first() is not None
+
+    def _lineage(
+        self,
+        conn: Connection,
+        node: str,
+        direction: Direction,
+        depth: int,
+        node_limit: int | None,
+        as_of: datetime | None,
+    ) -> LineageGraph:
+        """The walk of :meth:`lineage` (``as_of`` None) and :meth:`lineage_as_of`."""
         node_type, namespace, name = parse_node_id(node)
         key = name_key(namespace, name)
         depth = max(0, depth)
@@ -667,43 +776,105 @@ class SqlStore(BaseLineageStore):
         edges: set[tuple[str, str, str, str]] = set()
         jobs: set[str] = set()
         datasets: set[str] = set()
-        with self.engine.connect() as conn:
-            if direction in ("upstream", "both"):
-                self._walk(conn, node_type, key, True, depth, edges, jobs, datasets, node_limit)
-            if direction in ("downstream", "both"):
-                self._walk(conn, node_type, key, False, depth, edges, jobs, datasets, node_limit)
-            job_names = self._names(conn, "jobs", jobs)
-            ds_names = self._names(conn, "datasets", datasets)
-            graph = LineageGraph(root=node)
-            ids: dict[tuple[str, str], str] = {}
-            for type_, names in (("JOB", job_names), ("DATASET", ds_names)):
-                for k, (ns, nm) in names.items():
-                    nid = node_id(type_, ns, nm)  # type: ignore[arg-type]
-                    ids[(type_, k)] = nid
-                    data: dict[str, Any] = {"namespace": ns, "name": nm}
-                    graph.nodes[nid] = LineageNode(nid, type_, ns, nm, data)  # type: ignore[arg-type]
-            if (node_type, key) not in ids:  # the root itself, even when nothing was ever recorded
-                graph.nodes.setdefault(
-                    node,
-                    LineageNode(
-                        node, node_type, namespace, name, {"namespace": namespace, "name": name}
-                    ),
-                )
-                ids[(node_type, key)] = node
-            pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
-            # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
-            for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
-                edge = LineageEdge(origin, dest)
-                graph.nodes[origin].out_edges.append(edge)
-                graph.nodes[dest].in_edges.append(edge)
-            graph = cut_lineage(graph, direction, node_limit)
-            # Latest runs of the kept jobs only: a cut walk may have found many more.
-            kept = {
-                k: nid for (type_, k), nid in ids.items() if type_ == "JOB" and nid in graph.nodes
-            }
-            for k, run in self._latest_runs(conn, kept).items():
-                graph.nodes[kept[k]].data["latestRun"] = run
+        for upstream in walk_directions(direction):
+            self._walk(
+                conn, node_type, key, upstream, depth, edges, jobs, datasets, node_limit, as_of
+            )
+        job_names = self._names(conn, "jobs", jobs)
+        ds_names = self._names(conn, "datasets", datasets)
+        graph = LineageGraph(root=node)
+        ids: dict[tuple[str, str], str] = {}
+        for type_, names in (("JOB", job_names), ("DATASET", ds_names)):
+            for k, (ns, nm) in names.items():
+                nid = node_id(type_, ns, nm)  # type: ignore[arg-type]
+                ids[(type_, k)] = nid
+                data: dict[str, Any] = {"namespace": ns, "name": nm}
+                graph.nodes[nid] = LineageNode(nid, type_, ns, nm, data)  # type: ignore[arg-type]
+        if (node_type, key) not in ids:  # the root itself, even when nothing was ever recorded
+            graph.nodes.setdefault(
+                node,
+                LineageNode(
+                    node, node_type, namespace, name, {"namespace": namespace, "name": name}
+                ),
+            )
+            ids[(node_type, key)] = node
+        pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
+        # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
+        for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
+            edge = LineageEdge(origin, dest)
+            graph.nodes[origin].out_edges.append(edge)
+            graph.nodes[dest].in_edges.append(edge)
+        graph = cut_lineage(graph, direction, node_limit)
+        # Latest runs of the kept jobs only: a cut walk may have found many more.
+        kept = {k: nid for (type_, k), nid in ids.items() if type_ == "JOB" and nid in graph.nodes}
+        if as_of is None:
+            latest = self._latest_runs(conn, kept)
+        else:
+            latest = self._latest_runs_as_of(conn, kept, as_of)
+        for k, run in latest.items():
+            graph.nodes[kept[k]].data["latestRun"] = run
         return graph
+
+    def _latest_run_events(
+        self, conn: Connection, job_keys: Iterable[str], until: datetime | None = None
+    ) -> dict[str, tuple[datetime, str]]:
+        """Per job, (time, run id) of its latest run event (before ``until`` when given), the
+        least run id among equal times: grouped in the database on the (job, time) index."""
+        ev = self.t["events"]
+        latest_time = (
+            sa.select(ev.c.job_key, sa.func.max(ev.c.event_time).label("at"))
+            .where(ev.c.run_id.is_not(None))
+            .group_by(ev.c.job_key)
+        )
+        if until is not None:
+            latest_time = latest_time.where(ev.c.event_time < until)
+        latest: dict[str, tuple[datetime, str]] = {}
+        for chunk in _chunks(sorted(set(job_keys))):
+            sub = latest_time.where(ev.c.job_key.in_(chunk)).subquery()
+            for job_key, at, run_id in conn.execute(
+                sa.select(ev.c.job_key, ev.c.event_time, sa.func.min(ev.c.run_id))
+                .join(sub, sa.and_(sub.c.job_key == ev.c.job_key, sub.c.at == ev.c.event_time))
+                .where(ev.c.run_id.is_not(None))
+                .group_by(ev.c.job_key, ev.c.event_time)
+            ):
+                latest[job_key] = (at, run_id)
+        return latest
+
+    def _latest_runs_as_of(
+        self, conn: Connection, job_keys: Iterable[str], as_of: datetime
+    ) -> dict[str, dict[str, Any]]:
+        """Each job's latest run as of ``as_of``: the run of its latest run event by then (the
+        least run id among equal times), its state and heartbeat interval folded from that
+        run's events by then only. Reads the jobs' event times on the (job, time) index, then
+        the payloads of those runs' events by then (not every event of the jobs)."""
+        ev = self.t["events"]
+        until = as_of + timedelta(microseconds=1)
+        latest = self._latest_run_events(conn, job_keys, until)
+        states: dict[str, StateKey] = {}
+        beats: dict[str, float | None] = {}
+        for chunk in _chunks(sorted({run_id for _, run_id in latest.values()})):
+            of_runs = sa.select(
+                ev.c.run_id, ev.c.event_type, ev.c.event_time, ev.c.event_id, ev.c.payload
+            ).where(ev.c.run_id.in_(chunk), ev.c.event_time < until)
+            for run_id, event_type, at, event_id, payload in conn.execute(of_runs):
+                found = state_key(event_type, at, event_id)
+                best = states.get(run_id)
+                if found is not None and (best is None or found > best):
+                    states[run_id] = found
+                beat = None
+                if HEARTBEAT_FACET_KEY in payload:  # a text test spares parsing most events
+                    beat = heartbeat_interval(orjson.loads(payload))
+                beats[run_id] = pick_interval((beats.get(run_id), beat))
+        out: dict[str, dict[str, Any]] = {}
+        for job_key, (_, run_id) in latest.items():
+            best = states.get(run_id)
+            out[job_key] = {
+                "runId": run_id,
+                "state": None if best is None else best[2],
+                "stateTime": None if best is None else best[1],
+                "heartbeatS": beats.get(run_id),
+            }
+        return out
 
     def _latest_runs(self, conn: Connection, job_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         jobs, runs = self.t["jobs"], self.t["runs"]
@@ -1238,6 +1409,10 @@ class SqlStore(BaseLineageStore):
             raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
 
 
+class _FirstSeenUnknown(Exception):
+    """An edge an ``asOf`` walk reads was written before ``first_seen`` existed (NULL)."""
+
+
 class _Statement:
     """One compiled upsert, and how to hand it rows built in table-column order."""
 
@@ -1297,8 +1472,9 @@ class _BatchRows:
         bound: dict[datetime, Any] = {}
         keys: dict[tuple[str, str], str] = {}
         runs: dict[str, dict[str, Any]] = {}
-        run_io: dict[tuple[str, str, str], None] = {}
-        job_io: dict[tuple[str, str, str], None] = {}
+        # edge -> the least time the batch states it (first_seen)
+        run_io: dict[tuple[str, str, str], datetime] = {}
+        job_io: dict[tuple[str, str, str], datetime] = {}
         ds_rows: dict[str, tuple[Any, ...]] = {}
         job_rows: dict[str, list[Any]] = {}
         seen_events: set[str] = set()
@@ -1360,9 +1536,9 @@ class _BatchRows:
                     if dkey not in ds_rows:
                         ds_rows[dkey] = (dkey, ref.namespace, ref.name)
                     if rec.run_id:
-                        run_io[(rec.run_id, dkey, direction)] = None
+                        _earliest(run_io, (rec.run_id, dkey, direction), rec.event_time)
                     if job_key is not None:
-                        job_io[(job_key, dkey, direction)] = None
+                        _earliest(job_io, (job_key, dkey, direction), rec.event_time)
             if rec.run_id:
                 _merge_run(runs, rec, job_key)
             elif rec.kind == "job" and job_key is not None:
@@ -1420,10 +1596,19 @@ class _BatchRows:
             )
             for r in sorted(runs.values(), key=lambda row: row["run_id"])
         ]
-        self.run_io = sorted(run_io)
-        self.job_io = sorted(job_io)
+        self.run_io = [(*edge, bound[run_io[edge]]) for edge in sorted(run_io)]
+        self.job_io = [(*edge, bound[job_io[edge]]) for edge in sorted(job_io)]
         self.column_edges = [edges[pair] for pair in sorted(edges)]
         self.static_refs = sorted(static_refs)
+
+
+def _earliest(
+    seen: dict[tuple[str, str, str], datetime], edge: tuple[str, str, str], at: datetime
+) -> None:
+    """Keep the least time ``edge`` is stated at (its ``first_seen``)."""
+    old = seen.get(edge)
+    if old is None or at < old:
+        seen[edge] = at
 
 
 def _merge_run(runs: dict[str, dict[str, Any]], rec: LineageRecord, job_key: str | None) -> None:
@@ -1637,32 +1822,43 @@ class _Forget:
             job_keys,
         ):
             job_of_runs.setdefault(run_id, set()).add(job_key)
-        rows: set[tuple[str, str, str]] = set()
-        for run_id, dataset_key, direction in self.keys(
-            lambda c: sa.select(io.c.run_id, io.c.dataset_key, io.c.direction).where(
-                io.c.run_id.in_(c)
-            ),
+        # edge -> the least first_seen of its runs' edges; None when one of them is unknown
+        rows: dict[tuple[str, str, str], datetime | None] = {}
+        for run_id, dataset_key, direction, first_seen in self.keys(
+            lambda c: sa.select(
+                io.c.run_id, io.c.dataset_key, io.c.direction, io.c.first_seen
+            ).where(io.c.run_id.in_(c)),
             job_of_runs,
         ):
-            rows.update((job_key, dataset_key, direction) for job_key in job_of_runs[run_id])
+            for job_key in job_of_runs[run_id]:
+                edge = (job_key, dataset_key, direction)
+                old = rows.get(edge, first_seen)
+                unknown = old is None or first_seen is None
+                rows[edge] = None if unknown else min(old, first_seen)
         if rows:
+            bind = self.prepared.bind_time
             statement = self.prepared.statements["job_io"]
-            conn.exec_driver_sql(statement.sql, statement.bind(sorted(rows)))
-        latest_time = (
-            sa.select(ev.c.job_key, sa.func.max(ev.c.event_time).label("at"))
-            .where(ev.c.run_id.is_not(None))
-            .group_by(ev.c.job_key)
-        )
-        latest: dict[str, tuple[Any, str]] = {}
-        for chunk in _chunks(sorted(job_keys)):
-            sub = latest_time.where(ev.c.job_key.in_(chunk)).subquery()
-            for job_key, at, run_id in conn.execute(
-                sa.select(ev.c.job_key, ev.c.event_time, sa.func.min(ev.c.run_id))
-                .join(sub, sa.and_(sub.c.job_key == ev.c.job_key, sub.c.at == ev.c.event_time))
-                .where(ev.c.run_id.is_not(None))
-                .group_by(ev.c.job_key, ev.c.event_time)
-            ):
-                latest[job_key] = (at, run_id)
+            conn.exec_driver_sql(
+                statement.sql,
+                statement.bind(
+                    [(*edge, None if at is None else bind(at)) for edge, at in sorted(rows.items())]
+                ),
+            )
+            # The upsert keeps a rewritten JobEvent's time over NULL; unknown must stay unknown.
+            lost = [edge for edge, at in sorted(rows.items()) if at is None]
+            if lost:
+                job_io = t["job_io"]
+                conn.execute(
+                    job_io.update()
+                    .where(
+                        job_io.c.job_key == sa.bindparam("job"),
+                        job_io.c.dataset_key == sa.bindparam("dataset"),
+                        job_io.c.direction == sa.bindparam("way"),
+                    )
+                    .values(first_seen=None),
+                    [{"job": j, "dataset": d, "way": w} for j, d, w in lost],
+                )
+        latest: dict[str, tuple[Any, str]] = dict(self.store._latest_run_events(conn, job_keys))
         update = (
             jobs.update()
             .where(jobs.c.job_key == sa.bindparam("key"))

@@ -1,0 +1,259 @@
+"""``asOf`` lineage from the sql store's time-stamped edges (issue 16): ``SqlStore.lineage_as_of``
+walks the job edges first seen by then, and must answer exactly what history's generic path
+(the fold of the raw events up to then) answers, on SQLite and PostgreSQL: every node, time,
+direction, depth and node limit tried here is asked both ways (``indexed=False`` forces the
+generic path) and the store's own walk is checked to have answered.
+
+Also: events arriving out of time order keep an edge's least time; a database from before
+``first_seen`` (the column added at open, NULL) falls back to the generic path, and stays
+there for the edges it cannot date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from nosql_events import BASE_TIME, StoreFactory, records, run_event
+from sqlalchemy.dialects import postgresql, sqlite
+from test_bounded import _corpus as bounded_corpus
+from test_bounded import _late_fan
+from test_history import _corpus as history_corpus
+
+from lineage_sdk.collector.api import marquez
+from lineage_sdk.collector.api.history import history_lineage
+from lineage_sdk.collector.store import Direction
+from lineage_sdk.collector.stores.sql import SqlStore, name_key
+from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
+
+pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
+
+SQL_KINDS = ("sqlite", "postgres")
+DIRECTIONS: tuple[Direction, ...] = ("both", "upstream", "downstream")
+
+
+def at_(seconds: float) -> datetime:
+    return BASE_TIME + timedelta(seconds=seconds)
+
+
+def answer(store: Any, node: str, *, indexed: bool, **ask: Any) -> Any:
+    """What ``asOf`` answers, as comparable data: the Marquez graph (latest runs included),
+    its declared edges and whether it was cut; or the 404's message."""
+    try:
+        graph, declared = history_lineage(store, node, indexed=indexed, **ask)
+    except LookupError as exc:
+        return ("404", str(exc))
+    return marquez.lineage_graph(graph), sorted(declared), graph.truncated
+
+
+def assert_indexed_is_generic(
+    store: SqlStore,
+    nodes: Iterable[str],
+    times: Iterable[float],
+    asks: Iterable[tuple[int, int | None]],
+) -> int:
+    """Every asked ``asOf`` answer of the store's own walk equals the generic path's, and the
+    store's walk answered it (not a fallback); ``asks``: (depth, node limit) pairs. Returns
+    how many answers were compared."""
+    compared = 0
+    for node in nodes:
+        for seconds in times:
+            for direction in DIRECTIONS:
+                for depth, limit in asks:
+                    ask = {
+                        "as_of": at_(seconds),
+                        "direction": direction,
+                        "depth": depth,
+                        "node_limit": limit,
+                    }
+                    generic = answer(store, node, indexed=False, **ask)
+                    indexed = answer(store, node, indexed=True, **ask)
+                    assert indexed == generic, (node, ask)
+                    if generic[0] != "404":
+                        own = store.lineage_as_of(
+                            node,
+                            direction=direction,
+                            depth=depth,
+                            node_limit=limit,
+                            as_of=at_(seconds),
+                        )
+                        assert own is not None, (node, ask)
+                    compared += 1
+    return compared
+
+
+def _nodes(events: Iterable[dict[str, Any]]) -> list[str]:
+    found = {"job:ns:nowhere", "dataset:ns:nowhere"}
+    for event in events:
+        job = event.get("job")
+        if job:
+            found.add(f"job:{job['namespace']}:{job['name']}")
+        for side in ("inputs", "outputs"):
+            found.update(f"dataset:{d['namespace']}:{d['name']}" for d in event.get(side) or ())
+        if "dataset" in event:
+            found.add(f"dataset:{event['dataset']['namespace']}:{event['dataset']['name']}")
+    return sorted(found)
+
+
+@pytest.mark.parametrize("kind", SQL_KINDS)
+def test_history_corpus_as_of_from_the_edges(make_store: StoreFactory, kind: str) -> None:
+    """Runs, a child run, an edge added later, a DatasetEvent-only dataset, a JobEvent's
+    declared edges: at every second a thing changes, and between."""
+    store = make_store(kind)
+    corpus = history_corpus()
+    store.write_batch(records(*corpus))
+    times = [-1, 0, 4.999, 5, 11, 21, 30.5, 39.999, 40]
+    asks = [(0, None), (1, None), (20, None), (20, 2)]
+    compared = assert_indexed_is_generic(store, _nodes(corpus), times, asks)
+    assert compared > 1000
+    # the JobEvent's edges are declared from t=40 on, not before
+    _, declared, _ = answer(store, "dataset:ns:d3", indexed=True, as_of=at_(45))
+    assert declared == [("dataset:ns:d3", "job:ns:j4"), ("job:ns:j4", "dataset:ns:d4")]
+    assert answer(store, "job:ns:j4", indexed=True, as_of=at_(39))[0] == "404"
+
+
+@pytest.mark.parametrize("kind", SQL_KINDS)
+def test_bounded_corpus_as_of_cuts_from_the_edges(make_store: StoreFactory, kind: str) -> None:
+    """The layered corpus (shortcuts, diamonds) and a fan added late: cut answers at every
+    limit equal the generic path's (which reads a bounded present-day graph and retries)."""
+    store = make_store(kind)
+    corpus = [*bounded_corpus(), *_late_fan()]
+    store.write_batch(records(*corpus))
+    nodes = ["dataset:ns:fan_d0", "dataset:ns:d3_1", "job:ns:j2_0", "dataset:ns:d0_0"]
+    asks = [(2, None), (20, None), *((20, limit) for limit in (1, 2, 5, 9, 30))]
+    compared = assert_indexed_is_generic(store, nodes, [15, 35, 45, 1000, 3000], asks)
+    assert compared == 4 * 5 * 3 * 7
+
+
+def _heartbeat(seconds: float) -> dict[str, Any]:
+    return {HEARTBEAT_FACET_KEY: {"_producer": "p", "_schemaURL": "s", "intervalS": seconds}}
+
+
+@pytest.mark.parametrize("kind", SQL_KINDS)
+def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind: str) -> None:
+    """COMPLETE before START, a late event with an older time, two runs at one instant (the
+    least run id is the latest run), a heartbeat interval that grows after asOf."""
+    store = make_store(kind)
+    run_a, run_b, run_c = (f"0190b000-0000-7000-8000-00000000000{c}" for c in "abc")
+    io = {"inputs": [("ns", "src")], "outputs": [("ns", "dst")]}
+    complete = run_event(job="j", event_type="COMPLETE", run_id=run_a, seconds=20, **io)
+    start = run_event(
+        job="j", event_type="START", run_id=run_a, seconds=10, run_facets=_heartbeat(5), **io
+    )
+    store.write_batch(records(complete))
+    store.write_batch(records(start))  # arrives later, happened earlier
+    # one batch, newest first: a later read of "extra", then an older one
+    store.write_batch(
+        records(
+            run_event(job="j", run_id=run_a, seconds=30, inputs=[("ns", "extra")]),
+            run_event(
+                job="j",
+                event_type="RUNNING",
+                run_id=run_a,
+                seconds=15,
+                inputs=[("ns", "extra")],
+                run_facets=_heartbeat(60),
+            ),
+        )
+    )
+    # two runs of k at one instant, the greater id first; a third k run much later
+    store.write_batch(records(run_event(job="k", run_id=run_c, seconds=50, **io)))
+    store.write_batch(records(run_event(job="k", run_id=run_b, seconds=50, **io)))
+    store.write_batch(records(run_event(job="k", seconds=70, outputs=[("ns", "late")])))
+    io_t = store.t["job_io"]
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(io_t.c.job_key, io_t.c.dataset_key, io_t.c.first_seen)).all()
+    seen = {(j, d): t for j, d, t in rows}
+    assert seen[(name_key("ns", "j"), name_key("ns", "src"))] == at_(10)
+    assert seen[(name_key("ns", "j"), name_key("ns", "extra"))] == at_(15)
+    assert seen[(name_key("ns", "k"), name_key("ns", "late"))] == at_(70)
+    run_t = store.t["run_io"]
+    with store.engine.connect() as conn:
+        (extra,) = conn.execute(
+            sa.select(run_t.c.first_seen).where(
+                run_t.c.run_id == run_a, run_t.c.dataset_key == name_key("ns", "extra")
+            )
+        ).scalars()
+    assert extra == at_(15)
+
+    def latest(node: str, seconds: float) -> dict[str, Any]:
+        graph = store.lineage_as_of(node, depth=0, as_of=at_(seconds))
+        assert graph is not None
+        return dict(graph.nodes[node].data["latestRun"])
+
+    assert latest("job:ns:j", 12) == {
+        "runId": run_a,
+        "state": "START",
+        "stateTime": at_(10),
+        "heartbeatS": 5.0,
+    }
+    assert latest("job:ns:j", 16)["heartbeatS"] == 60.0
+    assert latest("job:ns:j", 16)["state"] == "RUNNING"
+    assert latest("job:ns:j", 100)["state"] == "COMPLETE"
+    assert latest("job:ns:k", 60)["runId"] == run_b  # least id among equal times
+    assert latest("job:ns:k", 60)["heartbeatS"] is None
+    nodes = ["job:ns:j", "job:ns:k", "dataset:ns:extra", "dataset:ns:src", "dataset:ns:late"]
+    times = [9, 10, 12, 15, 16, 20, 29, 30, 50, 60, 70, 100]
+    asks = [(0, None), (3, None), (3, 2)]
+    assert assert_indexed_is_generic(store, nodes, times, asks) > 200
+
+
+def _drop_first_seen(store: SqlStore) -> None:
+    """Make the store's database one from before ``first_seen``."""
+    with store.engine.begin() as conn:
+        for table in ("run_io", "job_io"):
+            conn.exec_driver_sql(f"ALTER TABLE {store.t[table].name} DROP COLUMN first_seen")
+
+
+@pytest.mark.parametrize("kind", SQL_KINDS)
+def test_a_database_from_before_first_seen_falls_back(make_store: StoreFactory, kind: str) -> None:
+    """The column is added at open, NULL in the old rows: an asOf walk that meets such an edge
+    leaves the answer to the generic path, which still answers right; an old edge stated again
+    stays of unknown age (its NULL is kept), a new edge is dated."""
+    old = make_store(kind)
+    corpus = history_corpus()
+    old.write_batch(records(*corpus))
+    _drop_first_seen(old)
+    store = SqlStore(old.url, table_prefix=old.prefix)
+    store.open()
+    try:
+        assert store.lineage_as_of("dataset:ns:d1", as_of=at_(25)) is None
+        assert store.lineage_as_of("job:ns:j2", depth=0, as_of=at_(25)) is None
+        nodes = ["dataset:ns:d1", "job:ns:j2", "dataset:ns:lonely", "job:ns:nowhere"]
+        for node in nodes:
+            for seconds in (0, 15, 25, 45):
+                for direction in DIRECTIONS:
+                    ask = {"as_of": at_(seconds), "direction": direction}
+                    fallback = answer(store, node, indexed=True, **ask)
+                    assert fallback == answer(store, node, indexed=False, **ask), (node, ask)
+                    assert fallback == answer(old, node, indexed=False, **ask), (node, ask)
+        # j1 reads d0 again (old edge: stays unknown) and a new dataset (dated)
+        store.write_batch(
+            records(
+                run_event(job="j1", inputs=[("ns", "d0"), ("ns", "fresh")], seconds=60),
+                run_event(job="jnew", inputs=[("ns", "fresh")], seconds=61),
+            )
+        )
+        assert store.lineage_as_of("job:ns:j1", depth=0, as_of=at_(70)) is None
+        fresh = store.lineage_as_of("job:ns:jnew", depth=0, as_of=at_(70))
+        assert fresh is not None and "dataset:ns:fresh" in fresh.nodes
+        ask = {"as_of": at_(70), "direction": "both"}
+        got = answer(store, "job:ns:j1", indexed=True, **ask)
+        assert got == answer(store, "job:ns:j1", indexed=False, **ask)
+    finally:
+        store.close()
+
+
+def test_first_seen_in_the_statements_and_the_schema() -> None:
+    """Both dialects' upserts keep the least time and never overwrite NULL (pure SQL text)."""
+    store = SqlStore("sqlite://")
+    for dialect in (sqlite.dialect(), postgresql.dialect()):
+        for table in ("run_io", "job_io"):
+            sql = str(store._statements(dialect)[table].compile(dialect=dialect))
+            assert "DO UPDATE SET first_seen = excluded.first_seen" in sql, sql
+            assert f"WHERE excluded.first_seen < lineage_{table}.first_seen" in sql, sql
+    assert ("job_io", "first_seen") in SqlStore._ADDED_COLUMNS
+    assert ("run_io", "first_seen") in SqlStore._ADDED_COLUMNS
