@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT
 from lineage_sdk.exceptions import LineageError
 
 __all__ = [
@@ -82,9 +83,11 @@ class LineageSource(abc.ABC):
         *,
         as_of: str | None = None,
         run_id: str | None = None,
+        node_limit: int = DEFAULT_NODE_LIMIT,
     ) -> dict[str, Any]:
-        """``{"graph": [GraphNode, ...]}`` around ``node``; ``as_of`` (a time) and ``run_id``
-        ask for the graph of the events up to that time, or of that run and its relatives."""
+        """``{"graph": [GraphNode, ...], "truncated": ..., "nodeLimit": ...}`` around ``node``,
+        at most ``node_limit`` nodes; ``as_of`` (a time) and ``run_id`` ask for the graph of the
+        events up to that time, or of that run and its relatives."""
 
     @abc.abstractmethod
     def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
@@ -98,10 +101,18 @@ class LineageSource(abc.ABC):
         return None
 
     def column_lineage(
-        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+        self,
+        node: str,
+        depth: int,
+        with_downstream: bool,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
+        node_limit: int = DEFAULT_NODE_LIMIT,
     ) -> dict[str, Any]:
         """Marquez's column-lineage graph (``DATASET_FIELD`` nodes) around ``node``; ``as_of``:
-        as the events up to that time (inclusive) state it."""
+        as the events up to that time (inclusive) state it; ``run_id``: as that run's events,
+        its parents' and its children's state it."""
         raise SourceError(f"{type(self).__name__} cannot answer column lineage", 2)
 
 
@@ -143,8 +154,14 @@ class HttpSource(LineageSource):
         *,
         as_of: str | None = None,
         run_id: str | None = None,
+        node_limit: int = DEFAULT_NODE_LIMIT,
     ) -> dict[str, Any]:
-        params: dict[str, str | int] = {"nodeId": node, "depth": depth, "direction": direction}
+        params: dict[str, str | int] = {
+            "nodeId": node,
+            "depth": depth,
+            "direction": direction,
+            "nodeLimit": node_limit,
+        }
         if as_of is not None:
             params["asOf"] = as_of
         if run_id is not None:
@@ -167,15 +184,25 @@ class HttpSource(LineageSource):
         self.client.close()
 
     def column_lineage(
-        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+        self,
+        node: str,
+        depth: int,
+        with_downstream: bool,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
+        node_limit: int = DEFAULT_NODE_LIMIT,
     ) -> dict[str, Any]:
         params: dict[str, str | int] = {
             "nodeId": node,
             "depth": depth,
             "withDownstream": "true" if with_downstream else "false",
+            "nodeLimit": node_limit,
         }
         if as_of is not None:
             params["asOf"] = as_of
+        if run_id is not None:
+            params["runId"] = run_id
         answer: dict[str, Any] = self._get("/api/v1/column-lineage", params)
         return answer
 
@@ -224,6 +251,7 @@ class StoreSource(LineageSource):
         *,
         as_of: str | None = None,
         run_id: str | None = None,
+        node_limit: int = DEFAULT_NODE_LIMIT,
     ) -> dict[str, Any]:
         from lineage_sdk.collector.api import queries
         from lineage_sdk.collector.api.history import parse_instant
@@ -231,7 +259,13 @@ class StoreSource(LineageSource):
         with self._guard():
             when = None if as_of is None else parse_instant(as_of, "--as-of")
             return queries.lineage(
-                self.store, node, direction=direction, depth=depth, as_of=when, run_id=run_id
+                self.store,
+                node,
+                direction=direction,
+                depth=depth,
+                as_of=when,
+                run_id=run_id,
+                node_limit=node_limit,
             )
 
     def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
@@ -252,7 +286,14 @@ class StoreSource(LineageSource):
             closer()
 
     def column_lineage(
-        self, node: str, depth: int, with_downstream: bool, *, as_of: str | None = None
+        self,
+        node: str,
+        depth: int,
+        with_downstream: bool,
+        *,
+        as_of: str | None = None,
+        run_id: str | None = None,
+        node_limit: int = DEFAULT_NODE_LIMIT,
     ) -> dict[str, Any]:
         from lineage_sdk.collector.api import queries
         from lineage_sdk.collector.api.history import parse_instant
@@ -260,7 +301,13 @@ class StoreSource(LineageSource):
         with self._guard():
             when = None if as_of is None else parse_instant(as_of, "--as-of")
             return queries.column_lineage(
-                self.store, node, depth=depth, with_downstream=with_downstream, as_of=when
+                self.store,
+                node,
+                depth=depth,
+                with_downstream=with_downstream,
+                as_of=when,
+                run_id=run_id,
+                node_limit=node_limit,
             )
 
 
@@ -534,6 +581,26 @@ def _main(
 
 
 Depth = Annotated[int, typer.Option("--depth", "-d", min=0, max=100, help="Job hops to follow.")]
+NodeLimitOption = Annotated[
+    int,
+    typer.Option(
+        "--node-limit",
+        min=1,
+        max=100_000,
+        help="The most nodes to show, nearest the node first; a note says when the graph was cut.",
+    ),
+]
+
+
+def _cut_note(answer: Mapping[str, Any], what: str = "nodes") -> None:
+    """One line on stderr when the answer was cut at its node limit (stdout stays the answer)."""
+    if answer.get("truncated"):
+        shown = len(answer.get("graph", ()))
+        limit = answer.get("nodeLimit")
+        err.print(
+            Text(f"showing {shown} {what}; the graph was cut at --node-limit {limit}"),
+            style="yellow",
+        )
 
 
 @app.command()
@@ -558,8 +625,13 @@ def graph(
     ] = None,
     run: Annotated[
         str | None,
-        typer.Option("--run", help="Only this run's graph, with its parent and child runs'."),
+        typer.Option(
+            "--run",
+            help="Only the graph this run's events state, with its parent and child runs' "
+            "(with --as-of: those up to that time).",
+        ),
     ] = None,
+    node_limit: NodeLimitOption = DEFAULT_NODE_LIMIT,
 ) -> None:
     """Print the lineage graph around a job or dataset."""
     _split_node(node)
@@ -571,7 +643,10 @@ def graph(
         else "both"
     )
     with _open_source() as source:
-        answer = source.lineage(node, direction, depth, as_of=as_of, run_id=run)
+        answer = source.lineage(
+            node, direction, depth, as_of=as_of, run_id=run, node_limit=node_limit
+        )
+    _cut_note(answer)
     if fmt == "json":
         _print_json(answer)
     elif fmt == "dot":
@@ -591,11 +666,13 @@ def impact(
     fmt: Annotated[
         Literal["table", "json"], typer.Option("--format", "-f", help="table or json.")
     ] = "table",
+    node_limit: NodeLimitOption = DEFAULT_NODE_LIMIT,
 ) -> None:
     """List everything downstream of a job or dataset: what breaks if it fails."""
     _split_node(node)
     with _open_source() as source:
-        answer = source.lineage(node, "downstream", depth)
+        answer = source.lineage(node, "downstream", depth, node_limit=node_limit)
+    _cut_note(answer)
     nodes = _nodes(answer)
     dist = _distances(answer, node)
     affected = sorted(
@@ -732,6 +809,8 @@ def _column_answer(
     depth: int,
     with_downstream: bool,
     as_of: str | None = None,
+    run_id: str | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> tuple[str, dict[str, Any]]:
     """The asked node id and its answer. ``<ns>:<name>`` may omit ``dataset:``; a last ``:part``
     is read as a field when no dataset has the whole name."""
@@ -764,7 +843,14 @@ def _column_answer(
     missing: list[str] = []
     for node in usable:
         try:
-            return node, source.column_lineage(node, depth, with_downstream, as_of=as_of)
+            return node, source.column_lineage(
+                node,
+                depth,
+                with_downstream,
+                as_of=as_of,
+                run_id=run_id,
+                node_limit=node_limit,
+            )
         except NothingRecorded as exc:
             missing.append(str(exc))
     raise NothingRecorded(
@@ -801,13 +887,25 @@ def columns(
             "YYYY-MM-DD for that day's start).",
         ),
     ] = None,
+    run: Annotated[
+        str | None,
+        typer.Option(
+            "--run",
+            help="Only the column lineage this run's events state, with its parent and child "
+            "runs' (with --as-of: those up to that time).",
+        ),
+    ] = None,
+    node_limit: NodeLimitOption = DEFAULT_NODE_LIMIT,
 ) -> None:
     """Show column lineage: the fields a field (or each field of a dataset) derives from, and
     with --downstream the fields derived from it, from the columnLineage facet."""
     want_up = upstream or not downstream
     want_down = downstream or not upstream
     with _open_source() as source:
-        node, answer = _column_answer(source, target, depth, want_down, as_of)
+        node, answer = _column_answer(
+            source, target, depth, want_down, as_of, run_id=run, node_limit=node_limit
+        )
+    _cut_note(answer, "fields")
     if as_json:
         _print_json(answer)
         return

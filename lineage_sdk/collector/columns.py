@@ -28,13 +28,22 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 import orjson
 
-from lineage_sdk.collector.store import ColumnGraph, DatasetRef, FieldRef, parse_node_id
+from lineage_sdk.collector.store import (
+    ColumnGraph,
+    DatasetRef,
+    FieldRef,
+    check_node_limit,
+    nearest_first,
+    parse_node_id,
+    walk_full,
+)
 from lineage_sdk.collector.symlinks import event_aliases
 
 __all__ = [
     "ColumnEdge",
     "ColumnRoot",
     "column_edges",
+    "cut_columns",
     "dataset_key",
     "edge_info",
     "edge_rank",
@@ -212,7 +221,13 @@ Step = Callable[[Sequence[FieldRef], bool], Iterable[ColumnEdge]]
 
 
 def walk_columns(
-    node: str, roots: Roots, step: Step, *, depth: int, with_downstream: bool
+    node: str,
+    roots: Roots,
+    step: Step,
+    *,
+    depth: int,
+    with_downstream: bool,
+    node_limit: int | None = None,
 ) -> ColumnGraph:
     """The answer of ``column_lineage``: breadth-first from the node's fields.
 
@@ -220,10 +235,13 @@ def walk_columns(
     field of a dataset, or every field of a job's output datasets, as Marquez answers a job);
     ``step(fields, upstream)`` the edges whose
     output (upstream) or input (downstream) is one of ``fields``. Depth counts column hops.
+    With ``node_limit``, a walk that has found more fields makes one last step recording only
+    the edges back to fields it has, and the answer is cut by :func:`cut_columns`.
     """
     root = parse_column_node(node)
     if not isinstance(depth, int) or depth < 0:
         raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
+    check_node_limit(node_limit)
     start = sorted(set(roots(root)))
     graph = ColumnGraph(root=node, roots=tuple(start), fields=set(start))
     for upstream in (True, False) if with_downstream else (True,):
@@ -232,18 +250,46 @@ def walk_columns(
         for _ in range(depth):
             if not frontier:
                 break
+            closing = walk_full(len(seen), node_limit)
             reached: set[FieldRef] = set()
             for edge in step(frontier, upstream):
+                far = edge.input if upstream else edge.output
+                if closing and far not in graph.fields:
+                    continue
                 key = (edge.output, edge.input)
                 if key not in graph.edges or edge.info > graph.edges[key]:
                     graph.edges[key] = edge.info
                 graph.fields.update(key)
-                far = edge.input if upstream else edge.output
                 if far not in seen:
                     seen.add(far)
                     reached.add(far)
+            if closing:
+                break
             frontier = sorted(reached)
-    return graph
+    return cut_columns(graph, with_downstream, node_limit)
+
+
+def cut_columns(graph: ColumnGraph, with_downstream: bool, node_limit: int | None) -> ColumnGraph:
+    """``graph`` cut to its ``node_limit`` fields nearest its roots, as lineage is cut
+    (:func:`~lineage_sdk.collector.store.nearest_first`: upstream from an output field to its
+    inputs, downstream the other way), only the edges among kept fields, ``truncated`` set."""
+    check_node_limit(node_limit)
+    if node_limit is None or len(graph.fields) <= node_limit:
+        return graph
+    ups: dict[str, list[str]] = {}
+    downs: dict[str, list[str]] = {}
+    for out, src in graph.edges:
+        ups.setdefault(out.id, []).append(src.id)
+        downs.setdefault(src.id, []).append(out.id)
+    adjacencies = [ups, downs] if with_downstream else [ups]
+    kept = set(nearest_first((r.id for r in graph.roots), adjacencies, node_limit))
+    return ColumnGraph(
+        root=graph.root,
+        roots=tuple(r for r in graph.roots if r.id in kept),
+        fields={f for f in graph.fields if f.id in kept},
+        edges={k: v for k, v in graph.edges.items() if k[0].id in kept and k[1].id in kept},
+        truncated=True,
+    )
 
 
 def marquez_column_graph(graph: ColumnGraph) -> dict[str, Any]:

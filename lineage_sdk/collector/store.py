@@ -24,6 +24,7 @@ from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 
 __all__ = [
+    "DEFAULT_NODE_LIMIT",
     "BaseLineageStore",
     "ColumnGraph",
     "DatasetRef",
@@ -51,15 +52,19 @@ __all__ = [
     "RunSummary",
     "StaticLineageProtocol",
     "StoreCreator",
+    "check_node_limit",
     "check_page",
+    "cut_lineage",
     "event_mentions",
     "event_namespace",
     "named_connection",
     "names_dataset",
+    "nearest_first",
     "node_id",
     "parse_node_id",
     "pick_query_store",
     "walk_directions",
+    "walk_full",
 ]
 
 _log = logging.getLogger("lineage_sdk.collector")
@@ -259,6 +264,8 @@ class LineageGraph:
 
     root: str
     nodes: dict[str, LineageNode] = field(default_factory=dict)
+    #: True when nodes were left out because of the asked node limit (see :func:`cut_lineage`).
+    truncated: bool = False
 
 
 class LineageGraphBuilder:
@@ -287,6 +294,11 @@ class LineageGraphBuilder:
             )
         return nid
 
+    def has(self, nid: str) -> bool:
+        """Whether the node ``nid`` is in the answer already (a bounded walk's last, edges-only
+        step records only edges between nodes it has)."""
+        return nid in self._graph.nodes
+
     def flow(self, dataset: str, job: str, *, upstream: bool, far: bool) -> None:
         """Record the edge between a dataset and a job met while walking one way.
 
@@ -312,17 +324,109 @@ def walk_directions(direction: Direction) -> tuple[bool, ...]:
     return (direction == "upstream",)
 
 
+#: The node limit of a graph read when none is asked for (issue #16: bounded queries).
+DEFAULT_NODE_LIMIT = 1000
+
+
+def check_node_limit(node_limit: int | None) -> None:
+    """ValueError unless ``node_limit`` is None (unbounded) or a positive integer."""
+    if node_limit is None:
+        return
+    if isinstance(node_limit, bool) or not isinstance(node_limit, int) or node_limit < 1:
+        raise ValueError(f"node_limit must be a positive integer, got {node_limit!r}")
+
+
+def nearest_first(
+    roots: Iterable[str], adjacencies: Sequence[Mapping[str, Iterable[str]]], limit: int
+) -> list[str]:
+    """The ``limit`` nodes nearest ``roots``, nearest first, ties by id: the one cut of every
+    bounded graph read (lineage in every store and in history, column lineage, run lineage).
+
+    A node's distance is the least number of edges from a root along any one of
+    ``adjacencies`` (one per asked direction). Each kept node's nearer neighbour on its shortest
+    path is nearer still, so it is kept too: the kept nodes stay connected to the roots. Nodes
+    no adjacency reaches are never kept.
+    """
+    distance: dict[str, int] = {}
+    starts = list(roots)
+    for adjacency in adjacencies:
+        seen = dict.fromkeys(starts, 0)
+        frontier = list(seen)
+        hops = 0
+        while frontier:
+            hops += 1
+            reached: list[str] = []
+            for current in frontier:
+                for nxt in adjacency.get(current, ()):
+                    if nxt not in seen:
+                        seen[nxt] = hops
+                        reached.append(nxt)
+            frontier = reached
+        for nid, hops in seen.items():
+            if hops < distance.get(nid, hops + 1):
+                distance[nid] = hops
+    return sorted(distance, key=lambda nid: (distance[nid], nid))[:limit]
+
+
+def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | None) -> LineageGraph:
+    """``graph`` cut to its ``node_limit`` nodes nearest the root (:func:`nearest_first`, along
+    the asked direction(s): upstream against the data flow, downstream with it), keeping only
+    the edges among kept nodes, ``truncated`` set when nodes were left out.
+
+    A store's bounded walk gives this every node within the cut's distance and every edge among
+    them, so the cut answer is the same as cutting the unbounded answer, in every store.
+    """
+    check_node_limit(node_limit)
+    if node_limit is None or len(graph.nodes) <= node_limit:
+        return graph
+    adjacencies: list[dict[str, list[str]]] = []
+    for upstream in walk_directions(direction):
+        adjacencies.append(
+            {
+                nid: [e.origin for e in node.in_edges]
+                if upstream
+                else [e.destination for e in node.out_edges]
+                for nid, node in graph.nodes.items()
+            }
+        )
+    roots = [graph.root] if graph.root in graph.nodes else []
+    kept = set(nearest_first(roots, adjacencies, node_limit))
+    cut = LineageGraph(root=graph.root, truncated=True)
+    for nid, node in graph.nodes.items():
+        if nid in kept:
+            node.in_edges = [e for e in node.in_edges if e.origin in kept]
+            node.out_edges = [e for e in node.out_edges if e.destination in kept]
+            cut.nodes[nid] = node
+    return cut
+
+
+def walk_full(found: int, node_limit: int | None) -> bool:
+    """Whether a bounded walk has found enough: more than ``node_limit`` nodes. It then makes one
+    last, edges-only step (the edges from its last level back to nodes it has) and stops, so
+    every node within the cut's distance, and every edge among them, is in its answer."""
+    return node_limit is not None and found > node_limit
+
+
 class HopByHopLineage(abc.ABC):
     """``lineage()`` for stores that walk one job hop per query: they supply ``_walk``."""
 
-    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
-        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow."""
+    def lineage(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+    ) -> LineageGraph:
+        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow;
+        at most ``node_limit`` of them, nearest first (None: every one)."""
         kind, namespace, name = parse_node_id(node)
         if depth < 0:
             raise ValueError(f"depth must be >= 0, got {depth}")
+        check_node_limit(node_limit)
         builder = LineageGraphBuilder(kind, namespace, name)
-        self._walks(builder, kind, (namespace, name), walk_directions(direction), depth)
-        return builder.build()
+        self._walks(builder, kind, (namespace, name), walk_directions(direction), depth, node_limit)
+        return cut_lineage(builder.build(), direction, node_limit)
 
     def _walks(
         self,
@@ -331,10 +435,11 @@ class HopByHopLineage(abc.ABC):
         key: tuple[str, str],
         directions: tuple[bool, ...],
         depth: int,
+        node_limit: int | None = None,
     ) -> None:
         """Every walk of one answer; a store that can reads them all from one snapshot."""
         for upstream in directions:
-            self._walk(builder, kind, key, upstream, depth)
+            self._walk(builder, kind, key, upstream, depth, node_limit)
 
     @abc.abstractmethod
     def _walk(
@@ -344,8 +449,10 @@ class HopByHopLineage(abc.ABC):
         key: tuple[str, str],
         upstream: bool,
         depth: int,
+        node_limit: int | None = None,
     ) -> None:
-        """Add to ``builder`` what lies ``depth`` hops one way from the node ``key``."""
+        """Add to ``builder`` what lies ``depth`` hops one way from the node ``key``, stopping
+        early as :func:`walk_full` says when ``node_limit`` is set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,8 +522,16 @@ def check_page(limit: int | None, offset: int) -> None:
 class LineageQueryProtocol(Protocol):
     """The questions every querying store (sql, document, graph) answers the same way."""
 
-    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
-        """Jobs and datasets up to ``depth`` job hops from ``node`` (a node id)."""
+    def lineage(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+    ) -> LineageGraph:
+        """Jobs and datasets up to ``depth`` job hops from ``node`` (a node id); with
+        ``node_limit``, the walk stops early and the answer is cut by :func:`cut_lineage`."""
         ...
 
     def runs_of_job(
@@ -430,10 +545,16 @@ class LineageQueryProtocol(Protocol):
         ...
 
     def column_lineage(
-        self, node: str, *, depth: int = 20, with_downstream: bool = False
+        self,
+        node: str,
+        *,
+        depth: int = 20,
+        with_downstream: bool = False,
+        node_limit: int | None = None,
     ) -> ColumnGraph:
         """Fields up to ``depth`` column hops upstream of ``node`` (and downstream too with
-        ``with_downstream``), from the ``columnLineage`` facet. ``node`` is
+        ``with_downstream``), from the ``columnLineage`` facet; at most ``node_limit`` of them,
+        nearest first (None: every one). ``node`` is
         ``datasetField:<ns>:<name>:<field>`` or ``dataset:<ns>:<name>`` (every field of the
         dataset that column lineage names); no roots found means an empty ``roots``."""
         ...
@@ -560,6 +681,8 @@ class ColumnGraph:
     roots: tuple[FieldRef, ...] = ()
     fields: set[FieldRef] = field(default_factory=set)
     edges: dict[tuple[FieldRef, FieldRef], str] = field(default_factory=dict)
+    #: True when fields were left out because of the asked node limit.
+    truncated: bool = False
 
 
 # -- portability: the raw events every query store keeps, read back in one order -----------------

@@ -23,7 +23,8 @@ checked as the document means it, stricter: the typos corrected, every key of a 
 run and inputs required as Marquez sends them (``start``, ``end``, ``version`` and
 ``producedByRunId`` may be left out when unknown), no other keys, ``status`` one of Marquez's run
 states; each run listed once, the selected run first, and every run after the listed runs that
-read what it produced (topological order upstream).
+read what it produced (topological order upstream). Its top level also allows the
+lineage-sdk extension of bounded queries, ``truncated`` and ``nodeLimit`` (Marquez sends neither).
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ def upstream_run_lineage_schema() -> dict[str, Any]:
     ]
     props["inputs"]["items"] = _strict(props["inputs"]["items"], ["namespace", "name"])
     doc["properties"]["runs"]["items"] = _strict(item, ["job", "run", "inputs"])
+    # lineage-sdk extension (issue #16, bounded queries): every graph read says whether it was
+    # cut at its node limit, and at which. Marquez sends neither key, so neither is required.
+    doc["properties"]["truncated"] = {"type": "boolean"}
+    doc["properties"]["nodeLimit"] = {"type": "integer", "minimum": 1}
     return _strict(doc, ["runs"])
 
 

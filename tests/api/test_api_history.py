@@ -1,7 +1,9 @@
 """History over HTTP and in the ``lineage`` CLI (issue 16, item 1): ``asOf`` and ``runId`` on
-``GET /api/v1/lineage``, access by namespace kept, bad input named; ``lineage graph --as-of``
-and ``--run`` through the API (--url) and the store (--config). The equality of the stores is
-tested in tests/stores_nosql/test_history.py; this is the sql store behind a real server::
+the lineage, column-lineage, job, dataset and versions reads, access by namespace kept, bad input
+named; ``lineage graph`` and ``lineage columns`` ``--as-of`` and ``--run`` through the API (--url)
+and the store (--config). The equality of the stores is tested in
+tests/stores_nosql/test_history.py and tests/api/test_api_history_stores.py; this is the sql
+store behind a real server::
 
     t=0   run RA: lake:raw -> [alpha:ja] -> lake:mid
     t=10  run RB: lake:mid -> [beta:jb]  -> lake:b_out      (beta: the reader may not read it)
@@ -23,6 +25,7 @@ from lineage_sdk.collector.settings import ApiKeyConfig
 
 READER_KEY = "lsk_history-reader-0123456789abcdef0123"
 RA, RB, RC = (f"0190{i}000-0000-7000-8000-00000000000a" for i in range(1, 4))
+RUN_COL = RC.replace("000a", "000c")
 MID = "dataset:lake:mid"
 
 
@@ -170,12 +173,38 @@ def test_job_read_as_of_answers_the_job_then(history_api: Api) -> None:
     assert bad.status_code == 422 and "asOf" in bad.text
 
 
+def test_job_dataset_and_versions_of_a_run_keep_access_by_namespace(history_api: Api) -> None:
+    jb, b_out = "/api/v1/namespaces/beta/jobs/jb", "/api/v1/namespaces/lake/datasets/b_out"
+    admin = history_api.client
+    assert admin.get(jb, params={"runId": RB}).json()["latestRun"]["id"] == RB
+    assert admin.get(b_out, params={"runId": RB}).json()["name"] == "b_out"
+    elsewhere = admin.get(jb, params={"runId": RA})
+    assert elsewhere.status_code == 404 and RA in elsewhere.text and "name no job" in elsewhere.text
+    with httpx.Client(
+        base_url=history_api.url, headers={"Authorization": f"Bearer {READER_KEY}"}, timeout=30
+    ) as reader:
+        for path in (jb, f"{jb}/versions"):
+            for params in ({"runId": RB}, {"asOf": when(25)}, {"runId": RB, "asOf": when(25)}):
+                hidden = reader.get(path, params=params)
+                assert hidden.status_code == 404, (path, params, hidden.text)
+        # b_out is readable, but only beta's hidden run wrote it: worded as an unknown run.
+        for path in (b_out, f"{b_out}/versions"):
+            hidden = reader.get(path, params={"runId": RB})
+            assert hidden.status_code == 404 and "no events are recorded for run" in hidden.text
+        ja = reader.get("/api/v1/namespaces/alpha/jobs/ja", params={"runId": RA})
+        assert ja.status_code == 200 and ja.json()["latestRun"]["id"] == RA
+        versions = reader.get("/api/v1/namespaces/alpha/jobs/ja/versions", params={"runId": RA})
+        assert versions.status_code == 200 and versions.json()["totalCount"] == 1
+        mid = reader.get("/api/v1/namespaces/lake/datasets/mid/versions", params={"asOf": when(5)})
+        assert mid.status_code == 200 and mid.json()["totalCount"] >= 1
+
+
 @pytest.mark.parametrize("source", ["http", "store"])
-def test_cli_columns_as_of(history_api: Api, source: str) -> None:
+def test_cli_columns_as_of_and_run(history_api: Api, source: str) -> None:
     event = run_event(
         "jcol",
         namespace="alpha",
-        run_id=RC.replace("000a", "000c"),
+        run_id=RUN_COL,
         inputs=[("lake", "colin")],
         seconds=30,
     )
@@ -200,3 +229,12 @@ def test_cli_columns_as_of(history_api: Api, source: str) -> None:
     assert before.returncode == 1, before.stdout
     bad = run_cli(*where, "columns", target, "--as-of", "soon")
     assert bad.returncode == 2 and "must be an RFC 3339 time" in bad.stderr
+    ran = run_cli(*where, "columns", target, "--run", RUN_COL, "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert "datasetField:lake:colin:a" in {n["id"] for n in orjson.loads(ran.stdout)["graph"]}
+    other = run_cli(*where, "columns", target, "--run", RA)
+    assert other.returncode == 1 and "no column lineage" in other.stderr
+    unknown = run_cli(*where, "columns", target, "--run", "no-such-run")
+    assert unknown.returncode == 1 and "no-such-run" in unknown.stderr
+    before = run_cli(*where, "columns", target, "--run", RUN_COL, "--as-of", when(25))
+    assert before.returncode == 1 and "up to" in before.stderr

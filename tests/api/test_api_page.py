@@ -599,3 +599,217 @@ def test_time_slider_draws_the_past_and_the_url_keeps_it(api, browser):
         " && window.lineagePage.cy.nodes().some(n => n.id() === 'job:hist:second')",
     )
     assert driver.find_element("id", "asof-input").get_attribute("value") == ""
+
+
+# ---- bounded reads: one hop, expand on click, the node limit (#16 item 8) ----------------------
+
+
+def _hop(api, node: str, depth: int = 1) -> dict[str, dict]:
+    answer = api.client.get(
+        "/api/v1/lineage", params={"nodeId": node, "depth": depth, "direction": "both"}
+    ).json()
+    return {n["id"]: n for n in answer["graph"]}
+
+
+def _with_more(api, views: list[str], drawn: set[str]) -> set[str]:
+    """The drawn nodes with a neighbour not drawn, as the views one hop deeper show them:
+    those the page outlines."""
+    neighbours: dict[str, set[str]] = {}
+    for view in views:
+        for n in _hop(api, view, depth=2).values():
+            for e in n["inEdges"] + n["outEdges"]:
+                neighbours.setdefault(e["origin"], set()).add(e["destination"])
+                neighbours.setdefault(e["destination"], set()).add(e["origin"])
+    return {nid for nid in drawn if neighbours.get(nid, set()) - drawn}
+
+
+def _outlined(driver) -> set[str]:
+    """The outlined nodes once the page has asked what lies beyond the drawn ones."""
+    _wait(driver, "return document.body.dataset.lookahead === 'done'")
+    return _marked(driver)
+
+
+def _positions(driver) -> dict[str, tuple[float, float]]:
+    return {
+        nid: (x, y)
+        for nid, x, y in driver.execute_script(
+            "return window.lineagePage.cy.nodes().map(n => [n.id(), n.position('x'),"
+            " n.position('y')])"
+        )
+    }
+
+
+def _marked(driver) -> set[str]:
+    return set(
+        driver.execute_script("return window.lineagePage.cy.$('node.more').map(n => n.id())")
+    )
+
+
+def test_page_opens_one_hop_and_a_click_adds_the_next(api, loaded, browser):
+    """No depth in the link: one hop. A node with neighbours not drawn is outlined; a click
+    adds one hop around it without moving what was drawn; a reload draws the same graph."""
+    driver = browser
+    clean, stg, daily = "job:shop:clean", f"dataset:{PG}:stg.orders", f"dataset:{PG}:mart.daily"
+    driver.get(f"{api.url}/#nodeId={quote(clean, safe='')}")
+    assert _ready(driver) == "ready"
+    assert "depth=1" in driver.current_url
+    assert driver.find_element("id", "depth-input").get_attribute("value") == "1"
+    known = _hop(api, clean)
+    first = set(known)
+    assert _drawn(driver) == first
+    # stg.orders is also read by audit, which no view around clean reaches (audit is neither up
+    # nor downstream of clean); mart.daily is read by the hostile job, two hops down.
+    assert "job:shop:audit" not in known
+    outlined = _outlined(driver)
+    assert daily in outlined and clean not in outlined
+    assert outlined == _with_more(api, [clean], set(known))
+    assert driver.find_element("id", "truncated-notice").get_attribute("hidden") is not None
+    before = _positions(driver)
+
+    _click_node(driver, stg)
+    _wait(driver, f"return location.hash.includes('expand=' + encodeURIComponent({stg!r}))")
+    assert _ready(driver) == "ready"
+    known = {**_hop(api, stg), **known}
+    assert "job:shop:audit" in known
+    _wait(driver, f"return window.lineagePage.cy.nodes().length === {len(known)}")
+    assert _drawn(driver) == set(known)
+    after = _positions(driver)
+    assert {nid: after[nid] for nid in before} == before  # nothing already drawn moved
+    # The click also opened its details; it is no longer outlined.
+    assert "stg.orders" in _details(driver)
+    outlined = _outlined(driver)
+    assert stg not in outlined
+    assert outlined == _with_more(api, [clean, stg], set(known))
+    drawn_edges = set(
+        map(
+            tuple,
+            driver.execute_script(
+                "return window.lineagePage.cy.edges().map(e => [e.source().id(), e.target().id()])"
+            ),
+        )
+    )
+    assert (stg, "job:shop:audit") in drawn_edges
+    assert "expanded" in driver.find_element("id", "status").text
+
+    # The details panel expands too (chosen from the node list, without the mouse on the graph).
+    assert daily in outlined
+    driver.find_element("css selector", f'#node-list button[data-node-id="{daily}"]').click()
+    _wait(driver, "return document.querySelector('#details-body .expand-button') !== null")
+    driver.find_element("css selector", "#details-body .expand-button").click()
+    _wait(driver, f"return location.hash.includes({quote(daily, safe='')!r})")
+    known = {**_hop(api, daily), **known}
+    assert f"job:shop:{HOSTILE_JOB}" in known
+    _wait(driver, f"return window.lineagePage.cy.nodes().length === {len(known)}")
+    assert _drawn(driver) == set(known)
+    assert driver.execute_script("return window.__pwned === undefined")
+
+    shared = driver.current_url
+    driver.get("about:blank")
+    driver.get(shared)
+    assert _ready(driver) == "ready"
+    assert _drawn(driver) == set(known)
+    assert _outlined(driver) == _with_more(api, [clean, stg, daily], set(known))
+    assert {stg, daily} & _marked(driver) == set()
+    assert driver.current_url == shared
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "graph-page-expanded.png"))
+    # "Collapse expansions" goes back to the one hop, the URL too.
+    driver.find_element("id", "collapse").click()
+    _wait(driver, "return !location.hash.includes('expand=')")
+    assert _ready(driver) == "ready"
+    assert _drawn(driver) == first
+    assert driver.find_element("id", "collapse").get_attribute("disabled") is not None
+    # Another node drops the expansions; an explicit depth in the link still works.
+    _open(driver, api.url, "job:shop:report", depth=2)
+    assert "expand=" not in driver.current_url
+    assert _drawn(driver) == {
+        n["id"]
+        for n in api.client.get(
+            "/api/v1/lineage", params={"nodeId": "job:shop:report", "depth": 2}
+        ).json()["graph"]
+    }
+    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == [], errors
+
+
+def test_an_answer_cut_at_the_node_limit_is_said_so(api, loaded, browser):
+    """nodeLimit=3 (in the link) over the whole pipeline: three nodes, nearest first, and the
+    notice. The server cuts the answer itself once it knows nodeLimit (truncated: true); a
+    server that does not is cut by the page, nearest first too."""
+    driver = browser
+    stg = f"dataset:{PG}:stg.orders"
+    answer = api.client.get(
+        "/api/v1/lineage", params={"nodeId": stg, "depth": 10, "nodeLimit": 3}
+    ).json()
+    if "truncated" in answer:  # the bounded API: the answer says it was cut
+        assert answer["truncated"] is True and len(answer["graph"]) <= 3
+    driver.get(f"{api.url}/#nodeId={quote(stg, safe='')}&depth=10&direction=both&nodeLimit=3")
+    assert _ready(driver) == "ready"
+    drawn = _drawn(driver)
+    assert 1 < len(drawn) <= 3 and stg in drawn
+    assert drawn <= set(_hop(api, stg))  # nearest first: the chosen node and its neighbours
+    notice = driver.find_element("id", "truncated-notice")
+    assert notice.is_displayed()
+    assert notice.text.startswith(
+        f"Showing {len(drawn)} nodes; the neighbourhood was cut at the node limit (3 per answer)"
+    )
+    assert "expand nodes to see more" in notice.text
+    assert "nodeLimit=3" in driver.current_url
+    # Without the limit the same view is whole, and the notice goes.
+    _open(driver, api.url, stg, depth=10)
+    assert not driver.find_element("id", "truncated-notice").is_displayed()
+    assert len(_drawn(driver)) == 11
+
+
+STAR = 6000
+
+
+@pytest.fixture
+def star(api):
+    """One job writing STAR datasets (ten runs of STAR/10 outputs), read by one more job."""
+    per_run = STAR // 10
+    for part in range(10):
+        outputs = [("star", f"out.{part * per_run + i:05d}") for i in range(per_run)]
+        event = run_event("hub", namespace="star", outputs=outputs, seconds=part)
+        response = api.client.post("/api/v1/lineage", json=event)
+        assert response.status_code == 201, response.text
+    reader = run_event(
+        "reader", namespace="star", inputs=[("star", "out.00000")], outputs=[("star", "sink")]
+    )
+    assert api.client.post("/api/v1/lineage", json=reader).status_code == 201
+    return "job:star:hub"
+
+
+def test_a_wide_neighbourhood_is_drawn_to_the_node_limit_and_stays_responsive(api, star, browser):
+    driver = browser
+    started = time.monotonic()
+    driver.get(f"{api.url}/#nodeId={quote(star, safe='')}")
+    assert _ready(driver) == "ready", driver.find_element("id", "status").text
+    took = time.monotonic() - started
+    drawn = _drawn(driver)
+    assert star in drawn
+    assert 500 < len(drawn) <= 1000  # the node limit, of STAR + 1 one hop away
+    assert driver.find_element("id", "truncated-notice").is_displayed()
+    assert len(driver.find_elements("css selector", "#node-list button")) == len(drawn)
+    # The page answers at once: a frame is painted, a click opens details, a search runs.
+    frame = driver.execute_async_script(
+        "const done = arguments[0], t0 = performance.now();"
+        "requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));"
+    )
+    assert frame < 500, frame
+    # A leaf drawn inside the graph's box (1,000 in one column do not all fit on screen).
+    leaf = sorted(n for n in drawn if n.startswith("dataset:star:"))[500]
+    driver.execute_script(
+        "const cy = window.lineagePage.cy; cy.zoom(1); cy.center(cy.getElementById(arguments[0]));",
+        leaf,
+    )
+    t0 = time.monotonic()
+    _click_node(driver, leaf)
+    _wait(driver, f"return location.hash.includes({quote(leaf, safe='')!r})", timeout=10)
+    assert _ready(driver) == "ready"
+    clicked = time.monotonic() - t0
+    assert len(_drawn(driver)) <= 2000  # one more answer, cut at the limit too
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "graph-page-star.png"))
+    print(f"\nstar of {STAR}: ready in {took:.2f} s, frame {frame:.0f} ms, click {clicked:.2f} s")
+    assert took < 30 and clicked < 10

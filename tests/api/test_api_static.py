@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -156,32 +156,50 @@ def _postgres_store() -> Iterator[SqlStore]:
             store.close()
 
 
+def serve_stores(
+    stack: contextlib.ExitStack,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    kinds: Sequence[str],
+    batch: Callable[[str], list[dict[str, Any]]],
+) -> dict[str, httpx.Client]:
+    """An API per store kind (sql, postgres, document, graph; "reversed" is SQLite), each fed
+    ``batch(kind)`` in one POST; everything is closed and dropped by ``stack``."""
+    clients: dict[str, httpx.Client] = {}
+    for kind in kinds:
+        store: BaseLineageStore
+        if kind == "postgres":
+            store = stack.enter_context(_postgres_store())
+        else:
+            store = _store(
+                "sql" if kind == "reversed" else kind, request, tmp_path_factory.mktemp(kind)
+            )
+            stack.callback(store.close)
+            stack.callback(_drop, store)
+        store.open()
+        server = ApiServer(create_app(store)).start()
+        stack.callback(server.stop)
+        client = stack.enter_context(httpx.Client(base_url=server.url, timeout=30))
+        events = batch(kind)
+        posted = client.post("/api/v1/lineage/batch", json=events)
+        assert posted.status_code == 200, posted.text
+        assert posted.json()["summary"]["successful"] == len(events)
+        clients[kind] = client
+    return clients
+
+
 @pytest.fixture(scope="module")
 def apis(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, httpx.Client]]:
-    clients: dict[str, httpx.Client] = {}
     with contextlib.ExitStack() as stack:
-        for kind in KINDS:
-            store: BaseLineageStore
-            if kind == "postgres":
-                store = stack.enter_context(_postgres_store())
-            else:
-                store = _store(
-                    "sql" if kind == "reversed" else kind, request, tmp_path_factory.mktemp(kind)
-                )
-                stack.callback(store.close)
-                stack.callback(_drop, store)
-            store.open()
-            server = ApiServer(create_app(store)).start()
-            stack.callback(server.stop)
-            client = stack.enter_context(httpx.Client(base_url=server.url, timeout=30))
-            batch = events()[::-1] if kind == "reversed" else events()
-            posted = client.post("/api/v1/lineage/batch", json=batch)
-            assert posted.status_code == 200, posted.text
-            assert posted.json()["summary"]["successful"] == len(events())
-            clients[kind] = client
-        yield clients
+        yield serve_stores(
+            stack,
+            request,
+            tmp_path_factory,
+            KINDS,
+            lambda kind: events()[::-1] if kind == "reversed" else events(),
+        )
 
 
 def _get(client: httpx.Client, path: str, operation: str, **params: Any) -> Any:

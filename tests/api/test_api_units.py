@@ -227,6 +227,11 @@ def test_read_only_app_answers_reads_and_refuses_ingest():
         graph = httpx.get(f"{server.url}/api/v1/lineage", params={"nodeId": "job:n:j"}).json()
         validate_marquez("LineageGraph", graph)
         assert graph["graph"][0]["data"]["latestRun"] == {"id": RUN, "state": "FAILED"}
+        # A store written before bounded queries (no node_limit) is still cut, after its walk.
+        cut = httpx.get(
+            f"{server.url}/api/v1/lineage", params={"nodeId": "job:n:j", "nodeLimit": 1}
+        ).json()
+        assert [n["id"] for n in cut["graph"]] == ["job:n:j"] and cut["truncated"] is True
         posted = httpx.post(f"{server.url}/api/v1/lineage", json=run_event("x"))
         assert posted.status_code == 503 and posted.json()["reason"] == "no_store"
         assert httpx.get(f"{server.url}/api/v1/health").json()["ingest"] is False

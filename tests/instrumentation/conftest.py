@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import pika
-import pika.exceptions
 import pytest
 
 from lineage_instrumentation.pika import PikaInstrumentor
@@ -19,33 +13,7 @@ from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.exporters import InMemoryExporter
 from lineage_sdk.sdk.provider import configure, shutdown
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conformance import validate_event
-from memory_capture import CapturedEvents
-
-BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
-REPO = Path(__file__).resolve().parents[2]
-
-__all__ = ["BROKER_URL", "REPO", "Names", "connect", "validate_event"]
-
-
-def connect(attempts: int = 20) -> Any:
-    """A BlockingConnection, retried: another test may be bouncing the shared broker."""
-    last: Exception | None = None
-    for _ in range(attempts):
-        try:
-            return pika.BlockingConnection(pika.URLParameters(BROKER_URL))
-        except pika.exceptions.AMQPConnectionError as exc:
-            last = exc
-            time.sleep(0.5)
-    raise RuntimeError(f"broker unavailable: {last}")
-
-
-@dataclass
-class Names:
-    exchange: str
-    queue: str
-    routing_key: str = "orders.created"
+from .broker_helpers import Captured, Names, connect
 
 
 @pytest.fixture
@@ -65,16 +33,6 @@ def names() -> Iterator[Names]:
     ch.queue_delete(found.queue)
     ch.exchange_delete(found.exchange)
     conn.close()
-
-
-class Captured(CapturedEvents):
-    def runs(self, job_name: str) -> dict[str, list[dict[str, Any]]]:
-        """Events of ``job_name`` grouped by run id, in order."""
-        out: dict[str, list[dict[str, Any]]] = {}
-        for event in self.events():
-            if event["job"]["name"] == job_name:
-                out.setdefault(event["run"]["runId"], []).append(event)
-        return out
 
 
 @pytest.fixture

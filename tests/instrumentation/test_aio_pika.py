@@ -29,7 +29,7 @@ from lineage_sdk.sdk.exporters import InMemoryExporter
 from lineage_sdk.sdk.provider import STATE, configure, shutdown
 from lineage_sdk.sdk.suppression import suppress_instrumentation
 
-from .conftest import BROKER_URL, Captured, Names, connect, validate_event
+from .broker_helpers import BROKER_URL, Captured, Names, connect, validate_event
 from .wrapper_services import clean_env, read_events, run_pair
 
 pytestmark = pytest.mark.rabbitmq

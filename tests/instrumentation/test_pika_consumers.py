@@ -14,7 +14,7 @@ from pika.adapters.asyncio_connection import AsyncioConnection
 from lineage_sdk import LineageDataset, current_run, track_lineage
 from lineage_sdk.sdk.suppression import suppress_instrumentation
 
-from .conftest import BROKER_URL, Names, connect
+from .broker_helpers import BROKER_URL, Names, connect
 
 pytestmark = pytest.mark.rabbitmq
 

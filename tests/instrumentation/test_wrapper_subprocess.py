@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Names, connect, validate_event
+from .broker_helpers import Names, connect, validate_event
 from .wrapper_services import WRAPPER, clean_env, read_events, run_pair
 
 pytestmark = pytest.mark.rabbitmq

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,27 +13,7 @@ from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.exporters import InMemoryExporter
 from lineage_sdk.sdk.provider import configure, shutdown
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from memory_capture import CapturedEvents
-
-PG_ADMIN = "host=127.0.0.1 port=5432 dbname=test"
-PG_NAMESPACE = "postgres://127.0.0.1:5432"
-
-__all__ = ["PG_ADMIN", "PG_NAMESPACE", "Captured", "by_name"]
-
-
-class Captured(CapturedEvents):
-    def final(self, job_name: str) -> list[dict[str, Any]]:
-        """The COMPLETE/FAIL events of ``job_name``."""
-        return [
-            e
-            for e in self.events()
-            if e["job"]["name"] == job_name and e["eventType"] in ("COMPLETE", "FAIL")
-        ]
-
-
-def by_name(datasets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {d["name"]: d for d in datasets}
+from .db_helpers import PG_ADMIN, Captured
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.exporters import InMemoryExporter
 from lineage_sdk.sdk.provider import configure, shutdown
 
-from .conftest import Captured
+from .db_helpers import Captured
 
 
 def test_bad_outside_run_is_a_clear_error(captured):

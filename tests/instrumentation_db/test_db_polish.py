@@ -19,8 +19,7 @@ from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
 from lineage_sdk import track_lineage
 from lineage_sdk.models.dataset import LineageDataset
 
-from .conftest import PG_NAMESPACE, by_name
-from .test_db_wrapper import _run
+from .db_helpers import PG_NAMESPACE, by_name, run_instrumented
 
 pytestmark = pytest.mark.postgres
 
@@ -203,7 +202,7 @@ OPEN_AT_EXIT = textwrap.dedent(
 
 def test_a_transaction_open_at_exit_ends_as_abort(tmp_path, pg_db):
     """Open at exit: ABORT (the database never committed it); one whose statement had failed: FAIL."""
-    events = _run(tmp_path, pg_db, OPEN_AT_EXIT)
+    events = run_instrumented(tmp_path, pg_db, OPEN_AT_EXIT)
     for event in events:
         validate_event(event)
     by_run: dict[str, list[str]] = {}

@@ -10,7 +10,7 @@ from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
 from lineage_instrumentation.db.sqlalchemy_events import SQLAlchemyInstrumentor, _after
 from lineage_sdk import track_lineage
 
-from .conftest import PG_NAMESPACE, by_name
+from .db_helpers import PG_NAMESPACE, by_name
 
 pytestmark = pytest.mark.postgres
 

@@ -10,7 +10,7 @@ from lineage_instrumentation.db.sqlalchemy_events import SQLAlchemyInstrumentor
 from lineage_instrumentation.db.sqlite import Sqlite3Instrumentor
 from lineage_sdk import track_lineage
 
-from .conftest import by_name
+from .db_helpers import by_name
 
 
 @pytest.fixture

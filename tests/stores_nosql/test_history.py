@@ -25,7 +25,10 @@ from lineage_sdk.collector.api.history import (
     history_columns,
     history_job,
     history_lineage,
+    of_dataset,
+    of_job,
     parse_instant,
+    run_scope_events,
 )
 from lineage_sdk.collector.store import LineageGraph
 from lineage_sdk.collector.stores.sql import SqlStore
@@ -282,3 +285,74 @@ def test_job_events_up_to_bounds_by_time_on_the_index(stores: dict[str, Any]) ->
     assert len(sql.job_events_up_to([("ns", "j1")], at_(1))) == 2
     assert len(sql.job_events_up_to([("ns", "j1")], at_(1) - timedelta(microseconds=1))) == 1
     assert sql.job_events_up_to([], at_(100)) == []
+
+
+def test_child_runs_by_each_store_index(stores: dict[str, Any]) -> None:
+    """r4 names r2 as its parent: each store finds it by its parent index, and only it."""
+    for name, store in stores.items():
+        assert store.child_runs(R2) == [R4], name
+        assert store.child_runs(R4) == [], name
+        assert store.child_runs("no-such-run") == [], name
+
+
+@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+def test_run_scope_reads_runs_not_every_event(
+    stores: dict[str, Any], name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's scope is read run by run (its own, its parents', its children's by the parent
+    index), never by a scan of the store's events."""
+    store = stores[name]
+
+    def scan(**_: Any) -> Any:
+        raise AssertionError("runId read every event")
+
+    monkeypatch.setattr(store, "iter_raw_events", scan)
+    scope = run_scope_events(store, R2)
+    assert {e["run"]["runId"] for e in scope} == {R2, R4}
+    assert [e["eventTime"] for e in scope] == sorted(e["eventTime"] for e in scope)
+    child = run_scope_events(store, R4, as_of=at_(30))
+    assert [(e["run"]["runId"], e["eventType"]) for e in child] == [
+        (R2, "START"),
+        (R2, "COMPLETE"),
+        (R4, "START"),
+    ]
+    graph, _ = history_lineage(store, "job:ns:j2", run_id=R2)
+    assert "job:ns:j3" in graph.nodes
+    with pytest.raises(LookupError, match="no events recorded for run"):
+        run_scope_events(store, R4, as_of=at_(29))
+
+
+def test_job_and_columns_of_a_run_are_the_same_in_every_store(stores: dict[str, Any]) -> None:
+    def job(store: Any, name: str, run_id: str) -> dict[str, Any] | None:
+        return history_job(of_job(run_scope_events(store, run_id), "ns", name), "ns", name, None)
+
+    for name, run_id in (("j1", R1), ("j1", R3), ("j3", R2), ("j2", R4), ("j1", R2)):
+        answers = {key: job(store, name, run_id) for key, store in stores.items()}
+        assert answers["document"] == answers["sql"] == answers["graph"], (name, run_id)
+    sql = stores["sql"]
+    first, later = job(sql, "j1", R1), job(sql, "j1", R3)
+    assert first is not None and later is not None
+    assert [d["name"] for d in first["inputs"]] == ["d0"]
+    assert [d["name"] for d in later["inputs"]] == ["dx"]
+    assert job(sql, "j1", R2) is None  # r2's scope (r2, r4) does not name j1
+    child = job(sql, "j3", R2)
+    assert child is not None and child["latestRun"]["id"] == R4
+    # Column lineage of one run: the jcol runs (t=12, t=22; their ids differ per store) have no
+    # parent, and each states its own edge.
+    edges = {}
+    for key, store in stores.items():
+        runs = [e["run"]["runId"] for e in store.events_of_job("ns", "jcol")]
+        edges[key] = [history_columns(store, "dataset:ns:c1", run_id=r).edges for r in runs]
+    assert edges["sql"] == edges["document"] == edges["graph"]
+    assert [{src.field for _, src in found} for found in edges["sql"]] == [{"a"}, {"b"}]
+    assert not history_columns(sql, "dataset:ns:c1", run_id=R1).roots
+
+
+def test_of_dataset_keeps_the_runs_that_named_it() -> None:
+    named = run_event(job="j", namespace="ns", run_id=R1, inputs=[("ns", "d")])
+    same_run = run_event(job="j", namespace="ns", run_id=R1, event_type="COMPLETE")
+    other = run_event(job="j", namespace="ns", run_id=R2, inputs=[("ns", "e")])
+    assert of_dataset([named, same_run, other], "ns", "d") == [named, same_run]
+    assert of_dataset([other], "ns", "d") == []
+    assert of_job([named, other], "ns", "j") == [named, other]
+    assert of_job([named], "ns", "k") == []

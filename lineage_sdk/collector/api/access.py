@@ -272,6 +272,8 @@ def prune_graph(
     the answer, from the root, never entering an unreadable node. Every node the store returned
     lies within ``depth`` of the root, so every readable path of that length is in the answer;
     a node met again by a longer, readable path is kept only if that path is within ``depth``.
+    A graph cut at a node limit (``truncated``) is pruned alike: every kept node is connected to
+    the root within the cut graph, so a readable node stays only if a readable path reaches it.
     """
     root = graph.nodes.get(graph.root)
     if root is None or not readable(root.namespace):
@@ -300,7 +302,8 @@ def prune_graph(
                 else:
                     queue.appendleft(nxt_id)
         kept.update(hops)
-    pruned = LineageGraph(root=graph.root)
+    # A cut answer stays marked cut: what the limit left out is not known to be hidden.
+    pruned = LineageGraph(root=graph.root, truncated=graph.truncated)
     for nid in kept:
         node = graph.nodes[nid]
         pruned.nodes[nid] = LineageNode(
@@ -366,7 +369,7 @@ def prune_columns(
     through readable fields only, within ``depth`` column hops (as :func:`prune_graph` does for
     table lineage: a readable field reached only through a hidden one is dropped too)."""
     roots = tuple(f for f in graph.roots if readable(f.namespace))
-    pruned = ColumnGraph(root=graph.root, roots=roots, fields=set(roots))
+    pruned = ColumnGraph(root=graph.root, roots=roots, fields=set(roots), truncated=graph.truncated)
     for upstream in (True, False) if with_downstream else (True,):
         seen = set(roots)
         frontier = set(roots)

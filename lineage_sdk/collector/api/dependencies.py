@@ -11,16 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 
 from lineage_sdk.collector.api import queries
 from lineage_sdk.collector.api.access import OPEN, Grant
 from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.state import ApiState, api_state
+from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT
 from lineage_sdk.exceptions import StoreError
 
 __all__ = [
     "JsonBody",
+    "NodeLimit",
     "ReadGrant",
     "State",
     "WriteGrant",
@@ -131,3 +133,18 @@ def answer(ask: Callable[[], _T]) -> _T:
         raise ApiError(404, "not_found", str(exc)[:300]) from None
     except StoreError as exc:
         raise ApiError(503, "store_unavailable", str(exc)) from None
+
+
+#: ``nodeLimit`` of the graph reads (lineage, column lineage, run lineage): issue #16's bounded
+#: queries, so a 10,000-node neighbourhood answers in time and never freezes the browser.
+NodeLimit = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=100_000,
+        description="lineage-sdk extension: the most nodes to answer (default "
+        f"{DEFAULT_NODE_LIMIT:,}), nearest the root first (by edges from it along the asked "
+        "direction; ties by id), only edges among them; the walk stops early. The answer's "
+        "`truncated` says whether nodes were left out, `nodeLimit` echoes the limit.",
+    ),
+]

@@ -8,8 +8,10 @@ their inputs and outputs folded into job/dataset edges exactly as the stores fol
 walked with the stores' hop semantics. One code path, so the sql, document and graph stores
 cannot answer differently, and ``asOf`` at or after the newest event equals the plain answer.
 
-The cost is a read of the events that count: all events up to ``asOf`` (a full scan bounded
-by time), or a run's, its parents' and a scan for its children (``runId``).
+The cost is a read of the events that count: for lineage ``asOf``, the events of the jobs the
+plain answer holds (bounded by time on the store's index) where the store can, else (and for
+column lineage ``asOf``) every event up to ``asOf``; for ``runId``, one read per run of its
+scope, its children found by the store's parent index (``child_runs``).
 """
 
 from __future__ import annotations
@@ -43,12 +45,22 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     RawEventSource,
     StaticLineageProtocol,
+    check_node_limit,
+    cut_lineage,
+    names_dataset,
     node_id,
     parse_node_id,
     walk_directions,
+    walk_full,
 )
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models.run_state import StateKey, heartbeat_interval, pick_interval, state_key
+from lineage_sdk.models.run_state import (
+    StateKey,
+    heartbeat_interval,
+    pick_interval,
+    pick_link,
+    state_key,
+)
 
 __all__ = [
     "HistoryUnsupported",
@@ -59,7 +71,10 @@ __all__ = [
     "history_job",
     "history_lineage",
     "history_records",
+    "of_dataset",
+    "of_job",
     "parse_instant",
+    "run_scope_events",
 ]
 
 _Key = tuple[str, str]
@@ -209,40 +224,108 @@ def history_records(
 ) -> list[LineageRecord]:
     """The records an ``asOf``/``runId`` answer is folded from.
 
-    ``as_of``: every event with ``eventTime <= as_of``. ``run_id``: the run's events, its
-    parent runs' and its child runs' (runs whose parent facet names it), each also bounded by
-    ``as_of`` when given. LookupError when the run has no (such) events.
+    ``as_of``: every event with ``eventTime <= as_of``. ``run_id``: the events of the run's
+    scope (:func:`run_scope_events`), each also bounded by ``as_of`` when given. LookupError
+    when the run has no (such) events.
     """
     source = _raw_source(store)
+    if run_id is not None:
+        return list(_records(run_scope_events(store, run_id, as_of=as_of)))
     until = None if as_of is None else as_of + timedelta(microseconds=1)
-    if run_id is None:
-        raws = list(source.iter_raw_events(until=until))
-        stored = (orjson.loads(raw.json) for raw in raws)
-        found = _records(stored, (raw.event_id for raw in raws))
-        # The event's own time decides, to the microsecond, whatever precision a store indexes.
-        return [rec for rec in found if as_of is None or rec.event_time <= as_of]
+    raws = list(source.iter_raw_events(until=until))
+    stored = (orjson.loads(raw.json) for raw in raws)
+    found = _records(stored, (raw.event_id for raw in raws))
+    # The event's own time decides, to the microsecond, whatever precision a store indexes.
+    return [rec for rec in found if as_of is None or rec.event_time <= as_of]
+
+
+def _child_runs(store: LineageQueryProtocol, source: RawEventSource, run_id: str) -> list[str]:
+    """Runs that may be children of ``run_id``: by the store's parent index (``child_runs``),
+    else by a scan of every event for one naming it as parent (a store without the index)."""
+    indexed = getattr(store, "child_runs", None)
+    if callable(indexed):
+        return list(indexed(run_id))
+    found: set[str] = set()
+    for raw in source.iter_raw_events():
+        if run_id in raw.json:  # cheap text test first
+            for rec in _records([orjson.loads(raw.json)], [raw.event_id]):
+                if rec.parent_run_id == run_id and rec.run_id:
+                    found.add(rec.run_id)
+    return sorted(found)
+
+
+def run_scope_events(
+    store: object, run_id: str, *, as_of: datetime | None = None
+) -> list[dict[str, Any]]:
+    """The raw events ``runId`` answers from: the run's, its parent runs' (every parent its
+    events name) and its child runs' (runs whose parent, the least their events name as every
+    store reads it, is this run), each bounded by ``as_of`` when given; in event-time order.
+
+    Bounded: a read per run (``events_of_run``) and the children by the store's parent index.
+    LookupError when the run has no events (up to ``as_of``).
+    """
+    source = _raw_source(store)
     if not isinstance(store, LineageQueryProtocol):
         raise HistoryUnsupported(f"the {source.name} store cannot read a run's events")
-    own = list(_records(store.events_of_run(run_id)))
-    if as_of is not None:
-        own = [rec for rec in own if rec.event_time <= as_of]
+
+    def read(run: str) -> list[tuple[datetime, dict[str, Any], LineageRecord]]:
+        """The run's events up to ``as_of``, each with its time and record."""
+        kept = []
+        for event in store.events_of_run(run):
+            for rec in _records([event]):
+                if as_of is None or rec.event_time <= as_of:
+                    kept.append((rec.event_time, event, rec))
+        return kept
+
+    own = read(run_id)
+    parents = sorted({rec.parent_run_id for _, _, rec in own if rec.parent_run_id})
     if not own:
         when = "" if as_of is None else f" up to {as_of.isoformat()}"
         raise LookupError(f"no events recorded for run {run_id!r}{when}")
-    records = list(own)
-    for parent in sorted({rec.parent_run_id for rec in own if rec.parent_run_id}):
-        records.extend(
-            rec
-            for rec in _records(store.events_of_run(parent))
-            if as_of is None or rec.event_time <= as_of
-        )
-    # Children name this run only in their parent facet: a scan, cheap text test first.
-    for raw in source.iter_raw_events(until=until):
-        if run_id in raw.json:
-            for rec in _records([orjson.loads(raw.json)], [raw.event_id]):
-                if rec.parent_run_id == run_id and (as_of is None or rec.event_time <= as_of):
-                    records.append(rec)
-    return records
+    scope = list(own)
+    done = {run_id}
+    for parent in parents:
+        if parent not in done:
+            done.add(parent)
+            scope.extend(read(parent))
+    for child in _child_runs(store, source, run_id):
+        if child in done:
+            continue
+        done.add(child)
+        found = read(child)
+        if pick_link(rec.parent_run_id for _, _, rec in found) == run_id:
+            scope.extend(found)
+    scope.sort(key=lambda item: item[0])  # stable: each run's own (time, id) order kept
+    return [event for _, event, _ in scope]
+
+
+def of_job(events: Iterable[Mapping[str, Any]], namespace: str, name: str) -> list[Any]:
+    """The run events of job ``namespace:name`` among ``events`` (what ``events_of_job`` reads)."""
+    kept: list[Any] = []
+    for event in events:
+        job, run = event.get("job"), event.get("run")
+        if (
+            isinstance(job, Mapping)
+            and isinstance(run, Mapping)
+            and (job.get("namespace"), job.get("name")) == (namespace, name)
+        ):
+            kept.append(event)
+    return kept
+
+
+def of_dataset(events: Iterable[Mapping[str, Any]], namespace: str, name: str) -> list[Any]:
+    """Every event of the runs among ``events`` that named the dataset (what
+    ``events_of_dataset`` reads: a run's events whether or not each names it)."""
+    listed = list(events)
+    runs = {_run_of(e) for e in listed if names_dataset(e, namespace, name)}
+    runs.discard(None)
+    return [e for e in listed if _run_of(e) in runs]
+
+
+def _run_of(event: Mapping[str, Any]) -> str | None:
+    run = event.get("run")
+    run_id = run.get("runId") if isinstance(run, Mapping) else None
+    return run_id if isinstance(run_id, str) else None
 
 
 def _as_of_records(
@@ -286,34 +369,43 @@ def _walk(
     root: tuple[str, _Key],
     upstream: bool,
     depth: int,
+    node_limit: int | None = None,
 ) -> None:
     """The stores' breadth-first walk (see ``SqlStore._walk``): a job's level holds the datasets
-    it reads (upstream) or writes (downstream); each level goes one job further."""
+    it reads (upstream) or writes (downstream); each level goes one job further, stopping past
+    ``node_limit`` nodes as the stores do (:func:`~lineage_sdk.collector.store.walk_full`)."""
     kind, key = root
     jobs: set[_Key] = {key} if kind == "JOB" else set()
     datasets: set[_Key] = {key} if kind == "DATASET" else set()
     job_frontier, ds_frontier = set(jobs), set(datasets)
     near, far = (facts.reads, facts.writers) if upstream else (facts.writes, facts.readers)
     for level in range(depth + 1):
+        # past node_limit: one last step, recording only the edges back to known nodes
+        closing = walk_full(len(jobs) + len(datasets), node_limit)
         for job in sorted(job_frontier):
             jid = builder.add("JOB", *job)
             for ds in near.get(job, ()):
+                if closing and not builder.has(node_id("DATASET", *ds)):
+                    continue
                 builder.flow(builder.add("DATASET", *ds), jid, upstream=upstream, far=True)
                 if ds not in datasets:
                     datasets.add(ds)
                     ds_frontier.add(ds)
-        if level == depth or not ds_frontier:
+        if closing or level == depth or not ds_frontier:
             break
+        closing = walk_full(len(jobs) + len(datasets), node_limit)
         new_jobs: set[_Key] = set()
         for ds in sorted(ds_frontier):
             did = builder.add("DATASET", *ds)
             for job in far.get(ds, ()):
+                if closing and not builder.has(node_id("JOB", *job)):
+                    continue
                 builder.flow(did, builder.add("JOB", *job), upstream=upstream, far=False)
                 if job not in jobs:
                     jobs.add(job)
                     new_jobs.add(job)
         job_frontier, ds_frontier = new_jobs, set()
-        if not job_frontier:
+        if closing or not job_frontier:
             break
 
 
@@ -325,12 +417,16 @@ def history_lineage(
     depth: int = 20,
     as_of: datetime | None = None,
     run_id: str | None = None,
+    node_limit: int | None = None,
 ) -> tuple[LineageGraph, set[tuple[str, str]]]:
     """The lineage graph around ``node`` as of ``as_of`` and/or within run ``run_id``, and the
-    declared edges among it. LookupError when the events that count name no such node."""
+    declared edges among it, cut to ``node_limit`` nodes as the stores cut theirs
+    (:func:`~lineage_sdk.collector.store.cut_lineage`). LookupError when the events that count
+    name no such node."""
     kind, namespace, name = parse_node_id(node)
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
+    check_node_limit(node_limit)
     narrowed = None
     if run_id is None and as_of is not None:
         narrowed = _as_of_records(store, node, direction, depth, as_of)
@@ -345,8 +441,8 @@ def history_lineage(
         raise LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
     builder = LineageGraphBuilder(kind, namespace, name)
     for upstream in walk_directions(direction):
-        _walk(builder, facts, (kind, key), upstream, depth)
-    graph = builder.build()
+        _walk(builder, facts, (kind, key), upstream, depth, node_limit)
+    graph = cut_lineage(builder.build(), direction, node_limit)
     for item in graph.nodes.values():
         if item.type == "JOB":
             run = facts.latest_run((item.namespace, item.name))
@@ -359,14 +455,18 @@ def history_columns(
     store: object,
     node: str,
     *,
-    as_of: datetime,
+    as_of: datetime | None = None,
+    run_id: str | None = None,
     depth: int = 20,
     with_downstream: bool = False,
+    node_limit: int | None = None,
 ) -> ColumnGraph:
-    """Column lineage around ``node`` as the events up to ``as_of`` state it, walked as the
-    stores walk (:func:`lineage_sdk.collector.columns.walk_columns`); no roots when none then."""
+    """Column lineage around ``node`` as the events up to ``as_of`` and/or of run ``run_id``'s
+    scope (:func:`run_scope_events`) state it, walked as the stores walk
+    (:func:`lineage_sdk.collector.columns.walk_columns`); no roots when none then.
+    LookupError when the run has no events (up to ``as_of``)."""
     parse_column_node(node)  # a malformed id is a ValueError before anything is read
-    facts = fold(history_records(store, as_of=as_of))
+    facts = fold(history_records(store, as_of=as_of, run_id=run_id))
     by_output: dict[FieldRef, list[ColumnEdge]] = defaultdict(list)
     by_input: dict[FieldRef, list[ColumnEdge]] = defaultdict(list)
     known: set[FieldRef] = set()
@@ -390,20 +490,23 @@ def history_columns(
         index = by_output if upstream else by_input
         return [edge for ref in fields for edge in index.get(ref, ())]
 
-    return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+    return walk_columns(
+        node, roots, step, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+    )
 
 
 def history_job(
-    events: Sequence[Mapping[str, Any]], namespace: str, name: str, as_of: datetime
+    events: Sequence[Mapping[str, Any]], namespace: str, name: str, as_of: datetime | None
 ) -> dict[str, Any] | None:
-    """A Marquez ``Job`` as its events up to ``as_of`` (inclusive) describe it, None before its
-    first event. ``events``: the job's run events and JobEvents (``queries.job_events``).
+    """A Marquez ``Job`` as its events up to ``as_of`` (inclusive; None: all of them) describe
+    it, None before its first event. ``events``: the job's run events and JobEvents
+    (``queries.job_events``), or those of a run's scope (:func:`of_job`).
 
     Inputs and outputs are the fold of those events (as the stores fold them on write), the
     latest runs are the runs with an event by then, latest first (ties: least run id, as in
     :meth:`LineageFold.latest_run`), each folded from its events up to ``as_of`` only.
     """
-    kept: list[Mapping[str, Any]] = events_up_to(events, as_of)
+    kept: list[Mapping[str, Any]] = list(events) if as_of is None else events_up_to(events, as_of)
     if not kept:
         return None
     facts = fold(_records(kept))

@@ -42,7 +42,13 @@ from typing import Any
 
 from lineage_sdk.collector.api.marquez import iso, run_from_events
 from lineage_sdk.collector.records import parse_event_time
-from lineage_sdk.collector.store import names_dataset
+from lineage_sdk.collector.store import (
+    DEFAULT_NODE_LIMIT,
+    check_node_limit,
+    names_dataset,
+    nearest_first,
+    walk_full,
+)
 from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.exceptions import InvalidEventError
 
@@ -633,36 +639,58 @@ def upstream_run_lineage(
     dataset_events: Callable[[str, str], Sequence[Mapping[str, Any]]],
     *,
     depth: int = 20,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> dict[str, Any]:
     """Marquez's ``UpstreamRunLineage`` of the run whose (non-empty) events are ``run_events``.
+
+    At most ``node_limit`` runs, nearest first (by producer hops, ties by run id; the walk stops
+    early), ``truncated`` saying whether runs were left out (a lineage-sdk extension).
 
     ``dataset_events`` is the store's ``events_of_dataset``. Runs up to ``depth`` producer hops
     away are listed (as Marquez: 0 is the run alone), each once, the run first, then in
     topological order: a run after every listed run that read what it wrote (ties: fewer hops,
     then job name, namespace and run id). Every listed run shows all its inputs, each with the
     dataset version it read and ``producedByRunId`` when the producing run is known."""
+    check_node_limit(node_limit)
     run_id = next((r for r in map(_run_id, run_events) if r is not None), None)
     if run_id is None:
-        return {"runs": []}
+        return {"runs": [], "truncated": False, "nodeLimit": node_limit}
     walk = _UpstreamWalk(dataset_events)
     root = walk.fold(run_id, run_events)
     hops: dict[str, int] = {run_id: 0}
     folded: dict[str, _FoldedRun] = {run_id: root}
     listed: dict[str, dict[str, Any]] = {}
     producers: dict[str, set[str]] = {}
-    queue = [root]
-    while queue:
-        current = queue.pop(0)
-        pairs = walk.inputs(current)
-        listed[current.run_id] = _upstream_run(current, [item for item, _ in pairs])
-        producers[current.run_id] = {p.run_id for _, p in pairs if p is not None}
-        for _, producer in pairs:
-            if producer is None or producer.run_id in hops or hops[current.run_id] >= depth:
-                continue
-            hops[producer.run_id] = hops[current.run_id] + 1
-            folded[producer.run_id] = producer
-            queue.append(producer)
-    return {"runs": [listed[r] for r in _topological(run_id, hops, folded, producers)]}
+    level = [root]
+    closing = False
+    while level:
+        reached: list[_FoldedRun] = []
+        for current in level:
+            pairs = walk.inputs(current)
+            listed[current.run_id] = _upstream_run(current, [item for item, _ in pairs])
+            producers[current.run_id] = {p.run_id for _, p in pairs if p is not None}
+            for _, producer in pairs:
+                if closing or producer is None or producer.run_id in hops:
+                    continue
+                if hops[current.run_id] >= depth:
+                    continue
+                hops[producer.run_id] = hops[current.run_id] + 1
+                folded[producer.run_id] = producer
+                reached.append(producer)
+        if closing:
+            break
+        # Past node_limit runs, the runs just found are listed (their inputs read) and the
+        # walk stops: every run within the cut's distance is known, with its producers.
+        closing = walk_full(len(hops), node_limit)
+        level = reached
+    among = {r: [p for p in sorted(ps) if p in hops] for r, ps in producers.items()}
+    kept = set(nearest_first([run_id], [among], node_limit))
+    order = _topological(run_id, {r: h for r, h in hops.items() if r in kept}, folded, producers)
+    return {
+        "runs": [listed[r] for r in order],
+        "truncated": len(kept) < len(hops),
+        "nodeLimit": node_limit,
+    }
 
 
 def _topological(

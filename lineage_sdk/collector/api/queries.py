@@ -6,15 +6,27 @@ the same answer (including what counts as "not found") for the same data.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph
-from lineage_sdk.collector.api.history import events_up_to, history_columns, history_lineage
-from lineage_sdk.collector.columns import ColumnRoot, marquez_column_graph, parse_column_node
+from lineage_sdk.collector.api.history import (
+    events_up_to,
+    history_columns,
+    history_lineage,
+    run_scope_events,
+)
+from lineage_sdk.collector.columns import (
+    ColumnRoot,
+    cut_columns,
+    marquez_column_graph,
+    parse_column_node,
+)
 from lineage_sdk.collector.store import (
+    DEFAULT_NODE_LIMIT,
     ColumnGraph,
     Direction,
     FieldRef,
@@ -23,6 +35,7 @@ from lineage_sdk.collector.store import (
     NodeType,
     Page,
     StaticLineageProtocol,
+    cut_lineage,
     node_id,
     parse_node_id,
 )
@@ -30,6 +43,7 @@ from lineage_sdk.collector.symlinks import entry_name
 
 __all__ = [
     "NotFound",
+    "bounded",
     "column_lineage",
     "dataset_events",
     "declared_edges",
@@ -38,6 +52,7 @@ __all__ = [
     "lineage",
     "parse_node",
     "run_events",
+    "run_scope",
     "runs",
 ]
 
@@ -69,8 +84,12 @@ def lineage(
     readable: Callable[[str], bool] | None = None,
     as_of: datetime | None = None,
     run_id: str | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> dict[str, Any]:
     """Marquez's ``LineageGraph`` around ``node``; NotFound if nothing is recorded for it.
+
+    At most ``node_limit`` nodes, nearest the root first (the store stops walking early); the
+    answer's ``truncated`` says whether nodes were left out, ``nodeLimit`` echoes the limit.
 
     ``readable`` (a namespace test) limits the walk to readable nodes: an unreadable root is
     NotFound, and nothing is reached through an unreadable node (see ``access.prune_graph``).
@@ -81,8 +100,13 @@ def lineage(
     if readable is not None and not readable(namespace):
         raise NotFound(f"nothing is recorded for {node!r}")
     if as_of is not None or run_id is not None:
-        return _history_lineage(store, node, direction, depth, readable, as_of, run_id)
-    graph = store.lineage(node, direction=direction, depth=depth)
+        return _history_lineage(store, node, direction, depth, readable, as_of, run_id, node_limit)
+    if _takes_node_limit(store.lineage):
+        graph = store.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
+    else:  # a store written before bounded queries: walked whole, cut here
+        graph = cut_lineage(
+            store.lineage(node, direction=direction, depth=depth), direction, node_limit
+        )
     if readable is not None:
         graph = prune_graph(graph, readable, direction=direction, depth=depth)
     root = graph.nodes.get(graph.root)
@@ -111,6 +135,24 @@ def lineage(
             for edge in (*item["inEdges"], *item["outEdges"]):
                 if (edge["origin"], edge["destination"]) in declared:
                     edge["declared"] = True
+    return bounded(answer, graph.truncated, node_limit)
+
+
+def _takes_node_limit(method: Callable[..., Any]) -> bool:
+    """Whether a store's ``lineage``/``column_lineage`` takes ``node_limit`` (a third-party store
+    written before bounded queries does not, and still answers, cut after its whole walk)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return True
+    return "node_limit" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def bounded(answer: dict[str, Any], truncated: bool, node_limit: int) -> dict[str, Any]:
+    """A graph answer with the lineage-sdk extension of bounded reads: ``truncated`` (nodes
+    were left out because of the limit) and ``nodeLimit``."""
+    answer["truncated"] = truncated
+    answer["nodeLimit"] = node_limit
     return answer
 
 
@@ -122,11 +164,18 @@ def _history_lineage(
     readable: Callable[[str], bool] | None,
     as_of: datetime | None,
     run_id: str | None,
+    node_limit: int,
 ) -> dict[str, Any]:
-    """``lineage`` for ``asOf``/``runId``: folded from the raw events, pruned alike."""
+    """``lineage`` for ``asOf``/``runId``: folded from the raw events, pruned and cut alike."""
     try:
         graph, declared = history_lineage(
-            store, node, direction=direction, depth=depth, as_of=as_of, run_id=run_id
+            store,
+            node,
+            direction=direction,
+            depth=depth,
+            as_of=as_of,
+            run_id=run_id,
+            node_limit=node_limit,
         )
     except LookupError as exc:
         raise NotFound(str(exc)) from None
@@ -137,7 +186,7 @@ def _history_lineage(
         for edge in (*item["inEdges"], *item["outEdges"]):
             if (edge["origin"], edge["destination"]) in declared:
                 edge["declared"] = True
-    return answer
+    return bounded(answer, graph.truncated, node_limit)
 
 
 def _job_nodes(graph: Any) -> list[Any]:
@@ -185,18 +234,37 @@ def job_events(store: LineageHistoryProtocol, namespace: str, name: str) -> list
 
 
 def job_events_up_to(
-    store: LineageHistoryProtocol, namespace: str, name: str, as_of: datetime
+    store: LineageHistoryProtocol,
+    namespace: str,
+    name: str,
+    as_of: datetime,
+    *,
+    static: bool = True,
 ) -> list[Any]:
     """:func:`job_events` with ``eventTime <= as_of``, the run events bounded on the store's
-    index when it can (``job_events_up_to``), else read and filtered."""
+    index when it can (``job_events_up_to``), else read and filtered. ``static=False``: the
+    run events only (what ``events_of_job`` reads)."""
     bounded = getattr(store, "job_events_up_to", None)
     if not callable(bounded):
-        return events_up_to(job_events(store, namespace, name), as_of)
+        found = (
+            job_events(store, namespace, name) if static else store.events_of_job(namespace, name)
+        )
+        return events_up_to(found, as_of)
     events = [event for _, event in bounded([(namespace, name)], as_of)]
-    if not isinstance(store, StaticLineageProtocol):
+    if not static or not isinstance(store, StaticLineageProtocol):
         return events
-    static = events_up_to(store.static_events(jobs=[(namespace, name)]), as_of)
-    return marquez_events.merge_events(events, static) if static else events
+    declared = events_up_to(store.static_events(jobs=[(namespace, name)]), as_of)
+    return marquez_events.merge_events(events, declared) if declared else events
+
+
+def run_scope(store: object, run_id: str, *, as_of: datetime | None = None) -> list[Any]:
+    """The raw events of run ``run_id``'s scope: its own, its parents' and its children's, up
+    to ``as_of`` (:func:`~lineage_sdk.collector.api.history.run_scope_events`); NotFound naming
+    the run when it has none."""
+    try:
+        return run_scope_events(store, run_id, as_of=as_of)
+    except LookupError as exc:
+        raise NotFound(str(exc)) from None
 
 
 def runs(
@@ -228,23 +296,44 @@ def column_lineage(
     with_downstream: bool = False,
     readable: Callable[[str], bool] | None = None,
     as_of: datetime | None = None,
+    run_id: str | None = None,
+    node_limit: int = DEFAULT_NODE_LIMIT,
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
     ValueError for a malformed id, NotFound when column lineage names no such field or dataset.
     ``readable`` as for :func:`lineage`: an unreadable root is NotFound, and nothing is reached
-    through an unreadable field. ``as_of``: as the events up to then state it (no schema-only
-    fields: those come from the current dataset)."""
+    through an unreadable field. ``as_of``: as the events up to then state it, ``run_id``: as
+    the run's scope states it (:func:`run_scope`); no schema-only fields in either (those come
+    from the current dataset); NotFound naming the run when it has no events."""
     root = parse_column_node(node)
     if readable is not None and not readable(root.namespace):
         raise NotFound(f"nothing is recorded for {node!r}")
-    if as_of is not None:
-        graph = history_columns(
-            store, node, as_of=as_of, depth=depth, with_downstream=with_downstream
-        )
+    if as_of is not None or run_id is not None:
+        try:
+            graph = history_columns(
+                store,
+                node,
+                as_of=as_of,
+                run_id=run_id,
+                depth=depth,
+                with_downstream=with_downstream,
+                node_limit=node_limit,
+            )
+        except LookupError as exc:
+            raise NotFound(str(exc)) from None
     else:
-        graph = store.column_lineage(node, depth=depth, with_downstream=with_downstream)
+        if _takes_node_limit(store.column_lineage):
+            graph = store.column_lineage(
+                node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+            )
+        else:  # a store written before bounded queries: walked whole, cut here
+            graph = cut_columns(
+                store.column_lineage(node, depth=depth, with_downstream=with_downstream),
+                with_downstream,
+                node_limit,
+            )
         if not graph.roots:
-            graph = _schema_fields(store, node, root)
+            graph = cut_columns(_schema_fields(store, node, root), with_downstream, node_limit)
     if readable is not None:
         graph = prune_columns(graph, readable, depth=depth, with_downstream=with_downstream)
     if not graph.roots:
@@ -254,7 +343,7 @@ def column_lineage(
             "JOB": "the outputs of job",
         }[root.kind]
         raise NotFound(f"no column lineage is recorded for {what} {root.namespace}:{root.name}")
-    return marquez_column_graph(graph)
+    return bounded(marquez_column_graph(graph), graph.truncated, node_limit)
 
 
 def _schema_fields(store: LineageCatalogProtocol, node: str, root: ColumnRoot) -> ColumnGraph:

@@ -16,6 +16,7 @@ __all__ = [
     "BatchFailedEvent",
     "BatchResult",
     "BatchSummary",
+    "Bounded",
     "DatasetField",
     "DatasetId",
     "DatasetList",
@@ -188,7 +189,19 @@ class GraphNode(_Doc):
     outEdges: list[GraphEdge]
 
 
-class LineageGraphModel(_Doc):
+class Bounded(_Doc):
+    """The lineage-sdk extension of every graph read (issue #16's bounded queries)."""
+
+    truncated: bool = Field(
+        default=False,
+        description="lineage-sdk extension: true when nodes were left out because of nodeLimit.",
+    )
+    nodeLimit: int = Field(
+        default=1000, description="lineage-sdk extension: the node limit the answer was cut at."
+    )
+
+
+class LineageGraphModel(Bounded):
     graph: list[GraphNode]
 
 
@@ -350,7 +363,7 @@ class UpstreamRun(_Doc):
     inputs: list[UpstreamRunInput]
 
 
-class UpstreamRunLineageModel(_Doc):
+class UpstreamRunLineageModel(Bounded):
     runs: list[UpstreamRun] = Field(
         description="The run first, then the runs upstream of it in topological order."
     )

@@ -66,6 +66,8 @@ from lineage_sdk.collector.store import (
     RunSummary,
     check_page,
     named_connection,
+    node_id,
+    walk_full,
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -334,6 +336,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             self.collection.create_index(
                 [("staticKey", ASCENDING)], name="lineage_static", sparse=True
             )
+            # A run's children (history's runId): partial, only events naming a parent cost.
+            self.collection.create_index(
+                [("parentRunId", ASCENDING)],
+                name="lineage_parent_run",
+                partialFilterExpression={"parentRunId": {"$type": "string"}},
+            )
 
     def check(self) -> None:
         with self._errors("ping"):
@@ -572,6 +580,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         key: tuple[str, str],
         upstream: bool,
         depth: int,
+        node_limit: int | None = None,
     ) -> None:
         add = builder.add
 
@@ -594,21 +603,32 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             frontier = [key]
         while True:
             if jobs:
+                # past node_limit: one last step, recording only the edges back to known nodes
+                closing = walk_full(len(seen_datasets) + len(seen_jobs), node_limit)
                 for jns, jn, dns, dn in sorted(self._job_datasets(jobs, far_role)):
+                    if closing and not builder.has(node_id("DATASET", dns, dn)):
+                        continue
                     job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=True)
                     if (dns, dn) not in seen_datasets:
                         seen_datasets.add((dns, dn))
                         frontier.append((dns, dn))
                 jobs = []
+                if closing:
+                    return
             if not frontier or hops >= depth:
                 return
             hops += 1
+            closing = walk_full(len(seen_datasets) + len(seen_jobs), node_limit)
             for dns, dn, jns, jn in sorted(self._dataset_jobs(frontier, near_role)):
+                if closing and not builder.has(node_id("JOB", jns, jn)):
+                    continue
                 job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=False)
                 if (jns, jn) not in seen_jobs:
                     seen_jobs.add((jns, jn))
                     jobs.append((jns, jn))
             frontier = []
+            if closing:
+                return
 
     # -- catalog: the browsing questions of the HTTP API (sql and graph answer them too)
 
@@ -929,7 +949,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         return found
 
     def column_lineage(
-        self, node: str, *, depth: int = 20, with_downstream: bool = False
+        self,
+        node: str,
+        *,
+        depth: int = 20,
+        with_downstream: bool = False,
+        node_limit: int | None = None,
     ) -> ColumnGraph:
         """Fields ``depth`` column hops from ``node``: one indexed query per hop on ``colkeys``;
         an edge several events state keeps the info of the greatest ``columnsRank``."""
@@ -970,7 +995,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                         best[pair] = (rank, edge["info"], found)
             return [item[2] for item in best.values()]
 
-        return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+        return walk_columns(
+            node, roots, step, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+        )
 
     # -- retention and deletion (lineage_sdk.collector.retention)
 
@@ -1009,6 +1036,17 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                         found.append((when, doc["_id"], doc["raw"]))
         found.sort(key=lambda item: (item[0], item[1]))
         return [(event_id, json.loads(raw)) for _, event_id, raw in found]
+
+    def child_runs(self, run_id: str) -> list[str]:
+        """The runs some event of which names ``run_id`` as its parent, sorted, by the partial
+        ``parent_run`` index, hinted: its filter is the ``$type`` the query states, which not
+        every server's planner matches (history's ``runId`` keeps those whose least parent it
+        is)."""
+        query = {"parentRunId": {"$eq": _text(run_id, "run_id"), "$type": "string"}}
+        with self._errors("find"):
+            docs = self.collection.find(query, {"runId": 1}).hint("lineage_parent_run")
+            found = {d.get("runId") for d in docs}
+        return sorted(r for r in found if isinstance(r, str))
 
 
 class _ErrorMapper:

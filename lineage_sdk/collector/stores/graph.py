@@ -72,6 +72,7 @@ from lineage_sdk.collector.store import (
     event_namespace,
     named_connection,
     node_id,
+    walk_full,
 )
 from lineage_sdk.collector.symlinks import event_aliases
 from lineage_sdk.config.redaction import redact
@@ -937,11 +938,12 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         key: tuple[str, str],
         directions: tuple[bool, ...],
         depth: int,
+        node_limit: int | None = None,
     ) -> None:
         # Every hop of the answer in one read transaction: one snapshot, one session.
         def walk_all(run: StatementRunner) -> None:
             for upstream in directions:
-                self._walk_with(run, builder, kind, key, upstream, depth)
+                self._walk_with(run, builder, kind, key, upstream, depth, node_limit)
 
         self.runner.transaction(walk_all)
 
@@ -952,8 +954,9 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         key: tuple[str, str],
         upstream: bool,
         depth: int,
+        node_limit: int | None = None,
     ) -> None:
-        self._walk_with(self.runner.run, builder, kind, key, upstream, depth)
+        self._walk_with(self.runner.run, builder, kind, key, upstream, depth, node_limit)
 
     @staticmethod
     def _walk_with(
@@ -963,6 +966,7 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         key: tuple[str, str],
         upstream: bool,
         depth: int,
+        node_limit: int | None = None,
     ) -> None:
         add = builder.add
 
@@ -970,9 +974,11 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
             builder.flow(dataset, job, upstream=upstream, far=far)
 
         seen: set[str] = set()
+        jobs: set[str] = set()  # the job ids this walk met, counted against node_limit
         frontier: list[str] = []  # dataset keys whose far-side jobs are still to visit
         if kind == "JOB":
             job_id = node_id("JOB", *key)
+            jobs.add(job_id)
             rows = run(_UP_FROM_JOBS if upstream else _DOWN_FROM_JOBS, {"keys": [name_key(*key)]})
             for row in rows:
                 flow(add("DATASET", row["ons"], row["on"]), job_id, far=True)
@@ -986,17 +992,26 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         hops = 0
         while frontier and hops < depth:
             hops += 1
+            # past node_limit: one last hop, recording only the edges back to known nodes
+            closing = walk_full(len(seen) + len(jobs), node_limit)
             rows = run(query, {"keys": frontier})
             frontier = []
             for row in rows:
-                job_id = add("JOB", row["jns"], row["jn"])
+                job_id = node_id("JOB", row["jns"], row["jn"])
+                if closing and not builder.has(job_id):
+                    continue
+                jobs.add(add("JOB", row["jns"], row["jn"]))
                 flow(add("DATASET", row["dns"], row["dn"]), job_id, far=False)
                 if row["okey"] is None:
+                    continue
+                if closing and not builder.has(node_id("DATASET", row["ons"], row["on"])):
                     continue
                 flow(add("DATASET", row["ons"], row["on"]), job_id, far=True)
                 if row["okey"] not in seen:
                     seen.add(row["okey"])
                     frontier.append(row["okey"])
+            if closing:
+                return
 
     def runs_of_job(
         self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
@@ -1188,7 +1203,12 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         return out
 
     def column_lineage(
-        self, node: str, *, depth: int = 20, with_downstream: bool = False
+        self,
+        node: str,
+        *,
+        depth: int = 20,
+        with_downstream: bool = False,
+        node_limit: int | None = None,
     ) -> ColumnGraph:
         """Fields ``depth`` DERIVED_FROM hops from ``node``, one indexed query per hop, in one
         transaction (see :func:`lineage_sdk.collector.columns.walk_columns`)."""
@@ -1215,7 +1235,14 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                     for r in rows
                 ]
 
-            return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+            return walk_columns(
+                node,
+                roots,
+                step,
+                depth=depth,
+                with_downstream=with_downstream,
+                node_limit=node_limit,
+            )
 
         return self.runner.transaction(read)
 
@@ -1415,6 +1442,12 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
                 out.append((row["eventId"], value))
         return out
 
+    def child_runs(self, run_id: str) -> list[str]:
+        """The runs with a ``CHILD_OF`` edge to ``run_id`` (by the ``Run.runId`` index), sorted;
+        history's ``runId`` keeps those whose least parent it is, as the other stores do."""
+        rows = self.runner.run(_CHILD_RUNS, {"runId": _text(run_id)})
+        return sorted({str(r["runId"]) for r in rows if isinstance(r["runId"], str)})
+
 
 _JOB_EVENTS_UNTIL = """
 MATCH (x:Run)-[:INSTANCE_OF]->(j:Job)
@@ -1422,6 +1455,11 @@ WHERE j.key IN $keys
 MATCH (e:Event {runId: x.runId})
 WHERE e.eventTime < $until
 RETURN e.json AS json, e.eventTime AS eventTime, e.eventId AS eventId
+"""
+
+_CHILD_RUNS = """
+MATCH (c:Run)-[:CHILD_OF]->(p:Run {runId: $runId})
+RETURN DISTINCT c.runId AS runId
 """
 
 

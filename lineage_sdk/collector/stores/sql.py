@@ -60,12 +60,15 @@ from lineage_sdk.collector.store import (
     Page,
     RawEvent,
     RunSummary,
+    check_node_limit,
     check_page,
+    cut_lineage,
     event_mentions,
     event_namespace,
     named_connection,
     node_id,
     parse_node_id,
+    walk_full,
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -577,12 +580,15 @@ class SqlStore(BaseLineageStore):
         edges: set[tuple[str, str, str, str]],
         jobs: set[str],
         datasets: set[str],
+        node_limit: int | None = None,
     ) -> None:
         """Breadth-first walk; edges are (origin_type, origin_key, dest_type, dest_key) with the
         data flow. A job's level is the number of jobs between it and the root; the datasets a
-        job reads (upstream) or writes (downstream) are part of that job's level."""
+        job reads (upstream) or writes (downstream) are part of that job's level. Past
+        ``node_limit`` nodes it stops as :func:`~lineage_sdk.collector.store.walk_full` says."""
         job_frontier: set[str] = set()
         ds_frontier: set[str] = set()
+        found: set[tuple[str, str]] = {(node_type, key)}  # this walk's nodes, for node_limit
         if node_type == "JOB":
             jobs.add(key)
             job_frontier.add(key)
@@ -591,29 +597,45 @@ class SqlStore(BaseLineageStore):
             ds_frontier.add(key)
         near, far = ("in", "out") if upstream else ("out", "in")
         for level in range(depth + 1):
-            # datasets adjacent to this level's jobs
+            # datasets adjacent to this level's jobs (past the limit: only edges to known ones)
+            closing = walk_full(len(found), node_limit)
             new_ds: set[str] = set()
             for job, ds in self._io(conn, "job_key", job_frontier, near):
+                if closing and ds not in datasets:
+                    continue
                 edges.add(("DATASET", ds, "JOB", job) if upstream else ("JOB", job, "DATASET", ds))
+                found.add(("DATASET", ds))
                 if ds not in datasets:
                     datasets.add(ds)
                     new_ds.add(ds)
             ds_frontier |= new_ds
-            if level == depth or not ds_frontier:
+            if closing or level == depth or not ds_frontier:
                 break
             # jobs one hop further, through those datasets
+            closing = walk_full(len(found), node_limit)
             new_jobs: set[str] = set()
             for job, ds in self._io(conn, "dataset_key", ds_frontier, far):
+                if closing and job not in jobs:
+                    continue
                 edges.add(("JOB", job, "DATASET", ds) if upstream else ("DATASET", ds, "JOB", job))
+                found.add(("JOB", job))
                 if job not in jobs:
                     jobs.add(job)
                     new_jobs.add(job)
             job_frontier, ds_frontier = new_jobs, set()
-            if not job_frontier:
+            if closing or not job_frontier:
                 break
 
-    def lineage(self, node: str, *, direction: Direction = "both", depth: int = 5) -> LineageGraph:
-        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow.
+    def lineage(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+    ) -> LineageGraph:
+        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow;
+        at most ``node_limit`` of them, nearest first (:func:`cut_lineage`; None: every one).
 
         From a dataset, depth 1 upstream is the jobs that wrote it and the datasets they read;
         from a job, depth 0 is its own inputs/outputs and depth 1 adds the jobs beyond those.
@@ -621,41 +643,46 @@ class SqlStore(BaseLineageStore):
         node_type, namespace, name = parse_node_id(node)
         key = name_key(namespace, name)
         depth = max(0, depth)
+        check_node_limit(node_limit)
         edges: set[tuple[str, str, str, str]] = set()
         jobs: set[str] = set()
         datasets: set[str] = set()
         with self.engine.connect() as conn:
             if direction in ("upstream", "both"):
-                self._walk(conn, node_type, key, True, depth, edges, jobs, datasets)
+                self._walk(conn, node_type, key, True, depth, edges, jobs, datasets, node_limit)
             if direction in ("downstream", "both"):
-                self._walk(conn, node_type, key, False, depth, edges, jobs, datasets)
+                self._walk(conn, node_type, key, False, depth, edges, jobs, datasets, node_limit)
             job_names = self._names(conn, "jobs", jobs)
             ds_names = self._names(conn, "datasets", datasets)
-            latest = self._latest_runs(conn, jobs)
-        graph = LineageGraph(root=node)
-        ids: dict[tuple[str, str], str] = {}
-        for type_, names in (("JOB", job_names), ("DATASET", ds_names)):
-            for k, (ns, nm) in names.items():
-                nid = node_id(type_, ns, nm)  # type: ignore[arg-type]
-                ids[(type_, k)] = nid
-                data: dict[str, Any] = {"namespace": ns, "name": nm}
-                if type_ == "JOB" and k in latest:
-                    data["latestRun"] = latest[k]
-                graph.nodes[nid] = LineageNode(nid, type_, ns, nm, data)  # type: ignore[arg-type]
-        if (node_type, key) not in ids:  # the root itself, even when nothing was ever recorded
-            graph.nodes.setdefault(
-                node,
-                LineageNode(
-                    node, node_type, namespace, name, {"namespace": namespace, "name": name}
-                ),
-            )
-            ids[(node_type, key)] = node
-        pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
-        # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
-        for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
-            edge = LineageEdge(origin, dest)
-            graph.nodes[origin].out_edges.append(edge)
-            graph.nodes[dest].in_edges.append(edge)
+            graph = LineageGraph(root=node)
+            ids: dict[tuple[str, str], str] = {}
+            for type_, names in (("JOB", job_names), ("DATASET", ds_names)):
+                for k, (ns, nm) in names.items():
+                    nid = node_id(type_, ns, nm)  # type: ignore[arg-type]
+                    ids[(type_, k)] = nid
+                    data: dict[str, Any] = {"namespace": ns, "name": nm}
+                    graph.nodes[nid] = LineageNode(nid, type_, ns, nm, data)  # type: ignore[arg-type]
+            if (node_type, key) not in ids:  # the root itself, even when nothing was ever recorded
+                graph.nodes.setdefault(
+                    node,
+                    LineageNode(
+                        node, node_type, namespace, name, {"namespace": namespace, "name": name}
+                    ),
+                )
+                ids[(node_type, key)] = node
+            pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
+            # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
+            for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
+                edge = LineageEdge(origin, dest)
+                graph.nodes[origin].out_edges.append(edge)
+                graph.nodes[dest].in_edges.append(edge)
+            graph = cut_lineage(graph, direction, node_limit)
+            # Latest runs of the kept jobs only: a cut walk may have found many more.
+            kept = {
+                k: nid for (type_, k), nid in ids.items() if type_ == "JOB" and nid in graph.nodes
+            }
+            for k, run in self._latest_runs(conn, kept).items():
+                graph.nodes[kept[k]].data["latestRun"] = run
         return graph
 
     def _latest_runs(self, conn: Connection, job_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -952,7 +979,12 @@ class SqlStore(BaseLineageStore):
         return out
 
     def column_lineage(
-        self, node: str, *, depth: int = 20, with_downstream: bool = False
+        self,
+        node: str,
+        *,
+        depth: int = 20,
+        with_downstream: bool = False,
+        node_limit: int | None = None,
     ) -> ColumnGraph:
         """Fields ``depth`` column hops from ``node``, one indexed ``IN`` query per hop, all on
         one connection (see :func:`lineage_sdk.collector.columns.walk_columns`)."""
@@ -1004,7 +1036,14 @@ class SqlStore(BaseLineageStore):
                         found.append(ColumnEdge(out_ref(row), in_ref(row), row.info))
                 return found
 
-            return walk_columns(node, roots, step, depth=depth, with_downstream=with_downstream)
+            return walk_columns(
+                node,
+                roots,
+                step,
+                depth=depth,
+                with_downstream=with_downstream,
+                node_limit=node_limit,
+            )
 
     # -- portability: raw events in (event_time, event_id) order (lineage_sdk.collector.portability)
 
@@ -1166,6 +1205,17 @@ class SqlStore(BaseLineageStore):
             raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
         rows.sort(key=lambda row: (row[0], row[1]))
         return [(event_id, orjson.loads(payload)) for _, event_id, payload in rows]
+
+    def child_runs(self, run_id: str) -> list[str]:
+        """The runs whose parent (the least their events name) is ``run_id``, sorted: read on
+        the ``parent_run_id`` index (history's ``runId``: a run with its children)."""
+        runs = self.t["runs"]
+        query = sa.select(runs.c.run_id).where(runs.c.parent_run_id == run_id)
+        try:
+            with self.engine.connect() as conn:
+                return sorted(str(r) for r in conn.execute(query).scalars())
+        except sa_exc.SQLAlchemyError as exc:
+            raise StoreError(self.name, f"{self._safe_url}: {_reason(exc)}") from None
 
 
 class _Statement:

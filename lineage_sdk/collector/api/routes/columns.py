@@ -15,11 +15,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lineage_sdk.collector.api import queries
 from lineage_sdk.collector.api.access import scrub
-from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
+from lineage_sdk.collector.api.dependencies import (
+    NodeLimit,
+    ReadGrant,
+    State,
+    answer,
+    read_auth,
+)
 from lineage_sdk.collector.api.errors import ApiError, error_responses
 from lineage_sdk.collector.api.history import HistoryUnsupported, parse_instant
 from lineage_sdk.collector.api.responses import JSONBody
+from lineage_sdk.collector.api.schemas import Bounded
 from lineage_sdk.collector.columns import parse_column_node
+from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT
 
 __all__ = ["ColumnLineageGraph", "router"]
 
@@ -65,7 +73,7 @@ class ColumnGraphNode(_Doc):
     outEdges: list[ColumnEdgeModel]
 
 
-class ColumnLineageGraph(_Doc):
+class ColumnLineageGraph(Bounded):
     graph: list[ColumnGraphNode]
 
 
@@ -100,6 +108,17 @@ def get_column_lineage(
             "RFC 3339, or YYYY-MM-DD for that day's start) state it.",
         ),
     ] = None,
+    runId: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=64,
+            description="lineage-sdk extension: as the events of this run, its parent runs and "
+            "its child runs state it (with asOf: those up to that time); 404 naming the run "
+            "when it has no events.",
+        ),
+    ] = None,
+    nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
 ) -> Response:
     try:
         parse_column_node(nodeId)
@@ -120,6 +139,8 @@ def get_column_lineage(
                 with_downstream=withDownstream,
                 readable=readable,
                 as_of=as_of,
+                run_id=runId,
+                node_limit=nodeLimit,
             )
         )
     except HistoryUnsupported as exc:

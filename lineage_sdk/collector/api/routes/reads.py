@@ -22,12 +22,20 @@ from fastapi import Path as PathParam
 
 from lineage_sdk.collector.api import marquez, marquez_events, queries
 from lineage_sdk.collector.api.access import Grant, event_job_namespace, scrub
-from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
+from lineage_sdk.collector.api.dependencies import (
+    NodeLimit,
+    ReadGrant,
+    State,
+    answer,
+    read_auth,
+)
 from lineage_sdk.collector.api.errors import ApiError, error_responses
 from lineage_sdk.collector.api.history import (
     HistoryUnsupported,
     events_up_to,
     history_job,
+    of_dataset,
+    of_job,
     parse_instant,
 )
 from lineage_sdk.collector.api.responses import JSONBody
@@ -56,6 +64,7 @@ from lineage_sdk.collector.api.schemas import (
 from lineage_sdk.collector.api.state import ApiState
 from lineage_sdk.collector.records import compute_event_id, parse_event_time
 from lineage_sdk.collector.store import (
+    DEFAULT_NODE_LIMIT,
     LineageCatalogProtocol,
     LineageHistoryProtocol,
     NodeType,
@@ -96,6 +105,25 @@ After = Annotated[
     ),
 ]
 Version = Annotated[str, PathParam(min_length=1, max_length=64, description="A version's UUID.")]
+# History (issue 16) on the job and dataset reads and their versions: lineage-sdk extensions.
+AsOf = Annotated[
+    str | None,
+    Query(
+        max_length=64,
+        description="lineage-sdk extension: as the events up to this time (inclusive; RFC 3339, "
+        "or YYYY-MM-DD for that day's start) describe it; 404 when nothing was recorded then.",
+    ),
+]
+ScopeRun = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=64,
+        description="lineage-sdk extension: as the events of this run, its parent runs and its "
+        "child runs describe it (with asOf: those up to that time); 404 naming the run when "
+        "they do not name the job or dataset.",
+    ),
+]
 
 
 def _history(state: ApiState) -> LineageHistoryProtocol:
@@ -194,6 +222,92 @@ def _run_events(state: ApiState, run_id: str, grant: Grant) -> list[dict[str, An
     return events
 
 
+def _scope_events(
+    state: ApiState,
+    grant: Grant,
+    kind: NodeType,
+    namespace: str,
+    name: str,
+    *,
+    as_of: datetime | None,
+    run_id: str,
+) -> list[dict[str, Any]]:
+    """The events of run ``run_id``'s scope (its own, its parents' and its children's, up to
+    ``as_of``) that describe the job (its run events) or the dataset (the events of the runs that
+    named it, of readable jobs only); 404 naming the run when there are none. A run of an
+    unreadable job is worded as an unknown run, as ``_run_events`` words it."""
+    what = "job" if kind == "JOB" else "dataset"
+    if not grant.may_read(namespace):
+        raise ApiError(404, "not_found", f"no {what} is recorded under this name")
+    history = _history(state)
+    scope = answer(lambda: queries.run_scope(history, run_id, as_of=as_of))
+    if kind == "JOB":
+        events = of_job(scope, namespace, name)
+    else:
+        events = _of_readable_jobs(of_dataset(scope, namespace, name), grant)
+    if events:
+        return events
+    own = [e for e in scope if (e.get("run") or {}).get("runId") == run_id]
+    when = "" if as_of is None else f" up to {as_of.isoformat()}"
+    if not grant.reads_all and any(not grant.may_read(event_job_namespace(e) or "") for e in own):
+        raise ApiError(404, "not_found", f"no events are recorded for run {run_id!r}{when}"[:300])
+    raise ApiError(
+        404,
+        "not_found",
+        f"run {run_id!r}, its parent and child runs name no {what} {namespace}:{name}{when}"[:300],
+    )
+
+
+def _job_history(
+    state: ApiState,
+    grant: Grant,
+    namespace: str,
+    job: str,
+    as_of: datetime | None,
+    run_id: str | None,
+) -> list[dict[str, Any]]:
+    """A job's run events for its versions: all of them, those up to ``as_of`` (bounded on the
+    store's index), or those of run ``run_id``'s scope; 404 when none."""
+    if run_id is not None:
+        return _scope_events(state, grant, "JOB", namespace, job, as_of=as_of, run_id=run_id)
+    if as_of is None:
+        return _job_events(state, namespace, job, grant)
+    if not grant.may_read(namespace):
+        raise ApiError(404, "not_found", "no job is recorded under this name")
+    history = _history(state)
+    events = answer(lambda: queries.job_events_up_to(history, namespace, job, as_of, static=False))
+    if not events:
+        raise ApiError(
+            404, "not_found", f"no job is recorded under this name up to {as_of.isoformat()}"
+        )
+    return events
+
+
+def _dataset_history(
+    state: ApiState,
+    grant: Grant,
+    namespace: str,
+    dataset: str,
+    as_of: datetime | None,
+    run_id: str | None,
+) -> list[dict[str, Any]]:
+    """:func:`_dataset_events`, up to ``as_of`` and/or of run ``run_id``'s scope; 404 when none."""
+    if run_id is not None:
+        return _scope_events(
+            state, grant, "DATASET", namespace, dataset, as_of=as_of, run_id=run_id
+        )
+    events = _dataset_events(state, namespace, dataset, grant)
+    if as_of is not None:
+        events = events_up_to(events, as_of)
+        if not events:
+            raise ApiError(
+                404,
+                "not_found",
+                f"no dataset is recorded under this name up to {as_of.isoformat()}",
+            )
+    return events
+
+
 def _readable_names(names: list[str], grant: Grant) -> list[str]:
     return names if grant.reads_all else [n for n in names if grant.may_read(n)]
 
@@ -238,6 +352,7 @@ def get_lineage(
             "runs' and its child runs' (walked from nodeId).",
         ),
     ] = None,
+    nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
 ) -> Response:
     try:
         queries.parse_node(nodeId)
@@ -256,6 +371,7 @@ def get_lineage(
                 readable=readable,
                 as_of=as_of,
                 run_id=runId,
+                node_limit=nodeLimit,
             )
         )
     except HistoryUnsupported as exc:
@@ -332,12 +448,18 @@ def get_runs(
     response_model=JobVersionModel,
     tags=["Jobs"],
     summary="One version of a job (its inputs, outputs and location, shared by its runs)",
-    responses=error_responses(401, 404, 501, 503),
+    responses=error_responses(401, 404, 422, 501, 503),
 )
 def get_job_version(
-    state: State, grant: ReadGrant, namespace: str, job: str, version: Version
+    state: State,
+    grant: ReadGrant,
+    namespace: str,
+    job: str,
+    version: Version,
+    asOf: AsOf = None,
+    runId: ScopeRun = None,
 ) -> Response:
-    events = _job_events(state, namespace, job, grant)
+    events = _job_history(state, grant, namespace, job, _instant(asOf, "asOf"), runId)
     for item in marquez_events.job_versions(namespace, job, events):
         if item["version"] == version.lower():
             return _reply(item, grant)
@@ -349,7 +471,7 @@ def get_job_version(
     response_model=JobVersionList,
     tags=["Jobs"],
     summary="Versions of a job, newest first",
-    responses=error_responses(401, 404, 501, 503),
+    responses=error_responses(401, 404, 422, 501, 503),
 )
 def get_job_versions(
     state: State,
@@ -358,8 +480,10 @@ def get_job_versions(
     job: str,
     limit: Limit = 100,
     offset: Offset = 0,
+    asOf: AsOf = None,
+    runId: ScopeRun = None,
 ) -> Response:
-    events = _job_events(state, namespace, job, grant)
+    events = _job_history(state, grant, namespace, job, _instant(asOf, "asOf"), runId)
     page = _paged(marquez_events.job_versions(namespace, job, events), limit, offset)
     return _reply({"versions": page, "totalCount": page.total}, grant)
 
@@ -387,12 +511,18 @@ def get_datasets(
     response_model=DatasetVersionModel,
     tags=["Datasets"],
     summary="One version of a dataset (made by the run that wrote it)",
-    responses=error_responses(401, 404, 501, 503),
+    responses=error_responses(401, 404, 422, 501, 503),
 )
 def get_dataset_version(
-    state: State, grant: ReadGrant, namespace: str, dataset: str, version: Version
+    state: State,
+    grant: ReadGrant,
+    namespace: str,
+    dataset: str,
+    version: Version,
+    asOf: AsOf = None,
+    runId: ScopeRun = None,
 ) -> Response:
-    events = _dataset_events(state, namespace, dataset, grant)
+    events = _dataset_history(state, grant, namespace, dataset, _instant(asOf, "asOf"), runId)
     for item in marquez_events.dataset_versions(namespace, dataset, events):
         if item["version"] == version.lower():
             return _reply(item, grant)
@@ -404,7 +534,7 @@ def get_dataset_version(
     response_model=DatasetVersionList,
     tags=["Datasets"],
     summary="Versions of a dataset, newest first",
-    responses=error_responses(401, 404, 501, 503),
+    responses=error_responses(401, 404, 422, 501, 503),
 )
 def get_dataset_versions(
     state: State,
@@ -413,8 +543,10 @@ def get_dataset_versions(
     dataset: str,
     limit: Limit = 100,
     offset: Offset = 0,
+    asOf: AsOf = None,
+    runId: ScopeRun = None,
 ) -> Response:
-    events = _dataset_events(state, namespace, dataset, grant)
+    events = _dataset_history(state, grant, namespace, dataset, _instant(asOf, "asOf"), runId)
     page = _paged(marquez_events.dataset_versions(namespace, dataset, events), limit, offset)
     return _reply({"versions": page, "totalCount": page.total}, grant)
 
@@ -431,25 +563,10 @@ def get_dataset(
     grant: ReadGrant,
     namespace: str,
     dataset: str,
-    asOf: Annotated[
-        str | None,
-        Query(
-            max_length=64,
-            description="lineage-sdk extension: the dataset as the events up to this time "
-            "(inclusive; RFC 3339, or YYYY-MM-DD for that day's start) describe it.",
-        ),
-    ] = None,
+    asOf: AsOf = None,
+    runId: ScopeRun = None,
 ) -> Response:
-    as_of = _instant(asOf, "asOf")
-    events = _dataset_events(state, namespace, dataset, grant)
-    if as_of is not None:
-        events = events_up_to(events, as_of)
-        if not events:
-            raise ApiError(
-                404,
-                "not_found",
-                f"no dataset is recorded under this name up to {as_of.isoformat()}",
-            )
+    events = _dataset_history(state, grant, namespace, dataset, _instant(asOf, "asOf"), runId)
     return _reply(marquez_events.dataset_from_events(namespace, dataset, events), grant)
 
 
@@ -458,25 +575,25 @@ def get_dataset(
     response_model=JobModel,
     tags=["Jobs"],
     summary="One job with its latest runs and its inputs and outputs",
-    responses=error_responses(401, 404, 503),
+    responses=error_responses(401, 404, 422, 501, 503),
 )
 def get_job(
     state: State,
     grant: ReadGrant,
     namespace: str,
     job: str,
-    asOf: Annotated[
-        str | None,
-        Query(
-            max_length=64,
-            description="lineage-sdk extension: the job as the events up to this time "
-            "(inclusive; RFC 3339, or YYYY-MM-DD for that day's start) describe it.",
-        ),
-    ] = None,
+    asOf: AsOf = None,
+    runId: ScopeRun = None,
 ) -> Response:
     as_of = _instant(asOf, "asOf")
     if not grant.may_read(namespace):
         raise ApiError(404, "not_found", "no job is recorded under this name")
+    if runId is not None:
+        scoped = _scope_events(state, grant, "JOB", namespace, job, as_of=as_of, run_id=runId)
+        found = history_job(scoped, namespace, job, as_of)
+        if found is None:  # pragma: no cover - _scope_events answered 404 already
+            raise ApiError(404, "not_found", "no job is recorded under this name")
+        return _reply(found, grant)
     if as_of is not None:
         history = _history(state)
         events = answer(lambda: queries.job_events_up_to(history, namespace, job, as_of))
@@ -864,6 +981,7 @@ def get_run_lineage_upstream(
     depth: Annotated[
         int, Query(ge=0, le=100, description="Producer hops from the run (0: the run alone).")
     ] = 20,
+    nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
 ) -> Response:
     history = _history(state)
     events = _run_events(state, runId, grant)
@@ -873,6 +991,10 @@ def get_run_lineage_upstream(
         return _of_readable_jobs(queries.dataset_events(history, namespace, name), grant)
 
     return _reply(
-        answer(lambda: marquez_events.upstream_run_lineage(events, readable_writers, depth=depth)),
+        answer(
+            lambda: marquez_events.upstream_run_lineage(
+                events, readable_writers, depth=depth, node_limit=nodeLimit
+            )
+        ),
         grant,
     )

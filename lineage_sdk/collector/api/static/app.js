@@ -6,14 +6,26 @@
   "use strict";
 
   var cytoscape = window.cytoscape;
+  // Every graph read asks for at most this many nodes (the API's default too). An answer cut
+  // there says `truncated: true`; a server that ignores `nodeLimit` is cut here, nearest first.
+  var NODE_LIMIT = 1000;
   var state = {
     cy: null, apiKey: null, rootId: null, graph: null, byId: {},
     // What the URL records so a view can be shared: the graph asked for, the node whose details
     // are open and the field whose column lineage is shown.
     // asOf: "" for now, else the time the graph is drawn as of (as the API takes it).
-    choice: { nodeId: "", depth: 3, direction: "both", asOf: "" }, selected: "", field: "",
+    // expand: the nodes whose one-hop neighbourhood was added on click, in click order.
+    // nodeLimit: the most nodes one answer may bring (the API's `nodeLimit`).
+    choice: { nodeId: "", depth: 1, direction: "both", asOf: "", expand: [], nodeLimit: NODE_LIMIT },
+    selected: "", field: "",
     // The first and last event time of the present graph, the time slider's ends.
     timeRange: null,
+    // The present answer was cut at the node limit (by the server or by the page).
+    truncated: false,
+    // Bumped by every load: an expansion answering after a reload is dropped.
+    seq: 0, expanding: {},
+    // Every neighbour any answer showed, drawn or not: id -> {up: {id: true}, down: {...}}.
+    links: {}, listMarks: {}, looking: 0,
   };
   var $ = function (id) { return document.getElementById(id); };
 
@@ -93,10 +105,18 @@
 
   function readHash() {
     var params = new URLSearchParams(location.hash.replace(/^#/, ""));
-    var depth = parseInt(params.get("depth") || "3", 10);
+    // One hop by default: a wide neighbourhood is opened a node at a time (expand on click).
+    var depth = parseInt(params.get("depth") || "1", 10);
+    var limit = parseInt(params.get("nodeLimit") || String(NODE_LIMIT), 10);
+    var expand = [];
+    params.getAll("expand").forEach(function (id) {
+      if (id && expand.indexOf(id) < 0) expand.push(id);
+    });
     return {
       nodeId: params.get("nodeId") || "",
-      depth: isFinite(depth) ? Math.max(0, Math.min(100, depth)) : 3,
+      depth: isFinite(depth) ? Math.max(0, Math.min(100, depth)) : 1,
+      expand: expand,
+      nodeLimit: isFinite(limit) && limit > 0 ? Math.min(limit, 100000) : NODE_LIMIT,
       direction: ["both", "upstream", "downstream"].indexOf(params.get("direction")) >= 0
         ? params.get("direction") : "both",
       selected: params.get("selected") || "",
@@ -113,16 +133,23 @@
     if (state.selected && state.selected !== choice.nodeId) params.set("selected", state.selected);
     if (state.field) params.set("field", state.field);
     if (choice.asOf) params.set("asOf", choice.asOf);
+    (choice.expand || []).forEach(function (id) { params.append("expand", id); });
+    if (choice.nodeLimit !== NODE_LIMIT) params.set("nodeLimit", String(choice.nodeLimit));
     var next = "#" + params.toString();
     if (location.hash !== next) history.replaceState(null, "", next);
   }
 
+  // The view the controls ask for. Expansions belong to the chosen node: kept while it stays
+  // (other depth, direction or time), dropped for another one.
   function currentChoice() {
+    var nodeId = $("node-input").value.trim();
     return {
-      nodeId: $("node-input").value.trim(),
+      nodeId: nodeId,
       depth: Math.max(0, Math.min(100, parseInt($("depth-input").value || "0", 10) || 0)),
       direction: $("direction-input").value,
       asOf: state.choice.asOf || "",
+      expand: nodeId === state.choice.nodeId ? (state.choice.expand || []).slice() : [],
+      nodeLimit: state.choice.nodeLimit || NODE_LIMIT,
     };
   }
 
@@ -161,6 +188,7 @@
     if (!graph && state.timeRange && state.timeRange.key === key) return Promise.resolve(state.timeRange);
     var present = graph ? Promise.resolve(graph) : apiGet("lineage", {
       nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction,
+      nodeLimit: String(choice.nodeLimit || NODE_LIMIT),
     }).then(function (answer) { return answer.graph || []; });
     return present.then(jobTimes).then(function (times) {
       if (!times.length) return null;
@@ -228,34 +256,40 @@
     return s === "FAILED" || s === "ABORTED" || s === "STALE";
   }
 
-  function elementsOf(graph, rootId) {
+  function nodeElement(node, rootId) {
+    var data = node.data || {};
+    return {
+      group: "nodes",
+      data: {
+        id: node.id,
+        type: node.type,
+        name: String(data.name || node.id),
+        namespace: String(data.namespace || ""),
+        // Name, then namespace: two datasets of one name in two systems must not look alike.
+        label: shorten(String(data.name || node.id), 40) +
+          (data.namespace ? "\n" + shorten(String(data.namespace), 40) : ""),
+      },
+      classes: [
+        node.type === "JOB" ? "job" : "dataset",
+        isFailed(node) ? "failed" : "",
+        node.id === rootId ? "root" : "",
+      ].join(" ").trim(),
+    };
+  }
+
+  function edgeKey(edge) {
+    return JSON.stringify([edge.origin, edge.destination]);
+  }
+
+  // The edges between known nodes that `drawn` (keys already drawn) lacks; each node's in- and
+  // out-edges both, so an edge is found from whichever end arrived first.
+  function edgeElements(nodes, drawn) {
     var elements = [];
-    var seenEdges = {};
-    graph.forEach(function (node) {
-      var data = node.data || {};
-      elements.push({
-        group: "nodes",
-        data: {
-          id: node.id,
-          type: node.type,
-          name: String(data.name || node.id),
-          namespace: String(data.namespace || ""),
-          // Name, then namespace: two datasets of one name in two systems must not look alike.
-          label: shorten(String(data.name || node.id), 40) +
-            (data.namespace ? "\n" + shorten(String(data.namespace), 40) : ""),
-        },
-        classes: [
-          node.type === "JOB" ? "job" : "dataset",
-          isFailed(node) ? "failed" : "",
-          node.id === rootId ? "root" : "",
-        ].join(" ").trim(),
-      });
-    });
-    graph.forEach(function (node) {
-      (node.outEdges || []).forEach(function (edge) {
-        var key = JSON.stringify([edge.origin, edge.destination]);
-        if (seenEdges[key] || !state.byId[edge.origin] || !state.byId[edge.destination]) return;
-        seenEdges[key] = true;
+    nodes.forEach(function (node) {
+      (node.inEdges || []).concat(node.outEdges || []).forEach(function (edge) {
+        var key = edgeKey(edge);
+        if (drawn[key] || !state.byId[edge.origin] || !state.byId[edge.destination]) return;
+        drawn[key] = true;
         elements.push({
           group: "edges",
           data: { id: "e:" + key, source: edge.origin, target: edge.destination },
@@ -267,18 +301,274 @@
     return elements;
   }
 
+  function elementsOf(graph, rootId) {
+    return graph.map(function (node) { return nodeElement(node, rootId); })
+      .concat(edgeElements(graph, {}));
+  }
+
+  // ---- bounded reads: one hop, expand on click, the node limit ------------------------------
+
+  // At most `limit` nodes of `answer`, nearest first from `rootId` (breadth first over the
+  // answer's own edges), and whether it was cut: by the server (`truncated`, lineage-sdk's
+  // extension) or here, for a server that does not know `nodeLimit`.
+  function bounded(answer, rootId, limit) {
+    var graph = answer.graph || [];
+    var cut = answer.truncated === true;
+    if (graph.length <= limit) return { graph: graph, truncated: cut };
+    var byId = {};
+    graph.forEach(function (node) { byId[node.id] = node; });
+    var kept = [];
+    var seen = {};
+    var queue = byId[rootId] ? [rootId] : [];
+    if (queue.length) seen[rootId] = true;
+    for (var i = 0; i < queue.length && kept.length < limit; i++) {
+      var node = byId[queue[i]];
+      kept.push(node);
+      (node.inEdges || []).concat(node.outEdges || []).forEach(function (edge) {
+        [edge.origin, edge.destination].forEach(function (id) {
+          if (!seen[id] && byId[id]) {
+            seen[id] = true;
+            queue.push(id);
+          }
+        });
+      });
+    }
+    return { graph: kept, truncated: true };
+  }
+
+  // Add `nodes` to the present graph (state.graph / state.byId); a node already there gains the
+  // edges it lacked. Answers the nodes that are new.
+  function merge(nodes) {
+    learn(nodes);
+    var added = [];
+    nodes.forEach(function (node) {
+      var have = state.byId[node.id];
+      if (!have) {
+        state.byId[node.id] = node;
+        state.graph.push(node);
+        added.push(node);
+        return;
+      }
+      ["inEdges", "outEdges"].forEach(function (side) {
+        var keys = {};
+        have[side] = (have[side] || []).slice();
+        have[side].forEach(function (edge) { keys[edgeKey(edge)] = true; });
+        (node[side] || []).forEach(function (edge) {
+          if (!keys[edgeKey(edge)]) have[side].push(edge);
+        });
+      });
+    });
+    return added;
+  }
+
+  // Record the neighbours the edges of `nodes` show (an answer lists, on each node, its edges
+  // to the other nodes of that answer).
+  function learn(nodes) {
+    var links = state.links;
+    var at = function (id) { return links[id] || (links[id] = { up: {}, down: {} }); };
+    nodes.forEach(function (node) {
+      (node.inEdges || []).concat(node.outEdges || []).forEach(function (edge) {
+        at(edge.origin).down[edge.destination] = true;
+        at(edge.destination).up[edge.origin] = true;
+      });
+    });
+  }
+
+  // How many neighbours of `node` (in the view's direction) some answer showed that are not
+  // drawn. A drawn answer's edges stop at its own nodes, so each view and expansion is also
+  // asked one hop deeper (`lookahead`), not drawn, to learn what lies beyond its edge.
+  function hiddenNeighbours(node) {
+    var direction = state.choice.direction;
+    var link = state.links[node.id];
+    if (!link) return 0;
+    var ids = {};
+    if (direction !== "downstream") Object.keys(link.up).forEach(function (id) { ids[id] = true; });
+    if (direction !== "upstream") Object.keys(link.down).forEach(function (id) { ids[id] = true; });
+    return Object.keys(ids).filter(function (id) { return !state.byId[id]; }).length;
+  }
+
+  // The view (or an expansion) around `id` one hop deeper than drawn, only to learn which drawn
+  // nodes have neighbours beyond; asked after the drawing, never waited for.
+  function lookahead(id, depth) {
+    var seq = state.seq;
+    var params = expandParams(id);
+    params.depth = String(depth + 1);
+    state.looking += 1;
+    document.body.dataset.lookahead = "pending";
+    return apiGet("lineage", params).then(function (answer) {
+      if (seq !== state.seq) return;
+      learn(answer.graph || []);
+      markMore();
+    }).catch(function () { /* the outline is a hint; without it a click still expands */ })
+      .then(function () {
+        if (seq !== state.seq) return;
+        state.looking -= 1;
+        // For scripts and tests: "done" once every outline is known.
+        if (!state.looking) document.body.dataset.lookahead = "done";
+      });
+  }
+
+  // Mark the nodes with neighbours not drawn yet ("more": a dashed orange outline).
+  function markMore() {
+    if (!state.cy) return;
+    state.cy.batch(function () {
+      state.cy.nodes().forEach(function (n) {
+        var node = state.byId[n.id()];
+        var more = node ? hiddenNeighbours(node) : 0;
+        n.data("more", more);
+        if (more) n.addClass("more");
+        else n.removeClass("more");
+        var mark = state.listMarks[n.id()];
+        if (mark) mark.textContent = more ? " +" + more : "";
+      });
+    });
+    if (state.selected && state.byId[state.selected]) showExpand(state.byId[state.selected]);
+  }
+
+  // Any drawn node not expanded yet: the outline shows only the neighbours some answer
+  // revealed (a sibling reached through a shared dataset shows up only when it is expanded).
+  function canExpand(id) {
+    // The chosen node's own hop is the view itself (unless the depth is 0).
+    var shown = id === state.rootId && state.choice.depth > 0;
+    return !!state.byId[id] && !shown &&
+      (state.choice.expand || []).indexOf(id) < 0 && !state.expanding[id];
+  }
+
+  function expandParams(id) {
+    var choice = state.choice;
+    var params = {
+      nodeId: id, depth: "1", direction: choice.direction,
+      nodeLimit: String(choice.nodeLimit || NODE_LIMIT),
+    };
+    if (choice.asOf) params.asOf = choice.asOf;
+    return params;
+  }
+
+  // One expansion's answer, cut to the limit; a node unknown at that time adds nothing.
+  function fetchHop(id) {
+    return apiGet("lineage", expandParams(id)).then(function (answer) {
+      return bounded(answer, id, state.choice.nodeLimit || NODE_LIMIT);
+    }).catch(function (error) {
+      if (error.status === 404) return { graph: [], truncated: false };
+      throw error;
+    });
+  }
+
+  // Add one hop around `id` to the drawn graph: its new neighbours are laid out beside it and
+  // nothing already drawn moves. Remembered in the URL (`expand`), so a reload draws the same.
+  function expand(id) {
+    if (!canExpand(id)) return Promise.resolve();
+    var seq = state.seq;
+    state.expanding[id] = true;
+    document.body.dataset.state = "loading";
+    setStatus("Expanding " + id + "\u2026");
+    return fetchHop(id).then(function (hop) {
+      if (seq !== state.seq) return;
+      var added = merge(hop.graph);
+      state.choice.expand = (state.choice.expand || []).concat([id]);
+      state.truncated = state.truncated || hop.truncated;
+      writeHash();
+      var cy = state.cy;
+      var drawn = {};
+      cy.edges().forEach(function (e) { drawn[e.id().slice(2)] = true; });
+      cy.batch(function () {
+        cy.add(added.map(function (node) { return nodeElement(node, state.rootId); }));
+        cy.add(edgeElements(state.graph, drawn));
+      });
+      placeBeside(id, added.map(function (node) { return node.id; }));
+      markMore();
+      lookahead(id, 1);
+      fillNodeList(state.graph);
+      showCount(added.length + " node(s) added around " + id + ". ");
+      document.body.dataset.state = "ready";
+    }).catch(function (error) {
+      if (seq !== state.seq) return;
+      setStatus("Cannot expand " + id + ": " + error.message, true);
+      document.body.dataset.state = "ready";
+    }).then(function () {
+      delete state.expanding[id];
+    });
+  }
+
+  // Lay out `ids` (just added) with dagre beside the node they were expanded from, which stays
+  // where it was, as does everything else; the new block moves up or down until it covers no
+  // node already drawn. dagre cannot pin nodes, so it lays out the new part alone.
+  function placeBeside(anchorId, ids) {
+    var cy = state.cy;
+    var anchor = cy.getElementById(anchorId);
+    if (!ids.length || anchor.empty()) return;
+    var added = cy.collection();
+    ids.forEach(function (id) { added = added.union(cy.getElementById(id)); });
+    var part = added.union(anchor);
+    var before = { x: anchor.position("x"), y: anchor.position("y") };
+    var others = cy.nodes().difference(part);
+    part.union(part.edgesWith(part)).layout({
+      name: "dagre", rankDir: "LR", nodeSep: 30, rankSep: 90, animate: false, fit: false,
+    }).run();
+    var dx = before.x - anchor.position("x");
+    var dy = before.y - anchor.position("y");
+    anchor.position(before);
+    var box = added.boundingBox();
+    var covers = function (shift) {
+      var x1 = box.x1 + dx - 20, x2 = box.x2 + dx + 20;
+      var y1 = box.y1 + dy + shift - 20, y2 = box.y2 + dy + shift + 20;
+      return others.some(function (n) {
+        var p = n.position();
+        return p.x >= x1 && p.x <= x2 && p.y >= y1 && p.y <= y2;
+      });
+    };
+    var step = box.h + 60;
+    var shift = 0;
+    for (var k = 1; k <= 40 && covers(shift); k++) {
+      shift = (k % 2 ? 1 : -1) * Math.ceil(k / 2) * step;
+    }
+    if (covers(shift)) shift = 0;
+    added.positions(function (n) {
+      return { x: n.position("x") + dx, y: n.position("y") + dy + shift };
+    });
+    var view = cy.extent();
+    var bb = part.boundingBox();
+    if (bb.x1 < view.x1 || bb.x2 > view.x2 || bb.y1 < view.y1 || bb.y2 > view.y2) {
+      cy.fit(cy.elements(), 30);
+    }
+  }
+
+  // "N node(s)…" and, when an answer was cut at the node limit, the notice saying so.
+  function showCount(prefix) {
+    var choice = state.choice;
+    var count = state.graph ? state.graph.length : 0;
+    var when = choice.asOf ? " as of " + fmtTime(choice.asOf) : "";
+    var expanded = (choice.expand || []).length;
+    setStatus((prefix || "") + count + " node(s) within depth " + choice.depth + " (" +
+      choice.direction + ")" + (expanded ? ", " + expanded + " node(s) expanded" : "") + when);
+    $("collapse").disabled = !expanded;
+    var notice = $("truncated-notice");
+    notice.hidden = !state.truncated;
+    notice.textContent = state.truncated
+      ? "Showing " + count + " nodes; the neighbourhood was cut at the node limit (" +
+        (choice.nodeLimit || NODE_LIMIT) + " per answer) \u2014 expand nodes to see more."
+      : "";
+  }
+
   var graphStyle = [
     { selector: "node", style: {
       "label": "data(label)", "font-size": 11, "color": "#1d232a",
       "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "wrap",
       "text-max-width": "260px", "line-height": 1.25, "width": 34, "height": 34,
       "border-width": 0,
+      // Zoomed out over hundreds of nodes, labels too small to read are not drawn.
+      "min-zoomed-font-size": 6,
     } },
     { selector: "node.job", style: {
       "shape": "round-rectangle", "background-color": "#2f6fbf", "width": 46, "height": 28,
     } },
     { selector: "node.dataset", style: { "shape": "ellipse", "background-color": "#2e8b57" } },
     { selector: "node.failed", style: { "border-width": 5, "border-color": "#d62828" } },
+    // Neighbours not drawn yet: a click adds them.
+    { selector: "node.more", style: {
+      "outline-width": 3, "outline-color": "#7b2cbf", "outline-style": "dashed",
+      "outline-offset": 3,
+    } },
     { selector: "node.root", style: {
       "underlay-color": "#f4a259", "underlay-padding": 7, "underlay-opacity": 0.8,
       "font-weight": "bold",
@@ -299,21 +589,27 @@
     state.byId = {};
     graph.forEach(function (node) { state.byId[node.id] = node; });
     if (state.cy) state.cy.destroy();
+    var large = graph.length > 300;
     state.cy = cytoscape({
       container: $("graph"),
       elements: elementsOf(graph, rootId),
       style: graphStyle,
       layout: { name: "dagre", rankDir: "LR", nodeSep: 30, rankSep: 90, animate: false },
-      minZoom: 0.05,
+      minZoom: 0.02,
       maxZoom: 3,
+      // A big graph pans and zooms as a picture, edges hidden while it moves.
+      textureOnViewport: large,
+      hideEdgesOnViewport: large,
     });
+    // A click selects the node (details beside the graph) and adds one hop around it, once:
+    // one gesture, invited by the dashed outline of nodes known to have more.
     state.cy.on("tap", "node", function (evt) {
+      var id = evt.target.id();
       state.field = "";
-      showDetails(evt.target.id());
+      showDetails(id);
+      if (canExpand(id)) expand(id);
     });
-    state.cy.on("dbltap", "node", function (evt) {
-      reroot(evt.target.id());
-    });
+    markMore();
     fillNodeList(graph);
     window.lineagePage.cy = state.cy;
     $("export-png").disabled = false;
@@ -330,6 +626,7 @@
   function fillNodeList(graph) {
     var list = $("node-list");
     clear(list);
+    state.listMarks = {};
     graph.slice().sort(function (a, b) {
       return a.type === b.type ? (a.id < b.id ? -1 : 1) : (a.type === "JOB" ? -1 : 1);
     }).forEach(function (node) {
@@ -346,6 +643,8 @@
       if (isFailed(node)) {
         button.appendChild(el("span", "state-" + latestState(node), " \u2716 " + latestState(node)));
       }
+      var more = state.cy ? hiddenNeighbours(node) : 0;
+      state.listMarks[node.id] = button.appendChild(el("span", "more", more ? " +" + more : ""));
       button.addEventListener("click", function () {
         if (state.cy && state.cy.getElementById(node.id).nonempty()) {
           state.cy.animate({ center: { eles: state.cy.getElementById(node.id) } },
@@ -409,6 +708,10 @@
     if (s) addRow(dl, "latest run", s, "state-" + s);
     body.appendChild(dl);
 
+    var expandBox = body.appendChild(el("div", "expand-box"));
+    expandBox.id = "expand-box";
+    showExpand(node);
+
     var recenter = el("button", "link-button", "\u21BB Show lineage around this node");
     recenter.type = "button";
     recenter.addEventListener("click", function () { reroot(node.id); });
@@ -416,6 +719,20 @@
 
     if (node.type === "JOB") showRuns(node, body);
     else showFields(node, body);
+  }
+
+  // "N neighbours not drawn" and the button adding them, kept current as answers arrive.
+  function showExpand(node) {
+    var box = $("expand-box");
+    if (!box || state.selected !== node.id) return;
+    clear(box);
+    var more = hiddenNeighbours(node);
+    if (more) box.appendChild(el("p", "hint", plural(more, "neighbour") + " not drawn yet."));
+    if (!canExpand(node.id)) return;
+    var grow = el("button", "link-button expand-button", "+ Expand: add its neighbours");
+    grow.type = "button";
+    grow.addEventListener("click", function () { expand(node.id); });
+    box.appendChild(grow);
   }
 
   function showRuns(node, body) {
@@ -663,6 +980,7 @@
       }
       return apiGet("column-lineage", {
         nodeId: rootId, depth: String(Math.max(1, state.choice.depth)), withDownstream: "true",
+        nodeLimit: String(state.choice.nodeLimit || NODE_LIMIT),
       });
     }).then(function (answer) {
       if (state.field !== field || state.selected !== node.id) return;
@@ -671,7 +989,8 @@
       var up = walkFields(byId, rootId, "inEdges");
       var down = walkFields(byId, rootId, "outEdges");
       status.textContent = plural(up.length, "upstream field") + ", " +
-        plural(down.length, "downstream field") + ".";
+        plural(down.length, "downstream field") + "." +
+        (answer.truncated === true ? " Cut at the node limit: nearer fields first." : "");
       [["Upstream", "upstream-fields", up], ["Downstream", "downstream-fields", down]]
         .forEach(function (part) {
           box.appendChild(el("h4", null, part[0]));
@@ -879,15 +1198,32 @@
       return browse();
     }
     state.selected = selected || choice.nodeId;
+    choice.expand = choice.expand || [];
+    choice.nodeLimit = choice.nodeLimit || NODE_LIMIT;
+    var seq = ++state.seq;
+    state.expanding = {};
+    state.looking = 0;
     writeHash();
     document.body.dataset.state = "loading";
     setStatus("Loading lineage\u2026");
-    var params = { nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction };
+    var params = {
+      nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction,
+      nodeLimit: String(choice.nodeLimit),
+    };
     if (choice.asOf) params.asOf = choice.asOf;
     var asked = apiGet("lineage", params).catch(function (error) {
       // Before the node's first event it is unknown: an empty graph, said so, not an error.
       if (choice.asOf && error.status === 404) return { graph: [], before: true };
       throw error;
+    }).then(function (answer) {
+      // The chosen view, then each remembered expansion (asked together, merged in click order).
+      var root = bounded(answer, choice.nodeId, choice.nodeLimit);
+      return Promise.all(choice.expand.map(fetchHop)).then(function (hops) {
+        return {
+          graph: root.graph, before: answer.before, hops: hops,
+          truncated: hops.reduce(function (cut, hop) { return cut || hop.truncated; }, root.truncated),
+        };
+      });
     });
     return asked.then(function (answer) {
       // The slider spans the present graph: this one, or (for a past one) asked for once.
@@ -896,22 +1232,33 @@
         return answer;
       });
     }).then(function (answer) {
+      if (seq !== state.seq) return;
       showTime();
-      draw(answer.graph || [], choice.nodeId);
-      var count = (answer.graph || []).length;
+      state.truncated = answer.truncated;
+      state.graph = [];
+      state.byId = {};
+      state.links = {};
+      merge(answer.graph);
+      // A node two answers hold gets the edges of both (merge), then all is drawn at once.
+      answer.hops.forEach(function (hop) { merge(hop.graph); });
+      draw(state.graph, choice.nodeId);
       var when = choice.asOf ? " as of " + fmtTime(choice.asOf) : "";
       if (answer.before) {
         setStatus("Nothing recorded for " + choice.nodeId + when + ".");
+        $("truncated-notice").hidden = true;
         clear($("details-body"));
         document.body.dataset.state = "ready";
         return;
       }
-      setStatus(count + " node(s) within depth " + choice.depth + " (" + choice.direction + ")" + when);
+      showCount();
+      lookahead(choice.nodeId, choice.depth);
+      choice.expand.forEach(function (id) { lookahead(id, 1); });
       var open = state.byId[state.selected] ? state.selected : choice.nodeId;
       if (open !== state.selected) state.field = "";
       showDetails(open);
       document.body.dataset.state = "ready";
     }).catch(function (error) {
+      if (seq !== state.seq) return;
       setStatus("Cannot show " + choice.nodeId + ": " + error.message, true);
       document.body.dataset.state = "error";
     });
@@ -988,7 +1335,10 @@
     $("direction-input").value = choice.direction;
     state.field = choice.field;
     return load(
-      { nodeId: choice.nodeId, depth: choice.depth, direction: choice.direction, asOf: choice.asOf },
+      {
+        nodeId: choice.nodeId, depth: choice.depth, direction: choice.direction, asOf: choice.asOf,
+        expand: choice.expand, nodeLimit: choice.nodeLimit,
+      },
       choice.selected || choice.nodeId
     );
   }
@@ -1023,6 +1373,12 @@
       if (isFinite(ms)) setAsOf(new Date(ms).toISOString());
     });
     $("asof-now").addEventListener("click", function () { setAsOf(""); });
+    // Back to the chosen view alone: the expansions are dropped (from the URL too).
+    $("collapse").addEventListener("click", function () {
+      var choice = currentChoice();
+      choice.expand = [];
+      load(choice, state.selected);
+    });
     $("export-png").addEventListener("click", exportPng);
     $("export-svg").addEventListener("click", exportSvg);
     // A link pasted into the address bar of an open page changes only the hash.
@@ -1031,7 +1387,9 @@
       var have = state.choice;
       if (want.nodeId !== have.nodeId || want.depth !== have.depth ||
           want.direction !== have.direction || (want.selected || want.nodeId) !== state.selected ||
-          want.field !== state.field || want.asOf !== have.asOf) {
+          want.field !== state.field || want.asOf !== have.asOf ||
+          want.expand.join("\u0000") !== (have.expand || []).join("\u0000") ||
+          want.nodeLimit !== have.nodeLimit) {
         loadFromHash();
       }
     });
