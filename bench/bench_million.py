@@ -27,7 +27,9 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
   depth 10 from random jobs and datasets of layers 8-12 (upstream, downstream, both), the first
   (cold) query apart; with ``asOf`` at random times; ``GET /api/v1/column-lineage`` at depth 5
   from random output fields; and the same walks asked of the store object alone (no HTTP/JSON).
-  Each kind takes ``--queries`` samples or ``--query-seconds``, whichever comes first.
+  Each kind takes ``--queries`` samples or ``--query-seconds``, whichever comes first. Every
+  read takes ``nodeLimit`` ``--node-limit`` (1,000, the API's default); ``--unbounded`` measures
+  without (the store walks unlimited, the API at its largest, 100,000), kept as its own figures.
 * ``retention``: on a copy (SQLite: the file; PostgreSQL: ``CREATE DATABASE .. TEMPLATE``),
   ``purge_older_than`` of the oldest 10% of the loaded events with a writer alongside, against
   the writer alone before and after (``bench_retention``'s loop).
@@ -43,9 +45,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import fcntl
 import json
 import os
+import pstats
 import random
 import shutil
 import signal
@@ -66,7 +70,8 @@ from _bench_common import load_average
 from bench_retention import _alone, records, take, write_loop
 from servers import POSTGRES_URL, FalkorDBRespRunner, FalkorDBServer, SecantusServer
 
-from lineage_sdk.collector.api import ApiServer, create_app
+from lineage_sdk.collector.api import ApiServer, create_app, queries
+from lineage_sdk.collector.api.history import parse_instant
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events, import_events
 from lineage_sdk.collector.retention import purge_older_than
@@ -505,9 +510,9 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
         "columns": "/api/v1/column-lineage",
     }
     figures: dict[str, Any] = {"load": load_avg}
-    # Before the node limit existed, the store calls take no node_limit and the API none.
-    limit = {"nodeLimit": args.node_limit} if args.bounded else {}
-    cut = {"node_limit": args.node_limit} if args.bounded else {}
+    # --unbounded: the store walks take no limit, the API its largest (100,000 nodes).
+    limit = {"nodeLimit": 100_000 if args.unbounded else args.node_limit}
+    cut = {"node_limit": None if args.unbounded else args.node_limit}
     with (
         ApiServer(create_app(store, max_body_bytes=64 << 20)) as server,
         httpx.Client(base_url=server.url, timeout=600) as client,
@@ -526,9 +531,9 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
                 ms = (time.perf_counter() - t0) * 1000
                 statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
                 if response.status_code == 200:
-                    size, cut = _size(response.json())
+                    size, was_cut = _size(response.json())
                     nodes.append(size)
-                    truncated += bool(cut)
+                    truncated += bool(was_cut)
                 elif response.status_code != 404:
                     print(f"  {what} {params}: {response.status_code} {response.text[:200]}")
                 if i == 0:
@@ -562,13 +567,26 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
                 lambda p: store.lineage(p["nodeId"], direction=p["direction"], depth=10, **cut),
             ),
             ("columns", lambda p: store.column_lineage(p["nodeId"], depth=5, **cut)),
+            (  # asOf has no store call of its own: the API's query function, without HTTP
+                "asof",
+                lambda p: queries.lineage(
+                    store,
+                    p["nodeId"],
+                    direction=p["direction"],
+                    depth=10,
+                    as_of=parse_instant(p["asOf"]),
+                    **cut,
+                ),
+            ),
         ):
             asks = [p for k, p in plan if k == what]
             samples = []
+            profiler = cProfile.Profile() if args.profile else None
             started = time.perf_counter()
             for params in asks[1:]:
                 t0 = time.perf_counter()
-                call(params)
+                with contextlib.suppress(queries.NotFound), profiler or contextlib.nullcontext():
+                    call(params)
                 samples.append((time.perf_counter() - t0) * 1000)
                 if (
                     len(samples) >= args.queries
@@ -577,7 +595,9 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
                     break
             figures[f"{what}_store"] = _percentiles(samples)
             print(f"  {kind} {what} store alone: {figures[f'{what}_store']}", flush=True)
-    label = "query_bounded" if args.bounded else "query_unbounded"
+            if profiler is not None:  # where the time goes, by cumulative time
+                pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"lineage_sdk", 18)
+    label = "query_unbounded" if args.unbounded else "query_bounded"
     results.put(kind, label, figures)
 
 
@@ -673,7 +693,7 @@ def table(results: Results) -> str:
         ("export (events/s)", lambda d: d.get("export", {}).get("per_s")),
     ]
     for label in ("query_unbounded", "query_bounded"):
-        tag = "before node limit" if label == "query_unbounded" else "with node limit"
+        tag = "no node limit" if label == "query_unbounded" else "nodeLimit 1000"
         for what, name in (
             ("lineage", "lineage d10"),
             ("asof", "asOf d10"),
@@ -690,6 +710,7 @@ def table(results: Results) -> str:
         rows.append(
             (f"columns d5 store alone p50/p95/p99 ms ({tag})", _pcts(label, "columns_store"))
         )
+        rows.append((f"asOf d10 without HTTP p50/p95/p99 ms ({tag})", _pcts(label, "asof_store")))
         rows.append((f"load average at query ({tag})", _get(label, "load")))
     for key, name in (
         ("removed", "retention: events removed"),
@@ -764,9 +785,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200, help="samples of each query kind")
     parser.add_argument("--query-seconds", type=float, default=120, help="time per query kind")
     parser.add_argument(
-        "--bounded", action="store_true", help="record queries as 'with the node limit'"
+        "--unbounded", action="store_true", help="no node limit (the API's largest over HTTP)"
     )
-    parser.add_argument("--node-limit", type=int, default=1000, help="nodeLimit with --bounded")
+    parser.add_argument("--node-limit", type=int, default=1000, help="nodeLimit of the queries")
+    parser.add_argument("--profile", action="store_true", help="cProfile the store calls")
     parser.add_argument("--reuse", action="store_true", help="keep what earlier runs loaded")
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database")
     parser.add_argument("--report", action="store_true", help="only print the table")
