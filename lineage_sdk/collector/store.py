@@ -9,6 +9,7 @@ entry-point group.
 from __future__ import annotations
 
 import abc
+import inspect
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -55,14 +56,18 @@ __all__ = [
     "check_node_limit",
     "check_page",
     "cut_lineage",
+    "distances",
     "event_mentions",
     "event_namespace",
+    "lineage_distances",
     "named_connection",
     "names_dataset",
     "nearest_first",
     "node_id",
     "parse_node_id",
     "pick_query_store",
+    "read_lineage",
+    "takes_node_limit",
     "walk_directions",
     "walk_full",
 ]
@@ -336,17 +341,11 @@ def check_node_limit(node_limit: int | None) -> None:
         raise ValueError(f"node_limit must be a positive integer, got {node_limit!r}")
 
 
-def nearest_first(
-    roots: Iterable[str], adjacencies: Sequence[Mapping[str, Iterable[str]]], limit: int
-) -> list[str]:
-    """The ``limit`` nodes nearest ``roots``, nearest first, ties by id: the one cut of every
-    bounded graph read (lineage in every store and in history, column lineage, run lineage).
-
-    A node's distance is the least number of edges from a root along any one of
-    ``adjacencies`` (one per asked direction). Each kept node's nearer neighbour on its shortest
-    path is nearer still, so it is kept too: the kept nodes stay connected to the roots. Nodes
-    no adjacency reaches are never kept.
-    """
+def distances(
+    roots: Iterable[str], adjacencies: Sequence[Mapping[str, Iterable[str]]]
+) -> dict[str, int]:
+    """Each node's least number of edges from a root along any one of ``adjacencies`` (one per
+    asked direction); nodes no adjacency reaches are absent."""
     distance: dict[str, int] = {}
     starts = list(roots)
     for adjacency in adjacencies:
@@ -365,20 +364,26 @@ def nearest_first(
         for nid, hops in seen.items():
             if hops < distance.get(nid, hops + 1):
                 distance[nid] = hops
+    return distance
+
+
+def nearest_first(
+    roots: Iterable[str], adjacencies: Sequence[Mapping[str, Iterable[str]]], limit: int
+) -> list[str]:
+    """The ``limit`` nodes nearest ``roots``, nearest first, ties by id: the one cut of every
+    bounded graph read (lineage in every store and in history, column lineage, run lineage).
+
+    Distances as :func:`distances` counts them. Each kept node's nearer neighbour on its
+    shortest path is nearer still, so it is kept too: the kept nodes stay connected to the
+    roots. Nodes no adjacency reaches are never kept.
+    """
+    distance = distances(roots, adjacencies)
     return sorted(distance, key=lambda nid: (distance[nid], nid))[:limit]
 
 
-def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | None) -> LineageGraph:
-    """``graph`` cut to its ``node_limit`` nodes nearest the root (:func:`nearest_first`, along
-    the asked direction(s): upstream against the data flow, downstream with it), keeping only
-    the edges among kept nodes, ``truncated`` set when nodes were left out.
-
-    A store's bounded walk gives this every node within the cut's distance and every edge among
-    them, so the cut answer is the same as cutting the unbounded answer, in every store.
-    """
-    check_node_limit(node_limit)
-    if node_limit is None or len(graph.nodes) <= node_limit:
-        return graph
+def lineage_distances(graph: LineageGraph, direction: Direction) -> dict[str, int]:
+    """Each node's distance from the root of a lineage answer, in edges along the asked
+    direction(s): upstream against the data flow, downstream with it, both the lesser."""
     adjacencies: list[dict[str, list[str]]] = []
     for upstream in walk_directions(direction):
         adjacencies.append(
@@ -389,8 +394,22 @@ def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | Non
                 for nid, node in graph.nodes.items()
             }
         )
-    roots = [graph.root] if graph.root in graph.nodes else []
-    kept = set(nearest_first(roots, adjacencies, node_limit))
+    return distances([graph.root] if graph.root in graph.nodes else [], adjacencies)
+
+
+def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | None) -> LineageGraph:
+    """``graph`` cut to its ``node_limit`` nodes nearest the root (:func:`lineage_distances`,
+    ties by id), keeping only the edges among kept nodes, ``truncated`` set when nodes were left
+    out.
+
+    A store's bounded walk gives this every node within the cut's distance and every edge among
+    them, so the cut answer is the same as cutting the unbounded answer, in every store.
+    """
+    check_node_limit(node_limit)
+    if node_limit is None or len(graph.nodes) <= node_limit:
+        return graph
+    distance = lineage_distances(graph, direction)
+    kept = set(sorted(distance, key=lambda nid: (distance[nid], nid))[:node_limit])
     cut = LineageGraph(root=graph.root, truncated=True)
     for nid, node in graph.nodes.items():
         if nid in kept:
@@ -398,6 +417,26 @@ def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | Non
             node.out_edges = [e for e in node.out_edges if e.destination in kept]
             cut.nodes[nid] = node
     return cut
+
+
+def takes_node_limit(method: Callable[..., Any]) -> bool:
+    """Whether a store's ``lineage``/``column_lineage`` takes ``node_limit`` (a third-party store
+    written before bounded queries does not, and still answers, cut after its whole walk)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return True
+    return "node_limit" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def read_lineage(
+    store: LineageQueryProtocol, node: str, direction: Direction, depth: int, node_limit: int | None
+) -> LineageGraph:
+    """``store.lineage`` cut to ``node_limit``: by the store's bounded walk where it takes the
+    limit, else walked whole and cut here."""
+    if takes_node_limit(store.lineage):
+        return store.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
+    return cut_lineage(store.lineage(node, direction=direction, depth=depth), direction, node_limit)
 
 
 def walk_full(found: int, node_limit: int | None) -> bool:

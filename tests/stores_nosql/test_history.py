@@ -163,6 +163,15 @@ def test_as_of_reads_the_past(stores: dict[str, Any], name: str) -> None:
     assert set(lonely.nodes) == {"dataset:ns:lonely"}
     with pytest.raises(LookupError, match="lonely"):
         history_lineage(store, "dataset:ns:lonely", as_of=at_(4))
+    # d0 is only read (by j1 from t=0): asked upstream, no job leads to it, yet it is known then;
+    # dx is first read at t=20, so before that it is not.
+    for direction in ("upstream", "both"):
+        source, _ = history_lineage(store, "dataset:ns:d0", as_of=at_(5), direction=direction)
+        assert "dataset:ns:d0" in source.nodes
+    read_only, _ = history_lineage(store, "dataset:ns:dx", as_of=at_(25), direction="upstream")
+    assert set(read_only.nodes) == {"dataset:ns:dx"}
+    with pytest.raises(LookupError, match="dx"):
+        history_lineage(store, "dataset:ns:dx", as_of=at_(15), direction="upstream")
     # asOf now is the plain answer, for every node and direction.
     now = datetime.now(tz=BASE_TIME.tzinfo)
     for node in ("dataset:ns:d1", "job:ns:j1", "dataset:ns:d3", "job:ns:j4"):

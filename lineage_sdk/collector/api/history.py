@@ -47,9 +47,11 @@ from lineage_sdk.collector.store import (
     StaticLineageProtocol,
     check_node_limit,
     cut_lineage,
+    lineage_distances,
     names_dataset,
     node_id,
     parse_node_id,
+    read_lineage,
     walk_directions,
     walk_full,
 )
@@ -105,6 +107,9 @@ class LineageFold:
     #: as in the stores (:func:`lineage_sdk.collector.columns.edge_rank`).
     columns: dict[tuple[FieldRef, FieldRef], tuple[str, str]] = field(default_factory=dict)
     heartbeats: dict[str, float | None] = field(default_factory=dict)
+    #: Whether ``columns`` is folded: most of a fold's cost where events carry column lineage,
+    #: and table-level answers never read it.
+    with_columns: bool = True
 
     def latest_run(self, job: _Key) -> dict[str, Any] | None:
         """The job's latest run as ``queries.lineage`` puts it in a node's data."""
@@ -123,7 +128,7 @@ class LineageFold:
     def add(self, rec: LineageRecord) -> None:
         for ref in (*rec.inputs, *rec.outputs):
             self.datasets.add((ref.namespace, ref.name))
-        stated = column_edges(rec)
+        stated = column_edges(rec) if self.with_columns else None
         if stated:
             rank = edge_rank(rec.event_time, rec.event_id)
             for pair, info in stated.items():
@@ -158,9 +163,10 @@ class LineageFold:
                 self.latest[job] = (rec.event_time, rec.run_id)
 
 
-def fold(records: Iterable[LineageRecord]) -> LineageFold:
-    """The edges ``records`` state, each record once."""
-    result = LineageFold()
+def fold(records: Iterable[LineageRecord], *, columns: bool = True) -> LineageFold:
+    """The edges ``records`` state, each record once; column lineage too unless ``columns`` is
+    False (table-level answers)."""
+    result = LineageFold(with_columns=columns)
     seen: set[str] = set()
     for rec in records:
         if rec.event_id not in seen:
@@ -328,22 +334,16 @@ def _run_of(event: Mapping[str, Any]) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-def _as_of_records(
-    store: object, node: str, direction: Direction, depth: int, as_of: datetime
-) -> list[LineageRecord] | None:
-    """The records an ``asOf`` answer needs, read through the store's indexes (None when the
-    store cannot, or nothing was found: then every event up to ``as_of`` is read).
+#: How many times the asked node limit the first present-day read of a bounded ``asOf`` answer
+#: takes; a read that proves too small is retried four times larger (see :func:`_as_of_graph`).
+_PRESENT_HEADROOM = 3
 
-    Exact, not a guess: a job's edges only grow with its events, so every job within ``depth``
-    hops then is within ``depth`` hops now, in the store's plain answer; and every edge of the
-    answer belongs to one of its jobs, stated by that job's run events or JobEvents.
-    """
-    if not (isinstance(store, LineageQueryProtocol) and isinstance(store, LineageHistoryProtocol)):
-        return None
-    now = store.lineage(node, direction=direction, depth=depth)
-    jobs = sorted((n.namespace, n.name) for n in now.nodes.values() if n.type == "JOB")
-    if not jobs:
-        return None
+
+def _job_records_up_to(
+    store: LineageHistoryProtocol, jobs: Sequence[_Key], as_of: datetime
+) -> list[LineageRecord]:
+    """The records of ``jobs``' run events and JobEvents up to ``as_of``, read on the store's
+    (job, time) index where it has one."""
     events: list[Mapping[str, Any]] = []
     ids: list[str | None] = []
     bounded = getattr(store, "job_events_up_to", None)
@@ -357,10 +357,106 @@ def _as_of_records(
             events.extend(found)
             ids.extend([None] * len(found))
     if isinstance(store, StaticLineageProtocol):
-        static = store.static_events(jobs=jobs)
+        static = store.static_events(jobs=list(jobs))
         events.extend(static)
         ids.extend([None] * len(static))
-    return [rec for rec in _records(events, ids) if rec.event_time <= as_of] or None
+    return [rec for rec in _records(events, ids) if rec.event_time <= as_of]
+
+
+def _as_of_graph(
+    store: object,
+    node: str,
+    direction: Direction,
+    depth: int,
+    as_of: datetime,
+    node_limit: int | None,
+) -> tuple[LineageGraph, LineageFold] | None:
+    """The walked (not yet cut) ``asOf`` graph and its fold, from the events of the jobs in a
+    bounded present-day read; None when the store cannot read that way (then every event up to
+    ``as_of`` is read); LookupError when no event up to ``as_of`` names the root.
+
+    Exact, not a guess: a job's edges only grow with its events, so the graph then is a
+    subgraph of the graph now, and a node ``d`` edges from the root then is at most ``d`` now.
+    A present-day read cut at some distance holds every node nearer than that and every job's
+    events; the past answer is settled when everything it depends on lies nearer than that
+    (:func:`_settled`), else the read is retried four times larger.
+    """
+    if not (isinstance(store, LineageQueryProtocol) and isinstance(store, LineageHistoryProtocol)):
+        return None
+    kind, namespace, name = parse_node_id(node)
+    key = (namespace, name)
+    limit = None if node_limit is None else node_limit * _PRESENT_HEADROOM
+    while True:
+        now = read_lineage(store, node, direction, depth, limit)
+        facts = fold(_node_records_up_to(store, now, as_of), columns=False)
+        if key not in (facts.jobs if kind == "JOB" else facts.datasets):
+            # Named then only by jobs the other way (or not at all): a lone node in this answer.
+            if kind == "JOB" or not _dataset_known(store, node, as_of):
+                raise LookupError(
+                    f"nothing is recorded for {node!r} in the events up to {as_of.isoformat()}"
+                )
+            facts.datasets.add(key)
+        whole = _past_graph(facts, node, direction, depth, node_limit)
+        if limit is None or not now.truncated or _settled(whole, now, direction, node_limit):
+            return whole, facts
+        limit *= 4
+
+
+def _node_records_up_to(
+    store: LineageHistoryProtocol, graph: LineageGraph, as_of: datetime
+) -> list[LineageRecord]:
+    """The records up to ``as_of`` of the jobs in ``graph`` (run events and JobEvents) and, for a
+    dataset root, its DatasetEvents."""
+    jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
+    records = _job_records_up_to(store, jobs, as_of)
+    kind, namespace, name = parse_node_id(graph.root)
+    if kind == "DATASET" and isinstance(store, StaticLineageProtocol):
+        static = store.static_events(datasets=[(namespace, name)])
+        records.extend(rec for rec in _records(static) if rec.event_time <= as_of)
+    return records
+
+
+def _dataset_known(store: LineageQueryProtocol, node: str, as_of: datetime) -> bool:
+    """Whether any event up to ``as_of`` names the dataset ``node``: every event that names it
+    is a DatasetEvent of it or an event of a job next to it today, either way."""
+    if not isinstance(store, LineageHistoryProtocol):
+        return False
+    around = read_lineage(store, node, "both", 1, None)
+    _, namespace, name = parse_node_id(node)
+    return (namespace, name) in fold(
+        _node_records_up_to(store, around, as_of), columns=False
+    ).datasets
+
+
+def _settled(
+    past: LineageGraph, now: LineageGraph, direction: Direction, node_limit: int | None
+) -> bool:
+    """Whether the past answer walked from a cut present-day read equals the one walked from
+    every event: every node it depends on is nearer the root than the read's cut distance.
+
+    Cut past answer: its farthest kept node's distance (all nodes that near, and the shortest
+    paths to them, each edge with a read job at one end). Uncut: one edge beyond its farthest
+    node, where a node it missed would be.
+    """
+    reach = max(lineage_distances(now, direction).values())
+    distance = lineage_distances(past, direction)
+    if node_limit is not None and len(distance) > node_limit:
+        order = sorted(distance, key=lambda nid: (distance[nid], nid))
+        needed = distance[order[node_limit - 1]]
+    else:
+        needed = max(distance.values()) + 1
+    return needed < reach
+
+
+def _past_graph(
+    facts: LineageFold, node: str, direction: Direction, depth: int, node_limit: int | None
+) -> LineageGraph:
+    """The graph ``facts`` describe around ``node``, walked as the stores walk, not yet cut."""
+    kind, namespace, name = parse_node_id(node)
+    builder = LineageGraphBuilder(kind, namespace, name)
+    for upstream in walk_directions(direction):
+        _walk(builder, facts, (kind, (namespace, name)), upstream, depth, node_limit)
+    return builder.build()
 
 
 def _walk(
@@ -427,22 +523,19 @@ def history_lineage(
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     check_node_limit(node_limit)
-    narrowed = None
+    found = None
     if run_id is None and as_of is not None:
-        narrowed = _as_of_records(store, node, direction, depth, as_of)
-    records = narrowed or history_records(store, as_of=as_of, run_id=run_id)
-    facts = fold(records)
-    key = (namespace, name)
-    if key not in (facts.jobs if kind == "JOB" else facts.datasets) and narrowed is not None:
-        facts = fold(history_records(store, as_of=as_of))  # a root without jobs: ask every event
-    if key not in (facts.jobs if kind == "JOB" else facts.datasets):
-        scope = f"run {run_id!r}" if run_id is not None else "the events"
-        when = "" if as_of is None else f" up to {as_of.isoformat()}"
-        raise LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
-    builder = LineageGraphBuilder(kind, namespace, name)
-    for upstream in walk_directions(direction):
-        _walk(builder, facts, (kind, key), upstream, depth, node_limit)
-    graph = cut_lineage(builder.build(), direction, node_limit)
+        found = _as_of_graph(store, node, direction, depth, as_of, node_limit)
+    if found is None:
+        facts = fold(history_records(store, as_of=as_of, run_id=run_id), columns=False)
+        if (namespace, name) not in (facts.jobs if kind == "JOB" else facts.datasets):
+            scope = f"run {run_id!r}" if run_id is not None else "the events"
+            when = "" if as_of is None else f" up to {as_of.isoformat()}"
+            raise LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
+        whole = _past_graph(facts, node, direction, depth, node_limit)
+    else:
+        whole, facts = found
+    graph = cut_lineage(whole, direction, node_limit)
     for item in graph.nodes.values():
         if item.type == "JOB":
             run = facts.latest_run((item.namespace, item.name))
@@ -509,7 +602,7 @@ def history_job(
     kept: list[Mapping[str, Any]] = list(events) if as_of is None else events_up_to(events, as_of)
     if not kept:
         return None
-    facts = fold(_records(kept))
+    facts = fold(_records(kept), columns=False)
     job = (namespace, name)
     by_run: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     newest: dict[str, datetime] = {}

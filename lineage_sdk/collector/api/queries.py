@@ -6,7 +6,6 @@ the same answer (including what counts as "not found") for the same data.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -35,9 +34,10 @@ from lineage_sdk.collector.store import (
     NodeType,
     Page,
     StaticLineageProtocol,
-    cut_lineage,
     node_id,
     parse_node_id,
+    read_lineage,
+    takes_node_limit,
 )
 from lineage_sdk.collector.symlinks import entry_name
 
@@ -101,12 +101,7 @@ def lineage(
         raise NotFound(f"nothing is recorded for {node!r}")
     if as_of is not None or run_id is not None:
         return _history_lineage(store, node, direction, depth, readable, as_of, run_id, node_limit)
-    if _takes_node_limit(store.lineage):
-        graph = store.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
-    else:  # a store written before bounded queries: walked whole, cut here
-        graph = cut_lineage(
-            store.lineage(node, direction=direction, depth=depth), direction, node_limit
-        )
+    graph = read_lineage(store, node, direction, depth, node_limit)
     if readable is not None:
         graph = prune_graph(graph, readable, direction=direction, depth=depth)
     root = graph.nodes.get(graph.root)
@@ -136,16 +131,6 @@ def lineage(
                 if (edge["origin"], edge["destination"]) in declared:
                     edge["declared"] = True
     return bounded(answer, graph.truncated, node_limit)
-
-
-def _takes_node_limit(method: Callable[..., Any]) -> bool:
-    """Whether a store's ``lineage``/``column_lineage`` takes ``node_limit`` (a third-party store
-    written before bounded queries does not, and still answers, cut after its whole walk)."""
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return True
-    return "node_limit" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def bounded(answer: dict[str, Any], truncated: bool, node_limit: int) -> dict[str, Any]:
@@ -322,7 +307,7 @@ def column_lineage(
         except LookupError as exc:
             raise NotFound(str(exc)) from None
     else:
-        if _takes_node_limit(store.column_lineage):
+        if takes_node_limit(store.column_lineage):
             graph = store.column_lineage(
                 node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
             )
