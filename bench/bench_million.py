@@ -55,7 +55,6 @@ import shutil
 import signal
 import statistics
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -67,14 +66,13 @@ import httpx
 import orjson
 import sqlalchemy as sa
 from _bench_common import load_average
-from bench_retention import _alone, records, take, write_loop
+from bench_retention import records, retention_alongside, take
 from servers import POSTGRES_URL, FalkorDBRespRunner, FalkorDBServer, SecantusServer
 
 from lineage_sdk.collector.api import ApiServer, create_app, queries
 from lineage_sdk.collector.api.history import parse_instant
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events, import_events
-from lineage_sdk.collector.retention import purge_older_than
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
@@ -637,29 +635,15 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         reserve = iter(lambda: take(source_records, BATCH), [])
         source_records = records(lines)
         baseline = 20 * BATCH
-        before = _alone(store, reserve, baseline)
-        done = threading.Event()
-        removed: dict[str, Any] = {}
-
-        def purge() -> None:
-            t0 = time.perf_counter()
-            report = purge_older_than([store], timedelta(0), now=cutoff, batch_size=BATCH)
-            removed["events"] = report.removed[store.name]
-            removed["seconds"] = time.perf_counter() - t0
-            done.set()
-
-        thread = threading.Thread(target=purge)
-        thread.start()
-        during = write_loop(store, reserve, done.is_set)
-        thread.join()
-        after = _alone(store, reserve, baseline)
+        run = retention_alongside(store, reserve, cutoff, baseline)
+        before, during, after = run.before, run.during, run.after
         alone_rate = (before[0] + after[0]) / (before[1] + after[1])
         during_rate = during[0] / during[1]
         fig = {
             "loaded": loaded,
-            "removed": removed["events"],
-            "removed_seconds": round(removed["seconds"], 1),
-            "removed_per_s": round(removed["events"] / removed["seconds"]),
+            "removed": run.removed,
+            "removed_seconds": round(run.seconds, 1),
+            "removed_per_s": round(run.removed / run.seconds),
             "writer_alone_per_s": round(alone_rate),
             "writer_alongside_per_s": round(during_rate),
             "alongside_over_alone": round(during_rate / alone_rate, 2),
