@@ -517,12 +517,13 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
         "columns": "/api/v1/column-lineage",
     }
     figures: dict[str, Any] = {"load": load_avg}
+    timed_out: set[str] = set()  # kinds whose HTTP query timed out: not asked of the store
     # --unbounded: the store walks take no limit, the API its largest (100,000 nodes).
     limit = {"nodeLimit": 100_000 if args.unbounded else args.node_limit}
     cut = {"node_limit": None if args.unbounded else args.node_limit}
     with (
         ApiServer(create_app(store, max_body_bytes=64 << 20)) as server,
-        httpx.Client(base_url=server.url, timeout=600) as client,
+        httpx.Client(base_url=server.url, timeout=args.query_timeout) as client,
     ):
         for what in ("lineage", "asof", "columns"):
             asks = [p for k, p in plan if k == what]
@@ -534,7 +535,12 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
             cold = None
             for i, params in enumerate(asks):
                 t0 = time.perf_counter()
-                response = client.get(paths[what], params=params | limit)
+                try:
+                    response = client.get(paths[what], params=params | limit)
+                except httpx.TimeoutException:
+                    print(f"  {what}: no answer within {args.query_timeout:.0f} s: {params}")
+                    timed_out.add(what)
+                    break
                 ms = (time.perf_counter() - t0) * 1000
                 statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
                 if response.status_code == 200:
@@ -564,6 +570,7 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
                 "nodes_max": max(nodes) if nodes else 0,
                 "truncated": truncated,
                 "statuses": statuses,
+                "timed_out": what in timed_out,
             }
             figures[f"{what}_http"] = fig
             print(f"  {kind} {what} HTTP: {fig}", flush=True)
@@ -586,6 +593,8 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
                 ),
             ),
         ):
+            if what in timed_out:
+                continue
             asks = [p for k, p in plan if k == what]
             samples = []
             profiler = cProfile.Profile() if args.profile else None
@@ -745,6 +754,9 @@ def _get(*keys: str) -> Callable[[dict[str, Any]], Any]:
 def _pcts(label: str, what: str) -> Callable[[dict[str, Any]], Any]:
     def get(d: dict[str, Any]) -> Any:
         f = d.get(label, {}).get(what)
+        if f and f.get("timed_out"):
+            done = f" after n={f['n']}" if f.get("n") else ""
+            return f"a query timed out{done}"
         if not f or not f.get("n"):
             return None
         return f"{f['p50_ms']}/{f['p95_ms']}/{f['p99_ms']} (n={f['n']})"
@@ -783,6 +795,9 @@ def main(argv: list[str] | None = None) -> int:
         "--unbounded", action="store_true", help="no node limit (the API's largest over HTTP)"
     )
     parser.add_argument("--node-limit", type=int, default=1000, help="nodeLimit of the queries")
+    parser.add_argument(
+        "--query-timeout", type=float, default=300, help="give up a kind after a query this long"
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the store calls")
     parser.add_argument("--reuse", action="store_true", help="keep what earlier runs loaded")
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database")
