@@ -648,7 +648,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         store = SqlStore(POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}")
     store.open()
     try:
-        fraction = 0.1 * loaded / graph.events  # the oldest 10% of what is loaded
+        fraction = args.retention * loaded / graph.events  # the oldest 10% of what is loaded
         cutoff = graph.cutoff(fraction)
         # The writer's events: runs after the five of the file (new runs, later times).
         lines = (orjson.dumps(e) for e in generate(graph, range(RUNS, RUNS + 10)))
@@ -661,6 +661,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         during_rate = during[0] / during[1]
         fig = {
             "loaded": loaded,
+            "fraction": args.retention,
             "removed": run.removed,
             "removed_seconds": round(run.seconds, 1),
             "removed_per_s": round(run.removed / run.seconds),
@@ -674,7 +675,8 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
     finally:
         store.close()
         if kind == "sqlite":
-            copy.unlink(missing_ok=True)
+            for path in (copy, Path(f"{copy}-wal"), Path(f"{copy}-shm")):
+                path.unlink(missing_ok=True)
         else:
             admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
             with admin.connect() as conn:
@@ -797,6 +799,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--node-limit", type=int, default=1000, help="nodeLimit of the queries")
     parser.add_argument(
         "--query-timeout", type=float, default=300, help="give up a kind after a query this long"
+    )
+    parser.add_argument(
+        "--retention", type=float, default=0.1, help="the oldest fraction of events to remove"
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the store calls")
     parser.add_argument("--reuse", action="store_true", help="keep what earlier runs loaded")
