@@ -654,7 +654,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         lines = (orjson.dumps(e) for e in generate(graph, range(RUNS, RUNS + 10)))
         reserve = iter(lambda: take(source_records, BATCH), [])
         source_records = records(lines)
-        baseline = 20 * BATCH
+        baseline = 10 * BATCH
         run = retention_alongside(store, reserve, cutoff, baseline)
         before, during, after = run.before, run.during, run.after
         alone_rate = (before[0] + after[0]) / (before[1] + after[1])
