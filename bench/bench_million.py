@@ -79,6 +79,7 @@ from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.exceptions import StoreError
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
 RUN_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -294,7 +295,14 @@ class Stores:
             store = Neo4jLineageStore(runner=runner)
         else:
             raise SystemExit(f"unknown store {kind!r}: one of {', '.join(STORES)}")
-        store.open()
+        for _ in range(600):  # a restarted FalkorDB answers only once its snapshot is loaded
+            try:
+                store.open()
+                break
+            except StoreError as exc:
+                if "loading" not in str(exc):
+                    raise
+                time.sleep(1)
         self.opened.append(store)
         return store
 
