@@ -8,6 +8,7 @@ kind of machine; MongoDB-wire and Bolt servers are started by the test fixtures 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import time
 
@@ -141,13 +142,13 @@ def bench(session: nox.Session) -> None:
     _ensure_rabbitmq(session)
     _ensure_postgres(session)  # bench_db.py, bench_fleet.py
     os.makedirs(".bench-results", exist_ok=True)
-    scripts = session.posargs or sorted(
-        f"bench/{name}"
-        for name in os.listdir("bench")
-        if name.startswith("bench_") and name.endswith(".py")
-    )
-    for script in scripts:
-        session.log(f"== {script}")
+    runs = _bench_runs(session.posargs) or [
+        (f"bench/{name}", [])
+        for name in sorted(os.listdir("bench"))
+        if name.startswith("bench_") and name.endswith(".py") and name not in BENCH_ON_REQUEST
+    ]
+    for script, args in runs:
+        session.log(f"== {script} {' '.join(args)}")
         name = os.path.splitext(os.path.basename(script))[0]
         # Each script prints its own table of figures and ratios; keep a copy of what it printed.
         session.run(
@@ -155,9 +156,27 @@ def bench(session: nox.Session) -> None:
             "-o",
             "pipefail",
             "-c",
-            f'python {script} 2>&1 | tee ".bench-results/{name}.txt"',
+            f'python {shlex.join([script, *args])} 2>&1 | tee ".bench-results/{name}.txt"',
             external=True,
         )
+
+
+#: Benchmarks that take hours (bench_million loads a million events into every store): run only
+#: when named, as in ``./dev -s bench -- bench_million --stores sqlite``.
+BENCH_ON_REQUEST = {"bench_million.py"}
+
+
+def _bench_runs(posargs: list[str]) -> list[tuple[str, list[str]]]:
+    """``posargs`` as scripts, each followed by its own arguments (``bench_million --stores
+    sqlite bench/bench_api.py --events 5000``): a script is a word that starts with ``bench``
+    (a bare name means ``bench/NAME.py``); every other word goes to the script before it."""
+    runs: list[tuple[str, list[str]]] = []
+    for arg in posargs:
+        if arg.startswith("bench") or not runs:
+            runs.append((arg if arg.endswith(".py") else f"bench/{arg}.py", []))
+        else:
+            runs[-1][1].append(arg)
+    return runs
 
 
 @nox.session(python=PYTHON)

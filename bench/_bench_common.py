@@ -30,6 +30,7 @@ __all__ = [
     "configure_noop",
     "consume_arguments",
     "lineage_headers",
+    "load_average",
     "postgres_database",
     "report_consume_costs",
 ]
@@ -80,6 +81,12 @@ def lineage_headers() -> dict[str, Any]:
     headers: dict[str, Any] = {}
     inject(headers, LineageRun(str(uuid.uuid4()), "bench", "bench.producer", [], [], {}, {}, None))
     return headers
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages (as ``uptime`` prints them), to report beside figures
+    measured on a shared machine."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def report_consume_costs(

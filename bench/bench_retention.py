@@ -28,7 +28,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -91,33 +92,17 @@ def bench_backend(name: str, store: SqlStore, n: int) -> dict[str, Any]:
         reserve = iter(lambda: take(source, BATCH), [])
         baseline = max(n // 10, BATCH)  # events each baseline writes
 
-        def alone() -> tuple[int, float]:
-            return _alone(store, reserve, baseline)
-
-        before = alone()
         # Events are one millisecond apart from START: the cutoff leaves the oldest 10% before it.
         cutoff = START + timedelta(milliseconds=n // 10)
-        done = threading.Event()
-        removed: dict[str, Any] = {}
-
-        def retention() -> None:
-            t0 = time.perf_counter()
-            report = purge_older_than([store], AGE, now=cutoff + AGE, batch_size=BATCH)
-            removed["events"] = report.removed[store.name]
-            removed["seconds"] = time.perf_counter() - t0
-            done.set()
-
-        thread = threading.Thread(target=retention)
-        thread.start()
-        during = write_loop(store, reserve, done.is_set)
-        thread.join()
-        after = alone()
+        run = retention_alongside(store, reserve, cutoff, baseline)
+        before, during, after = run.before, run.during, run.after
+        removed = {"events": run.removed, "seconds": run.seconds}
         base_rate = (before[0] + after[0]) / (before[1] + after[1])
         rate("writer alone (before)", *before)
         rate("writer alone (after)", *after)
         removed_rate = rate("retention: removed", removed["events"], removed["seconds"])
         during_rate = rate("writer alongside retention", *during)
-        if not done.is_set():
+        if run.writer_ran_out:
             print("  (the writer ran out of events before the retention ended)")
         expected = n - n // 10 + before[0] + during[0] + after[0]
         assert removed["events"] == n // 10, removed
@@ -146,6 +131,44 @@ def bench_backend(name: str, store: SqlStore, n: int) -> dict[str, Any]:
         }
     finally:
         store.close()
+
+
+@dataclass
+class Alongside:
+    """One retention with a writer alongside: ``(events, seconds)`` of the writer alone before,
+    alongside and alone after, and what the retention removed in how many seconds."""
+
+    before: tuple[int, float]
+    during: tuple[int, float]
+    after: tuple[int, float]
+    removed: int
+    seconds: float
+    writer_ran_out: bool
+
+
+def retention_alongside(
+    store: SqlStore, reserve: Iterator[list[LineageRecord]], until: datetime, baseline: int
+) -> Alongside:
+    """The writer alone (``baseline`` events), then the events before ``until`` removed in a
+    thread while the writer goes on until the retention ends, then the writer alone again."""
+    before = _alone(store, reserve, baseline)
+    done = threading.Event()
+    removed: dict[str, Any] = {}
+
+    def retention() -> None:
+        t0 = time.perf_counter()
+        report = purge_older_than([store], AGE, now=until + AGE, batch_size=BATCH)
+        removed["events"] = report.removed[store.name]
+        removed["seconds"] = time.perf_counter() - t0
+        done.set()
+
+    thread = threading.Thread(target=retention)
+    thread.start()
+    during = write_loop(store, reserve, done.is_set)
+    ran_out = not done.is_set()
+    thread.join()
+    after = _alone(store, reserve, baseline)
+    return Alongside(before, during, after, removed["events"], removed["seconds"], ran_out)
 
 
 def _alone(store: SqlStore, reserve: Iterator[list[LineageRecord]], n: int) -> tuple[int, float]:

@@ -1,0 +1,873 @@
+"""The million-event benchmark of issue 16: a large graph loaded into every store, then queried.
+
+    python bench/bench_million.py [--phases generate,load,export,query,retention]
+        [--stores sqlite,postgres,document,graph] [--events 1000000] [--load-limit N]
+        [--queries 200] [--reuse] [--keep] [--data /work/bench-data]
+
+The graph (deterministic, seed ``--seed``): 20 layers of ``events / 200`` jobs (5,000 at 1M events)
+and twice as many datasets per layer (10,000); job ``j`` of layer ``l`` writes datasets ``2j`` and
+``2j+1`` of its layer and reads 2-3 datasets of the previous layer picked at random (layer 0 reads
+``source`` datasets); each job runs 5 times, START + COMPLETE, so 1,000,000 events over 100,000
+jobs and 200,000 datasets (+10,000 sources). COMPLETE events carry a schema facet (4 fields) on
+each output and a columnLineage facet mapping each output field to its namesake in every input.
+Run ``r`` of all jobs falls in days ``20r .. 20r+20`` (100 days in all), jobs in layer order, so
+``asOf`` and "the oldest 10%" mean something, and the first 20% of the file already holds the
+whole graph (the later runs add events, not edges): a store loaded with a prefix has the full
+topology. The events are written once as NDJSON to ``--data`` (``events-N.ndjson``).
+
+Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps loaded stores):
+
+* ``load``: each store (sql on SQLite and on PostgreSQL, document on SecantusDB, graph on FalkorDB
+  through its Redis protocol) is filled by ``import_events``, the path of ``lineage-collector
+  import`` (decode, validation, the "already present" lookup, ``handle_lineage_events``): that is
+  the import figure. The rate of the first ``--probe`` events is printed first; ``--load-limit``
+  and ``--load-seconds`` stop early (a later ``--reuse`` run continues where it stopped).
+* ``export``: ``export_events`` of everything loaded, to a file (events/s).
+* ``query``: the real API app (uvicorn on loopback) over each store: ``GET /api/v1/lineage`` at
+  depth 10 from random jobs and datasets of layers 8-12 (upstream, downstream, both), the first
+  (cold) query apart; with ``asOf`` at random times; ``GET /api/v1/column-lineage`` at depth 5
+  from random output fields; and the same walks asked of the store object alone (no HTTP/JSON).
+  Each kind takes ``--queries`` samples or ``--query-seconds``, whichever comes first. Every
+  read takes ``nodeLimit`` ``--node-limit`` (1,000, the API's default); ``--unbounded`` measures
+  without (the store walks unlimited, the API at its largest, 100,000), kept as its own figures.
+* ``retention``: on a copy (SQLite: the file; PostgreSQL: ``CREATE DATABASE .. TEMPLATE``),
+  ``purge_older_than`` of the oldest 10% of the loaded events with a writer alongside, against
+  the writer alone before and after (``bench_retention``'s loop).
+
+Figures accumulate in ``--data``/million-results.json and are printed as a markdown table, with
+the load average at each phase. PostgreSQL uses the database ``lineage_bench_1m`` on 127.0.0.1:5432
+(dropped at the end unless ``--keep``); SecantusDB and FalkorDB are started on free ports with
+their data under ``--data`` and stopped at the end (FalkorDB snapshots to ``graph.rdb``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import fcntl
+import json
+import os
+import pstats
+import random
+import shutil
+import signal
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import sqlalchemy as sa
+from _bench_common import load_average
+from bench_retention import records, retention_alongside, take
+from servers import POSTGRES_URL, FalkorDBRespRunner, FalkorDBServer, SecantusServer
+
+from lineage_sdk.collector.api import ApiServer, create_app, queries
+from lineage_sdk.collector.api.history import parse_instant
+from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.portability import export_events, import_events
+from lineage_sdk.collector.service import LineageCollectorService
+from lineage_sdk.collector.settings import ConnectionConfig
+from lineage_sdk.collector.stores.document import DocumentLineageStore
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.exceptions import StoreError
+
+PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
+RUN_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+SCHEMA_FACET = (
+    "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet"
+)
+COLUMN_FACET = (
+    "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json"
+    "#/$defs/ColumnLineageDatasetFacet"
+)
+NS = "postgres://warehouse.bench:5432"
+JOB_NS = "bench.million"
+LAYERS, RUNS = 20, 5
+FIELDS = (("id", "BIGINT"), ("key", "VARCHAR"), ("value", "DOUBLE"), ("updated_at", "TIMESTAMP"))
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+RUN_SPAN = timedelta(days=20)  # run r of every job falls in [T0 + 20r days, T0 + 20(r+1) days)
+BATCH = 1000
+TARGETS = {"lineage": (100.0, 250.0), "asof": (150.0, None), "columns": (100.0, None)}
+STORES = ("sqlite", "postgres", "document", "graph")
+
+
+# ---------------------------------------------------------------------------------------- the graph
+
+
+class Graph:
+    """The shape of the graph for ``events`` events: names, and each job's inputs (seeded)."""
+
+    def __init__(self, events: int, seed: int) -> None:
+        self.jobs_per_layer = max(events // (RUNS * 2 * LAYERS), 1)
+        self.datasets_per_layer = 2 * self.jobs_per_layer
+        self.jobs = self.jobs_per_layer * LAYERS
+        self.events = self.jobs * RUNS * 2
+        self.seed = seed
+        self.step = RUN_SPAN / self.jobs  # between two jobs' starts within a run
+
+    @staticmethod
+    def dataset(layer: int, index: int) -> str:
+        """Layer -1 holds the sources layer 0 reads."""
+        return f"src.t{index:05d}" if layer < 0 else f"l{layer:02d}.t{index:05d}"
+
+    @staticmethod
+    def job(layer: int, index: int) -> str:
+        return f"l{layer:02d}.job{index:05d}"
+
+    def inputs(self, layer: int, index: int) -> list[int]:
+        rng = random.Random(self.seed * 10_000_019 + layer * self.jobs_per_layer + index)
+        return rng.sample(range(self.datasets_per_layer), 2 + (rng.random() < 0.5))
+
+    def time(self, run: int, layer: int, index: int) -> datetime:
+        return T0 + run * RUN_SPAN + (layer * self.jobs_per_layer + index) * self.step
+
+    def cutoff(self, fraction: float) -> datetime:
+        """The time before which ``fraction`` of the first ``events`` events lie (events are in
+        time order, two per job slot)."""
+        return T0 + int(self.events * fraction / 2) * self.step - timedelta(microseconds=1)
+
+
+def _stamp(when: datetime) -> str:
+    return when.isoformat().replace("+00:00", "Z")
+
+
+def job_events(graph: Graph, run: int, layer: int, index: int) -> list[dict[str, Any]]:
+    """START and COMPLETE of run ``run`` of job ``index`` of ``layer`` (5 s apart)."""
+    reads = [graph.dataset(layer - 1, i) for i in graph.inputs(layer, index)]
+    writes = [graph.dataset(layer, 2 * index + k) for k in (0, 1)]
+    run_id = str(
+        uuid.UUID(int=(run * graph.jobs + layer * graph.jobs_per_layer + index) + 1, version=4)
+    )
+    start = graph.time(run, layer, index)
+    columns = {
+        "_producer": PRODUCER,
+        "_schemaURL": COLUMN_FACET,
+        "fields": {
+            name: {"inputFields": [{"namespace": NS, "name": src, "field": name} for src in reads]}
+            for name, _ in FIELDS
+        },
+    }
+    schema = {
+        "_producer": PRODUCER,
+        "_schemaURL": SCHEMA_FACET,
+        "fields": [{"name": name, "type": kind} for name, kind in FIELDS],
+    }
+    out = []
+    for kind, when in (("START", start), ("COMPLETE", start + timedelta(seconds=5))):
+        complete = kind == "COMPLETE"
+        out.append(
+            {
+                "eventType": kind,
+                "eventTime": _stamp(when),
+                "producer": PRODUCER,
+                "schemaURL": RUN_SCHEMA,
+                "run": {"runId": run_id, "facets": {}},
+                "job": {"namespace": JOB_NS, "name": graph.job(layer, index), "facets": {}},
+                "inputs": [{"namespace": NS, "name": name, "facets": {}} for name in reads],
+                "outputs": [
+                    {
+                        "namespace": NS,
+                        "name": name,
+                        "facets": {"schema": schema, "columnLineage": columns} if complete else {},
+                    }
+                    for name in writes
+                ],
+            }
+        )
+    return out
+
+
+def generate(graph: Graph, runs: range = range(RUNS)) -> Iterator[dict[str, Any]]:
+    """Every event in time order: run by run, jobs in layer order."""
+    for run in runs:
+        for layer in range(LAYERS):
+            for index in range(graph.jobs_per_layer):
+                yield from job_events(graph, run, layer, index)
+
+
+def events_file(graph: Graph, data: Path) -> Path:
+    """The NDJSON file of the graph's events, written once (atomically) and reused."""
+    path = data / f"events-{graph.events}-s{graph.seed}.ndjson"
+    if path.exists():
+        return path
+    started = time.perf_counter()
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as fh:
+        chunk: list[bytes] = []
+        for event in generate(graph):
+            chunk.append(orjson.dumps(event))
+            if len(chunk) >= 10_000:
+                fh.write(b"\n".join(chunk) + b"\n")
+                chunk.clear()
+        if chunk:
+            fh.write(b"\n".join(chunk) + b"\n")
+    tmp.rename(path)
+    size = path.stat().st_size
+    print(
+        f"generated {graph.events:,} events in {time.perf_counter() - started:.0f} s: "
+        f"{path} ({size / 1e6:,.0f} MB, {size / graph.events:,.0f} bytes/event)",
+        flush=True,
+    )
+    return path
+
+
+def lines_from(path: Path, skip: int, limit: int | None) -> Iterator[tuple[int, bytes, int]]:
+    """``ndjson_lines`` of the file after its first ``skip`` lines, at most ``limit`` of them."""
+    done = 0
+    with path.open("rb") as fh:
+        for number, line in enumerate(fh, 1):
+            if number <= skip:
+                continue
+            if limit is not None and number > skip + limit:
+                return
+            done += len(line)
+            yield number, line, done
+
+
+# ------------------------------------------------------------------------------------------- stores
+
+
+def pg_name(events: int) -> str:
+    """The PostgreSQL database of a graph of ``events`` events."""
+    return "lineage_bench_1m" if events == 1_000_000 else f"lineage_bench_{events}"
+
+
+class Stores:
+    """Opens the stores by name, starting SecantusDB and FalkorDB (data under ``data``) once."""
+
+    def __init__(self, data: Path, events: int) -> None:
+        self.data = data
+        self.pg_name = pg_name(events)
+        self.secantus: SecantusServer | None = None
+        self.falkor: FalkorDBServer | None = None
+        self.opened: list[Any] = []
+
+    def pg_url(self, name: str | None = None) -> str:
+        name = name or self.pg_name
+        admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            found = conn.execute(
+                sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}
+            ).first()
+            if found is None:
+                conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        admin.dispose()
+        return POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"
+
+    def open(self, kind: str) -> Any:
+        store: Any
+        if kind == "sqlite":
+            store = SqlStore(f"sqlite:///{self.data}/sqlite/lineage.db")
+            (self.data / "sqlite").mkdir(exist_ok=True)
+        elif kind == "postgres":
+            store = SqlStore(self.pg_url())
+        elif kind == "document":
+            if self.secantus is None:
+                (self.data / "secantus").mkdir(exist_ok=True)
+                self.secantus = SecantusServer(storage_dir=self.data / "secantus")
+                self.secantus.start()
+            store = DocumentLineageStore(
+                ConnectionConfig(uri=self.secantus.uri, database="bench", timeout_ms=600_000),
+                collection_name="million",
+            )
+        elif kind == "graph":
+            if self.falkor is None:
+                server = FalkorDBServer(persistent=True)
+                with contextlib.suppress(OSError):
+                    server.data_dir.rmdir()  # its own temporary folder: ours is kept instead
+                server.data_dir = self.data / "falkordb"
+                server.data_dir.mkdir(exist_ok=True)
+                server.start()
+                self.falkor = server
+            runner = FalkorDBRespRunner(
+                "127.0.0.1", self.falkor.redis_port, "million", timeout_s=3600
+            )
+            store = Neo4jLineageStore(runner=runner)
+        else:
+            raise SystemExit(f"unknown store {kind!r}: one of {', '.join(STORES)}")
+        for _ in range(600):  # a restarted FalkorDB answers only once its snapshot is loaded
+            try:
+                store.open()
+                break
+            except StoreError as exc:
+                if "loading" not in str(exc):
+                    raise
+                time.sleep(1)
+        self.opened.append(store)
+        return store
+
+    def close_stores(self) -> None:
+        for store in reversed(self.opened):
+            with contextlib.suppress(Exception):
+                store.close()
+        self.opened.clear()
+
+    def close(self, *, drop_pg: bool) -> None:
+        self.close_stores()
+        if self.falkor is not None:
+            started = time.perf_counter()
+            self.falkor.stop()  # SHUTDOWN SAVE: graph.rdb under data/falkordb
+            print(f"FalkorDB snapshot saved in {time.perf_counter() - started:.0f} s", flush=True)
+            self.falkor = None
+        if self.secantus is not None:
+            self.secantus.stop()
+            self.secantus = None
+        if drop_pg:
+            admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+            with admin.connect() as conn:
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)'))
+            admin.dispose()
+
+
+# ------------------------------------------------------------------------------------------ results
+
+
+class Results:
+    """Figures kept across runs in ``million-results.json``: ``{store: {figure: value}}``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+
+    def put(self, store: str, key: str, value: Any) -> None:
+        self._update(lambda data: data.setdefault(store, {}).__setitem__(key, value))
+
+    def drop(self, store: str) -> None:
+        self._update(lambda data: data.pop(store, None))
+
+    def _update(self, change: Callable[[dict[str, Any]], Any]) -> None:
+        """Re-read, change and write under a lock: several runs may load stores at once."""
+        with (self.path.parent / ".million-results.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.path.exists():
+                self.data = json.loads(self.path.read_text())
+            change(self.data)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.data, indent=1, default=str))
+            tmp.replace(self.path)
+
+    def get(self, store: str, key: str, default: Any = None) -> Any:
+        return self.data.get(store, {}).get(key, default)
+
+
+def phase(name: str) -> str:
+    load = load_average()
+    print(f"\n== {name}  [{datetime.now(UTC):%H:%M:%S} UTC, load average {load}]", flush=True)
+    return load
+
+
+# --------------------------------------------------------------------------------------------- load
+
+
+def load(kind: str, stores: Stores, source: Path, results: Results, args: Any) -> None:
+    """Import the file's next lines into the store, as ``lineage-collector import`` would."""
+    already = results.get(kind, "loaded", 0) if args.reuse else 0
+    want = args.load_limit if args.load_limit is not None else None
+    todo = None if want is None else max(want - already, 0)
+    if todo == 0:
+        print(f"{kind}: {already:,} events already loaded", flush=True)
+        return
+    load_avg = phase(f"load {kind} (from line {already + 1:,})")
+    store = stores.open(kind)
+    service = LineageCollectorService(LineageManager(LineageConfig(), stores=[store]))
+    started = time.perf_counter()
+    deadline = started + args.load_seconds
+    done = 0
+    probe_rate = None
+    chunk = 10_000
+    while todo is None or done < todo:
+        size = chunk if todo is None else min(chunk, todo - done)
+        lines = lines_from(source, already + done, size)
+        report = asyncio.run(import_events(service, lines, batch_size=BATCH))
+        if report.refused:
+            raise SystemExit(f"{kind}: {report.refused} events refused on import")
+        got = report.imported + report.already_present
+        done += got
+        results.put(kind, "loaded", already + done)
+        elapsed = time.perf_counter() - started
+        if probe_rate is None and done >= args.probe:
+            probe_rate = done / elapsed
+            total = graph_events(source)
+            eta = (total - already - done) / probe_rate
+            print(
+                f"  {kind}: first {done:,} events at {probe_rate:,.0f} events/s "
+                f"(the rest of {total:,} would take {eta / 60:.0f} min)",
+                flush=True,
+            )
+            results.put(kind, "import_probe", {"events": done, "per_s": round(probe_rate)})
+        if got < size or time.perf_counter() > deadline:
+            break
+        if done % 100_000 == 0:
+            print(
+                f"  {kind}: {already + done:,} loaded, {done / elapsed:,.0f} events/s", flush=True
+            )
+    elapsed = time.perf_counter() - started
+    rate = done / elapsed if elapsed else 0.0
+    print(
+        f"  {kind}: imported {done:,} events in {elapsed:.0f} s: {rate:,.0f} events/s", flush=True
+    )
+    runs = results.get(kind, "import_runs", [])
+    runs.append(
+        {
+            "from": already,
+            "events": done,
+            "seconds": round(elapsed, 1),
+            "per_s": round(rate),
+            "load": load_avg,
+        }
+    )
+    results.put(kind, "import_runs", runs)
+
+
+def graph_events(source: Path) -> int:
+    return int(source.name.split("-")[1])
+
+
+# ------------------------------------------------------------------------------------------- export
+
+
+def export(kind: str, stores: Stores, results: Results, args: Any) -> None:
+    load_avg = phase(f"export {kind}")
+    store = stores.open(kind)
+    out = stores.data / f"export-{kind}.ndjson"
+    started = time.perf_counter()
+    with out.open("wb") as fh:
+        count = export_events(store, fh, batch_size=BATCH)
+    elapsed = time.perf_counter() - started
+    out.unlink()
+    print(
+        f"  {kind}: exported {count:,} events in {elapsed:.0f} s: {count / elapsed:,.0f} events/s"
+    )
+    results.put(
+        kind,
+        "export",
+        {
+            "events": count,
+            "seconds": round(elapsed, 1),
+            "per_s": round(count / elapsed),
+            "load": load_avg,
+        },
+    )
+
+
+# -------------------------------------------------------------------------------------------- query
+
+
+def _percentiles(samples: list[float]) -> dict[str, Any]:
+    s = sorted(samples)
+
+    def at(q: float) -> float:
+        return round(s[min(int(q * len(s)), len(s) - 1)], 1)
+
+    return {
+        "n": len(s),
+        "p50_ms": round(statistics.median(s), 1),
+        "p95_ms": at(0.95),
+        "p99_ms": at(0.99),
+        "max_ms": round(s[-1], 1),
+    }
+
+
+def query_plan(graph: Graph, seed: int) -> list[tuple[str, dict[str, Any]]]:
+    """Random roots of layers 8-12, the same for every store: ``(kind, params)``."""
+    rng = random.Random(seed)
+    plan: list[tuple[str, dict[str, Any]]] = []
+    for i in range(100_000):
+        layer = rng.randint(8, 12)
+        direction = ("upstream", "downstream", "both")[i % 3]
+        if rng.random() < 0.5:
+            node = f"job:{JOB_NS}:{graph.job(layer, rng.randrange(graph.jobs_per_layer))}"
+        else:
+            node = f"dataset:{NS}:{graph.dataset(layer, rng.randrange(graph.datasets_per_layer))}"
+        plan.append(("lineage", {"nodeId": node, "depth": 10, "direction": direction}))
+        when = T0 + timedelta(seconds=rng.uniform(0, 5 * RUN_SPAN.total_seconds()))
+        plan.append(
+            ("asof", {"nodeId": node, "depth": 10, "direction": direction, "asOf": _stamp(when)})
+        )
+        field = rng.choice(FIELDS)[0]
+        ds = graph.dataset(layer, rng.randrange(graph.datasets_per_layer))
+        plan.append(("columns", {"nodeId": f"datasetField:{NS}:{ds}:{field}", "depth": 5}))
+    return plan
+
+
+def _size(body: Any) -> tuple[int, Any]:
+    if isinstance(body, dict):
+        return len(body.get("graph", [])), body.get("truncated")
+    return 0, None
+
+
+def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
+    load_avg = phase(f"query {kind}")
+    store = stores.open(kind)
+    if kind == "postgres":
+        # The shared server runs with autovacuum off: without statistics after the bulk load,
+        # the planner expects ~40,000 rows per key, and JIT-compiles every walk query (~35 ms
+        # each instead of 0.1). A deployment's autovacuum analyzes; here, the bench does.
+        started = time.perf_counter()
+        with store.engine.connect() as conn:
+            conn.execute(sa.text("ANALYZE"))
+            conn.commit()
+        print(f"  ANALYZE in {time.perf_counter() - started:.1f} s", flush=True)
+    plan = query_plan(graph, args.seed)
+    paths = {
+        "lineage": "/api/v1/lineage",
+        "asof": "/api/v1/lineage",
+        "columns": "/api/v1/column-lineage",
+    }
+    figures: dict[str, Any] = {"load": load_avg}
+    timed_out: set[str] = set()  # kinds whose HTTP query timed out: not asked of the store
+    # --unbounded: the store walks take no limit, the API its largest (100,000 nodes).
+    limit = {"nodeLimit": 100_000 if args.unbounded else args.node_limit}
+    cut = {"node_limit": None if args.unbounded else args.node_limit}
+    with (
+        ApiServer(create_app(store, max_body_bytes=64 << 20)) as server,
+        httpx.Client(base_url=server.url, timeout=args.query_timeout) as client,
+    ):
+        for what in ("lineage", "asof", "columns"):
+            asks = [p for k, p in plan if k == what]
+            samples: list[float] = []
+            nodes: list[int] = []
+            truncated = 0
+            statuses: dict[int, int] = {}
+            started = time.perf_counter()
+            cold = None
+            for i, params in enumerate(asks):
+                t0 = time.perf_counter()
+                try:
+                    response = client.get(paths[what], params=params | limit)
+                except httpx.TimeoutException:
+                    print(f"  {what}: no answer within {args.query_timeout:.0f} s: {params}")
+                    timed_out.add(what)
+                    break
+                ms = (time.perf_counter() - t0) * 1000
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+                if response.status_code == 200:
+                    size, was_cut = _size(response.json())
+                    nodes.append(size)
+                    truncated += bool(was_cut)
+                elif response.status_code != 404:
+                    print(f"  {what} {params}: {response.status_code} {response.text[:200]}")
+                if i == 0:
+                    cold = {
+                        "ms": round(ms, 1),
+                        "nodes": nodes[-1] if nodes else 0,
+                        "params": params,
+                    }
+                else:
+                    samples.append(ms)
+                if (
+                    len(samples) >= args.queries
+                    or time.perf_counter() - started > args.query_seconds
+                ):
+                    break
+            fig = _percentiles(samples) if samples else {"n": 0}
+            fig |= {
+                "cold_ms": cold["ms"] if cold else None,
+                "cold_nodes": cold["nodes"] if cold else None,
+                "nodes_median": statistics.median(nodes) if nodes else 0,
+                "nodes_max": max(nodes) if nodes else 0,
+                "truncated": truncated,
+                "statuses": statuses,
+                "timed_out": what in timed_out,
+            }
+            figures[f"{what}_http"] = fig
+            print(f"  {kind} {what} HTTP: {fig}", flush=True)
+        # The store alone: the walks behind the same requests, no HTTP and no JSON.
+        for what, call in (
+            (
+                "lineage",
+                lambda p: store.lineage(p["nodeId"], direction=p["direction"], depth=10, **cut),
+            ),
+            ("columns", lambda p: store.column_lineage(p["nodeId"], depth=5, **cut)),
+            (  # asOf has no store call of its own: the API's query function, without HTTP
+                "asof",
+                lambda p: queries.lineage(
+                    store,
+                    p["nodeId"],
+                    direction=p["direction"],
+                    depth=10,
+                    as_of=parse_instant(p["asOf"]),
+                    **cut,
+                ),
+            ),
+        ):
+            if what in timed_out:
+                continue
+            asks = [p for k, p in plan if k == what]
+            samples = []
+            profiler = cProfile.Profile() if args.profile else None
+            started = time.perf_counter()
+            for params in asks[1:]:
+                t0 = time.perf_counter()
+                with contextlib.suppress(queries.NotFound), profiler or contextlib.nullcontext():
+                    call(params)
+                samples.append((time.perf_counter() - t0) * 1000)
+                if (
+                    len(samples) >= args.queries
+                    or time.perf_counter() - started > args.query_seconds / 2
+                ):
+                    break
+            figures[f"{what}_store"] = _percentiles(samples)
+            print(f"  {kind} {what} store alone: {figures[f'{what}_store']}", flush=True)
+            if profiler is not None:  # where the time goes, by cumulative time
+                pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"lineage_sdk", 18)
+    label = "query_unbounded" if args.unbounded else "query_bounded"
+    if args.profile:  # profiled figures are slower: kept apart, out of the table
+        label += "_profiled"
+    results.put(kind, label, figures)
+
+
+# ---------------------------------------------------------------------------------------- retention
+
+
+def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
+    """The oldest 10% of the loaded events removed from a copy, with a writer alongside."""
+    loaded = results.get(kind, "loaded", 0)
+    if kind not in ("sqlite", "postgres") or not loaded:
+        print(f"retention: {kind} skipped (sqlite and postgres only, loaded stores only)")
+        return
+    load_avg = phase(f"retention {kind} ({loaded:,} events loaded)")
+    stores.close_stores()  # the copy needs the original quiet (SQLite's WAL, PG's template)
+    if kind == "sqlite":
+        copy = stores.data / "sqlite" / "retention.db"
+        started = time.perf_counter()
+        shutil.copyfile(stores.data / "sqlite" / "lineage.db", copy)
+        print(f"  copied in {time.perf_counter() - started:.0f} s")
+        store = SqlStore(f"sqlite:///{copy}")
+    else:
+        name = f"{stores.pg_name}_retention"
+        admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            started = time.perf_counter()
+            conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{stores.pg_name}"'))
+            print(f"  copied in {time.perf_counter() - started:.0f} s")
+        admin.dispose()
+        store = SqlStore(POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}")
+    store.open()
+    try:
+        fraction = args.retention * loaded / graph.events  # the oldest 10% of what is loaded
+        cutoff = graph.cutoff(fraction)
+        # The writer's events: runs after the five of the file (new runs, later times).
+        lines = (orjson.dumps(e) for e in generate(graph, range(RUNS, RUNS + 10)))
+        reserve = iter(lambda: take(source_records, BATCH), [])
+        source_records = records(lines)
+        baseline = 10 * BATCH
+        run = retention_alongside(store, reserve, cutoff, baseline)
+        before, during, after = run.before, run.during, run.after
+        alone_rate = (before[0] + after[0]) / (before[1] + after[1])
+        during_rate = during[0] / during[1]
+        fig = {
+            "loaded": loaded,
+            "fraction": args.retention,
+            "removed": run.removed,
+            "removed_seconds": round(run.seconds, 1),
+            "removed_per_s": round(run.removed / run.seconds),
+            "writer_alone_per_s": round(alone_rate),
+            "writer_alongside_per_s": round(during_rate),
+            "alongside_over_alone": round(during_rate / alone_rate, 2),
+            "load": load_avg,
+        }
+        print(f"  {kind}: {fig}", flush=True)
+        results.put(kind, "retention", fig)
+    finally:
+        store.close()
+        if kind == "sqlite":
+            for path in (copy, Path(f"{copy}-wal"), Path(f"{copy}-shm")):
+                path.unlink(missing_ok=True)
+        else:
+            admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+            with admin.connect() as conn:
+                conn.execute(
+                    sa.text(f'DROP DATABASE IF EXISTS "{stores.pg_name}_retention" WITH (FORCE)')
+                )
+            admin.dispose()
+
+
+# ------------------------------------------------------------------------------------------- report
+
+
+def table(results: Results) -> str:
+    """Every figure as a markdown table, one column per store."""
+    stores = [s for s in STORES if s in results.data]
+    rows: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+        ("events loaded", lambda d: f"{d.get('loaded', 0):,}"),
+        ("import, first events (events/s)", lambda d: d.get("import_probe", {}).get("per_s")),
+        ("import, all runs (events/s)", lambda d: _runs_rate(d.get("import_runs", []))),
+        ("export (events/s)", lambda d: d.get("export", {}).get("per_s")),
+    ]
+    for label in ("query_unbounded", "query_bounded"):
+        tag = "no node limit" if label == "query_unbounded" else "nodeLimit 1000"
+        for what, name in (
+            ("lineage", "lineage d10"),
+            ("asof", "asOf d10"),
+            ("columns", "columns d5"),
+        ):
+            rows.append((f"{name} HTTP cold ms ({tag})", _get(label, f"{what}_http", "cold_ms")))
+            rows.append((f"{name} HTTP p50/p95/p99 ms ({tag})", _pcts(label, f"{what}_http")))
+            rows.append(
+                (f"{name} HTTP nodes median/max, truncated ({tag})", _nodes(label, f"{what}_http"))
+            )
+        rows.append(
+            (f"lineage d10 store alone p50/p95/p99 ms ({tag})", _pcts(label, "lineage_store"))
+        )
+        rows.append(
+            (f"columns d5 store alone p50/p95/p99 ms ({tag})", _pcts(label, "columns_store"))
+        )
+        rows.append((f"asOf d10 without HTTP p50/p95/p99 ms ({tag})", _pcts(label, "asof_store")))
+        rows.append((f"load average at query ({tag})", _get(label, "load")))
+    for key, name in (
+        ("removed", "retention: events removed"),
+        ("removed_per_s", "retention: removed events/s"),
+        ("writer_alone_per_s", "writer alone (events/s)"),
+        ("writer_alongside_per_s", "writer alongside retention (events/s)"),
+        ("alongside_over_alone", "writer alongside / alone"),
+        ("load", "load average at retention"),
+    ):
+        rows.append((name, _get("retention", key)))
+    out = ["| figure | " + " | ".join(stores) + " |", "|---|" + "---|" * len(stores)]
+    for name, get in rows:
+        cells = [get(results.data[s]) for s in stores]
+        if all(c in (None, "", "-") for c in cells):
+            continue
+        out.append(f"| {name} | " + " | ".join("-" if c is None else str(c) for c in cells) + " |")
+    return "\n".join(out)
+
+
+def _runs_rate(runs: list[dict[str, Any]]) -> Any:
+    events = sum(r["events"] for r in runs)
+    seconds = sum(r["seconds"] for r in runs)
+    return round(events / seconds) if seconds else None
+
+
+def _get(*keys: str) -> Callable[[dict[str, Any]], Any]:
+    def get(d: dict[str, Any]) -> Any:
+        for key in keys:
+            if not isinstance(d, dict) or key not in d:
+                return None
+            d = d[key]
+        return d
+
+    return get
+
+
+def _pcts(label: str, what: str) -> Callable[[dict[str, Any]], Any]:
+    def get(d: dict[str, Any]) -> Any:
+        f = d.get(label, {}).get(what)
+        if f and f.get("timed_out"):
+            done = f" after n={f['n']}" if f.get("n") else ""
+            return f"a query timed out{done}"
+        if not f or not f.get("n"):
+            return None
+        return f"{f['p50_ms']}/{f['p95_ms']}/{f['p99_ms']} (n={f['n']})"
+
+    return get
+
+
+def _nodes(label: str, what: str) -> Callable[[dict[str, Any]], Any]:
+    def get(d: dict[str, Any]) -> Any:
+        f = d.get(label, {}).get(what)
+        if not f:
+            return None
+        return f"{f['nodes_median']}/{f['nodes_max']}, {f['truncated']}"
+
+    return get
+
+
+# --------------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--phases", default="generate,load,export,query,retention")
+    parser.add_argument("--stores", default=",".join(STORES))
+    parser.add_argument("--events", type=int, default=1_000_000, help="events in the graph")
+    parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument(
+        "--data", type=Path, default=Path(os.environ.get("LINEAGE_BENCH_DATA", "/work/bench-data"))
+    )
+    parser.add_argument("--probe", type=int, default=20_000, help="events of the first load rate")
+    parser.add_argument("--load-limit", type=int, default=None, help="load up to this many events")
+    parser.add_argument("--load-seconds", type=float, default=24 * 3600, help="stop loading after")
+    parser.add_argument("--queries", type=int, default=200, help="samples of each query kind")
+    parser.add_argument("--query-seconds", type=float, default=120, help="time per query kind")
+    parser.add_argument(
+        "--unbounded", action="store_true", help="no node limit (the API's largest over HTTP)"
+    )
+    parser.add_argument("--node-limit", type=int, default=1000, help="nodeLimit of the queries")
+    parser.add_argument(
+        "--query-timeout", type=float, default=300, help="give up a kind after a query this long"
+    )
+    parser.add_argument(
+        "--retention", type=float, default=0.1, help="the oldest fraction of events to remove"
+    )
+    parser.add_argument("--profile", action="store_true", help="cProfile the store calls")
+    parser.add_argument("--reuse", action="store_true", help="keep what earlier runs loaded")
+    parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database")
+    parser.add_argument("--report", action="store_true", help="only print the table")
+    args = parser.parse_args(argv)
+    args.data.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # finally blocks stop the servers
+    results = Results(args.data / "million-results.json")
+    if args.report:
+        print(table(results))
+        return 0
+    graph = Graph(args.events, args.seed)
+    phases = args.phases.split(",")
+    kinds = args.stores.split(",")
+    print(
+        f"graph: {graph.events:,} events, {graph.jobs:,} jobs, "
+        f"{graph.datasets_per_layer * LAYERS:,} datasets (+{graph.datasets_per_layer:,} sources) "
+        f"in {LAYERS} layers; cpus {os.cpu_count()}; load average {load_average()}",
+        flush=True,
+    )
+    source = events_file(graph, args.data)
+    if not args.reuse and "load" in phases:
+        _reset(kinds, args.data, results, pg_name(args.events))
+    stores = Stores(args.data, args.events)
+    try:
+        for kind in kinds:
+            if "load" in phases:
+                load(kind, stores, source, results, args)
+            if "export" in phases:
+                export(kind, stores, results, args)
+            if "query" in phases:
+                query(kind, stores, graph, results, args)
+            if "retention" in phases:
+                retention(kind, stores, graph, results, args)
+            stores.close_stores()
+    finally:
+        stores.close(drop_pg=not args.keep and "postgres" in kinds)
+    print("\n" + table(results))
+    return 0
+
+
+def _reset(kinds: list[str], data: Path, results: Results, pg: str) -> None:
+    """A fresh load: the stores' earlier data removed."""
+    for kind in kinds:
+        results.drop(kind)
+        if kind == "sqlite":
+            shutil.rmtree(data / "sqlite", ignore_errors=True)
+        elif kind == "document":
+            shutil.rmtree(data / "secantus", ignore_errors=True)
+        elif kind == "graph":
+            shutil.rmtree(data / "falkordb", ignore_errors=True)
+        elif kind == "postgres":
+            admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+            with admin.connect() as conn:
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{pg}" WITH (FORCE)'))
+            admin.dispose()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
