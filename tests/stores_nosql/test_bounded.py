@@ -341,7 +341,8 @@ def test_the_sql_walk_stops_early(make_store: StoreFactory, kind: str) -> None:
     statements: list[str] = []
 
     def count(*args: Any) -> None:
-        statements.append(str(args[2]))
+        if not str(args[2]).startswith("BEGIN"):  # SQLite's transaction start: no read
+            statements.append(str(args[2]))
 
     sa.event.listen(store.engine, "before_cursor_execute", count)
     try:

@@ -62,7 +62,7 @@ from lineage_sdk.collector.store import (
     RunSummary,
     check_node_limit,
     check_page,
-    cut_lineage,
+    distances,
     event_mentions,
     event_namespace,
     named_connection,
@@ -798,9 +798,17 @@ class SqlStore(BaseLineageStore):
             self._walk(
                 conn, node_type, key, upstream, depth, edges, jobs, datasets, node_limit, as_of
             )
+        truncated = False
+        if node_limit is not None and len(jobs) + len(datasets) > node_limit:
+            # Cut on keys before names are read and nodes built: only the nodes at the cut's
+            # distance need their names (ties go by node id, as cut_lineage breaks them).
+            jobs, datasets, edges = self._cut_keys(
+                conn, (node_type, key), direction, node_limit, jobs, datasets, edges
+            )
+            truncated = True
         job_names = self._names(conn, "jobs", jobs)
         ds_names = self._names(conn, "datasets", datasets)
-        graph = LineageGraph(root=node)
+        graph = LineageGraph(root=node, truncated=truncated)
         ids: dict[tuple[str, str], str] = {}
         for type_, names in (("JOB", job_names), ("DATASET", ds_names)):
             for k, (ns, nm) in names.items():
@@ -822,7 +830,6 @@ class SqlStore(BaseLineageStore):
             edge = LineageEdge(origin, dest)
             graph.nodes[origin].out_edges.append(edge)
             graph.nodes[dest].in_edges.append(edge)
-        graph = cut_lineage(graph, direction, node_limit)
         # Latest runs of the kept jobs only: a cut walk may have found many more.
         kept = {k: nid for (type_, k), nid in ids.items() if type_ == "JOB" and nid in graph.nodes}
         if as_of is None:
@@ -832,6 +839,46 @@ class SqlStore(BaseLineageStore):
         for k, run in latest.items():
             graph.nodes[kept[k]].data["latestRun"] = run
         return graph
+
+    def _cut_keys(
+        self,
+        conn: Connection,
+        root: tuple[str, str],
+        direction: Direction,
+        node_limit: int,
+        jobs: set[str],
+        datasets: set[str],
+        edges: set[tuple[str, str, str, str]],
+    ) -> tuple[set[str], set[str], set[tuple[str, str, str, str]]]:
+        """The ``node_limit`` nodes nearest the root (:func:`cut_lineage`'s rule) among the walked
+        keys, and the edges among them; names are read only for the nodes at the cut's distance."""
+        label = {"JOB": "J", "DATASET": "D"}
+        down: dict[str, list[str]] = {}
+        up: dict[str, list[str]] = {}
+        for ot, ok, dt, dk in edges:
+            origin, dest = f"{label[ot]}{ok}", f"{label[dt]}{dk}"
+            down.setdefault(origin, []).append(dest)
+            up.setdefault(dest, []).append(origin)
+        adjacencies = [up if upstream else down for upstream in walk_directions(direction)]
+        distance = distances([f"{label[root[0]]}{root[1]}"], adjacencies)
+        order = sorted(distance.values())
+        boundary = order[node_limit - 1]
+        kept = {n for n, d in distance.items() if d < boundary}
+        tied = sorted(n for n, d in distance.items() if d == boundary)
+        names = {
+            f"J{k}": node_id("JOB", *nm)
+            for k, nm in self._names(conn, "jobs", [n[1:] for n in tied if n[0] == "J"]).items()
+        }
+        names.update(
+            (f"D{k}", node_id("DATASET", *nm))
+            for k, nm in self._names(conn, "datasets", [n[1:] for n in tied if n[0] == "D"]).items()
+        )
+        kept.update(sorted(tied, key=lambda n: names.get(n, ""))[: node_limit - len(kept)])
+        return (
+            {n[1:] for n in kept if n[0] == "J"},
+            {n[1:] for n in kept if n[0] == "D"},
+            {e for e in edges if f"{label[e[0]]}{e[1]}" in kept and f"{label[e[2]]}{e[3]}" in kept},
+        )
 
     def _latest_run_events(
         self, conn: Connection, job_keys: Iterable[str], until: datetime | None = None
