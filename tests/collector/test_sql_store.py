@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from collector_helpers import PRODUCER, run_event
 
 from lineage_sdk.collector.decode import validate_event
@@ -212,3 +213,24 @@ def test_postgres_connections_run_without_jit(pg_url):
             assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
     finally:
         store.close()
+
+
+def test_an_older_database_gets_the_missing_index_at_open(store):
+    """A database made before the event-time index (export, rebuild and retention page by it)
+    gets it when a collector opens it; what it holds is untouched."""
+    _write(store, run_event(job="j", inputs=[("ns", "a")], outputs=[("ns", "b")]))
+    name = store.t["events"].name.replace("events", "") + "events_time"
+    index = f"ix_{name}"
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql(f"DROP INDEX {index}")
+    url = store.engine.url.render_as_string(hide_password=False)
+    store.close()
+    reopened = SqlStore(url)
+    reopened.open()
+    try:
+        with reopened.engine.connect() as conn:
+            names = {ix["name"] for ix in sa.inspect(conn).get_indexes(reopened.t["events"].name)}
+        assert index in names
+        assert reopened.count_raw_events() == 1
+    finally:
+        reopened.close()
