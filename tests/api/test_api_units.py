@@ -288,3 +288,21 @@ def test_bundled_graph_libraries_are_in_the_package():
     assert "MIT" in bundle  # the libraries' license notices are kept
     for name in ("index.html", "app.js", "style.css"):
         assert (STATIC_DIR / name).is_file()
+
+
+def test_the_api_process_collects_cycles_less_often() -> None:
+    """``serve`` tunes the cyclic collector before it listens (the tail latency of big lineage
+    answers came from its passes); checked in a process of its own, not this one."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc\n"
+        "from lineage_sdk.collector.api.server import GC_THRESHOLDS, tune_gc\n"
+        "default = gc.get_threshold()\n"
+        "tune_gc()\n"
+        "assert gc.get_threshold() == GC_THRESHOLDS != default, (default, gc.get_threshold())\n"
+        "assert gc.get_freeze_count() > 0\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
