@@ -62,6 +62,7 @@ __all__ = [
     "lineage_distances",
     "named_connection",
     "names_dataset",
+    "nearest",
     "nearest_first",
     "node_id",
     "parse_node_id",
@@ -378,7 +379,11 @@ def nearest_first(
     shortest path is nearer still, so it is kept too: the kept nodes stay connected to the
     roots. Nodes no adjacency reaches are never kept.
     """
-    distance = distances(roots, adjacencies)
+    return nearest(distances(roots, adjacencies), limit)
+
+
+def nearest(distance: Mapping[str, int], limit: int) -> list[str]:
+    """The ``limit`` nodes of ``distance`` nearest first, ties by id: the order every cut keeps."""
     return sorted(distance, key=lambda nid: (distance[nid], nid))[:limit]
 
 
@@ -410,7 +415,7 @@ def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | Non
     if node_limit is None or len(graph.nodes) <= node_limit:
         return graph
     distance = lineage_distances(graph, direction)
-    kept = set(sorted(distance, key=lambda nid: (distance[nid], nid))[:node_limit])
+    kept = set(nearest(distance, node_limit))
     cut = LineageGraph(root=graph.root, truncated=True)
     for nid, node in graph.nodes.items():
         if nid in kept:

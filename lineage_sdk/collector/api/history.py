@@ -53,6 +53,7 @@ from lineage_sdk.collector.store import (
     cut_lineage,
     lineage_distances,
     names_dataset,
+    nearest,
     node_id,
     parse_node_id,
     read_lineage,
@@ -362,18 +363,22 @@ def _job_records_up_to(
             events.extend(found)
             ids.extend([None] * len(found))
     kept = [rec for rec in _records(events, ids) if rec.event_time <= as_of]
-    return kept + _static_records_up_to(store, jobs, as_of)
+    return kept + _static_records_up_to(store, as_of, jobs=jobs)
 
 
 def _static_records_up_to(
-    store: object, jobs: Sequence[_Key], as_of: datetime
+    store: object,
+    as_of: datetime,
+    *,
+    jobs: Sequence[_Key] = (),
+    datasets: Sequence[_Key] = (),
 ) -> list[LineageRecord]:
-    """The records of ``jobs``' JobEvents up to ``as_of`` (none for a store without them)."""
-    if not jobs or not isinstance(store, StaticLineageProtocol):
+    """The records of ``jobs``' JobEvents and ``datasets``' DatasetEvents up to ``as_of`` (none
+    for a store without static lineage)."""
+    if not (jobs or datasets) or not isinstance(store, StaticLineageProtocol):
         return []
-    return [
-        rec for rec in _records(store.static_events(jobs=list(jobs))) if rec.event_time <= as_of
-    ]
+    static = store.static_events(jobs=list(jobs), datasets=list(datasets))
+    return [rec for rec in _records(static) if rec.event_time <= as_of]
 
 
 def _as_of_graph(
@@ -421,9 +426,8 @@ def _node_records_up_to(
     jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
     records = _job_records_up_to(store, jobs, as_of)
     kind, namespace, name = parse_node_id(graph.root)
-    if kind == "DATASET" and isinstance(store, StaticLineageProtocol):
-        static = store.static_events(datasets=[(namespace, name)])
-        records.extend(rec for rec in _records(static) if rec.event_time <= as_of)
+    if kind == "DATASET":
+        records.extend(_static_records_up_to(store, as_of, datasets=[(namespace, name)]))
     return records
 
 
@@ -452,8 +456,7 @@ def _settled(
     reach = max(lineage_distances(now, direction).values())
     distance = lineage_distances(past, direction)
     if node_limit is not None and len(distance) > node_limit:
-        order = sorted(distance, key=lambda nid: (distance[nid], nid))
-        needed = distance[order[node_limit - 1]]
+        needed = distance[nearest(distance, node_limit)[-1]]
     else:
         needed = max(distance.values()) + 1
     return needed < reach
@@ -545,7 +548,7 @@ def history_lineage(
         graph = own(node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of)
         if graph is not None:
             jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
-            declared = fold(_static_records_up_to(store, jobs, as_of), columns=False).declared
+            declared = fold(_static_records_up_to(store, as_of, jobs=jobs), columns=False).declared
             return graph, _among(graph, declared)
     if run_id is None and as_of is not None:
         found = _as_of_graph(store, node, direction, depth, as_of, node_limit)
