@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import orjson
 import sqlalchemy as sa
@@ -401,40 +401,58 @@ class SqlStore(BaseLineageStore):
 
     def _add_missing_columns(self) -> None:
         """``ALTER TABLE ... ADD COLUMN`` for the columns a database made by an older release
-        lacks; a collector adding the same column at the same moment is harmless."""
+        lacks."""
         for table, column in self._ADDED_COLUMNS:
             name = self.t[table].name
             type_ = self.t[table].c[column].type.compile(dialect=self.engine.dialect)
-            with self.engine.connect() as conn:
-                present = {c["name"] for c in sa.inspect(conn).get_columns(name)}
-            if column in present:
-                continue
-            try:
-                with self.engine.begin() as conn:
-                    conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {column} {type_}")
-            except sa_exc.SQLAlchemyError:
-                with self.engine.connect() as conn:
-                    present = {c["name"] for c in sa.inspect(conn).get_columns(name)}
-                if column not in present:
-                    raise
+            self._add_if_missing(
+                name, "columns", column, f"ALTER TABLE {name} ADD COLUMN {column} {type_}"
+            )
 
     def _add_missing_indexes(self) -> None:
         """The indexes a database made by an older release lacks, built at open (once: on a big
         table this takes a while, and PostgreSQL holds writes to it meanwhile)."""
         for table in self.t.values():
-            with self.engine.connect() as conn:
-                present = {ix["name"] for ix in sa.inspect(conn).get_indexes(table.name)}
             for index in sorted(table.indexes, key=lambda ix: str(ix.name)):
-                if index.name in present:
-                    continue
-                try:
-                    with self.engine.begin() as conn:
-                        conn.execute(sa.schema.CreateIndex(index, if_not_exists=True))
-                except sa_exc.SQLAlchemyError:
-                    with self.engine.connect() as conn:
-                        names = {ix["name"] for ix in sa.inspect(conn).get_indexes(table.name)}
-                    if index.name not in names:  # not another collector's doing: a real error
-                        raise
+                self._add_if_missing(
+                    table.name,
+                    "indexes",
+                    str(index.name),
+                    sa.schema.CreateIndex(index, if_not_exists=True),
+                )
+
+    def _add_if_missing(
+        self,
+        table: str,
+        what: Literal["columns", "indexes"],
+        name: str,
+        ddl: str | sa.schema.ExecutableDDLElement,
+    ) -> None:
+        """Run ``ddl`` unless ``table`` has the column or index ``name`` already; when it fails,
+        a collector that added the same at the same moment is harmless, anything else is
+        raised."""
+
+        def listed() -> bool:
+            with self.engine.connect() as conn:
+                inspector = sa.inspect(conn)
+                found = (
+                    inspector.get_columns(table)
+                    if what == "columns"
+                    else inspector.get_indexes(table)
+                )
+                return name in {item["name"] for item in found}
+
+        if listed():
+            return
+        try:
+            with self.engine.begin() as conn:
+                if isinstance(ddl, str):
+                    conn.exec_driver_sql(ddl)
+                else:
+                    conn.execute(ddl)
+        except sa_exc.SQLAlchemyError:
+            if not listed():
+                raise
 
     def check(self) -> None:
         try:
