@@ -1,6 +1,6 @@
 """The million-event benchmark of issue 16: a large graph loaded into every store, then queried.
 
-    python bench/bench_million.py [--phases generate,load,export,query,retention]
+    python bench/bench_million.py [--phases generate,load,export,roundtrip,query,retention]
         [--stores sqlite,postgres,document,graph] [--events 1000000] [--load-limit N]
         [--queries 200] [--reuse] [--keep] [--data /work/bench-data]
 
@@ -23,6 +23,9 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
   the import figure. The rate of the first ``--probe`` events is printed first; ``--load-limit``
   and ``--load-seconds`` stop early (a later ``--reuse`` run continues where it stopped).
 * ``export``: ``export_events`` of everything loaded, to a file (events/s).
+* ``roundtrip`` (sql kinds): export everything loaded, import that file into an empty store of
+  the same kind (the import path above), and compare every table of the two (rows digested in
+  key order): events/s each way, and whether the stores are identical.
 * ``query``: the real API app (uvicorn on loopback) over each store: ``GET /api/v1/lineage`` at
   depth 10 from random jobs and datasets of layers 8-12 (upstream, downstream, both), the first
   (cold) query apart; with ``asOf`` at random times; ``GET /api/v1/column-lineage`` at depth 5
@@ -47,6 +50,7 @@ import asyncio
 import contextlib
 import cProfile
 import fcntl
+import itertools
 import json
 import os
 import pstats
@@ -221,17 +225,14 @@ def events_file(graph: Graph, data: Path) -> Path:
     return path
 
 
-def lines_from(path: Path, skip: int, limit: int | None) -> Iterator[tuple[int, bytes, int]]:
-    """``ndjson_lines`` of the file after its first ``skip`` lines, at most ``limit`` of them."""
+def lines_from(path: Path, skip: int) -> Iterator[tuple[int, bytes, int]]:
+    """``ndjson_lines`` of the file after its first ``skip`` lines (the file read once)."""
     done = 0
     with path.open("rb") as fh:
         for number, line in enumerate(fh, 1):
-            if number <= skip:
-                continue
-            if limit is not None and number > skip + limit:
-                return
-            done += len(line)
-            yield number, line, done
+            if number > skip:
+                done += len(line)
+                yield number, line, done
 
 
 # ------------------------------------------------------------------------------------------- stores
@@ -323,10 +324,7 @@ class Stores:
             self.secantus.stop()
             self.secantus = None
         if drop_pg:
-            admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-            with admin.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{self.pg_name}" WITH (FORCE)'))
-            admin.dispose()
+            _drop_pg(self.pg_name)
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -379,20 +377,11 @@ def load(kind: str, stores: Stores, source: Path, results: Results, args: Any) -
         return
     load_avg = phase(f"load {kind} (from line {already + 1:,})")
     store = stores.open(kind)
-    service = LineageCollectorService(LineageManager(LineageConfig(), stores=[store]))
     started = time.perf_counter()
-    deadline = started + args.load_seconds
-    done = 0
-    probe_rate = None
-    chunk = 10_000
-    while todo is None or done < todo:
-        size = chunk if todo is None else min(chunk, todo - done)
-        lines = lines_from(source, already + done, size)
-        report = asyncio.run(import_events(service, lines, batch_size=BATCH))
-        if report.refused:
-            raise SystemExit(f"{kind}: {report.refused} events refused on import")
-        got = report.imported + report.already_present
-        done += got
+    probe_rate: float | None = None
+
+    def loaded(done: int) -> None:
+        nonlocal probe_rate
         results.put(kind, "loaded", already + done)
         elapsed = time.perf_counter() - started
         if probe_rate is None and done >= args.probe:
@@ -405,12 +394,10 @@ def load(kind: str, stores: Stores, source: Path, results: Results, args: Any) -
                 flush=True,
             )
             results.put(kind, "import_probe", {"events": done, "per_s": round(probe_rate)})
-        if got < size or time.perf_counter() > deadline:
-            break
-        if done % 100_000 == 0:
-            print(
-                f"  {kind}: {already + done:,} loaded, {done / elapsed:,.0f} events/s", flush=True
-            )
+
+    done = import_file(
+        kind, store, source, skip=already, todo=todo, seconds=args.load_seconds, progress=loaded
+    )
     elapsed = time.perf_counter() - started
     rate = done / elapsed if elapsed else 0.0
     print(
@@ -427,6 +414,43 @@ def load(kind: str, stores: Stores, source: Path, results: Results, args: Any) -
         }
     )
     results.put(kind, "import_runs", runs)
+
+
+def import_file(
+    kind: str,
+    store: Any,
+    source: Path,
+    *,
+    skip: int = 0,
+    todo: int | None = None,
+    seconds: float = 24 * 3600,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Import ``source``'s lines after the first ``skip`` (``todo`` of them, or all, or what
+    ``seconds`` allow) into ``store`` the way ``lineage-collector import`` does: decode,
+    validation, the "already present" lookup, ``handle_lineage_events``. Returns how many."""
+    service = LineageCollectorService(LineageManager(LineageConfig(), stores=[store]))
+    started = time.perf_counter()
+    done = 0
+    chunk = 10_000
+    lines = lines_from(source, skip)
+    while todo is None or done < todo:
+        size = chunk if todo is None else min(chunk, todo - done)
+        report = asyncio.run(
+            import_events(service, itertools.islice(lines, size), batch_size=BATCH)
+        )
+        if report.refused:
+            raise SystemExit(f"{kind}: {report.refused} events refused on import")
+        got = report.imported + report.already_present
+        done += got
+        if progress is not None:
+            progress(done)
+        if got < size or time.perf_counter() > started + seconds:
+            break
+        if done % 100_000 == 0:
+            elapsed = time.perf_counter() - started
+            print(f"  {kind}: {skip + done:,} imported, {done / elapsed:,.0f} events/s", flush=True)
+    return done
 
 
 def graph_events(source: Path) -> int:
@@ -458,6 +482,88 @@ def export(kind: str, stores: Stores, results: Results, args: Any) -> None:
             "load": load_avg,
         },
     )
+
+
+def roundtrip(kind: str, stores: Stores, results: Results, args: Any) -> None:
+    """Export everything loaded, import that file into an empty store of the same kind, and
+    check the two stores hold identical tables (sql: every table's rows, digested in key
+    order): issue 16's "export, then import into empty stores", events/s each way."""
+    loaded = results.get(kind, "loaded", 0)
+    if kind not in ("sqlite", "postgres") or not loaded:
+        print(f"roundtrip: {kind} skipped (sqlite and postgres only, loaded stores only)")
+        return
+    load_avg = phase(f"roundtrip {kind} ({loaded:,} events loaded)")
+    original = stores.open(kind)
+    out = stores.data / f"roundtrip-{kind}.ndjson"
+    started = time.perf_counter()
+    with out.open("wb") as fh:
+        exported = export_events(original, fh, batch_size=BATCH)
+    export_s = time.perf_counter() - started
+    print(f"  {kind}: exported {exported:,} events in {export_s:.0f} s", flush=True)
+    copy_name = f"{stores.pg_name}_roundtrip"
+    if kind == "sqlite":
+        path = stores.data / "sqlite" / "roundtrip.db"
+        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            stale.unlink(missing_ok=True)
+        copy = SqlStore(f"sqlite:///{path}")
+    else:
+        _drop_pg(copy_name)
+        copy = SqlStore(stores.pg_url(copy_name))
+    copy.open()
+    try:
+        started = time.perf_counter()
+        imported = import_file(kind, copy, out)
+        import_s = time.perf_counter() - started
+        print(f"  {kind}: imported {imported:,} events in {import_s:.0f} s", flush=True)
+        started = time.perf_counter()
+        left, right = table_digests(original), table_digests(copy)
+        differ = sorted(name for name in left if left[name] != right.get(name))
+        fig = {
+            "events": exported,
+            "export_s": round(export_s, 1),
+            "export_per_s": round(exported / export_s),
+            "imported": imported,
+            "import_s": round(import_s, 1),
+            "import_per_s": round(imported / import_s),
+            "tables": {name: rows for name, (rows, _) in left.items()},
+            "identical": not differ and left.keys() == right.keys(),
+            "differ": differ,
+            "compare_s": round(time.perf_counter() - started, 1),
+            "load": load_avg,
+        }
+        print(f"  {kind}: {fig}", flush=True)
+        results.put(kind, "roundtrip", fig)
+    finally:
+        copy.close()
+        out.unlink(missing_ok=True)
+        if kind == "sqlite":
+            for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                stale.unlink(missing_ok=True)
+        elif not args.keep:
+            _drop_pg(copy_name)
+
+
+def table_digests(store: SqlStore) -> dict[str, tuple[int, str]]:
+    """Each table of the sql store: (rows, sha256 of its rows in primary-key order)."""
+    import hashlib
+
+    out: dict[str, tuple[int, str]] = {}
+    with store.engine.connect() as conn:
+        for name, table in sorted(store.t.items()):
+            digest, rows = hashlib.sha256(), 0
+            query = sa.select(table).order_by(*table.primary_key.columns)
+            for row in conn.execution_options(yield_per=5000).execute(query):
+                digest.update(repr(tuple(row)).encode())
+                rows += 1
+            out[name] = (rows, digest.hexdigest())
+    return out
+
+
+def _drop_pg(name: str) -> None:
+    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
 
 
 # -------------------------------------------------------------------------------------------- query
@@ -686,12 +792,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
             for path in (copy, Path(f"{copy}-wal"), Path(f"{copy}-shm")):
                 path.unlink(missing_ok=True)
         else:
-            admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-            with admin.connect() as conn:
-                conn.execute(
-                    sa.text(f'DROP DATABASE IF EXISTS "{stores.pg_name}_retention" WITH (FORCE)')
-                )
-            admin.dispose()
+            _drop_pg(f"{stores.pg_name}_retention")
 
 
 # ------------------------------------------------------------------------------------------- report
@@ -735,6 +836,13 @@ def table(results: Results) -> str:
         ("load", "load average at retention"),
     ):
         rows.append((name, _get("retention", key)))
+    for key, name in (
+        ("export_per_s", "round trip: export (events/s)"),
+        ("import_per_s", "round trip: import of the export into an empty store (events/s)"),
+        ("identical", "round trip: stores identical"),
+        ("load", "load average at round trip"),
+    ):
+        rows.append((name, _get("roundtrip", key)))
     out = ["| figure | " + " | ".join(stores) + " |", "|---|" + "---|" * len(stores)]
     for name, get in rows:
         cells = [get(results.data[s]) for s in stores]
@@ -841,6 +949,8 @@ def main(argv: list[str] | None = None) -> int:
                 load(kind, stores, source, results, args)
             if "export" in phases:
                 export(kind, stores, results, args)
+            if "roundtrip" in phases:
+                roundtrip(kind, stores, results, args)
             if "query" in phases:
                 query(kind, stores, graph, results, args)
             if "retention" in phases:
@@ -863,10 +973,7 @@ def _reset(kinds: list[str], data: Path, results: Results, pg: str) -> None:
         elif kind == "graph":
             shutil.rmtree(data / "falkordb", ignore_errors=True)
         elif kind == "postgres":
-            admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-            with admin.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{pg}" WITH (FORCE)'))
-            admin.dispose()
+            _drop_pg(pg)
 
 
 if __name__ == "__main__":

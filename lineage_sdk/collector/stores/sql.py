@@ -295,6 +295,27 @@ def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]
         yield items[start : start + size]
 
 
+#: Keys per query on PostgreSQL, where they travel as one array parameter (see _member).
+_PG_CHUNK = 10_000
+
+
+def _key_chunks(conn: Connection, keys: Iterable[str]) -> Iterator[Sequence[str]]:
+    """``keys`` sorted and deduplicated, in as few chunks as the dialect's :func:`_member`
+    takes: SQLite's variable limit, or one array per ``_PG_CHUNK`` keys on PostgreSQL."""
+    size = _PG_CHUNK if conn.dialect.name == "postgresql" else _CHUNK
+    return _chunks(sorted(set(keys)), size)
+
+
+def _member(conn: Connection, column: Any, keys: Sequence[str]) -> Any:
+    """``column IN keys``. On PostgreSQL ``column = ANY(:array)``: one parameter whatever the
+    count, so the statement text never changes (psycopg prepares it after a few runs, and the
+    server skips planning) and no per-key parameter is bound; 0.66x the time of a 500-key IN
+    list measured on the million-event graph. SQLite takes an IN list."""
+    if conn.dialect.name == "postgresql":
+        return column == sa.any_(sa.bindparam(None, list(keys), type_=pg_dialect.ARRAY(sa.Text)))
+    return column.in_(keys)
+
+
 class SqlStore(BaseLineageStore):
     """SQLite or PostgreSQL through one SQLAlchemy engine; implements LineageCatalogProtocol."""
 
@@ -647,9 +668,9 @@ class SqlStore(BaseLineageStore):
         tbl = self.t[table]
         key_col = tbl.c.job_key if table == "jobs" else tbl.c.dataset_key
         found: dict[str, tuple[str, str]] = {}
-        for chunk in _chunks(sorted(set(keys))):
+        for chunk in _key_chunks(conn, keys):
             for key, ns, name in conn.execute(
-                sa.select(key_col, tbl.c.namespace, tbl.c.name).where(key_col.in_(chunk))
+                sa.select(key_col, tbl.c.namespace, tbl.c.name).where(_member(conn, key_col, chunk))
             ):
                 found[key] = (ns, name)
         return found
@@ -667,9 +688,9 @@ class SqlStore(BaseLineageStore):
         io = self.t["job_io"]
         col = io.c[column]
         out: list[tuple[str, str]] = []
-        for chunk in _chunks(sorted(set(keys))):
+        for chunk in _key_chunks(conn, keys):
             query = sa.select(io.c.job_key, io.c.dataset_key).where(
-                col.in_(chunk), io.c.direction == direction
+                _member(conn, col, chunk), io.c.direction == direction
             )
             if as_of is None:
                 out.extend(conn.execute(query).all())
@@ -933,8 +954,8 @@ class SqlStore(BaseLineageStore):
         if until is not None:
             latest_time = latest_time.where(ev.c.event_time < until)
         latest: dict[str, tuple[datetime, str]] = {}
-        for chunk in _chunks(sorted(set(job_keys))):
-            sub = latest_time.where(ev.c.job_key.in_(chunk)).subquery()
+        for chunk in _key_chunks(conn, job_keys):
+            sub = latest_time.where(_member(conn, ev.c.job_key, chunk)).subquery()
             for job_key, at, run_id in conn.execute(
                 sa.select(ev.c.job_key, ev.c.event_time, sa.func.min(ev.c.run_id))
                 .join(sub, sa.and_(sub.c.job_key == ev.c.job_key, sub.c.at == ev.c.event_time))
@@ -956,10 +977,10 @@ class SqlStore(BaseLineageStore):
         latest = self._latest_run_events(conn, job_keys, until)
         states: dict[str, StateKey] = {}
         beats: dict[str, float | None] = {}
-        for chunk in _chunks(sorted({run_id for _, run_id in latest.values()})):
+        for chunk in _key_chunks(conn, (run_id for _, run_id in latest.values())):
             of_runs = sa.select(
                 ev.c.run_id, ev.c.event_type, ev.c.event_time, ev.c.event_id, ev.c.payload
-            ).where(ev.c.run_id.in_(chunk), ev.c.event_time < until)
+            ).where(_member(conn, ev.c.run_id, chunk), ev.c.event_time < until)
             for run_id, event_type, at, event_id, payload in conn.execute(of_runs):
                 found = state_key(event_type, at, event_id)
                 best = states.get(run_id)
@@ -983,7 +1004,7 @@ class SqlStore(BaseLineageStore):
     def _latest_runs(self, conn: Connection, job_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         jobs, runs = self.t["jobs"], self.t["runs"]
         out: dict[str, dict[str, Any]] = {}
-        for chunk in _chunks(sorted(set(job_keys))):
+        for chunk in _key_chunks(conn, job_keys):
             query = (
                 sa.select(
                     jobs.c.job_key,
@@ -993,7 +1014,7 @@ class SqlStore(BaseLineageStore):
                     runs.c.heartbeat_s,
                 )
                 .join(runs, runs.c.run_id == jobs.c.latest_run_id)
-                .where(jobs.c.job_key.in_(chunk))
+                .where(_member(conn, jobs.c.job_key, chunk))
             )
             for job_key, run_id, state, state_time, heartbeat_s in conn.execute(query):
                 out[job_key] = {
@@ -1317,8 +1338,9 @@ class SqlStore(BaseLineageStore):
                 found: set[FieldRef] = set()
                 for column, side in ((c.out_dataset_key, "out_"), (c.in_dataset_key, "in_")):
                     names = (c[f"{side}namespace"], c[f"{side}dataset"], c[f"{side}field"])
-                    for chunk in _chunks(sorted(ds_keys)):
-                        rows = conn.execute(sa.select(*names).where(column.in_(chunk)).distinct())
+                    for chunk in _key_chunks(conn, ds_keys):
+                        query = sa.select(*names).where(_member(conn, column, chunk))
+                        rows = conn.execute(query.distinct())
                         found.update(FieldRef(*row) for row in rows)
                 return sorted(f for f in found if name_key(f.namespace, f.dataset) in ds_keys)
 
@@ -1326,8 +1348,8 @@ class SqlStore(BaseLineageStore):
                 column = c.out_key if upstream else c.in_key
                 keys = sorted({field_key(f) for f in fields})
                 found: list[ColumnEdge] = []
-                for chunk in _chunks(keys):
-                    for row in conn.execute(sa.select(edges).where(column.in_(chunk))):
+                for chunk in _key_chunks(conn, keys):
+                    for row in conn.execute(sa.select(edges).where(_member(conn, column, chunk))):
                         found.append(ColumnEdge(out_ref(row), in_ref(row), row.info))
                 return found
 
@@ -1865,17 +1887,17 @@ class _Forget:
         )
         # Column edges whose winning statement is gone: rebuilt from the events that may state them.
         lost: set[str] = set()  # their datasets
-        pairs = sorted(stated)
-        for start in range(0, len(pairs), _CHUNK // 2):
-            chunk = pairs[start : start + _CHUNK // 2]
-            for out_key, in_key, rank, out_ds in conn.execute(
-                sa.select(ce.c.out_key, ce.c.in_key, ce.c.rank, ce.c.out_dataset_key).where(
-                    sa.tuple_(ce.c.out_key, ce.c.in_key).in_(chunk)
-                )
-            ):
-                if rank in stated[(out_key, in_key)]:
-                    conn.execute(ce.delete().where(ce.c.out_key == out_key, ce.c.in_key == in_key))
-                    lost.add(out_ds)
+        # By output field, on the primary key's first column: a (out, in) row-value IN list is
+        # a scan of the whole table in SQLite. The few edges of other inputs are skipped here.
+        for out_key, in_key, rank, out_ds in self.keys(
+            lambda c: sa.select(ce.c.out_key, ce.c.in_key, ce.c.rank, ce.c.out_dataset_key).where(
+                ce.c.out_key.in_(c)
+            ),
+            (out_key for out_key, _ in stated),
+        ):
+            if rank in stated.get((out_key, in_key), ()):
+                conn.execute(ce.delete().where(ce.c.out_key == out_key, ce.c.in_key == in_key))
+                lost.add(out_ds)
         if lost:
             stating = ev.c.payload.like('%"columnLineage"%')
             runs_of_lost = sa.select(io.c.run_id)
