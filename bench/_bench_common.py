@@ -6,12 +6,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 import lineage_sdk
 from lineage_instrumentation.propagation import inject
@@ -20,7 +26,7 @@ from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.sdk.runs import LineageRun
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # servers.py
-from servers import postgres_database
+from servers import free_port, postgres_database
 
 __all__ = [
     "AMQP_URL",
@@ -33,6 +39,7 @@ __all__ = [
     "load_average",
     "postgres_database",
     "report_consume_costs",
+    "serving",
 ]
 
 AMQP_URL = os.environ.get("LINEAGE_BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
@@ -116,3 +123,55 @@ def report_consume_costs(
     if args.json:
         print(json.dumps(figures))
     return 0
+
+
+@contextmanager
+def serving(config_text: str, folder: Path) -> Iterator[str]:
+    """``lineage-collector serve`` as its own process on a free loopback port; its base URL."""
+    config = folder / "lineage.toml"
+    config.write_text(config_text, encoding="utf-8")
+    port = free_port()
+    exe = (
+        shutil.which("lineage-collector", path=str(Path(sys.executable).parent))
+        or "lineage-collector"
+    )
+    log = (folder / "serve.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            exe,
+            "serve",
+            "--config",
+            str(config),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "WARNING",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"serve exited: {(folder / 'serve.log').read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("serve did not answer within 120 s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()

@@ -29,15 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -46,8 +43,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # servers.py
 
 import httpx  # noqa: E402
-from _bench_common import postgres_database  # noqa: E402
-from servers import FalkorDBRespRunner, bolt_warmup, falkordb_server, free_port  # noqa: E402
+from _bench_common import postgres_database, serving  # noqa: E402
+from servers import FalkorDBRespRunner, bolt_warmup, falkordb_server  # noqa: E402
 
 from lineage_sdk.collector.records import build_record  # noqa: E402
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore  # noqa: E402
@@ -133,58 +130,6 @@ def write_all(store: Any, events: list[dict[str, Any]], batch: int = 500) -> flo
     for i in range(0, len(events), batch):
         store.write_batch([build_record(e) for e in events[i : i + batch]])
     return time.perf_counter() - start
-
-
-@contextmanager
-def serving(config_text: str, folder: Path) -> Iterator[str]:
-    """``lineage-collector serve`` as its own process on a free loopback port; its base URL."""
-    config = folder / "lineage.toml"
-    config.write_text(config_text, encoding="utf-8")
-    port = free_port()
-    exe = (
-        shutil.which("lineage-collector", path=str(Path(sys.executable).parent))
-        or "lineage-collector"
-    )
-    log = (folder / "serve.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            exe,
-            "serve",
-            "--config",
-            str(config),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "WARNING",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"serve exited: {(folder / 'serve.log').read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("serve did not answer within 120 s")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:

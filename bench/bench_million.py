@@ -28,7 +28,8 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
   key order): events/s each way, and whether the stores are identical.
 * ``query``: the real API app (uvicorn on loopback) over each store: ``GET /api/v1/lineage`` at
   depth 10 from random jobs and datasets of layers 8-12 (upstream, downstream, both), the first
-  (cold) query apart; with ``asOf`` at random times; ``GET /api/v1/column-lineage`` at depth 5
+  (cold) query apart (``--serve``: ``lineage-collector serve`` in its own process, as
+  deployed, sql kinds); with ``asOf`` at random times; ``GET /api/v1/column-lineage`` at depth 5
   from random output fields; and the same walks asked of the store object alone (no HTTP/JSON).
   Each kind takes ``--queries`` samples or ``--query-seconds``, whichever comes first. Every
   read takes ``nodeLimit`` ``--node-limit`` (1,000, the API's default); ``--unbounded`` measures
@@ -69,7 +70,7 @@ from typing import Any
 import httpx
 import orjson
 import sqlalchemy as sa
-from _bench_common import load_average
+from _bench_common import load_average, serving
 from bench_retention import records, retention_alongside, take
 from servers import POSTGRES_URL, FalkorDBRespRunner, FalkorDBServer, SecantusServer
 
@@ -612,6 +613,27 @@ def _size(body: Any) -> tuple[int, Any]:
     return 0, None
 
 
+@contextlib.contextmanager
+def api_url(kind: str, store: Any, stores: Stores, *, serve: bool) -> Iterator[str]:
+    """The API over ``store``: ``lineage-collector serve`` in its own process, as deployed
+    (``--serve``, sql kinds), or the app on a thread of this process (the default)."""
+    if not serve:
+        with ApiServer(create_app(store, max_body_bytes=64 << 20)) as server:
+            yield server.url
+        return
+    if kind == "sqlite":
+        url = f"sqlite:///{stores.data}/sqlite/lineage.db"
+    elif kind == "postgres":
+        url = stores.pg_url()
+    else:
+        raise SystemExit(f"--serve: sqlite and postgres only, not {kind}")
+    folder = stores.data / f"serve-{kind}"
+    folder.mkdir(exist_ok=True)
+    toml = f'[lineage.store]\nbackend = "sql"\n[lineage.store.sql]\nurl = "{url}"\n'
+    with serving(toml, folder) as base:
+        yield base
+
+
 def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
     load_avg = phase(f"query {kind}")
     store = stores.open(kind)
@@ -636,8 +658,8 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
     limit = {"nodeLimit": 100_000 if args.unbounded else args.node_limit}
     cut = {"node_limit": None if args.unbounded else args.node_limit}
     with (
-        ApiServer(create_app(store, max_body_bytes=64 << 20)) as server,
-        httpx.Client(base_url=server.url, timeout=args.query_timeout) as client,
+        api_url(kind, store, stores, serve=args.serve) as url,
+        httpx.Client(base_url=url, timeout=args.query_timeout) as client,
     ):
         for what in ("lineage", "asof", "columns"):
             asks = [p for k, p in plan if k == what]
@@ -920,6 +942,9 @@ def main(argv: list[str] | None = None) -> int:
         "--retention", type=float, default=0.1, help="the oldest fraction of events to remove"
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the store calls")
+    parser.add_argument(
+        "--serve", action="store_true", help="query lineage-collector serve in its own process"
+    )
     parser.add_argument("--reuse", action="store_true", help="keep what earlier runs loaded")
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database")
     parser.add_argument("--report", action="store_true", help="only print the table")
