@@ -23,6 +23,7 @@ from lineage_sdk.config.keys import env_var_for
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.models.run_state import StateKey, pick_interval
 
 __all__ = [
     "DEFAULT_NODE_LIMIT",
@@ -50,6 +51,7 @@ __all__ = [
     "Page",
     "RawEvent",
     "RawEventSource",
+    "RunFold",
     "RunSummary",
     "StaticLineageProtocol",
     "StoreCreator",
@@ -504,6 +506,33 @@ class HopByHopLineage(abc.ABC):
     ) -> None:
         """Add to ``builder`` what lies ``depth`` hops one way from the node ``key``, stopping
         early as :func:`walk_full` says when ``node_limit`` is set."""
+
+
+@dataclass
+class RunFold:
+    """Runs' states and heartbeat intervals as their events state them, folded one event at a
+    time in any order: a lineage node's ``latestRun`` in history's fold and in the stores'
+    ``asOf`` walks, one rule for both."""
+
+    states: dict[str, StateKey] = field(default_factory=dict)
+    heartbeats: dict[str, float | None] = field(default_factory=dict)
+
+    def add(self, run_id: str, state: StateKey | None, heartbeat: float | None) -> None:
+        """One event of ``run_id``: its ``run_state.state_key`` and heartbeat interval."""
+        best = self.states.get(run_id)
+        if state is not None and (best is None or state > best):
+            self.states[run_id] = state
+        self.heartbeats[run_id] = pick_interval((self.heartbeats.get(run_id), heartbeat))
+
+    def latest_run(self, run_id: str) -> dict[str, Any]:
+        """The run as ``queries.lineage`` puts a job's latest run in a node's data."""
+        best = self.states.get(run_id)
+        return {
+            "runId": run_id,
+            "state": None if best is None else best[2],
+            "stateTime": None if best is None else best[1],
+            "heartbeatS": self.heartbeats.get(run_id),
+        }
 
 
 @dataclass(frozen=True, slots=True)

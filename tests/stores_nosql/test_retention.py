@@ -30,6 +30,7 @@ from lineage_sdk.collector.retention import (
     purge_older_than,
 )
 from lineage_sdk.collector.store import LineageRecord
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.exceptions import ConfigError
 
@@ -166,8 +167,8 @@ def snapshot(store: Any) -> dict[str, Any]:
                 (r.run_id, r.state, r.started_at, r.ended_at, r.parent_run_id)
                 for r in store.runs_of_job(ns, name)
             )
-    # asOf lineage, the sql store's from its dated edges (checked against the generic fold of
-    # the raw events here), the others' from that fold.
+    # asOf lineage, the sql and graph stores' from their dated edges (checked against the
+    # generic fold of the raw events here), the others' from that fold.
     for i, as_of in enumerate(AS_OF):
         for node in NODES:
             out[f"asof {i} {node}"] = as_of_answer(store, node, as_of)
@@ -197,7 +198,8 @@ AS_OF = [
 
 def as_of_answer(store: Any, node: str, as_of: datetime) -> Any:
     """The ``asOf`` lineage answer (nodes, latest runs, edges, declared edges) or the 404's
-    message; for a store with its own ``lineage_as_of``, checked equal to the generic path's."""
+    message; for a store with its own ``lineage_as_of`` (sql, graph: dated edges), checked equal
+    to the generic path's."""
 
     def asked(indexed: bool) -> Any:
         try:
@@ -207,7 +209,7 @@ def as_of_answer(store: Any, node: str, as_of: datetime) -> Any:
         return marquez.lineage_graph(graph), sorted(declared)
 
     found = asked(True)
-    if isinstance(store, SqlStore):
+    if hasattr(store, "lineage_as_of"):
         assert found == asked(False), (node, as_of)
         if not isinstance(found, str):
             assert store.lineage_as_of(node, depth=10, as_of=as_of) is not None, (node, as_of)
@@ -300,6 +302,95 @@ def test_hard_delete_equals_a_store_without_those_events(
         assert not named_in(after, namespace, name), (target, namespace, name)
         again = purge_mentioning([store], target, namespace, name)
         assert again.removed == {store.name: 0}
+
+
+def _static(kind: str, seconds: float, **body: Any) -> dict[str, Any]:
+    """A JobEvent or DatasetEvent (``kind``) at ``seconds`` after BASE_TIME."""
+    when = (BASE_TIME + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+    return {"eventTime": when, "producer": PRODUCER, "schemaURL": SPEC + kind, **body}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_retention_keeps_the_static_lineage_of_what_it_touched(
+    make_store: StoreFactory, kind: str
+) -> None:
+    """Removing an old run of a job that also has a JobEvent, and an old run naming a dataset
+    that a DatasetEvent states column lineage for, leaves the JobEvent's edges (and their
+    first times: asOf) and the DatasetEvent's column edges as a fresh store of the remaining
+    events has them (the graph store re-derives the touched jobs and datasets from their
+    static events too)."""
+    cols = {"columnLineage": column_lineage({"c": [("s", "in", "x")]})}
+    events = [
+        _static(
+            "JobEvent",
+            20 * DAY,
+            job={"namespace": "s", "name": "declared", "facets": {}},
+            inputs=[{"namespace": "s", "name": "in", "facets": {}}],
+            outputs=[{"namespace": "s", "name": "out", "facets": {}}],
+        ),
+        run_event(job="declared", namespace="s", inputs=[("s", "old_in")], seconds=1),
+        _static(
+            "DatasetEvent", 20 * DAY + 1, dataset={"namespace": "s", "name": "out", "facets": cols}
+        ),
+        run_event(job="other", namespace="s", outputs=[("s", "out")], seconds=2),
+        run_event(
+            job="reader",
+            namespace="s",
+            inputs=[("s", "out")],
+            outputs=[("s", "end")],
+            seconds=20 * DAY + 2,
+        ),
+        run_event(job="declared", namespace="s", outputs=[("s", "out")], seconds=20 * DAY + 3),
+    ]
+    written = [validate_event(e) for e in events]
+    nodes = [
+        "job:s:declared",
+        "job:s:reader",
+        "dataset:s:in",
+        "dataset:s:out",
+        "dataset:s:end",
+        "dataset:s:old_in",
+    ]
+    times = [BASE_TIME + timedelta(days=20, seconds=s) for s in (-1, 0.5, 1.5, 2.5, 10)]
+
+    def answers(store: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for node in nodes:
+            graph = store.lineage(node, depth=5)
+            out[node] = sorted(
+                (n.id, sorted((e.origin, e.destination) for e in n.out_edges))
+                for n in graph.nodes.values()
+            )
+            for at in times:
+                out[f"asof {at} {node}"] = as_of_answer(store, node, at)
+        cols = store.column_lineage("dataset:s:out", depth=5, with_downstream=True)
+        out["columns"] = sorted((o.id, i.id, info) for (o, i), info in cols.edges.items())
+        if isinstance(store, Neo4jLineageStore):  # each job edge's least event time
+            rows = store.runner.run(
+                "MATCH (j:Job)-[e:CONSUMES|PRODUCES]->(d:Dataset) "
+                "RETURN j.name AS j, type(e) AS t, d.name AS d, e.firstSeen AS seen",
+                None,
+            )
+            out["firstSeen"] = sorted((r["j"], r["t"], r["d"], r["seen"]) for r in rows)
+        return out
+
+    store = make_store(kind)
+    store.write_batch(written)
+    purge_older_than([store], timedelta(days=90), now=NOW)
+    after = answers(store)
+    assert after == answers_of_fresh(make_store, kind, written, answers)
+    declared = dict(after["job:s:declared"])  # node id -> its out edges
+    assert declared["dataset:s:in"] == [("dataset:s:in", "job:s:declared")]
+    assert after["columns"], "the DatasetEvent's column edge"
+
+
+def answers_of_fresh(
+    make_store: StoreFactory, kind: str, written: list[LineageRecord], answers: Any
+) -> Any:
+    """``answers`` of a fresh store of ``kind`` fed the events retention keeps."""
+    store = make_store(kind)
+    store.write_batch([r for r in written if r.event_time >= CUTOFF])
+    return answers(store)
 
 
 def test_deleting_a_job_unlinks_the_jobs_around_it(make_store: StoreFactory) -> None:

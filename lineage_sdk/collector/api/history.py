@@ -8,9 +8,10 @@ their inputs and outputs folded into job/dataset edges exactly as the stores fol
 walked with the stores' hop semantics. One code path, so the sql, document and graph stores
 cannot answer differently, and ``asOf`` at or after the newest event equals the plain answer.
 
-Lineage ``asOf`` alone is the exception where a store dates its edges: the sql store's
-``lineage_as_of`` walks the edges first seen by then (no event is parsed but the kept jobs'
-latest runs'), and answers None for edges of unknown age, which are then folded as here.
+Lineage ``asOf`` alone is the exception where a store dates its edges: the sql and graph
+stores' ``lineage_as_of`` walks the job edges first seen by then (sql ``job_io.first_seen``,
+graph ``firstSeen`` on CONSUMES/PRODUCES; no event is parsed but the kept jobs' latest runs'),
+and answers None for edges of unknown age, which are then folded as here.
 
 The cost is a read of the events that count: for lineage ``asOf``, the events of the jobs the
 plain answer holds (bounded by time on the store's index) where the store can, else (and for
@@ -48,6 +49,7 @@ from lineage_sdk.collector.store import (
     LineageQueryProtocol,
     LineageRecord,
     RawEventSource,
+    RunFold,
     StaticLineageProtocol,
     check_node_limit,
     cut_lineage,
@@ -63,9 +65,7 @@ from lineage_sdk.collector.store import (
 )
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.run_state import (
-    StateKey,
     heartbeat_interval,
-    pick_interval,
     pick_link,
     state_key,
 )
@@ -108,11 +108,10 @@ class LineageFold:
     #: Per job, the run of its latest event (least run id among equal times), and per run its
     #: events: what a node's ``latestRun`` is folded from.
     latest: dict[_Key, tuple[datetime, str]] = field(default_factory=dict)
-    states: dict[str, StateKey] = field(default_factory=dict)
+    runs: RunFold = field(default_factory=RunFold)
     #: Column lineage: (output, input) field -> (rank, info), the greatest rank's info winning
     #: as in the stores (:func:`lineage_sdk.collector.columns.edge_rank`).
     columns: dict[tuple[FieldRef, FieldRef], tuple[str, str]] = field(default_factory=dict)
-    heartbeats: dict[str, float | None] = field(default_factory=dict)
     #: Whether ``columns`` is folded: most of a fold's cost where events carry column lineage,
     #: and table-level answers never read it.
     with_columns: bool = True
@@ -120,16 +119,7 @@ class LineageFold:
     def latest_run(self, job: _Key) -> dict[str, Any] | None:
         """The job's latest run as ``queries.lineage`` puts it in a node's data."""
         latest = self.latest.get(job)
-        if latest is None:
-            return None
-        run_id = latest[1]
-        best = self.states.get(run_id)
-        return {
-            "runId": run_id,
-            "state": None if best is None else best[2],
-            "stateTime": None if best is None else best[1],
-            "heartbeatS": self.heartbeats.get(run_id),
-        }
+        return None if latest is None else self.runs.latest_run(latest[1])
 
     def add(self, rec: LineageRecord) -> None:
         for ref in (*rec.inputs, *rec.outputs):
@@ -159,11 +149,7 @@ class LineageFold:
                     self.declared.add((did, jid) if is_input else (jid, did))
         if rec.run_id:
             key = state_key(rec.event_type, rec.event_time, rec.event_id)
-            best = self.states.get(rec.run_id)
-            if key is not None and (best is None or key > best):
-                self.states[rec.run_id] = key
-            beats = (self.heartbeats.get(rec.run_id), heartbeat_interval(rec.event))
-            self.heartbeats[rec.run_id] = pick_interval(beats)
+            self.runs.add(rec.run_id, key, heartbeat_interval(rec.event))
             old = self.latest.get(job)
             if old is None or (rec.event_time, old[1]) > (old[0], rec.run_id):
                 self.latest[job] = (rec.event_time, rec.run_id)
@@ -536,7 +522,7 @@ def history_lineage(
     name no such node.
 
     ``asOf`` alone is answered by the store's own ``lineage_as_of`` where it has one (the sql
-    store's time-stamped edges) and it can (None: edges of unknown age); else, or with
+    and graph stores' time-stamped edges) and it can (None: edges of unknown age); else, or with
     ``indexed=False`` (tests compare the two), folded from the raw events."""
     kind, namespace, name = parse_node_id(node)
     if depth < 0:

@@ -1,11 +1,12 @@
-"""``asOf`` lineage from the sql store's time-stamped edges (issue 16): ``SqlStore.lineage_as_of``
-walks the job edges first seen by then, and must answer exactly what history's generic path
-(the fold of the raw events up to then) answers, on SQLite and PostgreSQL: every node, time,
+"""``asOf`` lineage from a store's time-stamped job edges (issue 16): ``lineage_as_of`` of the sql
+store (``job_io.first_seen``) and of the graph store (``firstSeen`` on CONSUMES/PRODUCES) walks
+the job edges first seen by then, and must answer exactly what history's generic path (the fold
+of the raw events up to then) answers, on SQLite, PostgreSQL and FalkorDB: every node, time,
 direction, depth and node limit tried here is asked both ways (``indexed=False`` forces the
 generic path) and the store's own walk is checked to have answered.
 
 Also: events arriving out of time order keep an edge's least time; a database from before
-``first_seen`` (the column added at open, NULL) falls back to the generic path, and stays
+``first_seen``/``firstSeen`` (NULL: of unknown age) falls back to the generic path, and stays
 there for the edges it cannot date.
 """
 
@@ -26,12 +27,15 @@ from test_history import _corpus as history_corpus
 from lineage_sdk.collector.api import marquez
 from lineage_sdk.collector.api.history import history_lineage
 from lineage_sdk.collector.store import Direction
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore, parse_time
 from lineage_sdk.collector.stores.sql import SqlStore, name_key
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
 SQL_KINDS = ("sqlite", "postgres")
+#: The stores with their own ``lineage_as_of``.
+KINDS = (*SQL_KINDS, "graph")
 DIRECTIONS: tuple[Direction, ...] = ("both", "upstream", "downstream")
 
 
@@ -50,7 +54,7 @@ def answer(store: Any, node: str, *, indexed: bool, **ask: Any) -> Any:
 
 
 def assert_indexed_is_generic(
-    store: SqlStore,
+    store: SqlStore | Neo4jLineageStore,
     nodes: Iterable[str],
     times: Iterable[float],
     asks: Iterable[tuple[int, int | None]],
@@ -98,7 +102,7 @@ def _nodes(events: Iterable[dict[str, Any]]) -> list[str]:
     return sorted(found)
 
 
-@pytest.mark.parametrize("kind", SQL_KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_history_corpus_as_of_from_the_edges(make_store: StoreFactory, kind: str) -> None:
     """Runs, a child run, an edge added later, a DatasetEvent-only dataset, a JobEvent's
     declared edges: at every second a thing changes, and between."""
@@ -115,7 +119,7 @@ def test_history_corpus_as_of_from_the_edges(make_store: StoreFactory, kind: str
     assert answer(store, "job:ns:j4", indexed=True, as_of=at_(39))[0] == "404"
 
 
-@pytest.mark.parametrize("kind", SQL_KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_bounded_corpus_as_of_cuts_from_the_edges(make_store: StoreFactory, kind: str) -> None:
     """The layered corpus (shortcuts, diamonds) and a fan added late: cut answers at every
     limit equal the generic path's (which reads a bounded present-day graph and retries)."""
@@ -132,7 +136,7 @@ def _heartbeat(seconds: float) -> dict[str, Any]:
     return {HEARTBEAT_FACET_KEY: {"_producer": "p", "_schemaURL": "s", "intervalS": seconds}}
 
 
-@pytest.mark.parametrize("kind", SQL_KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind: str) -> None:
     """COMPLETE before START, a late event with an older time, two runs at one instant (the
     least run id is the latest run), a heartbeat interval that grows after asOf."""
@@ -163,21 +167,19 @@ def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind:
     store.write_batch(records(run_event(job="k", run_id=run_c, seconds=50, **io)))
     store.write_batch(records(run_event(job="k", run_id=run_b, seconds=50, **io)))
     store.write_batch(records(run_event(job="k", seconds=70, outputs=[("ns", "late")])))
-    io_t = store.t["job_io"]
-    with store.engine.connect() as conn:
-        rows = conn.execute(sa.select(io_t.c.job_key, io_t.c.dataset_key, io_t.c.first_seen)).all()
-    seen = {(j, d): t for j, d, t in rows}
-    assert seen[(name_key("ns", "j"), name_key("ns", "src"))] == at_(10)
-    assert seen[(name_key("ns", "j"), name_key("ns", "extra"))] == at_(15)
-    assert seen[(name_key("ns", "k"), name_key("ns", "late"))] == at_(70)
-    run_t = store.t["run_io"]
-    with store.engine.connect() as conn:
-        (extra,) = conn.execute(
-            sa.select(run_t.c.first_seen).where(
-                run_t.c.run_id == run_a, run_t.c.dataset_key == name_key("ns", "extra")
-            )
-        ).scalars()
-    assert extra == at_(15)
+    seen = job_edge_times(store)
+    assert seen[("j", "src")] == at_(10)
+    assert seen[("j", "extra")] == at_(15)
+    assert seen[("k", "late")] == at_(70)
+    if isinstance(store, SqlStore):
+        run_t = store.t["run_io"]
+        with store.engine.connect() as conn:
+            (extra,) = conn.execute(
+                sa.select(run_t.c.first_seen).where(
+                    run_t.c.run_id == run_a, run_t.c.dataset_key == name_key("ns", "extra")
+                )
+            ).scalars()
+        assert extra == at_(15)
 
     def latest(node: str, seconds: float) -> dict[str, Any]:
         graph = store.lineage_as_of(node, depth=0, as_of=at_(seconds))
@@ -201,25 +203,55 @@ def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind:
     assert assert_indexed_is_generic(store, nodes, times, asks) > 200
 
 
-def _drop_first_seen(store: SqlStore) -> None:
-    """Make the store's database one from before ``first_seen``."""
+def job_edge_times(store: SqlStore | Neo4jLineageStore) -> dict[tuple[str, str], Any]:
+    """(job name, dataset name) -> the job edge's stored first time (None: unknown), either
+    direction (the tests' names are unique across namespaces)."""
+    if isinstance(store, SqlStore):
+        io_t, jobs, datasets = (store.t[name] for name in ("job_io", "jobs", "datasets"))
+        query = (
+            sa.select(jobs.c.name, datasets.c.name, io_t.c.first_seen)
+            .select_from(io_t)
+            .join(jobs, jobs.c.job_key == io_t.c.job_key)
+            .join(datasets, datasets.c.dataset_key == io_t.c.dataset_key)
+        )
+        with store.engine.connect() as conn:
+            return {(j, d): t for j, d, t in conn.execute(query)}
+    found = store.runner.run(
+        "MATCH (j:Job)-[e:CONSUMES|PRODUCES]->(d:Dataset) "
+        "RETURN j.name AS j, d.name AS d, e.firstSeen AS t",
+        None,
+    )
+    return {(r["j"], r["d"]): parse_time(r["t"]) for r in found}
+
+
+def _from_before_first_seen(
+    store: SqlStore | Neo4jLineageStore,
+) -> SqlStore | Neo4jLineageStore:
+    """The store's database made one from before ``first_seen``: for sql, the column dropped
+    and the store opened again (which adds it, NULL); for the graph, the property removed."""
+    if isinstance(store, Neo4jLineageStore):
+        store.runner.run("MATCH ()-[e:CONSUMES|PRODUCES]->() SET e.firstSeen = null", None)
+        return store
     with store.engine.begin() as conn:
         for table in ("run_io", "job_io"):
             conn.exec_driver_sql(f"ALTER TABLE {store.t[table].name} DROP COLUMN first_seen")
+    reopened = SqlStore(store.url, table_prefix=store.prefix)
+    reopened.open()
+    return reopened
 
 
-@pytest.mark.parametrize("kind", SQL_KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_database_from_before_first_seen_falls_back(make_store: StoreFactory, kind: str) -> None:
-    """The column is added at open, NULL in the old rows: an asOf walk that meets such an edge
-    leaves the answer to the generic path, which still answers right; an old edge stated again
-    stays of unknown age (its NULL is kept), a new edge is dated."""
+    """Edges of unknown age (sql: the column added at open, NULL in the old rows; graph: no
+    property): an asOf walk that meets such an edge leaves the answer to the generic path,
+    which still answers right; an old edge stated again stays of unknown age (its NULL is
+    kept), a new edge is dated."""
     old = make_store(kind)
     corpus = history_corpus()
     old.write_batch(records(*corpus))
-    _drop_first_seen(old)
-    store = SqlStore(old.url, table_prefix=old.prefix)
-    store.open()
+    store = _from_before_first_seen(old)
     try:
+        assert set(job_edge_times(store).values()) == {None}
         assert store.lineage_as_of("dataset:ns:d1", as_of=at_(25)) is None
         assert store.lineage_as_of("job:ns:j2", depth=0, as_of=at_(25)) is None
         nodes = ["dataset:ns:d1", "job:ns:j2", "dataset:ns:lonely", "job:ns:nowhere"]
@@ -237,6 +269,9 @@ def test_a_database_from_before_first_seen_falls_back(make_store: StoreFactory, 
                 run_event(job="jnew", inputs=[("ns", "fresh")], seconds=61),
             )
         )
+        times = job_edge_times(store)
+        assert times[("j1", "d0")] is None
+        assert times[("j1", "fresh")] == at_(60)
         assert store.lineage_as_of("job:ns:j1", depth=0, as_of=at_(70)) is None
         fresh = store.lineage_as_of("job:ns:jnew", depth=0, as_of=at_(70))
         assert fresh is not None and "dataset:ns:fresh" in fresh.nodes
@@ -244,7 +279,8 @@ def test_a_database_from_before_first_seen_falls_back(make_store: StoreFactory, 
         got = answer(store, "job:ns:j1", indexed=True, **ask)
         assert got == answer(store, "job:ns:j1", indexed=False, **ask)
     finally:
-        store.close()
+        if store is not old:
+            store.close()
 
 
 def test_first_seen_in_the_statements_and_the_schema() -> None:
