@@ -59,6 +59,7 @@ from lineage_sdk.collector.store import (
     NodeType,
     Page,
     RawEvent,
+    RunFold,
     RunSummary,
     check_node_limit,
     check_page,
@@ -80,7 +81,6 @@ from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 from lineage_sdk.models.run_state import (
     STATE_RANK,
     TERMINAL_STATES,
-    StateKey,
     heartbeat_interval,
     pick_interval,
     pick_link,
@@ -975,31 +975,17 @@ class SqlStore(BaseLineageStore):
         ev = self.t["events"]
         until = as_of + timedelta(microseconds=1)
         latest = self._latest_run_events(conn, job_keys, until)
-        states: dict[str, StateKey] = {}
-        beats: dict[str, float | None] = {}
+        runs = RunFold()
         for chunk in _key_chunks(conn, (run_id for _, run_id in latest.values())):
             of_runs = sa.select(
                 ev.c.run_id, ev.c.event_type, ev.c.event_time, ev.c.event_id, ev.c.payload
             ).where(_member(conn, ev.c.run_id, chunk), ev.c.event_time < until)
             for run_id, event_type, at, event_id, payload in conn.execute(of_runs):
-                found = state_key(event_type, at, event_id)
-                best = states.get(run_id)
-                if found is not None and (best is None or found > best):
-                    states[run_id] = found
                 beat = None
                 if HEARTBEAT_FACET_KEY in payload:  # a text test spares parsing most events
                     beat = heartbeat_interval(orjson.loads(payload))
-                beats[run_id] = pick_interval((beats.get(run_id), beat))
-        out: dict[str, dict[str, Any]] = {}
-        for job_key, (_, run_id) in latest.items():
-            best = states.get(run_id)
-            out[job_key] = {
-                "runId": run_id,
-                "state": None if best is None else best[2],
-                "stateTime": None if best is None else best[1],
-                "heartbeatS": beats.get(run_id),
-            }
-        return out
+                runs.add(run_id, state_key(event_type, at, event_id), beat)
+        return {job_key: runs.latest_run(run_id) for job_key, (_, run_id) in latest.items()}
 
     def _latest_runs(self, conn: Connection, job_keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         jobs, runs = self.t["jobs"], self.t["runs"]
