@@ -30,6 +30,7 @@ from lineage_sdk.collector.retention import (
     purge_older_than,
 )
 from lineage_sdk.collector.store import LineageRecord
+from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.exceptions import ConfigError
 
@@ -166,8 +167,8 @@ def snapshot(store: Any) -> dict[str, Any]:
                 (r.run_id, r.state, r.started_at, r.ended_at, r.parent_run_id)
                 for r in store.runs_of_job(ns, name)
             )
-    # asOf lineage, the sql store's from its dated edges (checked against the generic fold of
-    # the raw events here), the others' from that fold.
+    # asOf lineage, the sql and document stores' from their dated edges (checked against the
+    # generic fold of the raw events here), the others' from that fold.
     for i, as_of in enumerate(AS_OF):
         for node in NODES:
             out[f"asof {i} {node}"] = as_of_answer(store, node, as_of)
@@ -207,7 +208,7 @@ def as_of_answer(store: Any, node: str, as_of: datetime) -> Any:
         return marquez.lineage_graph(graph), sorted(declared)
 
     found = asked(True)
-    if isinstance(store, SqlStore):
+    if isinstance(store, SqlStore | DocumentLineageStore):
         assert found == asked(False), (node, as_of)
         if not isinstance(found, str):
             assert store.lineage_as_of(node, depth=10, as_of=as_of) is not None, (node, as_of)
@@ -348,7 +349,7 @@ def test_stores_agree_after_retention_and_deletes(make_store: StoreFactory) -> N
         assert comparable(got) == reference, kind
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "document"])
 def test_retention_while_the_collector_writes(make_store: StoreFactory, kind: str) -> None:
     """Batches written during a retention all land, and the end state is what the events
     present derive (writes interleave with the short delete transactions)."""
