@@ -177,14 +177,44 @@ def test_every_edge_query_uses_an_index(
 
 def test_a_redelivered_batch_leaves_its_edges(document_store: DocumentLineageStore) -> None:
     """A collector that stopped between inserting the events and upserting their edges: the
-    batch comes again, every event a duplicate, and its edges are written."""
+    batch comes again (to a restarted collector), every event a duplicate, and its edges are
+    written."""
     batch = records(*history_corpus())
     document_store.write_batch(batch)
     want = edges_of(document_store)
     assert want
     document_store.edges.delete_many({"jns": {"$exists": True}})
-    document_store.write_batch(batch)
-    assert edges_of(document_store) == want
+    again = reopened(document_store)
+    try:
+        again.write_batch(batch)
+        assert edges_of(again) == want
+    finally:
+        again.close()
+
+
+def test_known_edges_are_not_written_again_until_a_deletion(make_store: StoreFactory) -> None:
+    """A job's next run restates its edges: a store skips those it wrote at that time or
+    earlier. Another collector's deletion empties that cache: an edge it removed is written
+    again by the next event stating it."""
+    store = make_store("document")
+    key = ("ns", "j", "ns", "d", "input")
+    first = records(run_event(job="j", inputs=[("ns", "d")], seconds=10))
+    store.write_batch(first)
+    version = store.edges.find_one({"_id": _edge_id(key)})["v"]
+    store.write_batch(records(run_event(job="j", inputs=[("ns", "d")], seconds=20)))
+    assert store.edges.find_one({"_id": _edge_id(key)})["v"] == version  # not written
+    store.write_batch(records(run_event(job="j", inputs=[("ns", "d")], seconds=5)))
+    assert edges_of(store)[key] == _micros(at_(5))  # an earlier time is written
+    other = reopened(store)
+    try:
+        events = [d["_id"] for d in store.collection.find({}, {"_id": 1})]
+        other.delete_events(events)
+        assert edges_of(store) == {}
+        other.edges.update_one({"_id": "deletions"}, {"$set": {"until": at_(0)}})  # lease over
+        store.write_batch(records(run_event(job="j", inputs=[("ns", "d")], seconds=30)))
+        assert edges_of(store) == {key: _micros(at_(30))}
+    finally:
+        other.close()
 
 
 def test_an_older_database_gets_its_edges_at_open(make_store: StoreFactory) -> None:

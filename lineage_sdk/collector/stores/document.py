@@ -20,13 +20,32 @@ no decoding rules to read back. The escaped copy keeps every field queryable wit
 key can act as an operator or a path, on this server or any other. Queries are only ever built from
 fixed field names and typed values.
 
+Beside it, ``<collection>_edges``: one document per job edge, what lineage walks read (one indexed
+query per hop instead of aggregating the events)::
+
+    {_id: <digest of the five names>, jns, jn, dns, dn, role: "input"|"output",
+     firstSeenUs: <least event time stating it, integer microseconds since the epoch>,
+     v: <version, bumped by every write>, born: <random, set when the document is created>}
+
+``firstSeenUs`` is exact to the microsecond (a BSON date holds milliseconds), so ``asOf`` lineage
+is the walk of the edges first seen by then and equals history's fold of the raw events
+(:meth:`DocumentLineageStore.lineage_as_of`). Kept by the writes (``$min``), recomputed from the
+remaining events after a deletion (compare-and-set on ``v`` and ``born``), derived from the events
+at ``open`` for a database from before them (marker ``_id: "backfill"``). Edge queries are
+equality then ``$in`` on ``lineage_edge_j`` (job ns, role, job name) or ``lineage_edge_d``.
+
 Writes are ``insert_many(ordered=False)``: duplicate-key errors (E11000) are the idempotency working
-and are ignored; every other error raises :class:`~lineage_sdk.exceptions.StoreError`.
+and are ignored; every other error raises :class:`~lineage_sdk.exceptions.StoreError`. The events
+go first, their edges after (a bulk upsert of those this store has not written at that time or
+earlier, see ``_edges_to_write``), so a deletion that recomputes an edge sees the event or is told
+by the edge's version.
 
 Reads are written so that a simple planner can use the indexes too: each ``$match`` that opens a
 pipeline holds only equality (and ``$in`` on the last field) over one index's fields, one query per
 namespace, and everything else is filtered in a later stage or in Python. SecantusDB, for one,
-scans the collection for ``$or``, ``$elemMatch`` or any predicate outside the index.
+scans the collection for ``$or``, ``$elemMatch`` or any predicate outside the index. Bounded reads
+are not hinted: given a hint, SecantusDB walks the whole index whatever the filter (a job's events
+by time: 12 s hinted, 7 ms not, on 20,000 events); its planner finds the index by itself.
 """
 
 from __future__ import annotations
@@ -35,6 +54,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal
@@ -116,6 +136,13 @@ _SCALARS = frozenset({str, float, bool, type(None)})
 _Edge = tuple[str, str, str, str, str]
 #: The ``_id`` of the edges collection's backfill marker (edge ids are hex digests, never this).
 _BACKFILL = "backfill"
+#: The ``_id`` of the deletions marker: ``gen``, bumped by every deletion (it empties the
+#: writers' caches of known edges), and ``until``, a lease until which one may be running
+#: (writers then upsert every edge), re-extended while it runs.
+_DELETIONS = "deletions"
+_LEASE = timedelta(minutes=10)
+#: At most this many known edges are cached per store (then the cache starts again).
+_KNOWN_LIMIT = 200_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
 
@@ -269,6 +296,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         self._collection_name = collection_name
         self._client: Any = None
         self._collection: Any = None
+        # edge -> a time its document's firstSeenUs is known to be at most, as of deletion
+        # generation _known_gen: edges a batch need not upsert again (see _edges_to_write)
+        self._known: dict[_Edge, int] = {}
+        self._known_gen: Any = None
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> DocumentLineageStore:
@@ -484,7 +515,13 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         for index, (doc, when) in enumerate(zip(docs, times, strict=True)):
             if index not in failed:  # the stored events' edges, even when others failed
                 _earliest(found, doc, when)
-        self._upsert_edges(found)
+        writes, gen = self._edges_to_write(found)
+        self._upsert_edges(writes)
+        if gen is not None:
+            if len(self._known) + len(writes) > _KNOWN_LIMIT:
+                self._known.clear()
+            for edge, when in writes.items():
+                self._known[edge] = min(self._known.get(edge, when), when)
         if failure is not None:
             raise failure from cause
 
@@ -500,6 +537,35 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         with self._errors("drop"):
             self.edges.drop()
             self.collection.drop()
+
+    def _edges_to_write(self, found: Mapping[_Edge, int]) -> tuple[dict[_Edge, int], Any]:
+        """Which of a batch's edges to upsert, and the deletion generation to remember them
+        under (None: remember nothing). Most batches restate edges this store has written
+        already (a job's next run), and an upsert costs the server about what inserting the
+        event does: those known to exist at that time or earlier are skipped, one ``find_one``
+        per batch instead. Safe against deletions: each bumps ``gen`` (emptying this cache)
+        and holds a lease while it runs (every edge is upserted then); one that starts after
+        this read reads the events after this batch's (inserted before it)."""
+        with self._errors("find_one"):
+            marker = self.edges.find_one({"_id": _DELETIONS}) or {}
+        gen = marker.get("gen", 0)
+        if gen != self._known_gen:
+            self._known.clear()
+            self._known_gen = gen
+        until = marker.get("until")
+        if until is not None and _utc(until) > datetime.now(UTC):
+            return dict(found), None
+        known = self._known
+        return {e: t for e, t in found.items() if e not in known or known[e] > t}, gen
+
+    def _hold_deletion_lease(self, bump: bool) -> None:
+        """Tell writers a deletion runs (:meth:`_edges_to_write`): ``gen`` bumped (``bump``) and
+        the lease extended to ``_LEASE`` from now."""
+        update: dict[str, Any] = {"$max": {"until": datetime.now(UTC) + _LEASE}}
+        if bump:
+            update["$inc"] = {"gen": 1}
+        with self._errors("update_one"):
+            self.edges.update_one({"_id": _DELETIONS}, update, upsert=True)
 
     def _upsert_edges(self, found: Mapping[_Edge, int]) -> None:
         """Upsert each edge with its least time: ``$min`` keeps the least of every statement
@@ -564,12 +630,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         fields = {"job": 1, "datasets": 1, "eventTime": 1, "eventTimeRaw": 1}
         group_ms: Any = None
         with self._errors("find"):
-            cursor = (
-                self.collection.find(query, fields)
-                .sort([("eventTime", 1)])
-                .hint("lineage_job_time")
-                .batch_size(200)
-            )
+            cursor = self.collection.find(query, fields).sort([("eventTime", 1)]).batch_size(200)
             try:
                 for doc in cursor:
                     if doc["eventTime"] != group_ms:
@@ -597,7 +658,11 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         by_job: dict[tuple[str, str], set[_Edge]] = {}
         for edge in touched:
             by_job.setdefault((edge[0], edge[1]), set()).add(edge)
+        held = time.monotonic()
         for job, pending in sorted(by_job.items()):
+            if time.monotonic() - held > _LEASE.total_seconds() / 2:
+                self._hold_deletion_lease(bump=False)
+                held = time.monotonic()
             while pending:
                 ids = {_edge_id(edge): edge for edge in pending}
                 with self._errors("find"):
@@ -887,7 +952,6 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 cursor = (
                     self.collection.find(query, {"eventTimeRaw": 1})
                     .sort([("eventTime", -1)])
-                    .hint("lineage_job_time")
                     .batch_size(20)
                 )
                 try:
@@ -921,10 +985,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             best_ms: Any = None
             with self._errors("find"):
                 cursor = (
-                    self.collection.find(query, fields)
-                    .sort([("eventTime", -1)])
-                    .hint("lineage_job_time")
-                    .batch_size(20)
+                    self.collection.find(query, fields).sort([("eventTime", -1)]).batch_size(20)
                 )
                 try:
                     for doc in cursor:
@@ -946,7 +1007,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         for start in range(0, len(runs), 500):
             query = {"runId": {"$in": runs[start : start + 500]}}
             with self._errors("find"):
-                docs = list(self.collection.find(query, fields).hint("lineage_run_time"))
+                docs = list(self.collection.find(query, fields))
             for doc in docs:
                 when = _raw_time(doc)
                 if when > as_of:
@@ -1345,6 +1406,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         lists) is derived from the event documents when asked, so what the remaining documents
         do not name is gone with them. Deleting twice is a no-op."""
         ids = sorted({_text(i, "event id") for i in event_ids})
+        if not ids:
+            return 0
+        self._hold_deletion_lease(bump=True)
         removed = 0
         touched: set[_Edge] = set()
         for start in range(0, len(ids), 1000):
@@ -1372,7 +1436,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                     "job.name": _text(name, "name"),
                     "eventTime": {"$lte": _ms_floor(as_of)},
                 }
-                for doc in self.collection.find(query, fields).hint("lineage_job_time"):
+                for doc in self.collection.find(query, fields):
                     if not isinstance(doc.get("runId"), str):
                         continue
                     when = parse_event_time(doc["eventTimeRaw"]).astimezone(UTC)
