@@ -30,6 +30,7 @@ __all__ = [
     "BaseLineageStore",
     "ColumnGraph",
     "DatasetRef",
+    "DatedLineageProtocol",
     "Direction",
     "EventDeleter",
     "EventKind",
@@ -692,6 +693,30 @@ def names_dataset(event: Mapping[str, Any], namespace: str, name: str) -> bool:
                 if entry_name(item) == wanted:
                     return True
     return entry_name(event.get("dataset")) == wanted
+
+
+@runtime_checkable
+class DatedLineageProtocol(Protocol):
+    """Lineage ``asOf`` from job edges dated by their least event time (sql, document, graph),
+    which history's ``history_lineage`` asks before folding raw events."""
+
+    def lineage_as_of(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+        as_of: datetime,
+    ) -> LineageGraph | None:
+        """``lineage()`` as the events up to ``as_of`` state it: the walk of the job edges
+        first seen by then, each kept job's ``latestRun`` folded (:class:`RunFold`) from the
+        events up to ``as_of`` of its latest run then. Exact because a job's edges are the union
+        of what its events named: the graph as of T is the edges whose least event time is at
+        most T. None when the store cannot date an edge it would read (the caller then folds
+        the raw events); LookupError (:func:`unknown_as_of`) when no event up to ``as_of``
+        names the root."""
+        ...
 
 
 @runtime_checkable

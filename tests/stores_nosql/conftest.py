@@ -76,7 +76,7 @@ def document_store(mongo: MongoTarget) -> Iterator[DocumentLineageStore]:
     try:
         yield store
     finally:
-        store.collection.drop()
+        store.drop()
         store.close()
 
 
@@ -155,7 +155,7 @@ def make_store(
                 ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
                 collection_name=f"port_{uid()}",
             )
-            extra.append(lambda: store.collection.drop())
+            extra.append(lambda: store.drop())
         else:
             if graph_target.kind != "falkordb":
                 pytest.skip("needs a graph per store (FalkorDB)")

@@ -1,7 +1,8 @@
 """``asOf`` lineage from a store's time-stamped job edges (issue 16): ``lineage_as_of`` of the sql
-store (``job_io.first_seen``) and of the graph store (``firstSeen`` on CONSUMES/PRODUCES) walks
-the job edges first seen by then, and must answer exactly what history's generic path (the fold
-of the raw events up to then) answers, on SQLite, PostgreSQL and FalkorDB: every node, time,
+store (``job_io.first_seen``), the document store (``firstSeenUs`` in ``<collection>_edges``) and
+the graph store (``firstSeen`` on CONSUMES/PRODUCES) walks the job edges first seen by then, and
+must answer exactly what history's generic path (the fold of the raw events up to then) answers,
+on SQLite, PostgreSQL, SecantusDB and FalkorDB: every node, time,
 direction, depth and node limit tried here is asked both ways (``indexed=False`` forces the
 generic path) and the store's own walk is checked to have answered.
 
@@ -13,7 +14,7 @@ there for the edges it cannot date.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from test_history import _corpus as history_corpus
 from lineage_sdk.collector.api import marquez
 from lineage_sdk.collector.api.history import history_lineage
 from lineage_sdk.collector.store import Direction
+from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore, parse_time
 from lineage_sdk.collector.stores.sql import SqlStore, name_key
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
@@ -35,7 +37,7 @@ pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
 SQL_KINDS = ("sqlite", "postgres")
 #: The stores with their own ``lineage_as_of``.
-KINDS = (*SQL_KINDS, "graph")
+KINDS = (*SQL_KINDS, "document", "graph")
 DIRECTIONS: tuple[Direction, ...] = ("both", "upstream", "downstream")
 
 
@@ -167,10 +169,19 @@ def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind:
     store.write_batch(records(run_event(job="k", run_id=run_c, seconds=50, **io)))
     store.write_batch(records(run_event(job="k", run_id=run_b, seconds=50, **io)))
     store.write_batch(records(run_event(job="k", seconds=70, outputs=[("ns", "late")])))
+    # within one millisecond (what a BSON date holds): m reads "fine" 300 µs after it writes
+    # "finer"
+    store.write_batch(
+        records(
+            run_event(job="m", seconds=80.0007, inputs=[("ns", "fine")]),
+            run_event(job="m", seconds=80.0004, outputs=[("ns", "finer")]),
+        )
+    )
     seen = job_edge_times(store)
     assert seen[("j", "src")] == at_(10)
     assert seen[("j", "extra")] == at_(15)
     assert seen[("k", "late")] == at_(70)
+    assert seen[("m", "fine")] == at_(80.0007)
     if isinstance(store, SqlStore):
         run_t = store.t["run_io"]
         with store.engine.connect() as conn:
@@ -197,15 +208,28 @@ def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind:
     assert latest("job:ns:j", 100)["state"] == "COMPLETE"
     assert latest("job:ns:k", 60)["runId"] == run_b  # least id among equal times
     assert latest("job:ns:k", 60)["heartbeatS"] is None
-    nodes = ["job:ns:j", "job:ns:k", "dataset:ns:extra", "dataset:ns:src", "dataset:ns:late"]
-    times = [9, 10, 12, 15, 16, 20, 29, 30, 50, 60, 70, 100]
+    graph = store.lineage_as_of("job:ns:m", depth=0, as_of=at_(80.0005))
+    assert graph is not None and set(graph.nodes) == {"job:ns:m", "dataset:ns:finer"}
+    nodes = [
+        *("job:ns:j", "job:ns:k", "job:ns:m"),
+        *(f"dataset:ns:{d}" for d in ("extra", "src", "late", "fine", "finer")),
+    ]
+    times = [9, 10, 12, 15, 16, 20, 29, 30, 50, 60, 70, 80.0003, 80.0004, 80.0005, 80.0007, 100]
     asks = [(0, None), (3, None), (3, 2)]
     assert assert_indexed_is_generic(store, nodes, times, asks) > 200
 
 
-def job_edge_times(store: SqlStore | Neo4jLineageStore) -> dict[tuple[str, str], Any]:
+def job_edge_times(
+    store: SqlStore | DocumentLineageStore | Neo4jLineageStore,
+) -> dict[tuple[str, str], Any]:
     """(job name, dataset name) -> the job edge's stored first time (None: unknown), either
     direction (the tests' names are unique across namespaces)."""
+    if isinstance(store, DocumentLineageStore):
+        return {
+            (d["jn"], d["dn"]): datetime(1970, 1, 1, tzinfo=UTC)
+            + timedelta(microseconds=d["firstSeenUs"])
+            for d in store.edges.find({"jns": {"$exists": True}})
+        }
     if isinstance(store, SqlStore):
         io_t, jobs, datasets = (store.t[name] for name in ("job_io", "jobs", "datasets"))
         query = (
@@ -240,7 +264,7 @@ def _from_before_first_seen(
     return reopened
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [*SQL_KINDS, "graph"])  # the document store's: its own file
 def test_a_database_from_before_first_seen_falls_back(make_store: StoreFactory, kind: str) -> None:
     """Edges of unknown age (sql: the column added at open, NULL in the old rows; graph: no
     property): an asOf walk that meets such an edge leaves the answer to the generic path,

@@ -139,8 +139,9 @@ def _plan_stages(plan: Any) -> set[str]:
 @pytest.mark.parametrize(
     "query",
     [
-        # The first $match of each read, exactly as the store builds it (events_of_run,
-        # runs_of_job, the lineage walk from jobs and from datasets).
+        # The first $match of each read of the events, as the store builds them (events_of_run,
+        # runs_of_job, events_of_job, events_of_dataset; the walks read the edges collection,
+        # whose queries test_as_of_document.py checks).
         {"runId": "eeeeeeee-0000-4000-8000-000000000001"},
         {"job.namespace": "ns", "job.name": "idx"},
         {"job.namespace": "ns", "job.name": {"$in": ["idx", "other"]}},

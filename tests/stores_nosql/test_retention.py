@@ -167,8 +167,8 @@ def snapshot(store: Any) -> dict[str, Any]:
                 (r.run_id, r.state, r.started_at, r.ended_at, r.parent_run_id)
                 for r in store.runs_of_job(ns, name)
             )
-    # asOf lineage, the sql and graph stores' from their dated edges (checked against the
-    # generic fold of the raw events here), the others' from that fold.
+    # asOf lineage, every store's from its dated edges (checked against the generic fold of
+    # the raw events here).
     for i, as_of in enumerate(AS_OF):
         for node in NODES:
             out[f"asof {i} {node}"] = as_of_answer(store, node, as_of)
@@ -198,7 +198,7 @@ AS_OF = [
 
 def as_of_answer(store: Any, node: str, as_of: datetime) -> Any:
     """The ``asOf`` lineage answer (nodes, latest runs, edges, declared edges) or the 404's
-    message; for a store with its own ``lineage_as_of`` (sql, graph: dated edges), checked equal
+    message; for a store with its own ``lineage_as_of`` (dated edges: sql, document, graph), checked equal
     to the generic path's."""
 
     def asked(indexed: bool) -> Any:
@@ -439,7 +439,7 @@ def test_stores_agree_after_retention_and_deletes(make_store: StoreFactory) -> N
         assert comparable(got) == reference, kind
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "document"])
 def test_retention_while_the_collector_writes(make_store: StoreFactory, kind: str) -> None:
     """Batches written during a retention all land, and the end state is what the events
     present derive (writes interleave with the short delete transactions)."""

@@ -41,6 +41,7 @@ from lineage_sdk.collector.columns import (
 from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.store import (
     ColumnGraph,
+    DatedLineageProtocol,
     Direction,
     FieldRef,
     LineageGraph,
@@ -529,9 +530,10 @@ def history_lineage(
         raise ValueError(f"depth must be >= 0, got {depth}")
     check_node_limit(node_limit)
     found = None
-    own = getattr(store, "lineage_as_of", None) if indexed else None
-    if run_id is None and as_of is not None and callable(own):
-        graph = own(node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of)
+    if indexed and run_id is None and as_of is not None and isinstance(store, DatedLineageProtocol):
+        graph = store.lineage_as_of(
+            node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of
+        )
         if graph is not None:
             jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
             declared = fold(_static_records_up_to(store, as_of, jobs=jobs), columns=False).declared

@@ -20,21 +20,43 @@ no decoding rules to read back. The escaped copy keeps every field queryable wit
 key can act as an operator or a path, on this server or any other. Queries are only ever built from
 fixed field names and typed values.
 
+Beside it, ``<collection>_edges``: one document per job edge, what lineage walks read (one indexed
+query per hop instead of aggregating the events)::
+
+    {_id: <digest of the five names>, jns, jn, dns, dn, role: "input"|"output",
+     firstSeenUs: <least event time stating it, integer microseconds since the epoch>,
+     v: <version, bumped by every write>, born: <random, set when the document is created>}
+
+``firstSeenUs`` is exact to the microsecond (a BSON date holds milliseconds), so ``asOf`` lineage
+is the walk of the edges first seen by then and equals history's fold of the raw events
+(:meth:`DocumentLineageStore.lineage_as_of`). Kept by the writes (``$min``), recomputed from the
+remaining events after a deletion (compare-and-set on ``v`` and ``born``), derived from the events
+at ``open`` for a database from before them (marker ``_id: "backfill"``). Edge queries are
+equality then ``$in`` on ``lineage_edge_j`` (job ns, role, job name) or ``lineage_edge_d``.
+
 Writes are ``insert_many(ordered=False)``: duplicate-key errors (E11000) are the idempotency working
-and are ignored; every other error raises :class:`~lineage_sdk.exceptions.StoreError`.
+and are ignored; every other error raises :class:`~lineage_sdk.exceptions.StoreError`. The events
+go first, their edges after (a bulk upsert of those this store has not written at that time or
+earlier, see ``_edges_to_write``), so a deletion that recomputes an edge sees the event or is told
+by the edge's version.
 
 Reads are written so that a simple planner can use the indexes too: each ``$match`` that opens a
 pipeline holds only equality (and ``$in`` on the last field) over one index's fields, one query per
 namespace, and everything else is filtered in a later stage or in Python. SecantusDB, for one,
-scans the collection for ``$or``, ``$elemMatch`` or any predicate outside the index.
+scans the collection for ``$or``, ``$elemMatch`` or any predicate outside the index. Bounded reads
+are not hinted: given a hint, SecantusDB walks the whole index whatever the filter (a job's events
+by time: 12 s hinted, 7 ms not, on 20,000 events); its planner finds the index by itself.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -55,18 +77,25 @@ from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     ColumnGraph,
+    Direction,
     FieldRef,
     HopByHopLineage,
     JobSummary,
+    LineageGraph,
     LineageGraphBuilder,
     LineageRecord,
     NodeType,
     Page,
     RawEvent,
     RunSummary,
+    check_node_limit,
     check_page,
+    cut_lineage,
     named_connection,
     node_id,
+    parse_node_id,
+    unknown_as_of,
+    walk_directions,
     walk_full,
 )
 from lineage_sdk.config.redaction import redact
@@ -103,6 +132,19 @@ _PERMANENT_CODES = frozenset({2, 9, 14, 17, 52, 55, 121, 10334, 17419, 16733})
 _INT64 = (-(2**63), 2**63 - 1)
 # Values escape_keys keeps as they are without looking; it looks inside everything else.
 _SCALARS = frozenset({str, float, bool, type(None)})
+#: A job edge: (job namespace, job name, dataset namespace, dataset name, role).
+_Edge = tuple[str, str, str, str, str]
+#: The ``_id`` of the edges collection's backfill marker (edge ids are hex digests, never this).
+_BACKFILL = "backfill"
+#: The ``_id`` of the deletions marker: ``gen``, bumped by every deletion (it empties the
+#: writers' caches of known edges), and ``until``, a lease until which one may be running
+#: (writers then upsert every edge), re-extended while it runs.
+_DELETIONS = "deletions"
+_LEASE = timedelta(minutes=10)
+#: At most this many known edges are cached per store (then the cache starts again).
+_KNOWN_LIMIT = 200_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_US = timedelta(microseconds=1)
 
 
 # ---------------------------------------------------------------------------------------- escaping
@@ -254,6 +296,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         self._collection_name = collection_name
         self._client: Any = None
         self._collection: Any = None
+        # edge -> a time its document's firstSeenUs is known to be at most, as of deletion
+        # generation _known_gen: edges a batch need not upsert again (see _edges_to_write)
+        self._known: dict[_Edge, int] = {}
+        self._known_gen: Any = None
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> DocumentLineageStore:
@@ -342,6 +388,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 name="lineage_parent_run",
                 partialFilterExpression={"parentRunId": {"$type": "string"}},
             )
+            # The job edges the walks read, from either end; the role before the name, so a
+            # hop's query is equality then $in on the last field (see the module docstring).
+            for end in ("j", "d"):
+                keys = [(f"{end}ns", ASCENDING), ("role", ASCENDING), (f"{end}n", ASCENDING)]
+                self.edges.create_index(keys, name=f"lineage_edge_{end}")
+        self._backfill_edges()
 
     def check(self) -> None:
         with self._errors("ping"):
@@ -418,16 +470,26 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         return doc
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
+        """Insert the events, then upsert the job edges they state (:meth:`_upsert_edges`):
+        every stored one, redelivered ones too, so a batch retried after a failure between
+        the two writes still leaves its edges. Events first, so a deletion recomputing an edge
+        from the events either sees the event or is told by the edge's version (see
+        :meth:`_refresh_edges`)."""
         if not records:
             return
         from pymongo.errors import BulkWriteError
 
         seen: set[str] = set()
         docs: list[dict[str, Any]] = []
+        times: list[int] = []
         for rec in records:
             if rec.event_id not in seen:  # duplicates inside one batch cost nothing
                 seen.add(rec.event_id)
                 docs.append(self.to_document(rec))
+                times.append(_micros(rec.event_time))
+        failure: StoreError | None = None
+        cause: BaseException | None = None
+        failed: set[int] = set()
         try:
             with self._errors("insert_many"):
                 self.collection.insert_many(docs, ordered=False)
@@ -438,17 +500,222 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             details = cause.details or {}
             others = [e for e in details.get("writeErrors", []) if e.get("code") != DUPLICATE_KEY]
             wce = details.get("writeConcernErrors") or []
-            if not others and not wce:
-                return  # every failure was a redelivered event: the idempotency working
-            codes = {e.get("code") for e in others}
-            permanent = bool(others) and not wce and codes <= _PERMANENT_CODES
-            first = (others or wce)[0]
-            raise StoreError(
-                self.name,
-                f"insert_many failed for {len(others) + len(wce)} event(s): "
-                f"code {first.get('code')}: {str(first.get('errmsg', ''))[:200]}",
-                permanent=permanent,
-            ) from cause
+            if others or wce:  # else every failure was a redelivered event: idempotency
+                codes = {e.get("code") for e in others}
+                permanent = bool(others) and not wce and codes <= _PERMANENT_CODES
+                first = (others or wce)[0]
+                failure = StoreError(
+                    self.name,
+                    f"insert_many failed for {len(others) + len(wce)} event(s): "
+                    f"code {first.get('code')}: {str(first.get('errmsg', ''))[:200]}",
+                    permanent=permanent,
+                )
+                failed = {e.get("index") for e in others}
+        found: dict[_Edge, int] = {}
+        for index, (doc, when) in enumerate(zip(docs, times, strict=True)):
+            if index not in failed:  # the stored events' edges, even when others failed
+                _earliest(found, doc, when)
+        writes, gen = self._edges_to_write(found)
+        self._upsert_edges(writes)
+        if gen is not None:
+            if len(self._known) + len(writes) > _KNOWN_LIMIT:
+                self._known.clear()
+            for edge, when in writes.items():
+                self._known[edge] = min(self._known.get(edge, when), when)
+        if failure is not None:
+            raise failure from cause
+
+    # -- job edges: one document per (job, dataset, role), what the walks read
+
+    @property
+    def edges(self) -> Any:
+        """The pymongo collection of job edges, ``<collection_name>_edges`` beside the events."""
+        return self.collection.database[f"{self._collection_name}_edges"]
+
+    def drop(self) -> None:
+        """Drop the events and the edges (tests and benchmarks clean up with this)."""
+        with self._errors("drop"):
+            self.edges.drop()
+            self.collection.drop()
+
+    def _edges_to_write(self, found: Mapping[_Edge, int]) -> tuple[dict[_Edge, int], Any]:
+        """Which of a batch's edges to upsert, and the deletion generation to remember them
+        under (None: remember nothing). Most batches restate edges this store has written
+        already (a job's next run), and an upsert costs the server about what inserting the
+        event does: those known to exist at that time or earlier are skipped, one ``find_one``
+        per batch instead. Safe against deletions: each bumps ``gen`` (emptying this cache)
+        and holds a lease while it runs (every edge is upserted then); one that starts after
+        this read reads the events after this batch's (inserted before it)."""
+        with self._errors("find_one"):
+            marker = self.edges.find_one({"_id": _DELETIONS}) or {}
+        gen = marker.get("gen", 0)
+        if gen != self._known_gen:
+            self._known.clear()
+            self._known_gen = gen
+        until = marker.get("until")
+        if until is not None and _utc(until) > datetime.now(UTC):
+            return dict(found), None
+        known = self._known
+        return {e: t for e, t in found.items() if e not in known or known[e] > t}, gen
+
+    def _hold_deletion_lease(self, bump: bool) -> None:
+        """Tell writers a deletion runs (:meth:`_edges_to_write`): ``gen`` bumped (``bump``) and
+        the lease extended to ``_LEASE`` from now."""
+        update: dict[str, Any] = {"$max": {"until": datetime.now(UTC) + _LEASE}}
+        if bump:
+            update["$inc"] = {"gen": 1}
+        with self._errors("update_one"):
+            self.edges.update_one({"_id": _DELETIONS}, update, upsert=True)
+
+    def _upsert_edges(self, found: Mapping[_Edge, int]) -> None:
+        """Upsert each edge with its least time: ``$min`` keeps the least of every statement
+        (so any order, redelivery and a rerun backfill leave the same edge) and ``$inc`` bumps
+        the version a deletion's compare-and-set reads; ``born`` tells a recreated edge from
+        the one a deletion read."""
+        if not found:
+            return
+        from pymongo import UpdateOne
+        from pymongo.errors import BulkWriteError
+
+        ops = [
+            UpdateOne(
+                {"_id": _edge_id(edge)},
+                {
+                    "$min": {"firstSeenUs": when},
+                    "$inc": {"v": 1},
+                    "$setOnInsert": {
+                        "jns": edge[0],
+                        "jn": edge[1],
+                        "dns": edge[2],
+                        "dn": edge[3],
+                        "role": edge[4],
+                        "born": os.urandom(8).hex(),
+                    },
+                },
+                upsert=True,
+            )
+            for edge, when in sorted(found.items())
+        ]
+        for start in range(0, len(ops), 1000):
+            pending = ops[start : start + 1000]
+            for attempt in range(3):
+                try:
+                    with self._errors("upsert edges"):
+                        self.edges.bulk_write(pending, ordered=False)
+                    break
+                except StoreError as exc:
+                    # Two writers inserting one new edge at once: the loser's upsert fails on
+                    # the unique _id and succeeds as an update when tried again.
+                    cause = exc.__cause__
+                    errors = (
+                        (cause.details or {}).get("writeErrors", [])
+                        if isinstance(cause, BulkWriteError)
+                        else None
+                    )
+                    if (
+                        not errors
+                        or attempt == 2
+                        or any(e.get("code") != DUPLICATE_KEY for e in errors)
+                    ):
+                        raise
+                    pending = [pending[e["index"]] for e in errors]
+
+    def _least_times(self, job: tuple[str, str], wanted: set[_Edge]) -> dict[_Edge, int]:
+        """The least time each of ``wanted`` (edges of ``job``) is stated at by the stored
+        events; an edge no event states is left out. Reads the job's events oldest first on
+        the ``job_time`` index and stops after the millisecond that completes the set (the
+        index orders by millisecond, the microsecond comes from ``eventTimeRaw``)."""
+        found: dict[_Edge, int] = {}
+        query = {"job.namespace": job[0], "job.name": job[1]}
+        fields = {"job": 1, "datasets": 1, "eventTime": 1, "eventTimeRaw": 1}
+        group_ms: Any = None
+        with self._errors("find"):
+            cursor = self.collection.find(query, fields).sort([("eventTime", 1)]).batch_size(200)
+            try:
+                for doc in cursor:
+                    if doc["eventTime"] != group_ms:
+                        if len(found) == len(wanted):
+                            break
+                        group_ms = doc["eventTime"]
+                    when = _micros(_raw_time(doc))
+                    for edge in _stated_edges(doc):
+                        if edge in wanted and (edge not in found or when < found[edge]):
+                            found[edge] = when
+            finally:
+                cursor.close()
+        return found
+
+    def _refresh_edges(self, touched: Iterable[_Edge]) -> None:
+        """Recompute each touched edge from the stored events (its least time, or no edge when
+        no event states it any more), after events were deleted.
+
+        Compare-and-set, safe while collectors write: the edge's version (and ``born``) are
+        read before the events, and the new time is set (or the edge deleted) only if they
+        are unchanged, else read again. A writer inserts its event before it upserts the
+        edge (bumping the version), so a recomputation that missed a new event fails its
+        compare-and-set, or is followed by that writer's ``$min``. An edge that is absent is
+        left to the writers (one whose event is stored upserts it after)."""
+        by_job: dict[tuple[str, str], set[_Edge]] = {}
+        for edge in touched:
+            by_job.setdefault((edge[0], edge[1]), set()).add(edge)
+        held = time.monotonic()
+        for job, pending in sorted(by_job.items()):
+            if time.monotonic() - held > _LEASE.total_seconds() / 2:
+                self._hold_deletion_lease(bump=False)
+                held = time.monotonic()
+            while pending:
+                ids = {_edge_id(edge): edge for edge in pending}
+                with self._errors("find"):
+                    current = {
+                        d["_id"]: d
+                        for d in self.edges.find({"_id": {"$in": sorted(ids)}}, {"v": 1, "born": 1})
+                    }
+                pending = {edge for key, edge in ids.items() if key in current}
+                least = self._least_times(job, pending)
+                missed: set[_Edge] = set()
+                for edge in sorted(pending):
+                    doc = current[_edge_id(edge)]
+                    cas = {"_id": doc["_id"], "v": doc.get("v"), "born": doc.get("born")}
+                    with self._errors("refresh edge"):
+                        if edge in least:
+                            update = {"$set": {"firstSeenUs": least[edge]}, "$inc": {"v": 1}}
+                            done = self.edges.update_one(cas, update).matched_count == 1
+                        else:
+                            done = self.edges.delete_one(cas).deleted_count == 1
+                    if not done:
+                        missed.add(edge)
+                pending = missed
+
+    def _backfill_edges(self, batch_size: int = 5000) -> None:
+        """Derive the edges of a database written before they existed, from its events: in
+        ``_id`` order, ``batch_size`` events at a time, the position kept in a marker document
+        after each batch. Resumable and safe to run twice or beside writers (``$min``). A
+        database with no events is marked done at once."""
+        with self._errors("backfill edges"):
+            marker = self.edges.find_one({"_id": _BACKFILL})
+            if marker is not None and marker.get("done"):
+                return
+            after = None if marker is None else marker.get("after")
+            if after is None and self.collection.find_one({}, {"_id": 1}) is None:
+                self.edges.update_one({"_id": _BACKFILL}, {"$set": {"done": True}}, upsert=True)
+                return
+            _log.info("deriving the job edges of %s from its events", self._collection_name)
+            fields = {"job": 1, "datasets": 1, "eventTimeRaw": 1}
+            while True:
+                query = {} if after is None else {"_id": {"$gt": after}}
+                docs = list(
+                    self.collection.find(query, fields).sort([("_id", 1)]).limit(batch_size)
+                )
+                found: dict[_Edge, int] = {}
+                for doc in docs:
+                    _earliest(found, doc, _micros(_raw_time(doc)))
+                self._upsert_edges(found)
+                after = docs[-1]["_id"] if docs else after
+                done = len(docs) < batch_size
+                state = {"done": done, "after": after}
+                self.edges.update_one({"_id": _BACKFILL}, {"$set": state}, upsert=True)
+                if done:
+                    return
 
     # -- queries
 
@@ -528,50 +795,41 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         runs.sort(key=lambda p: p[0], reverse=True)
         return Page((r for _, r in runs[offset : offset + limit]), len(runs))
 
+    def _edge_rows(
+        self, end: str, keys: list[tuple[str, str]], role: str, until: int | None
+    ) -> Iterator[tuple[str, str, str, str]]:
+        """(job ns, job name, dataset ns, dataset name) of the edges in ``role`` whose ``end``
+        (``j``: job, ``d``: dataset) is in ``keys``; with ``until``, only those first seen by
+        then (microseconds). One query per namespace (and 1000 names) on ``lineage_edge_<end>``."""
+        fields = {"_id": 0, "jns": 1, "jn": 1, "dns": 1, "dn": 1, "firstSeenUs": 1}
+        for ns, names in _by_namespace(keys).items():
+            for start in range(0, len(names), 1000):
+                query = {
+                    f"{end}ns": ns,
+                    "role": role,
+                    f"{end}n": {"$in": names[start : start + 1000]},
+                }
+                with self._errors("find"):
+                    rows = list(self.edges.find(query, fields))
+                for r in rows:
+                    if until is None or r["firstSeenUs"] <= until:
+                        yield r["jns"], r["jn"], r["dns"], r["dn"]
+
     def _job_datasets(
-        self, jobs: list[tuple[str, str]], role: str
+        self, jobs: list[tuple[str, str]], role: str, until: int | None = None
     ) -> set[tuple[str, str, str, str]]:
-        """(job ns, job name, dataset ns, dataset name): the datasets in ``role`` of ``jobs``."""
-        out: set[tuple[str, str, str, str]] = set()
-        for ns, names in _by_namespace(jobs).items():
-            pipeline = [
-                {"$match": {"job.namespace": ns, "job.name": {"$in": names}}},
-                {"$project": {"job": 1, "datasets": 1}},
-                {"$unwind": "$datasets"},
-                {"$match": {"datasets.role": role}},
-                {"$group": {"_id": {"j": "$job", "d": "$datasets"}}},
-            ]
-            with self._errors("aggregate"):
-                rows = list(self.collection.aggregate(pipeline))
-            for r in rows:
-                j, d = r["_id"]["j"], r["_id"]["d"]
-                if d.get("role") == role:
-                    out.add((j["namespace"], j["name"], d["namespace"], d["name"]))
-        return out
+        """(job ns, job name, dataset ns, dataset name): the datasets in ``role`` of ``jobs``
+        (first seen by ``until``, in microseconds, when given)."""
+        return set(self._edge_rows("j", jobs, role, until))
 
     def _dataset_jobs(
-        self, datasets: list[tuple[str, str]], role: str
+        self, datasets: list[tuple[str, str]], role: str, until: int | None = None
     ) -> set[tuple[str, str, str, str]]:
-        """(dataset ns, name, job ns, name): jobs having ``datasets`` in ``role``."""
-        wanted = set(datasets)
-        out: set[tuple[str, str, str, str]] = set()
-        for ns, names in _by_namespace(datasets).items():
-            pipeline = [
-                {"$match": {"datasets.namespace": ns, "datasets.name": {"$in": names}}},
-                {"$match": {"job": {"$exists": True}}},
-                {"$project": {"job": 1, "datasets": 1}},
-                {"$unwind": "$datasets"},
-                {"$match": {"datasets.role": role}},
-                {"$group": {"_id": {"j": "$job", "d": "$datasets"}}},
-            ]
-            with self._errors("aggregate"):
-                rows = list(self.collection.aggregate(pipeline))
-            for r in rows:
-                j, d = r["_id"]["j"], r["_id"]["d"]
-                key = (d["namespace"], d["name"])
-                if key in wanted and d.get("role") == role:
-                    out.add((*key, j["namespace"], j["name"]))
-        return out
+        """(dataset ns, name, job ns, name): jobs having ``datasets`` in ``role`` (first seen
+        by ``until``, in microseconds, when given)."""
+        return {
+            (dns, dn, jns, jn) for jns, jn, dns, dn in self._edge_rows("d", datasets, role, until)
+        }
 
     def _walk(
         self,
@@ -581,7 +839,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         upstream: bool,
         depth: int,
         node_limit: int | None = None,
+        until: int | None = None,
     ) -> None:
+        """One way from ``key``, one indexed query on the edges per hop; with ``until``
+        (microseconds), over the edges first seen by then only (:meth:`lineage_as_of`)."""
         add = builder.add
 
         near_role = "output" if upstream else "input"  # how a job touches the dataset we came from
@@ -605,7 +866,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             if jobs:
                 # past node_limit: one last step, recording only the edges back to known nodes
                 closing = walk_full(len(seen_datasets) + len(seen_jobs), node_limit)
-                for jns, jn, dns, dn in sorted(self._job_datasets(jobs, far_role)):
+                for jns, jn, dns, dn in sorted(self._job_datasets(jobs, far_role, until)):
                     if closing and not builder.has(node_id("DATASET", dns, dn)):
                         continue
                     job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=True)
@@ -619,7 +880,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 return
             hops += 1
             closing = walk_full(len(seen_datasets) + len(seen_jobs), node_limit)
-            for dns, dn, jns, jn in sorted(self._dataset_jobs(frontier, near_role)):
+            for dns, dn, jns, jn in sorted(self._dataset_jobs(frontier, near_role, until)):
                 if closing and not builder.has(node_id("JOB", jns, jn)):
                     continue
                 job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=False)
@@ -629,6 +890,137 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             frontier = []
             if closing:
                 return
+
+    # -- lineage asOf from the edges' first-seen times (history's lineage_as_of hook)
+
+    def lineage_as_of(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+        as_of: datetime,
+    ) -> LineageGraph | None:
+        """:class:`~lineage_sdk.collector.store.DatedLineageProtocol` over the ``firstSeenUs``
+        of ``<collection>_edges``; None while an older database's edges are still derived."""
+        kind, namespace, name = parse_node_id(node)
+        if depth < 0:
+            raise ValueError(f"depth must be >= 0, got {depth}")
+        check_node_limit(node_limit)
+        if not self._edges_ready():
+            return None
+        key = (_text(namespace, "namespace"), _text(name, "name"))
+        if not self._known_as_of(kind, key, as_of):
+            raise unknown_as_of(node, as_of)
+        until = _micros(as_of)
+        builder = LineageGraphBuilder(kind, namespace, name)
+        for upstream in walk_directions(direction):
+            self._walk(builder, kind, key, upstream, depth, node_limit, until)
+        graph = cut_lineage(builder.build(), direction, node_limit)
+        jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
+        for job, run in self._latest_runs_as_of(jobs, as_of).items():
+            graph.nodes[node_id("JOB", *job)].data["latestRun"] = run
+        return graph
+
+    def _edges_ready(self) -> bool:
+        """Whether the edges hold every event's (the backfill of :meth:`open` has finished)."""
+        with self._errors("find_one"):
+            marker = self.edges.find_one({"_id": _BACKFILL}, {"done": 1})
+        return marker is not None and bool(marker.get("done"))
+
+    def _known_as_of(self, kind: NodeType, key: tuple[str, str], as_of: datetime) -> bool:
+        """Whether an event up to ``as_of`` names the node: a job by one of its own events
+        (JobEvents included); a dataset by an edge first seen by then, either way, or by a
+        DatasetEvent (what history's generic path decides, see ``_dataset_known``)."""
+        ns, name = key
+        with self._errors("find"):
+            if kind == "JOB":
+                query = {
+                    "job.namespace": ns,
+                    "job.name": name,
+                    "eventTime": {"$lte": _ms_floor(as_of)},
+                }
+                # newest first on the index: past the first millisecond, every time is earlier
+                cursor = (
+                    self.collection.find(query, {"eventTimeRaw": 1})
+                    .sort([("eventTime", -1)])
+                    .batch_size(20)
+                )
+                try:
+                    return any(_raw_time(doc) <= as_of for doc in cursor)
+                finally:
+                    cursor.close()
+            until = _micros(as_of)
+            for role in ("input", "output"):
+                query = {"dns": ns, "role": role, "dn": name}
+                for row in self.edges.find(query, {"firstSeenUs": 1}):
+                    if row["firstSeenUs"] <= until:
+                        return True
+            stated = self.collection.find(
+                {"staticKey": _static_key("dataset", ns, name)}, {"eventTimeRaw": 1}
+            )
+            return any(_raw_time(doc) <= as_of for doc in stated)
+
+    def _latest_runs_as_of(
+        self, jobs: Sequence[tuple[str, str]], as_of: datetime
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        """Each job's latest run as of ``as_of`` as ``LineageFold.latest_run`` puts it: the run
+        of its latest run event by then (the least run id among equal times), its state and
+        heartbeat interval folded from that run's events by then only. Reads each job's events
+        newest first on the ``job_time`` index up to the first that counts, then those runs'
+        events on the ``run_time`` index."""
+        latest: dict[tuple[str, str], tuple[datetime, str]] = {}
+        fields = {"runId": 1, "eventTime": 1, "eventTimeRaw": 1}
+        for ns, name in sorted(set(jobs)):
+            query = {"job.namespace": ns, "job.name": name, "eventTime": {"$lte": _ms_floor(as_of)}}
+            best: tuple[datetime, str] | None = None
+            best_ms: Any = None
+            with self._errors("find"):
+                cursor = (
+                    self.collection.find(query, fields).sort([("eventTime", -1)]).batch_size(20)
+                )
+                try:
+                    for doc in cursor:
+                        if best is not None and doc["eventTime"] != best_ms:
+                            break  # an earlier millisecond: every time in it is earlier
+                        run_id, when = doc.get("runId"), _raw_time(doc)
+                        if not isinstance(run_id, str) or when > as_of:
+                            continue
+                        if best is None or (when, best[1]) > (best[0], run_id):
+                            best, best_ms = (when, run_id), doc["eventTime"]
+                finally:
+                    cursor.close()
+            if best is not None:
+                latest[(ns, name)] = best
+        runs = sorted({run_id for _, run_id in latest.values()})
+        states: dict[str, StateKey] = {}
+        beats: dict[str, list[float | None]] = {}
+        fields = {"runId": 1, "eventType": 1, "eventTimeRaw": 1, "heartbeatS": 1}
+        for start in range(0, len(runs), 500):
+            query = {"runId": {"$in": runs[start : start + 500]}}
+            with self._errors("find"):
+                docs = list(self.collection.find(query, fields))
+            for doc in docs:
+                when = _raw_time(doc)
+                if when > as_of:
+                    continue
+                run_id = doc["runId"]
+                found = state_key(doc.get("eventType"), when, doc["_id"])
+                old = states.get(run_id)
+                if found is not None and (old is None or found > old):
+                    states[run_id] = found
+                beats.setdefault(run_id, []).append(doc.get("heartbeatS"))
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for job, (_, run_id) in latest.items():
+            state = states.get(run_id)
+            out[job] = {
+                "runId": run_id,
+                "state": None if state is None else state[2],
+                "stateTime": None if state is None else state[1],
+                "heartbeatS": pick_interval(beats.get(run_id, ())),
+            }
+        return out
 
     # -- catalog: the browsing questions of the HTTP API (sql and graph answer them too)
 
@@ -1002,15 +1394,24 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
     # -- retention and deletion (lineage_sdk.collector.retention)
 
     def delete_events(self, event_ids: Sequence[str]) -> int:
-        """Remove these event documents. Nothing else to do: this store derives every answer
-        (runs, edges, column lineage, lists) from the event documents when asked, so what the
-        remaining documents do not name is gone with them. Deleting twice is a no-op."""
+        """Remove these event documents, then recompute the job edges they stated from the
+        events that remain (:meth:`_refresh_edges`). Every other answer (runs, column lineage,
+        lists) is derived from the event documents when asked, so what the remaining documents
+        do not name is gone with them. Deleting twice is a no-op."""
         ids = sorted({_text(i, "event id") for i in event_ids})
+        if not ids:
+            return 0
+        self._hold_deletion_lease(bump=True)
         removed = 0
-        with self._errors("delete_many"):
-            for start in range(0, len(ids), 1000):
-                result = self.collection.delete_many({"_id": {"$in": ids[start : start + 1000]}})
-                removed += int(result.deleted_count)
+        touched: set[_Edge] = set()
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start : start + 1000]
+            with self._errors("delete_many"):
+                for doc in self.collection.find({"_id": {"$in": chunk}}, {"job": 1, "datasets": 1}):
+                    touched.update(_stated_edges(doc))
+                result = self.collection.delete_many({"_id": {"$in": chunk}})
+            removed += int(result.deleted_count)
+        self._refresh_edges(touched)
         return removed
 
     def job_events_up_to(
@@ -1028,7 +1429,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                     "job.name": _text(name, "name"),
                     "eventTime": {"$lte": _ms_floor(as_of)},
                 }
-                for doc in self.collection.find(query, fields).hint("lineage_job_time"):
+                for doc in self.collection.find(query, fields):
                     if not isinstance(doc.get("runId"), str):
                         continue
                     when = parse_event_time(doc["eventTimeRaw"]).astimezone(UTC)
@@ -1121,3 +1522,41 @@ def _ms_floor(value: datetime) -> datetime:
 
 def _position(event: RawEvent) -> tuple[datetime, str]:
     return event.position
+
+
+def _micros(value: datetime) -> int:
+    """A time as integer microseconds since the epoch: exact to the microsecond every event time
+    holds (a BSON date keeps milliseconds), and ordered as the times are."""
+    return (_utc(value) - _EPOCH) // _ONE_US
+
+
+def _raw_time(doc: Mapping[str, Any]) -> datetime:
+    """An event document's time to the microsecond, as its record has it (``eventTimeRaw``)."""
+    return parse_event_time(doc["eventTimeRaw"])
+
+
+def _edge_id(edge: _Edge) -> str:
+    """The deterministic ``_id`` of a job edge: concurrent writers upsert one document."""
+    text = "\x1f".join(edge).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
+
+
+def _stated_edges(doc: Mapping[str, Any]) -> Iterator[_Edge]:
+    """The job edges an event document states: its job with each dataset it names, in its role
+    (JobEvents included; DatasetEvents name no job, hence no edge)."""
+    job = doc.get("job")
+    if not isinstance(job, Mapping):
+        return
+    jns, jn = job.get("namespace"), job.get("name")
+    if not isinstance(jns, str) or not isinstance(jn, str):
+        return
+    for ref in doc.get("datasets") or ():
+        yield (jns, jn, ref["namespace"], ref["name"], ref["role"])
+
+
+def _earliest(found: dict[_Edge, int], doc: Mapping[str, Any], when: int) -> None:
+    """Keep, per edge ``doc`` states, the least time it is stated at (``firstSeenUs``)."""
+    for edge in _stated_edges(doc):
+        old = found.get(edge)
+        if old is None or when < old:
+            found[edge] = when

@@ -1070,17 +1070,9 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         node_limit: int | None = None,
         as_of: datetime,
     ) -> LineageGraph | None:
-        """:meth:`lineage` as the events up to ``as_of`` state it (history's ``asOf``): the same
-        walk over the job edges first seen by then (``firstSeen``), each kept job's
-        ``latestRun`` folded from the events up to ``as_of`` of its latest run then (as
-        ``history.LineageFold`` does), all in one read transaction.
-
-        Exact because a job's edges are the union of what its events named: the graph as of T
-        is the edges whose least event time is at most T. None when the walk meets an edge of
-        unknown age (written before ``firstSeen`` existed) or a run linked to several jobs: the
-        caller then folds the raw events. LookupError when no event up to ``as_of`` names the
-        root.
-        """
+        """:class:`~lineage_sdk.collector.store.DatedLineageProtocol` over the ``firstSeen`` of
+        CONSUMES/PRODUCES, in one read transaction; None when the walk meets an edge of unknown
+        age (written before ``firstSeen`` existed) or a run linked to several jobs."""
         kind, namespace, name = parse_node_id(node)
         if depth < 0:
             raise ValueError(f"depth must be >= 0, got {depth}")

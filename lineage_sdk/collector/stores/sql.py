@@ -788,15 +788,8 @@ class SqlStore(BaseLineageStore):
         node_limit: int | None = None,
         as_of: datetime,
     ) -> LineageGraph | None:
-        """:meth:`lineage` as the events up to ``as_of`` state it (history's ``asOf``): the
-        walk of the job edges first seen by then, each kept job's ``latestRun`` folded from
-        the events up to ``as_of`` of its latest run then (as ``history.LineageFold`` does).
-
-        Exact because a job's edges are the union of what its events named: the graph as of
-        T is the edges whose least event time (``first_seen``) is at most T. None when an edge
-        it would read was written before ``first_seen`` existed (the caller then folds the
-        raw events); LookupError when no event up to ``as_of`` names the root.
-        """
+        """:class:`~lineage_sdk.collector.store.DatedLineageProtocol` over ``job_io.first_seen``;
+        None when an edge it would read was written before the column existed (NULL)."""
         try:
             with self.engine.connect() as conn:
                 if not self._known_as_of(conn, node, as_of):

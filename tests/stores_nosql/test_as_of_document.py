@@ -1,0 +1,248 @@
+"""The document store's job edges (issue 16): one document per (job, dataset, role) in
+``<collection>_edges``, dated by the least time an event states it (``firstSeenUs``), kept by
+the writes, recomputed by deletions, derived at open for a database from before them.
+
+Lineage (plain and ``asOf``) walks those edges, and must answer exactly what the events answer:
+test_as_of_indexed.py compares ``DocumentLineageStore.lineage_as_of`` with history's generic fold
+of the raw events with the other stores'; here, what is the document store's own, against the
+real SecantusDB (or MongoDB).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from nosql_events import StoreFactory, records, run_event
+from test_as_of_indexed import (
+    DIRECTIONS,
+    _nodes,
+    assert_indexed_is_generic,
+    at_,
+)
+from test_bounded import _corpus as bounded_corpus
+from test_bounded import _late_fan
+from test_document_store import _plan_stages
+from test_history import _corpus as history_corpus
+
+from lineage_sdk.collector.stores.document import (
+    DocumentLineageStore,
+    _edge_id,
+    _micros,
+)
+
+pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
+
+
+def edges_of(store: DocumentLineageStore) -> dict[tuple[str, ...], int]:
+    """The stored edges, (job ns, job, dataset ns, dataset, role) -> firstSeenUs."""
+    return {
+        (d["jns"], d["jn"], d["dns"], d["dn"], d["role"]): d["firstSeenUs"]
+        for d in store.edges.find({"jns": {"$exists": True}})
+    }
+
+
+def reopened(store: DocumentLineageStore) -> DocumentLineageStore:
+    """A second store object on the same collections, opened (as a restarted collector)."""
+    again = DocumentLineageStore(store._connection, store._collection_name)
+    again.open()
+    return again
+
+
+def plain_answers(store: DocumentLineageStore, nodes: list[str]) -> dict[str, Any]:
+    return {
+        f"{node} {direction}": sorted(
+            (n.id, sorted((e.origin, e.destination) for e in n.out_edges))
+            for n in store.lineage(node, direction=direction, depth=20).nodes.values()
+        )
+        for node in nodes
+        for direction in DIRECTIONS
+    }
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # each hop of a walk, and the asOf test of a dataset, exactly as the store builds them
+        {"jns": "ns", "role": "input", "jn": {"$in": ["idx", "other"]}},
+        {"dns": "db", "role": "output", "dn": {"$in": ["in", "out"]}},
+        {"dns": "db", "role": "output", "dn": "out"},
+    ],
+)
+def test_every_edge_query_uses_an_index(
+    document_store: DocumentLineageStore, query: dict[str, Any]
+) -> None:
+    event = run_event(job="idx", namespace="ns", inputs=[("db", "in")], outputs=[("db", "out")])
+    document_store.write_batch(records(event))
+    stages = _plan_stages(document_store.edges.find(query).explain())
+    assert "IXSCAN" in stages and "COLLSCAN" not in stages, stages
+
+
+def test_a_redelivered_batch_leaves_its_edges(document_store: DocumentLineageStore) -> None:
+    """A collector that stopped between inserting the events and upserting their edges: the
+    batch comes again (to a restarted collector), every event a duplicate, and its edges are
+    written."""
+    batch = records(*history_corpus())
+    document_store.write_batch(batch)
+    want = edges_of(document_store)
+    assert want
+    document_store.edges.delete_many({"jns": {"$exists": True}})
+    again = reopened(document_store)
+    try:
+        again.write_batch(batch)
+        assert edges_of(again) == want
+    finally:
+        again.close()
+
+
+def test_known_edges_are_not_written_again_until_a_deletion(make_store: StoreFactory) -> None:
+    """A job's next run restates its edges: a store skips those it wrote at that time or
+    earlier. Another collector's deletion empties that cache: an edge it removed is written
+    again by the next event stating it."""
+    store = make_store("document")
+    key = ("ns", "j", "ns", "d", "input")
+    first = records(run_event(job="j", inputs=[("ns", "d")], seconds=10))
+    store.write_batch(first)
+    version = store.edges.find_one({"_id": _edge_id(key)})["v"]
+    store.write_batch(records(run_event(job="j", inputs=[("ns", "d")], seconds=20)))
+    assert store.edges.find_one({"_id": _edge_id(key)})["v"] == version  # not written
+    store.write_batch(records(run_event(job="j", inputs=[("ns", "d")], seconds=5)))
+    assert edges_of(store)[key] == _micros(at_(5))  # an earlier time is written
+    other = reopened(store)
+    try:
+        events = [d["_id"] for d in store.collection.find({}, {"_id": 1})]
+        other.delete_events(events)
+        assert edges_of(store) == {}
+        other.edges.update_one({"_id": "deletions"}, {"$set": {"until": at_(0)}})  # lease over
+        store.write_batch(records(run_event(job="j", inputs=[("ns", "d")], seconds=30)))
+        assert edges_of(store) == {key: _micros(at_(30))}
+    finally:
+        other.close()
+
+
+def test_an_older_database_gets_its_edges_at_open(make_store: StoreFactory) -> None:
+    """Events without edges (a database from before them): open derives them, exactly; a
+    backfill stopped halfway resumes; until it is done lineage_as_of leaves asOf to the
+    generic path."""
+    store = make_store("document")
+    corpus = [*history_corpus(), *bounded_corpus(), *_late_fan()]
+    store.write_batch(records(*corpus))
+    nodes = _nodes(corpus)
+    want_edges = edges_of(store)
+    want = plain_answers(store, nodes)
+    store.edges.drop()
+    assert store.lineage_as_of("dataset:ns:d1", as_of=at_(25)) is None
+    again = reopened(store)
+    try:
+        assert edges_of(again) == want_edges
+        assert plain_answers(again, nodes) == want
+        times = [0, 11, 30.5, 40, 1000]
+        assert assert_indexed_is_generic(again, nodes[::3], times, [(20, None), (2, 3)]) > 100
+    finally:
+        again.close()
+    # a backfill 10 events at a time derives the same
+    store.edges.drop()
+    store._backfill_edges(batch_size=10)
+    assert edges_of(store) == want_edges
+    # one stopped after the first 10 events (in _id order) goes on from there at the next open
+    store.edges.drop()
+    ids = sorted(d["_id"] for d in store.collection.find({}, {"_id": 1}))
+    store.edges.insert_one({"_id": "backfill", "done": False, "after": ids[9]})
+    assert store.lineage_as_of("dataset:ns:d1", as_of=at_(25)) is None
+    resumed = reopened(store)
+    try:
+        rest = make_store("document")
+        rest.write_batch([r for r in records(*corpus) if r.event_id > ids[9]])
+        assert edges_of(resumed) == edges_of(rest) != want_edges
+        assert resumed.lineage_as_of("dataset:ns:d1", as_of=at_(25)) is not None
+    finally:
+        resumed.close()
+
+
+def test_deletion_recomputes_the_edges(make_store: StoreFactory) -> None:
+    """After a deletion every edge is the least time of the events that remain, and an edge no
+    event states is gone: the edges equal a fresh store's fed the remaining events."""
+    corpus = [*history_corpus(), *bounded_corpus()]
+    batch = records(*corpus)
+    for drop in (batch[::3], batch[1::2], batch[: len(batch) // 2], batch):
+        store = make_store("document")
+        store.write_batch(batch)
+        gone = {r.event_id for r in drop}
+        assert store.delete_events(sorted(gone)) == len(gone)
+        kept = [r for r in batch if r.event_id not in gone]
+        fresh = make_store("document")
+        fresh.write_batch(kept)
+        assert edges_of(store) == edges_of(fresh)
+        assert store.delete_events(sorted(gone)) == 0
+
+
+class _Interleaved(DocumentLineageStore):
+    """A store whose deletion is overtaken by a writer: between reading an edge's version and
+    setting it, another collector writes an event stating that edge."""
+
+    overtake: list[Any]
+
+    def _least_times(self, job: tuple[str, str], wanted: set[Any]) -> dict[Any, int]:
+        found = super()._least_times(job, wanted)
+        if self.overtake:
+            writer = DocumentLineageStore(self._connection, self._collection_name)
+            writer.write_batch(self.overtake)
+            writer.close()
+            self.overtake = []
+        return found
+
+
+def test_deletion_while_a_collector_writes_the_same_edge(make_store: StoreFactory) -> None:
+    """The compare-and-set on the edge's version: the recomputation that missed the new event
+    is refused and done again, so the edge keeps the new event's time (without it, the edge
+    would be deleted while an event states it)."""
+    base = make_store("document")
+    old = records(run_event(job="j", inputs=[("ns", "d")], seconds=10))
+    new = records(run_event(job="j", inputs=[("ns", "d")], seconds=20))
+    store = _Interleaved(base._connection, base._collection_name)
+    store.open()
+    try:
+        store.write_batch(old)
+        store.overtake = list(new)
+        assert store.delete_events([old[0].event_id]) == 1
+        assert edges_of(store) == {("ns", "j", "ns", "d", "input"): _micros(at_(20))}
+        doc = store.edges.find_one({"_id": _edge_id(("ns", "j", "ns", "d", "input"))})
+        assert doc is not None and doc["v"] >= 3  # written, overtaken, recomputed
+    finally:
+        store.close()
+
+
+def test_writers_and_deleters_at_once_end_as_the_events_say(make_store: StoreFactory) -> None:
+    """Threads writing and deleting events of shared edges: the edges end as a fresh store's
+    fed the events that remain."""
+    store = make_store("document")
+    events = [
+        run_event(
+            job=f"j{i % 3}",
+            inputs=[("ns", f"d{i % 4}")],
+            outputs=[("ns", f"o{i % 5}")],
+            seconds=i,
+        )
+        for i in range(120)
+    ]
+    batch = records(*events)
+    store.write_batch(batch[:60])
+    gone = [r.event_id for r in batch[:60:2]]
+
+    def write() -> None:
+        for start in range(60, 120, 4):
+            store.write_batch(batch[start : start + 4])
+
+    def delete() -> None:
+        for start in range(0, len(gone), 3):
+            store.delete_events(gone[start : start + 3])
+
+    threads = [threading.Thread(target=write), threading.Thread(target=delete)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    fresh = make_store("document")
+    fresh.write_batch([r for r in batch if r.event_id not in set(gone)])
+    assert edges_of(store) == edges_of(fresh)
