@@ -461,14 +461,25 @@ def graph_events(source: Path) -> int:
 # ------------------------------------------------------------------------------------------- export
 
 
+def timed_export(store: Any, out: Path) -> tuple[int, float]:
+    """``export_events`` of the whole store to ``out``: (events, seconds)."""
+    started = time.perf_counter()
+    with out.open("wb") as fh:
+        count = export_events(store, fh, batch_size=BATCH)
+    return count, time.perf_counter() - started
+
+
+def remove_sqlite(path: Path) -> None:
+    """A SQLite database file and its WAL and shared-memory files, where they exist."""
+    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        stale.unlink(missing_ok=True)
+
+
 def export(kind: str, stores: Stores, results: Results, args: Any) -> None:
     load_avg = phase(f"export {kind}")
     store = stores.open(kind)
     out = stores.data / f"export-{kind}.ndjson"
-    started = time.perf_counter()
-    with out.open("wb") as fh:
-        count = export_events(store, fh, batch_size=BATCH)
-    elapsed = time.perf_counter() - started
+    count, elapsed = timed_export(store, out)
     out.unlink()
     print(
         f"  {kind}: exported {count:,} events in {elapsed:.0f} s: {count / elapsed:,.0f} events/s"
@@ -496,16 +507,12 @@ def roundtrip(kind: str, stores: Stores, results: Results, args: Any) -> None:
     load_avg = phase(f"roundtrip {kind} ({loaded:,} events loaded)")
     original = stores.open(kind)
     out = stores.data / f"roundtrip-{kind}.ndjson"
-    started = time.perf_counter()
-    with out.open("wb") as fh:
-        exported = export_events(original, fh, batch_size=BATCH)
-    export_s = time.perf_counter() - started
+    exported, export_s = timed_export(original, out)
     print(f"  {kind}: exported {exported:,} events in {export_s:.0f} s", flush=True)
     copy_name = f"{stores.pg_name}_roundtrip"
     if kind == "sqlite":
         path = stores.data / "sqlite" / "roundtrip.db"
-        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-            stale.unlink(missing_ok=True)
+        remove_sqlite(path)
         copy = SqlStore(f"sqlite:///{path}")
     else:
         _drop_pg(copy_name)
@@ -538,8 +545,7 @@ def roundtrip(kind: str, stores: Stores, results: Results, args: Any) -> None:
         copy.close()
         out.unlink(missing_ok=True)
         if kind == "sqlite":
-            for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-                stale.unlink(missing_ok=True)
+            remove_sqlite(path)
         elif not args.keep:
             _drop_pg(copy_name)
 
@@ -811,8 +817,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
     finally:
         store.close()
         if kind == "sqlite":
-            for path in (copy, Path(f"{copy}-wal"), Path(f"{copy}-shm")):
-                path.unlink(missing_ok=True)
+            remove_sqlite(copy)
         else:
             _drop_pg(f"{stores.pg_name}_retention")
 
