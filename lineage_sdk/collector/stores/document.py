@@ -87,6 +87,7 @@ from lineage_sdk.collector.store import (
     NodeType,
     Page,
     RawEvent,
+    RunFold,
     RunSummary,
     check_node_limit,
     check_page,
@@ -994,8 +995,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             if best is not None:
                 latest[(ns, name)] = best
         runs = sorted({run_id for _, run_id in latest.values()})
-        states: dict[str, StateKey] = {}
-        beats: dict[str, list[float | None]] = {}
+        fold = RunFold()
         fields = {"runId": 1, "eventType": 1, "eventTimeRaw": 1, "heartbeatS": 1}
         for start in range(0, len(runs), 500):
             query = {"runId": {"$in": runs[start : start + 500]}}
@@ -1003,24 +1003,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 docs = list(self.collection.find(query, fields))
             for doc in docs:
                 when = _raw_time(doc)
-                if when > as_of:
-                    continue
-                run_id = doc["runId"]
-                found = state_key(doc.get("eventType"), when, doc["_id"])
-                old = states.get(run_id)
-                if found is not None and (old is None or found > old):
-                    states[run_id] = found
-                beats.setdefault(run_id, []).append(doc.get("heartbeatS"))
-        out: dict[tuple[str, str], dict[str, Any]] = {}
-        for job, (_, run_id) in latest.items():
-            state = states.get(run_id)
-            out[job] = {
-                "runId": run_id,
-                "state": None if state is None else state[2],
-                "stateTime": None if state is None else state[1],
-                "heartbeatS": pick_interval(beats.get(run_id, ())),
-            }
-        return out
+                if when <= as_of:
+                    state = state_key(doc.get("eventType"), when, doc["_id"])
+                    fold.add(doc["runId"], state, doc.get("heartbeatS"))
+        return {job: fold.latest_run(run_id) for job, (_, run_id) in latest.items()}
 
     # -- catalog: the browsing questions of the HTTP API (sql and graph answer them too)
 
