@@ -48,6 +48,7 @@ __all__ = [
     "LineageStoreProtocol",
     "Mentions",
     "NamedConnection",
+    "NodeLookupProtocol",
     "NodeType",
     "Page",
     "RawEvent",
@@ -660,6 +661,18 @@ class LineageCatalogProtocol(LineageQueryProtocol, Protocol):
     ) -> Page[tuple[str, str]]: ...
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]: ...
+
+
+@runtime_checkable
+class NodeLookupProtocol(Protocol):
+    """Whether a job or dataset is recorded, asked by its name: one indexed lookup (sql,
+    document, graph), where finding it through ``search`` reads every name, and may miss it
+    among a thousand others that contain it."""
+
+    def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
+        """Whether ``search`` would list this node: a job (of an event, or a run's parent job)
+        or a dataset that some stored event names."""
+        ...
 
 
 def pick_query_store(stores: Sequence[Any]) -> LineageCatalogProtocol | None:

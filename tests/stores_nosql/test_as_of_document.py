@@ -11,10 +11,12 @@ real SecantusDB (or MongoDB).
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any
 
 import pytest
 from nosql_events import StoreFactory, records, run_event
+from pymongo import monitoring
 from test_as_of_indexed import (
     DIRECTIONS,
     _nodes,
@@ -27,6 +29,7 @@ from test_document_store import _plan_stages
 from test_history import _corpus as history_corpus
 
 from lineage_sdk.collector.stores.document import (
+    _IN_BATCH,
     DocumentLineageStore,
     _edge_id,
     _micros,
@@ -246,3 +249,97 @@ def test_writers_and_deleters_at_once_end_as_the_events_say(make_store: StoreFac
     fresh = make_store("document")
     fresh.write_batch([r for r in batch if r.event_id not in set(gone)])
     assert edges_of(store) == edges_of(fresh)
+
+
+class _Commands(monitoring.CommandListener):
+    """The names of the commands sent while ``on``, and the filters that open the reads
+    (pymongo's listeners are process-wide)."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.names: list[str] = []
+        self.filters: list[tuple[str, dict[str, Any]]] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if self.on:
+            self.names.append(event.command_name)
+            name, command = event.command_name, event.command
+            if name == "find":
+                self.filters.append((command["find"], dict(command["filter"])))
+            elif name == "aggregate":
+                self.filters.append((command["aggregate"], dict(command["pipeline"][0]["$match"])))
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+def test_many_jobs_latest_runs_take_a_few_queries(document_store: DocumentLineageStore) -> None:
+    """A lineage answer's jobs get their latest runs (plain and ``asOf``) in a few queries
+    however many jobs there are (one or two per job before: ~1,000 round trips for a 1,000-node
+    answer), and each is what that job's own events say, to the microsecond."""
+    jobs = [("a" if i % 2 else "b", f"j{i}") for i in range(600)]
+    first = {job: str(uuid.uuid4()) for job in jobs}
+    second = {job: str(uuid.uuid4()) for job in jobs}
+    events = []
+    for i, (ns, name) in enumerate(jobs):
+        run = {"job": name, "namespace": ns}
+        events += [
+            run_event(**run, event_type="START", run_id=first[(ns, name)], seconds=10),
+            run_event(**run, event_type="COMPLETE", run_id=first[(ns, name)], seconds=20),
+            run_event(**run, event_type="START", run_id=second[(ns, name)], seconds=30 + i),
+        ]
+    # "late" starts a second run in the millisecond of the asOf below, but after it: as of
+    # then, its latest run is still the first (asked again, strictly before that millisecond)
+    late = ("a", "late")
+    first[late], second[late] = str(uuid.uuid4()), str(uuid.uuid4())
+    events += [
+        run_event(job="late", namespace="a", event_type="COMPLETE", run_id=first[late], seconds=20),
+        run_event(
+            job="late", namespace="a", event_type="START", run_id=second[late], seconds=25.0008
+        ),
+    ]
+    jobs.append(late)
+    document_store.write_batch(records(*events))
+    listener = _Commands()
+    monitoring.register(listener)
+    store = reopened(document_store)  # a client created after the listener: it reports
+    try:
+        listener.on = True
+        latest = store.latest_runs(jobs)
+        plain = [n for n in listener.names if n in ("find", "aggregate")]
+        listener.names.clear()
+        then = store._latest_runs_as_of(jobs, at_(25.0001))
+        as_of = [n for n in listener.names if n in ("find", "aggregate")]
+        graph = store.lineage_as_of("job:a:j1", depth=0, as_of=at_(25))
+        # (and, for their plans, the plain walk and the lookups of a job and a dataset)
+        store.lineage("job:a:j1", depth=3)
+        assert not store.has_node("JOB", "a", "nothing")
+        assert not store.has_node("DATASET", "a", "nothing")
+        listener.on = False
+        # each opens on an index: one predicate beside the $in, and SecantusDB scans
+        db = store.collection.database
+        plans = {repr((c, f)): _plan_stages(db[c].find(f).explain()) for c, f in listener.filters}
+    finally:
+        listener.on = False
+        store.close()
+    for query, stages in plans.items():
+        assert "IXSCAN" in stages and "COLLSCAN" not in stages, (query, stages)
+    assert {job: run.run_id for job, run in latest.items()} == second
+    assert {run.state for run in latest.values()} == {"START"}
+    assert {job: run["runId"] for job, run in then.items()} == first
+    assert {run["state"] for run in then.values()} == {"COMPLETE"}
+    assert (
+        graph is not None
+        and graph.nodes["job:a:j1"].data["latestRun"]["runId"] == first[("a", "j1")]
+    )
+
+    # per namespace, one aggregate a batch of jobs (301 in a, 300 in b), then the runs' events
+    # a batch of runs a find; asOf asks once more for "late", before the asOf's millisecond
+    def batches(n: int) -> int:
+        return -(-n // _IN_BATCH)
+
+    assert plain == ["aggregate"] * (batches(301) + batches(300)) + ["find"] * batches(601)
+    assert as_of == ["aggregate"] * (batches(301) + batches(300) + 1) + ["find"] * batches(601)

@@ -147,6 +147,9 @@ def _plan_stages(plan: Any) -> set[str]:
         {"job.namespace": "ns", "job.name": {"$in": ["idx", "other"]}},
         {"datasets.namespace": "db", "datasets.name": {"$in": ["in", "out"]}},
         {"staticKey": {"$in": ["dataset\x1fdb\x1fin", "job\x1fns\x1fidx"]}},  # static_events
+        # has_node: a job, a run's parent job, a dataset
+        {"parentJob.namespace": "ns", "parentJob.name": "parent"},
+        {"datasets.namespace": "db", "datasets.name": "in"},
     ],
 )
 def test_every_audit_query_uses_an_index(document_store, query):
@@ -156,6 +159,7 @@ def test_every_audit_query_uses_an_index(document_store, query):
         run_id="eeeeeeee-0000-4000-8000-000000000001",
         inputs=[("db", "in")],
         outputs=[("db", "out")],
+        parent=("eeeeeeee-0000-4000-8000-000000000002", "ns", "parent"),
     )
     document_store.write_batch(records(event))
     stages = _plan_stages(document_store.collection.find(query).explain())

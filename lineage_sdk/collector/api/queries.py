@@ -31,6 +31,7 @@ from lineage_sdk.collector.store import (
     FieldRef,
     LineageCatalogProtocol,
     LineageHistoryProtocol,
+    NodeLookupProtocol,
     NodeType,
     Page,
     StaticLineageProtocol,
@@ -68,9 +69,12 @@ def parse_node(node: str) -> tuple[NodeType, str, str]:
     return parse_node_id(node)
 
 
-def exists(store: LineageCatalogProtocol, node_type: str, namespace: str, name: str) -> bool:
-    """Whether a job or dataset is recorded at all (search is the one question every catalog
-    answers that can tell; it is only asked for nodes that have no edges)."""
+def exists(store: LineageCatalogProtocol, node_type: NodeType, namespace: str, name: str) -> bool:
+    """Whether a job or dataset is recorded at all (asked only of nodes that have no edges): the
+    store's lookup by name, else ``search``, the one question every catalog answers that can
+    tell (a catalog of its own without the lookup may miss a node among 1,000 similar names)."""
+    if isinstance(store, NodeLookupProtocol):
+        return store.has_node(node_type, namespace, name)
     hits = store.search(name, limit=1000)
     return (node_type, namespace, name) in {(t, ns, nm) for t, ns, nm in hits}
 

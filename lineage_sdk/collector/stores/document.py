@@ -43,7 +43,10 @@ by the edge's version.
 Reads are written so that a simple planner can use the indexes too: each ``$match`` that opens a
 pipeline holds only equality (and ``$in`` on the last field) over one index's fields, one query per
 namespace, and everything else is filtered in a later stage or in Python. SecantusDB, for one,
-scans the collection for ``$or``, ``$elemMatch`` or any predicate outside the index. Bounded reads
+scans the collection for ``$or``, ``$elemMatch``, ``$in`` on two fields, or any other predicate
+beside an ``$in``, even a range on the index's next field (500 jobs' newest events: 76 s with
+``runId: {$type: "string"}`` in the first ``$match``, 1 s with it in a second), and its cost per
+``$in`` value grows with the list, hence at most ``_IN_BATCH`` values a query. Bounded reads
 are not hinted: given a hint, SecantusDB walks the whole index whatever the filter (a job's events
 by time: 12 s hinted, 7 ms not, on 20,000 events); its planner finds the index by itself.
 """
@@ -146,6 +149,10 @@ _LEASE = timedelta(minutes=10)
 _KNOWN_LIMIT = 200_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
+#: The most values one ``$in`` lists. mongod's cost per value hardly depends on the list's
+#: length, but SecantusDB's grows with it (measured per value: 1.3 ms at 50 and 100 names,
+#: 3.2 ms at 500; 0.26 ms per run id at 50, 1.6 ms at 1000), and a round trip is cheap.
+_IN_BATCH = 100
 
 
 # ---------------------------------------------------------------------------------------- escaping
@@ -382,6 +389,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             # Static lineage (JobEvent, DatasetEvent): sparse too, run events cost nothing.
             self.collection.create_index(
                 [("staticKey", ASCENDING)], name="lineage_static", sparse=True
+            )
+            # Whether a parent job is recorded (has_node): sparse, only events naming one cost.
+            self.collection.create_index(
+                [("parentJob.namespace", ASCENDING), ("parentJob.name", ASCENDING)],
+                name="lineage_parent_job",
+                sparse=True,
             )
             # A run's children (history's runId): partial, only events naming a parent cost.
             self.collection.create_index(
@@ -740,13 +753,14 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 "$group": {
                     "_id": "$runId",
                     "first": {"$min": "$eventTime"},
+                    # named as the event documents' fields, so _run_summary folds either
                     "events": {
                         "$push": {
-                            "t": "$eventTime",
-                            "type": "$eventType",
-                            "id": "$_id",
-                            "parent": "$parentRunId",
-                            "hb": "$heartbeatS",
+                            "eventTime": "$eventTime",
+                            "eventType": "$eventType",
+                            "_id": "$_id",
+                            "parentRunId": "$parentRunId",
+                            "heartbeatS": "$heartbeatS",
                         }
                     },
                 }
@@ -756,39 +770,8 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             groups = list(self.collection.aggregate(pipeline))
         runs: list[tuple[datetime, RunSummary]] = []
         for g in groups:
-            # The rules of lineage_sdk.models.run_state, over the run's set of events.
-            best: StateKey | None = None
-            started: datetime | None = None
-            ended: datetime | None = None
-            for e in g["events"]:
-                t = _utc(e["t"])
-                key = state_key(e.get("type"), t, e["id"])
-                if key is None:
-                    continue
-                if best is None or key > best:
-                    best = key
-                if key[2] == "START" and (started is None or t < started):
-                    started = t
-                if key[2] in TERMINAL_STATES and (ended is None or t > ended):
-                    ended = t
-            state = None if best is None else best[2]
-            sort_key = started or _utc(g["first"])
-            runs.append(
-                (
-                    sort_key,
-                    RunSummary(
-                        run_id=g["_id"],
-                        job_namespace=namespace,
-                        job_name=name,
-                        state=state,
-                        started_at=started,
-                        ended_at=ended,
-                        parent_run_id=pick_link(e.get("parent") for e in g["events"]),
-                        state_time=None if best is None else best[1],
-                        heartbeat_s=pick_interval(e.get("hb") for e in g["events"]),
-                    ),
-                )
-            )
+            run = _run_summary(g["_id"], namespace, name, g["events"])
+            runs.append((run.started_at or _utc(g["first"]), run))
         # Most recent first (START time, else first event), ties by run id: as the sql store.
         # A run's state folds all of its events, so runs are ordered and paged here, after the
         # grouping; the total is the number of groups.
@@ -801,20 +784,16 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
     ) -> Iterator[tuple[str, str, str, str]]:
         """(job ns, job name, dataset ns, dataset name) of the edges in ``role`` whose ``end``
         (``j``: job, ``d``: dataset) is in ``keys``; with ``until``, only those first seen by
-        then (microseconds). One query per namespace (and 1000 names) on ``lineage_edge_<end>``."""
+        then (microseconds). One query per namespace (and ``_IN_BATCH`` names) on
+        ``lineage_edge_<end>``."""
         fields = {"_id": 0, "jns": 1, "jn": 1, "dns": 1, "dn": 1, "firstSeenUs": 1}
-        for ns, names in _by_namespace(keys).items():
-            for start in range(0, len(names), 1000):
-                query = {
-                    f"{end}ns": ns,
-                    "role": role,
-                    f"{end}n": {"$in": names[start : start + 1000]},
-                }
-                with self._errors("find"):
-                    rows = list(self.edges.find(query, fields))
-                for r in rows:
-                    if until is None or r["firstSeenUs"] <= until:
-                        yield r["jns"], r["jn"], r["dns"], r["dn"]
+        for ns, names in _namespace_batches(keys):
+            query = {f"{end}ns": ns, "role": role, f"{end}n": {"$in": names}}
+            with self._errors("find"):
+                rows = list(self.edges.find(query, fields))
+            for r in rows:
+                if until is None or r["firstSeenUs"] <= until:
+                    yield r["jns"], r["jn"], r["dns"], r["dn"]
 
     def _job_datasets(
         self, jobs: list[tuple[str, str]], role: str, until: int | None = None
@@ -968,37 +947,14 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
     ) -> dict[tuple[str, str], dict[str, Any]]:
         """Each job's latest run as of ``as_of`` as ``LineageFold.latest_run`` puts it: the run
         of its latest run event by then (the least run id among equal times), its state and
-        heartbeat interval folded from that run's events by then only. Reads each job's events
-        newest first on the ``job_time`` index up to the first that counts, then those runs'
-        events on the ``run_time`` index."""
-        latest: dict[tuple[str, str], tuple[datetime, str]] = {}
-        fields = {"runId": 1, "eventTime": 1, "eventTimeRaw": 1}
-        for ns, name in sorted(set(jobs)):
-            query = {"job.namespace": ns, "job.name": name, "eventTime": {"$lte": _ms_floor(as_of)}}
-            best: tuple[datetime, str] | None = None
-            best_ms: Any = None
-            with self._errors("find"):
-                cursor = (
-                    self.collection.find(query, fields).sort([("eventTime", -1)]).batch_size(20)
-                )
-                try:
-                    for doc in cursor:
-                        if best is not None and doc["eventTime"] != best_ms:
-                            break  # an earlier millisecond: every time in it is earlier
-                        run_id, when = doc.get("runId"), _raw_time(doc)
-                        if not isinstance(run_id, str) or when > as_of:
-                            continue
-                        if best is None or (when, best[1]) > (best[0], run_id):
-                            best, best_ms = (when, run_id), doc["eventTime"]
-                finally:
-                    cursor.close()
-            if best is not None:
-                latest[(ns, name)] = best
-        runs = sorted({run_id for _, run_id in latest.values()})
+        heartbeat interval folded from that run's events by then only (the runs found by
+        :meth:`_latest_run_ids`, their events read on ``lineage_run_time``)."""
+        latest = self._latest_run_ids(jobs, as_of)
+        runs = sorted(set(latest.values()))
         fold = RunFold()
         fields = {"runId": 1, "eventType": 1, "eventTimeRaw": 1, "heartbeatS": 1}
-        for start in range(0, len(runs), 500):
-            query = {"runId": {"$in": runs[start : start + 500]}}
+        for batch in _batches(runs):
+            query = {"runId": {"$in": batch}}
             with self._errors("find"):
                 docs = list(self.collection.find(query, fields))
             for doc in docs:
@@ -1006,7 +962,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 if when <= as_of:
                     state = state_key(doc.get("eventType"), when, doc["_id"])
                     fold.add(doc["runId"], state, doc.get("heartbeatS"))
-        return {job: fold.latest_run(run_id) for job, (_, run_id) in latest.items()}
+        return {job: fold.latest_run(run_id) for job, run_id in latest.items()}
 
     # -- catalog: the browsing questions of the HTTP API (sql and graph answer them too)
 
@@ -1042,46 +998,70 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         end = None if limit is None else offset + limit
         return Page(names[offset:end], len(names))
 
-    def _latest_run(self, namespace: str, name: str) -> RunSummary | None:
-        """The run of the job's latest event (the least run id among equals), as sql and graph."""
-        pipeline: list[dict[str, Any]] = [
-            {"$match": {"job.namespace": namespace, "job.name": name}},
-            {"$match": {"runId": {"$type": "string"}}},
-            {"$group": {"_id": "$runId", "last": {"$max": "$eventTime"}}},
-        ]
-        rows = self._aggregate(pipeline)
-        if not rows:
-            return None
-        rows.sort(key=lambda r: r["_id"])
-        run_id = max(rows, key=lambda r: _utc(r["last"]))["_id"]
-        fields = {"eventTime": 1, "eventType": 1, "parentRunId": 1, "heartbeatS": 1}
-        with self._errors("find"):
-            docs = list(self.collection.find({"runId": run_id}, fields))
-        # The rules of lineage_sdk.models.run_state, as runs_of_job folds them.
-        best: StateKey | None = None
-        started: datetime | None = None
-        ended: datetime | None = None
-        for d in docs:
-            t = _utc(d["eventTime"])
-            key = state_key(d.get("eventType"), t, d["_id"])
-            if key is None:
-                continue
-            best = key if best is None or key > best else best
-            if key[2] == "START" and (started is None or t < started):
-                started = t
-            if key[2] in TERMINAL_STATES and (ended is None or t > ended):
-                ended = t
-        return RunSummary(
-            run_id=run_id,
-            job_namespace=namespace,
-            job_name=name,
-            state=None if best is None else best[2],
-            started_at=started,
-            ended_at=ended,
-            parent_run_id=pick_link(d.get("parentRunId") for d in docs),
-            state_time=None if best is None else best[1],
-            heartbeat_s=pick_interval(d.get("heartbeatS") for d in docs),
-        )
+    def _latest_run_ids(
+        self, jobs: Sequence[tuple[str, str]], as_of: datetime | None = None
+    ) -> dict[tuple[str, str], str]:
+        """Each job's latest run (by ``as_of`` when given): the run of its latest run event, the
+        least run id among equal times, to the microsecond as sql and graph order them. One
+        aggregate per namespace and ``_IN_BATCH`` jobs on ``lineage_job_time``: each job's events
+        of its newest millisecond, whose ``eventTimeRaw`` settles the order (and, in the
+        millisecond of ``as_of``, whether they count; where none does, the job is asked again
+        strictly before it)."""
+        wanted = sorted({(_text(ns, "namespace"), _text(nm, "name")) for ns, nm in jobs})
+        floor = None if as_of is None else _ms_floor(as_of)
+        bounds = [None] if floor is None else [{"$lte": floor}, {"$lt": floor}]
+        out: dict[tuple[str, str], str] = {}
+        for bound in bounds:
+            left: list[tuple[str, str]] = []
+            for ns, names in _namespace_batches(wanted):
+                # Equality and the $in alone in the first $match, the rest in a second: beside
+                # the $in, SecantusDB scans the collection for either (see the module docstring).
+                second: dict[str, Any] = {"runId": {"$type": "string"}}
+                if bound is not None:
+                    second["eventTime"] = bound
+                pipeline: list[dict[str, Any]] = [
+                    {"$match": {"job.namespace": ns, "job.name": {"$in": names}}},
+                    {"$match": second},
+                    {
+                        "$group": {
+                            "_id": {"n": "$job.name", "t": "$eventTime"},
+                            "ev": {"$push": {"run": "$runId", "raw": "$eventTimeRaw"}},
+                        }
+                    },
+                    {"$sort": {"_id.n": 1, "_id.t": -1}},
+                    {"$group": {"_id": "$_id.n", "ev": {"$first": "$ev"}}},
+                ]
+                for row in self._aggregate(pipeline):
+                    job = (ns, row["_id"])
+                    times = ((parse_event_time(e["raw"]), e["run"]) for e in row["ev"])
+                    counted = [(t, run) for t, run in times if as_of is None or t <= as_of]
+                    if not counted:
+                        left.append(job)  # its newest millisecond is as_of's, all after as_of
+                        continue
+                    latest = max(t for t, _ in counted)
+                    out[job] = min(run for t, run in counted if t == latest)
+            wanted = left
+            if not wanted:
+                break
+        return out
+
+    def _latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        """Each job's latest run (:meth:`_latest_run_ids`), its events folded by the rules of
+        ``models.run_state``: their events read on ``lineage_run_time``, ``_IN_BATCH`` runs a
+        query."""
+        latest = self._latest_run_ids(jobs)
+        runs = sorted(set(latest.values()))
+        fields = {"runId": 1, "eventTime": 1, "eventType": 1, "parentRunId": 1, "heartbeatS": 1}
+        docs_of: dict[str, list[dict[str, Any]]] = {}
+        for batch in _batches(runs):
+            with self._errors("find"):
+                docs = self.collection.find({"runId": {"$in": batch}}, fields)
+                for doc in docs:
+                    docs_of.setdefault(doc["runId"], []).append(doc)
+        return {
+            job: _run_summary(run_id, *job, docs_of.get(run_id, []))
+            for job, run_id in latest.items()
+        }
 
     def jobs(
         self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
@@ -1091,13 +1071,14 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         page = names[offset : offset + limit]
         ins = self._job_datasets(page, "input") if page else set()
         outs = self._job_datasets(page, "output") if page else set()
+        runs = self._latest_runs(page)
         out: list[JobSummary] = []
         for ns, n in page:
             out.append(
                 JobSummary(
                     ns,
                     n,
-                    self._latest_run(ns, n),
+                    runs.get((ns, n)),
                     tuple(sorted((d, dn) for j, jn, d, dn in ins if (j, jn) == (ns, n))),
                     tuple(sorted((d, dn) for j, jn, d, dn in outs if (j, jn) == (ns, n))),
                 )
@@ -1110,6 +1091,23 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         check_page(limit, offset)
         names = [p for p in self._dataset_names() if namespace is None or p[0] == namespace]
         return Page(names[offset : offset + limit], len(names))
+
+    def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
+        ns, nm = _text(namespace, "namespace"), _text(name, "name")
+        with self._errors("find"):
+            if node_type == "JOB":
+                for field in ("job", "parentJob"):  # lineage_job_time, lineage_parent_job
+                    query = {f"{field}.namespace": ns, f"{field}.name": nm}
+                    if self.collection.find_one(query, {"_id": 1}) is not None:
+                        return True
+                return False
+            # On lineage_datasets; the pair is checked here, not by $elemMatch (see the module
+            # docstring): an event may name the namespace and the name in two datasets.
+            query = {"datasets.namespace": ns, "datasets.name": nm}
+            for doc in self.collection.find(query, {"datasets": 1}).batch_size(20):
+                if any(d.get("namespace") == ns and d.get("name") == nm for d in doc["datasets"]):
+                    return True
+            return False
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         needle = _text(text, "text").lower()
@@ -1200,12 +1198,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         return Page((json.loads(d["raw"]) for d in docs), total)
 
     def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
-        out: dict[tuple[str, str], RunSummary] = {}
-        for ns, nm in sorted(set(jobs)):
-            run = self._latest_run(ns, nm)
-            if run is not None:
-                out[(ns, nm)] = run
-        return out
+        return self._latest_runs(jobs)
 
     # -- portability: raw events in (event time, event id) order (lineage_sdk.collector.portability)
 
@@ -1301,8 +1294,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         found: set[str] = set()
         ids = sorted({_text(i, "event id") for i in event_ids})
         with self._errors("find"):
-            for start in range(0, len(ids), 1000):
-                chunk = ids[start : start + 1000]
+            for chunk in _batches(ids):
                 found.update(
                     d["_id"] for d in self.collection.find({"_id": {"$in": chunk}}, {"_id": 1})
                 )
@@ -1321,8 +1313,8 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             return []
         found: list[dict[str, Any]] = []
         with self._errors("find"):
-            for start in range(0, len(keys), 500):
-                query = {"colkeys": {"$in": keys[start : start + 500]}}
+            for batch in _batches(keys):
+                query = {"colkeys": {"$in": batch}}
                 found.extend(self.collection.find(query, {"columns": 1, "columnsRank": 1}))
         return found
 
@@ -1390,8 +1382,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         self._hold_deletion_lease(bump=True)
         removed = 0
         touched: set[_Edge] = set()
-        for start in range(0, len(ids), 1000):
-            chunk = ids[start : start + 1000]
+        for chunk in _batches(ids):
             with self._errors("delete_many"):
                 for doc in self.collection.find({"_id": {"$in": chunk}}, {"job": 1, "datasets": 1}):
                     touched.update(_stated_edges(doc))
@@ -1483,12 +1474,52 @@ class _ErrorMapper:
         return False
 
 
-def _by_namespace(keys: list[tuple[str, str]]) -> dict[str, list[str]]:
-    """Names grouped by namespace, in a stable order: one indexed query per namespace."""
+def _batches(items: Sequence[str]) -> Iterator[list[str]]:
+    """``items`` in lists of at most ``_IN_BATCH``: the values of one ``$in``."""
+    for start in range(0, len(items), _IN_BATCH):
+        yield list(items[start : start + _IN_BATCH])
+
+
+def _namespace_batches(keys: Iterable[tuple[str, str]]) -> Iterator[tuple[str, list[str]]]:
+    """(namespace, names) in a stable order, at most ``_IN_BATCH`` names each: one indexed query
+    per namespace and batch."""
     groups: dict[str, list[str]] = {}
     for ns, name in sorted(set(keys)):
         groups.setdefault(ns, []).append(name)
-    return groups
+    for ns, names in groups.items():
+        for batch in _batches(names):
+            yield ns, batch
+
+
+def _run_summary(
+    run_id: str, namespace: str, name: str, docs: Sequence[Mapping[str, Any]]
+) -> RunSummary:
+    """One run of a job as its events state it (the rules of ``lineage_sdk.models.run_state``,
+    as ``runs_of_job`` folds them)."""
+    best: StateKey | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    for d in docs:
+        t = _utc(d["eventTime"])
+        key = state_key(d.get("eventType"), t, d["_id"])
+        if key is None:
+            continue
+        best = key if best is None or key > best else best
+        if key[2] == "START" and (started is None or t < started):
+            started = t
+        if key[2] in TERMINAL_STATES and (ended is None or t > ended):
+            ended = t
+    return RunSummary(
+        run_id=run_id,
+        job_namespace=namespace,
+        job_name=name,
+        state=None if best is None else best[2],
+        started_at=started,
+        ended_at=ended,
+        parent_run_id=pick_link(d.get("parentRunId") for d in docs),
+        state_time=None if best is None else best[1],
+        heartbeat_s=pick_interval(d.get("heartbeatS") for d in docs),
+    )
 
 
 def _uri_database(uri: str) -> str | None:

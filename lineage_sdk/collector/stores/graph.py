@@ -598,6 +598,8 @@ _EVENTS_COUNT = "RETURN count(e) AS total\n"
 
 _NAMESPACES_DATASETS = "MATCH (d:Dataset) RETURN DISTINCT d.namespace AS namespace"
 
+_HAS_JOB = "MATCH (n:Job {key: $key}) RETURN count(n) AS found"
+_HAS_DATASET = "MATCH (n:Dataset {key: $key}) RETURN count(n) AS found"
 _SEARCH_JOBS = """
 MATCH (j:Job) WHERE toLower(j.name) CONTAINS $text OR toLower(j.namespace) CONTAINS $text
 RETURN j.namespace AS namespace, j.name AS name ORDER BY namespace, name LIMIT $limit
@@ -1206,6 +1208,11 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         }
         rows, total = self._page(_DATASETS, _COUNT_DATASETS, params)
         return Page([(r["namespace"], r["name"]) for r in rows], total)
+
+    def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
+        query = _HAS_JOB if node_type == "JOB" else _HAS_DATASET
+        rows = self.runner.run(query, {"key": name_key(_text(namespace), _text(name))})
+        return bool(rows) and rows[0]["found"] > 0
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         params = {"text": _text(text).lower(), "limit": _limit(limit)}

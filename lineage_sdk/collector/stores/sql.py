@@ -1159,6 +1159,13 @@ class SqlStore(BaseLineageStore):
                 count=lambda: self._count(conn, query),
             )
 
+    def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
+        table = self.t["jobs" if node_type == "JOB" else "datasets"]
+        key_col = table.c.job_key if node_type == "JOB" else table.c.dataset_key
+        query = sa.select(key_col).where(key_col == name_key(namespace, name))
+        with self.engine.connect() as conn:
+            return conn.execute(query).first() is not None
+
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         pattern = f"%{escaped}%"
