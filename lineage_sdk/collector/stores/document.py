@@ -1045,7 +1045,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 break
         return out
 
-    def _latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
         """Each job's latest run (:meth:`_latest_run_ids`), its events folded by the rules of
         ``models.run_state``: their events read on ``lineage_run_time``, ``_IN_BATCH`` runs a
         query."""
@@ -1071,7 +1071,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         page = names[offset : offset + limit]
         ins = self._job_datasets(page, "input") if page else set()
         outs = self._job_datasets(page, "output") if page else set()
-        runs = self._latest_runs(page)
+        runs = self.latest_runs(page)
         out: list[JobSummary] = []
         for ns, n in page:
             out.append(
@@ -1196,9 +1196,6 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 else self.collection.count_documents(query)
             )
         return Page((json.loads(d["raw"]) for d in docs), total)
-
-    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
-        return self._latest_runs(jobs)
 
     # -- portability: raw events in (event time, event id) order (lineage_sdk.collector.portability)
 

@@ -1160,11 +1160,9 @@ class SqlStore(BaseLineageStore):
             )
 
     def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
-        table = self.t["jobs" if node_type == "JOB" else "datasets"]
-        key_col = table.c.job_key if node_type == "JOB" else table.c.dataset_key
-        query = sa.select(key_col).where(key_col == name_key(namespace, name))
+        table = "jobs" if node_type == "JOB" else "datasets"
         with self.engine.connect() as conn:
-            return conn.execute(query).first() is not None
+            return bool(self._names(conn, table, [name_key(namespace, name)]))
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
