@@ -4,6 +4,7 @@ waits for the write in flight and acks it (checked with a store that holds its w
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -59,15 +60,19 @@ def _spy_acks(monkeypatch: pytest.MonkeyPatch, store: _GatedStore) -> list[tuple
 
 
 def test_messages_are_acked_only_after_their_write_finished(make_config, monkeypatch):
-    config = make_config(collector={"batch_size": 5, "batch_timeout_ms": 20, "prefetch": 50})
+    # A long batch timeout: batches close on size, so the held first one has at least five
+    # messages (on a loaded machine a 20 ms timeout closed it at four, and the consumer, busy
+    # with the held write, never received a fifth).
+    config = make_config(collector={"batch_size": 5, "batch_timeout_ms": 10000, "prefetch": 50})
     store = _GatedStore()
     acks = _spy_acks(monkeypatch, store)
     events = [run_event(job=f"gated{i}") for i in range(20)]
     with running(config, LineageManager(config, stores=[store])) as collector:
         publish(config.collector_topic, [(dumps(e), json_props()) for e in events])
         assert store.entered.wait(20)
+        assert collector.metrics.messages_consumed._value.get() >= 5
         # the first write is held: nothing may be acked meanwhile
-        wait_until(lambda: collector.metrics.messages_consumed._value.get() >= 5, 20)
+        time.sleep(0.5)
         assert acks == []
         store.gate.set()
         wait_until(lambda: len(store.written) == len(events), 20, message="all written")
