@@ -34,6 +34,11 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
   Each kind takes ``--queries`` samples or ``--query-seconds``, whichever comes first. Every
   read takes ``nodeLimit`` ``--node-limit`` (1,000, the API's default); ``--unbounded`` measures
   without (the store walks unlimited, the API at its largest, 100,000), kept as its own figures.
+* ``catalogue``: the browsing reads over the store object (``namespaces``, a first and a middle
+  page of 100 jobs and of 100 datasets, a ``search`` that matches and one that matches nothing,
+  so reads every name), each asked ``CATALOGUE_REPEATS`` times, the median reported. On the
+  document store each is asked once more the way the store answered before its nodes collection
+  (grouping the events), the same run's baseline.
 * ``retention``: on a copy (SQLite: the file; PostgreSQL: ``CREATE DATABASE .. TEMPLATE``),
   ``purge_older_than`` of the oldest 10% of the loaded events with a writer alongside, against
   the writer alone before and after (``bench_retention``'s loop).
@@ -822,6 +827,55 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
             _drop_pg(f"{stores.pg_name}_retention")
 
 
+# ---------------------------------------------------------------------------------------- catalogue
+
+CATALOGUE_REPEATS = 5
+
+
+def catalogue(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
+    """The browsing reads, timed over the store object (median of ``CATALOGUE_REPEATS``)."""
+    if not results.get(kind, "loaded", 0):
+        print(f"catalogue: {kind} skipped (not loaded)")
+        return
+    load_avg = phase(f"catalogue {kind}")
+    store = stores.open(kind)
+    jobs, datasets = store.jobs(JOB_NS, limit=1).total, store.datasets(NS, limit=1).total
+    asks: dict[str, Callable[[], Any]] = {
+        "namespaces": lambda: store.namespaces(limit=100),
+        "jobs_first_page": lambda: store.jobs(JOB_NS, limit=100),
+        "jobs_middle_page": lambda: store.jobs(JOB_NS, limit=100, offset=jobs // 2),
+        "datasets_first_page": lambda: store.datasets(NS, limit=100),
+        "datasets_middle_page": lambda: store.datasets(NS, limit=100, offset=datasets // 2),
+        "search_hit": lambda: store.search(graph.job(LAYERS // 2, 42), limit=50),
+        "search_miss": lambda: store.search("no such name", limit=50),
+    }
+    fig: dict[str, Any] = {"jobs": jobs, "datasets": datasets, "load": load_avg}
+
+    def timed(ask: Callable[[], Any]) -> tuple[float, Any]:
+        started = time.perf_counter()
+        answer = ask()
+        return round((time.perf_counter() - started) * 1000, 1), answer
+
+    for name, ask in asks.items():
+        samples = [timed(ask) for _ in range(CATALOGUE_REPEATS)]
+        fig[name] = statistics.median(ms for ms, _ in samples)
+        print(f"  {kind} {name}: {fig[name]} ms (of {[ms for ms, _ in samples]})", flush=True)
+        if kind == "document":
+            # The same read as before the nodes collection: grouping every event.
+            store._nodes_ready = lambda: False
+            try:
+                ms, before = timed(ask)
+            finally:
+                del store._nodes_ready
+            same = before == samples[0][1] and getattr(before, "total", 0) == getattr(
+                samples[0][1], "total", 0
+            )
+            fig[f"{name}_grouped"] = ms
+            fig[f"{name}_same"] = same
+            print(f"  {kind} {name} by grouping the events: {ms} ms, same answer: {same}")
+    results.put(kind, "catalogue", fig)
+
+
 # ------------------------------------------------------------------------------------------- report
 
 
@@ -854,6 +908,19 @@ def table(results: Results) -> str:
         )
         rows.append((f"asOf d10 without HTTP p50/p95/p99 ms ({tag})", _pcts(label, "asof_store")))
         rows.append((f"load average at query ({tag})", _get(label, "load")))
+    for key in (
+        "namespaces",
+        "jobs_first_page",
+        "jobs_middle_page",
+        "datasets_first_page",
+        "datasets_middle_page",
+        "search_hit",
+        "search_miss",
+    ):
+        rows.append((f"catalogue: {key} ms (median)", _get("catalogue", key)))
+        rows.append(
+            (f"catalogue: {key} ms, grouping the events", _get("catalogue", f"{key}_grouped"))
+        )
     for key, name in (
         ("removed", "retention: events removed"),
         ("removed_per_s", "retention: removed events/s"),
@@ -983,6 +1050,8 @@ def main(argv: list[str] | None = None) -> int:
                 roundtrip(kind, stores, results, args)
             if "query" in phases:
                 query(kind, stores, graph, results, args)
+            if "catalogue" in phases:
+                catalogue(kind, stores, graph, results, args)
             if "retention" in phases:
                 retention(kind, stores, graph, results, args)
             stores.close_stores()

@@ -27,6 +27,16 @@ query per hop instead of aggregating the events)::
      firstSeenUs: <least event time stating it, integer microseconds since the epoch>,
      v: <version, bumped by every write>, born: <random, set when the document is created>}
 
+And ``<collection>_nodes``: one document per job and dataset the events name (a run's job, its
+parent job, every dataset), what the catalogue reads list (``namespaces``, ``jobs``,
+``datasets``, ``search``) page by page on an index instead of grouping every event::
+
+    {_id: <digest of kind and names>, kind: "JOB"|"DATASET", ns, n, v: <version>, born}
+
+Written like the edges (after the events, skipped when known), removed after a deletion when no
+remaining event names the node (compare-and-set on ``v`` and ``born``), derived at ``open`` for
+a database from before them; until that has finished, the reads group the events as before.
+
 ``firstSeenUs`` is exact to the microsecond (a BSON date holds milliseconds), so ``asOf`` lineage
 is the walk of the edges first seen by then and equals history's fold of the raw events
 (:meth:`DocumentLineageStore.lineage_as_of`). Kept by the writes (``$min``), recomputed from the
@@ -37,7 +47,7 @@ equality then ``$in`` on ``lineage_edge_j`` (job ns, role, job name) or ``lineag
 Writes are ``insert_many(ordered=False)``: duplicate-key errors (E11000) are the idempotency working
 and are ignored; every other error raises :class:`~lineage_sdk.exceptions.StoreError`. The events
 go first, their edges after (a bulk upsert of those this store has not written at that time or
-earlier, see ``_edges_to_write``), so a deletion that recomputes an edge sees the event or is told
+earlier, see ``_to_write``), so a deletion that recomputes an edge sees the event or is told
 by the edge's version.
 
 Reads are written so that a simple planner can use the indexes too: each ``$match`` that opens a
@@ -58,7 +68,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
@@ -138,7 +148,10 @@ _INT64 = (-(2**63), 2**63 - 1)
 _SCALARS = frozenset({str, float, bool, type(None)})
 #: A job edge: (job namespace, job name, dataset namespace, dataset name, role).
 _Edge = tuple[str, str, str, str, str]
-#: The ``_id`` of the edges collection's backfill marker (edge ids are hex digests, never this).
+#: A catalogue node: (its type, namespace, name).
+_Node = tuple[NodeType, str, str]
+#: The ``_id`` of the edges' and the nodes' backfill markers (their ids are hex digests, never
+#: this).
 _BACKFILL = "backfill"
 #: The ``_id`` of the deletions marker: ``gen``, bumped by every deletion (it empties the
 #: writers' caches of known edges), and ``until``, a lease until which one may be running
@@ -304,9 +317,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         self._collection_name = collection_name
         self._client: Any = None
         self._collection: Any = None
-        # edge -> a time its document's firstSeenUs is known to be at most, as of deletion
-        # generation _known_gen: edges a batch need not upsert again (see _edges_to_write)
-        self._known: dict[_Edge, int] = {}
+        # edge -> a time its document's firstSeenUs is known to be at most (node -> 0: its
+        # document exists), as of deletion generation _known_gen: what a batch need not upsert
+        # again (see _to_write)
+        self._known: dict[_Edge | _Node, int] = {}
         self._known_gen: Any = None
 
     @classmethod
@@ -407,7 +421,13 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             for end in ("j", "d"):
                 keys = [(f"{end}ns", ASCENDING), ("role", ASCENDING), (f"{end}n", ASCENDING)]
                 self.edges.create_index(keys, name=f"lineage_edge_{end}")
-        self._backfill_edges()
+            # The catalogue: a kind's nodes in (namespace, name) order, and the namespaces.
+            self.nodes.create_index(
+                [("kind", ASCENDING), ("ns", ASCENDING), ("n", ASCENDING)], name="lineage_node"
+            )
+            self.nodes.create_index([("ns", ASCENDING)], name="lineage_node_ns")
+        self._backfill(self.edges, self._edges_of_docs)
+        self._backfill(self.nodes, self._nodes_of_docs)
 
     def check(self) -> None:
         with self._errors("ping"):
@@ -484,11 +504,11 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         return doc
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
-        """Insert the events, then upsert the job edges they state (:meth:`_upsert_edges`):
-        every stored one, redelivered ones too, so a batch retried after a failure between
-        the two writes still leaves its edges. Events first, so a deletion recomputing an edge
-        from the events either sees the event or is told by the edge's version (see
-        :meth:`_refresh_edges`)."""
+        """Insert the events, then upsert the job edges and nodes they state
+        (:meth:`_upsert_edges`, :meth:`_upsert_nodes`): every stored one's, redelivered ones'
+        too, so a batch retried after a failure between the writes still leaves them. Events
+        first, so a deletion recomputing an edge or a node from the events either sees the
+        event or is told by the version (see :meth:`_refresh_edges`)."""
         if not records:
             return
         from pymongo.errors import BulkWriteError
@@ -526,16 +546,21 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 )
                 failed = {e.get("index") for e in others}
         found: dict[_Edge, int] = {}
+        named: set[_Node] = set()
         for index, (doc, when) in enumerate(zip(docs, times, strict=True)):
-            if index not in failed:  # the stored events' edges, even when others failed
+            if index not in failed:  # the stored events' edges and nodes, even when others failed
                 _earliest(found, doc, when)
-        writes, gen = self._edges_to_write(found)
-        self._upsert_edges(writes)
+                named.update(_stated_nodes(doc))
+        stated: dict[_Edge | _Node, int] = {**dict.fromkeys(named, 0)}
+        stated.update(found.items())
+        writes, gen = self._to_write(stated)
+        self._upsert_edges({e: t for e, t in writes.items() if len(e) == 5})
+        self._upsert_nodes([n for n in writes if len(n) == 3])
         if gen is not None:
             if len(self._known) + len(writes) > _KNOWN_LIMIT:
                 self._known.clear()
-            for edge, when in writes.items():
-                self._known[edge] = min(self._known.get(edge, when), when)
+            for item, when in writes.items():
+                self._known[item] = min(self._known.get(item, when), when)
         if failure is not None:
             raise failure from cause
 
@@ -546,20 +571,27 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         """The pymongo collection of job edges, ``<collection_name>_edges`` beside the events."""
         return self.collection.database[f"{self._collection_name}_edges"]
 
+    @property
+    def nodes(self) -> Any:
+        """The pymongo collection of jobs and datasets, ``<collection_name>_nodes``."""
+        return self.collection.database[f"{self._collection_name}_nodes"]
+
     def drop(self) -> None:
-        """Drop the events and the edges (tests and benchmarks clean up with this)."""
+        """Drop the events, the edges and the nodes (tests and benchmarks clean up with this)."""
         with self._errors("drop"):
             self.edges.drop()
+            self.nodes.drop()
             self.collection.drop()
 
-    def _edges_to_write(self, found: Mapping[_Edge, int]) -> tuple[dict[_Edge, int], Any]:
-        """Which of a batch's edges to upsert, and the deletion generation to remember them
-        under (None: remember nothing). Most batches restate edges this store has written
-        already (a job's next run), and an upsert costs the server about what inserting the
-        event does: those known to exist at that time or earlier are skipped, one ``find_one``
-        per batch instead. Safe against deletions: each bumps ``gen`` (emptying this cache)
-        and holds a lease while it runs (every edge is upserted then); one that starts after
-        this read reads the events after this batch's (inserted before it)."""
+    def _to_write(self, found: Mapping[_Edge | _Node, int]) -> tuple[dict[_Edge | _Node, int], Any]:
+        """Which of a batch's edges (with their times) and nodes (0) to upsert, and the deletion
+        generation to remember them under (None: remember nothing). Most batches restate edges
+        and nodes this store has written already (a job's next run), and an upsert costs the
+        server about what inserting the event does: those known to exist (an edge: at that time
+        or earlier) are skipped, one ``find_one`` per batch instead. Safe against deletions:
+        each bumps ``gen`` (emptying this cache) and holds a lease while it runs (everything is
+        upserted then); one that starts after this read reads the events after this batch's
+        (inserted before it)."""
         with self._errors("find_one"):
             marker = self.edges.find_one({"_id": _DELETIONS}) or {}
         gen = marker.get("gen", 0)
@@ -573,7 +605,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         return {e: t for e, t in found.items() if e not in known or known[e] > t}, gen
 
     def _hold_deletion_lease(self, bump: bool) -> None:
-        """Tell writers a deletion runs (:meth:`_edges_to_write`): ``gen`` bumped (``bump``) and
+        """Tell writers a deletion runs (:meth:`_to_write`): ``gen`` bumped (``bump``) and
         the lease extended to ``_LEASE`` from now."""
         update: dict[str, Any] = {"$max": {"until": datetime.now(UTC) + _LEASE}}
         if bump:
@@ -589,11 +621,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         if not found:
             return
         from pymongo import UpdateOne
-        from pymongo.errors import BulkWriteError
 
         ops = [
             UpdateOne(
-                {"_id": _edge_id(edge)},
+                {"_id": _doc_id(edge)},
                 {
                     "$min": {"firstSeenUs": when},
                     "$inc": {"v": 1},
@@ -610,16 +641,45 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             )
             for edge, when in sorted(found.items())
         ]
+        self._bulk_upsert(self.edges, ops, "upsert edges")
+
+    def _upsert_nodes(self, named: Iterable[_Node]) -> None:
+        """Upsert each node; ``$inc`` bumps the version a deletion's compare-and-set reads, and
+        ``born`` tells a recreated node from the one a deletion read (as for the edges)."""
+        from pymongo import UpdateOne
+
+        ops = [
+            UpdateOne(
+                {"_id": _doc_id(node)},
+                {
+                    "$inc": {"v": 1},
+                    "$setOnInsert": {
+                        "kind": node[0],
+                        "ns": node[1],
+                        "n": node[2],
+                        "born": os.urandom(8).hex(),
+                    },
+                },
+                upsert=True,
+            )
+            for node in sorted(named)
+        ]
+        self._bulk_upsert(self.nodes, ops, "upsert nodes")
+
+    def _bulk_upsert(self, collection: Any, ops: Sequence[Any], action: str) -> None:
+        """``ops`` (upserts) in unordered bulks of 1,000."""
+        from pymongo.errors import BulkWriteError
+
         for start in range(0, len(ops), 1000):
-            pending = ops[start : start + 1000]
+            pending = list(ops[start : start + 1000])
             for attempt in range(3):
                 try:
-                    with self._errors("upsert edges"):
-                        self.edges.bulk_write(pending, ordered=False)
+                    with self._errors(action):
+                        collection.bulk_write(pending, ordered=False)
                     break
                 except StoreError as exc:
-                    # Two writers inserting one new edge at once: the loser's upsert fails on
-                    # the unique _id and succeeds as an update when tried again.
+                    # Two writers inserting one new document at once: the loser's upsert fails
+                    # on the unique _id and succeeds as an update when tried again.
                     cause = exc.__cause__
                     errors = (
                         (cause.details or {}).get("writeErrors", [])
@@ -678,7 +738,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 self._hold_deletion_lease(bump=False)
                 held = time.monotonic()
             while pending:
-                ids = {_edge_id(edge): edge for edge in pending}
+                ids = {_doc_id(edge): edge for edge in pending}
                 with self._errors("find"):
                     current = {
                         d["_id"]: d
@@ -688,7 +748,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 least = self._least_times(job, pending)
                 missed: set[_Edge] = set()
                 for edge in sorted(pending):
-                    doc = current[_edge_id(edge)]
+                    doc = current[_doc_id(edge)]
                     cas = {"_id": doc["_id"], "v": doc.get("v"), "born": doc.get("born")}
                     with self._errors("refresh edge"):
                         if edge in least:
@@ -700,36 +760,75 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                         missed.add(edge)
                 pending = missed
 
-    def _backfill_edges(self, batch_size: int = 5000) -> None:
-        """Derive the edges of a database written before they existed, from its events: in
-        ``_id`` order, ``batch_size`` events at a time, the position kept in a marker document
-        after each batch. Resumable and safe to run twice or beside writers (``$min``). A
-        database with no events is marked done at once."""
-        with self._errors("backfill edges"):
-            marker = self.edges.find_one({"_id": _BACKFILL})
+    def _refresh_nodes(self, touched: Iterable[_Node]) -> None:
+        """Remove each touched node that no stored event names any more, after events were
+        deleted. Compare-and-set, as :meth:`_refresh_edges` (the version is read before the
+        events): a writer inserts its event before it upserts the node, so a check that missed
+        a new event fails its compare-and-set, or is followed by that writer's upsert."""
+        pending = sorted(set(touched))
+        held = time.monotonic()
+        while pending:
+            missed: list[_Node] = []
+            for start in range(0, len(pending), _IN_BATCH):
+                if time.monotonic() - held > _LEASE.total_seconds() / 2:
+                    self._hold_deletion_lease(bump=False)
+                    held = time.monotonic()
+                ids = {_doc_id(node): node for node in pending[start : start + _IN_BATCH]}
+                with self._errors("find"):
+                    current = {
+                        d["_id"]: d
+                        for d in self.nodes.find({"_id": {"$in": sorted(ids)}}, {"v": 1, "born": 1})
+                    }
+                for key, (kind, ns, name) in ids.items():
+                    doc = current.get(key)
+                    if doc is None or self.has_node(kind, ns, name):
+                        continue
+                    cas = {"_id": key, "v": doc.get("v"), "born": doc.get("born")}
+                    with self._errors("refresh node"):
+                        if self.nodes.delete_one(cas).deleted_count != 1:
+                            missed.append((kind, ns, name))
+            pending = missed
+
+    def _backfill(
+        self, into: Any, derive: Callable[[list[dict[str, Any]]], None], batch_size: int = 5000
+    ) -> None:
+        """Derive what ``into`` (the edges or the nodes) holds for a database written before it
+        existed, from its events: in ``_id`` order, ``batch_size`` events at a time (``derive``
+        upserts theirs), the position kept in a marker document after each batch. Resumable and
+        safe to run twice or beside writers (upserts). A database with no events is marked done
+        at once."""
+        with self._errors(f"backfill {into.name}"):
+            marker = into.find_one({"_id": _BACKFILL})
             if marker is not None and marker.get("done"):
                 return
             after = None if marker is None else marker.get("after")
             if after is None and self.collection.find_one({}, {"_id": 1}) is None:
-                self.edges.update_one({"_id": _BACKFILL}, {"$set": {"done": True}}, upsert=True)
+                into.update_one({"_id": _BACKFILL}, {"$set": {"done": True}}, upsert=True)
                 return
-            _log.info("deriving the job edges of %s from its events", self._collection_name)
-            fields = {"job": 1, "datasets": 1, "eventTimeRaw": 1}
+            _log.info("deriving %s from the events of %s", into.name, self._collection_name)
+            fields = {"job": 1, "parentJob": 1, "datasets": 1, "eventTimeRaw": 1}
             while True:
                 query = {} if after is None else {"_id": {"$gt": after}}
                 docs = list(
                     self.collection.find(query, fields).sort([("_id", 1)]).limit(batch_size)
                 )
-                found: dict[_Edge, int] = {}
-                for doc in docs:
-                    _earliest(found, doc, _micros(_raw_time(doc)))
-                self._upsert_edges(found)
+                derive(docs)
                 after = docs[-1]["_id"] if docs else after
                 done = len(docs) < batch_size
-                state = {"done": done, "after": after}
-                self.edges.update_one({"_id": _BACKFILL}, {"$set": state}, upsert=True)
+                into.update_one(
+                    {"_id": _BACKFILL}, {"$set": {"done": done, "after": after}}, upsert=True
+                )
                 if done:
                     return
+
+    def _edges_of_docs(self, docs: list[dict[str, Any]]) -> None:
+        found: dict[_Edge, int] = {}
+        for doc in docs:
+            _earliest(found, doc, _micros(_raw_time(doc)))
+        self._upsert_edges(found)
+
+    def _nodes_of_docs(self, docs: list[dict[str, Any]]) -> None:
+        self._upsert_nodes({node for doc in docs for node in _stated_nodes(doc)})
 
     # -- queries
 
@@ -970,8 +1069,48 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         with self._errors("aggregate"):
             return list(self.collection.aggregate(pipeline))
 
+    def _nodes_ready(self) -> bool:
+        """Whether the nodes hold every event's (the backfill of :meth:`open` has finished)."""
+        with self._errors("find_one"):
+            marker = self.nodes.find_one({"_id": _BACKFILL}, {"done": 1})
+        return marker is not None and bool(marker.get("done"))
+
+    def _node_names(
+        self, kind: NodeType, namespace: str | None = None, *, offset: int = 0, limit: int = 0
+    ) -> Iterator[tuple[str, str]]:
+        """A kind's nodes (of one namespace), in (namespace, name) order, on ``lineage_node``;
+        ``offset`` and ``limit`` (0: no limit) applied by the server."""
+        with self._errors("find"):
+            cursor = self.nodes.find(self._node_query(kind, namespace), {"_id": 0, "ns": 1, "n": 1})
+            cursor = cursor.sort([("kind", 1), ("ns", 1), ("n", 1)]).skip(offset).limit(limit)
+            with cursor.batch_size(1000) as docs:
+                for doc in docs:
+                    yield doc["ns"], doc["n"]
+
+    @staticmethod
+    def _node_query(kind: NodeType, namespace: str | None) -> dict[str, Any]:
+        query: dict[str, Any] = {"kind": kind}
+        if namespace is not None:
+            query["ns"] = _text(namespace, "namespace")
+        return query
+
+    def _node_page(
+        self, kind: NodeType, namespace: str | None, limit: int, offset: int
+    ) -> Page[tuple[str, str]]:
+        """One page of a kind's nodes and their count, from the nodes when they are complete,
+        else (a backfill still running) by grouping the events."""
+        if not self._nodes_ready():
+            every = self._job_names() if kind == "JOB" else self._dataset_names()
+            names = [(ns, n) for ns, n in every if namespace is None or ns == namespace]
+            return Page(names[offset : offset + limit], len(names))
+        page = list(self._node_names(kind, namespace, offset=offset, limit=limit))
+        with self._errors("count"):
+            total = int(self.nodes.count_documents(self._node_query(kind, namespace)))
+        return Page(page, total)
+
     def _job_names(self) -> list[tuple[str, str]]:
-        """Every job named by an event, as a job or as a run's parent job."""
+        """Every job named by an event, as a job or as a run's parent job (grouping the events:
+        only until the nodes are complete)."""
         found: set[tuple[str, str]] = set()
         for field in ("job", "parentJob"):
             group = {"_id": {"ns": f"${field}.namespace", "n": f"${field}.name"}}
@@ -992,9 +1131,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
 
     def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]:
         check_page(limit, offset)
-        names = sorted(
-            {ns for ns, _ in self._job_names()} | {ns for ns, _ in self._dataset_names()}
-        )
+        if self._nodes_ready():
+            with self._errors("distinct"):
+                found = set(self.nodes.distinct("ns"))
+        else:
+            found = {ns for ns, _ in self._job_names()} | {ns for ns, _ in self._dataset_names()}
+        names = sorted(ns for ns in found if isinstance(ns, str))
         end = None if limit is None else offset + limit
         return Page(names[offset:end], len(names))
 
@@ -1067,8 +1209,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
     ) -> Page[JobSummary]:
         check_page(limit, offset)
-        names = [(ns, n) for ns, n in self._job_names() if namespace is None or ns == namespace]
-        page = names[offset : offset + limit]
+        page = self._node_page("JOB", namespace, limit, offset)
         ins = self._job_datasets(page, "input") if page else set()
         outs = self._job_datasets(page, "output") if page else set()
         runs = self.latest_runs(page)
@@ -1083,14 +1224,13 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                     tuple(sorted((d, dn) for j, jn, d, dn in outs if (j, jn) == (ns, n))),
                 )
             )
-        return Page(out, len(names))
+        return Page(out, page.total)
 
     def datasets(
         self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
     ) -> Page[tuple[str, str]]:
         check_page(limit, offset)
-        names = [p for p in self._dataset_names() if namespace is None or p[0] == namespace]
-        return Page(names[offset : offset + limit], len(names))
+        return self._node_page("DATASET", namespace, limit, offset)
 
     def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
         ns, nm = _text(namespace, "namespace"), _text(name, "name")
@@ -1111,11 +1251,22 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         needle = _text(text, "text").lower()
-        found: list[tuple[NodeType, str, str]] = [
-            ("JOB", ns, n) for ns, n in self._job_names() if needle in n.lower()
-        ]
-        found += [("DATASET", ns, n) for ns, n in self._dataset_names() if needle in n.lower()]
-        return found[:limit]
+        if not self._nodes_ready():
+            found: list[tuple[NodeType, str, str]] = [
+                ("JOB", ns, n) for ns, n in self._job_names() if needle in n.lower()
+            ]
+            found += [("DATASET", ns, n) for ns, n in self._dataset_names() if needle in n.lower()]
+            return found[:limit]
+        # Substring matches, as the sql store's LIKE: the names stream in index order and the
+        # read stops at ``limit``.
+        found = []
+        for kind in ("JOB", "DATASET"):
+            for ns, n in self._node_names(kind):
+                if len(found) >= limit:
+                    return found
+                if needle in n.lower():
+                    found.append((kind, ns, n))
+        return found
 
     # -- history: the raw events behind Marquez's versions, facets and event log
 
@@ -1370,22 +1521,27 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
 
     def delete_events(self, event_ids: Sequence[str]) -> int:
         """Remove these event documents, then recompute the job edges they stated from the
-        events that remain (:meth:`_refresh_edges`). Every other answer (runs, column lineage,
-        lists) is derived from the event documents when asked, so what the remaining documents
-        do not name is gone with them. Deleting twice is a no-op."""
+        events that remain (:meth:`_refresh_edges`) and remove the nodes they named that no
+        remaining event names (:meth:`_refresh_nodes`). Every other answer (runs, column
+        lineage) is derived from the event documents when asked, so what the remaining
+        documents do not name is gone with them. Deleting twice is a no-op."""
         ids = sorted({_text(i, "event id") for i in event_ids})
         if not ids:
             return 0
         self._hold_deletion_lease(bump=True)
         removed = 0
         touched: set[_Edge] = set()
+        named: set[_Node] = set()
+        fields = {"job": 1, "parentJob": 1, "datasets": 1}
         for chunk in _batches(ids):
             with self._errors("delete_many"):
-                for doc in self.collection.find({"_id": {"$in": chunk}}, {"job": 1, "datasets": 1}):
+                for doc in self.collection.find({"_id": {"$in": chunk}}, fields):
                     touched.update(_stated_edges(doc))
+                    named.update(_stated_nodes(doc))
                 result = self.collection.delete_many({"_id": {"$in": chunk}})
             removed += int(result.deleted_count)
         self._refresh_edges(touched)
+        self._refresh_nodes(named)
         return removed
 
     def job_events_up_to(
@@ -1549,9 +1705,10 @@ def _raw_time(doc: Mapping[str, Any]) -> datetime:
     return parse_event_time(doc["eventTimeRaw"])
 
 
-def _edge_id(edge: _Edge) -> str:
-    """The deterministic ``_id`` of a job edge: concurrent writers upsert one document."""
-    text = "\x1f".join(edge).encode("utf-8", "surrogatepass")
+def _doc_id(parts: _Edge | _Node) -> str:
+    """The deterministic ``_id`` of a job edge or a node: concurrent writers upsert one
+    document."""
+    text = "\x1f".join(parts).encode("utf-8", "surrogatepass")
     return hashlib.blake2b(text, digest_size=16).hexdigest()
 
 
@@ -1566,6 +1723,19 @@ def _stated_edges(doc: Mapping[str, Any]) -> Iterator[_Edge]:
         return
     for ref in doc.get("datasets") or ():
         yield (jns, jn, ref["namespace"], ref["name"], ref["role"])
+
+
+def _stated_nodes(doc: Mapping[str, Any]) -> Iterator[_Node]:
+    """The jobs and datasets an event document names: its job, its run's parent job, and every
+    dataset (what the catalogue lists)."""
+    for field in ("job", "parentJob"):
+        job = doc.get(field)
+        if isinstance(job, Mapping):
+            ns, name = job.get("namespace"), job.get("name")
+            if isinstance(ns, str) and isinstance(name, str):
+                yield ("JOB", ns, name)
+    for ref in doc.get("datasets") or ():
+        yield ("DATASET", ref["namespace"], ref["name"])
 
 
 def _earliest(found: dict[_Edge, int], doc: Mapping[str, Any], when: int) -> None:
