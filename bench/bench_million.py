@@ -37,8 +37,8 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
 * ``catalogue``: the browsing reads over the store object (``namespaces``, a first and a middle
   page of 100 jobs and of 100 datasets, a ``search`` that matches and one that matches nothing,
   so reads every name), each asked ``CATALOGUE_REPEATS`` times, the median reported. On the
-  document store each is asked once more the way the store answered before its nodes collection
-  (grouping the events), the same run's baseline.
+  document store ``GROUPED_BASELINE`` are asked once more the way the store answered before its
+  nodes collection (grouping the events), the same run's baseline.
 * ``retention``: on a copy (SQLite: the file; PostgreSQL: ``CREATE DATABASE .. TEMPLATE``),
   ``purge_older_than`` of the oldest 10% of the loaded events with a writer alongside, against
   the writer alone before and after (``bench_retention``'s loop).
@@ -282,7 +282,7 @@ class Stores:
             if self.secantus is None:
                 (self.data / "secantus").mkdir(exist_ok=True)
                 self.secantus = SecantusServer(storage_dir=self.data / "secantus")
-                self.secantus.start()
+                self.secantus.start(timeout=300)  # its start reads the whole data directory
             store = DocumentLineageStore(
                 ConnectionConfig(uri=self.secantus.uri, database="bench", timeout_ms=600_000),
                 collection_name="million",
@@ -830,6 +830,9 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
 # ---------------------------------------------------------------------------------------- catalogue
 
 CATALOGUE_REPEATS = 5
+#: The reads also asked by grouping the events on the document store (each takes minutes on
+#: SecantusDB at 200,000 events): all of them (namespaces), and the jobs alone.
+GROUPED_BASELINE = ("namespaces", "jobs_first_page")
 
 
 def catalogue(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
@@ -860,7 +863,7 @@ def catalogue(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         samples = [timed(ask) for _ in range(CATALOGUE_REPEATS)]
         fig[name] = statistics.median(ms for ms, _ in samples)
         print(f"  {kind} {name}: {fig[name]} ms (of {[ms for ms, _ in samples]})", flush=True)
-        if kind == "document":
+        if kind == "document" and name in GROUPED_BASELINE:
             # The same read as before the nodes collection: grouping every event.
             store._nodes_ready = lambda: False
             try:

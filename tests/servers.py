@@ -148,7 +148,9 @@ class SecantusServer:
     def uri(self) -> str:
         return f"mongodb://127.0.0.1:{self.port}/"
 
-    def start(self) -> None:
+    def start(self, timeout: float = 15.0) -> None:
+        """Start the server and wait ``timeout`` seconds at most for its port (a large data
+        directory takes longer: 200,000 events about 22 s)."""
         exe = shutil.which("secantusd-py") or str(Path(sys.executable).with_name("secantusd-py"))
         if not Path(exe).exists():
             raise RuntimeError(
@@ -174,7 +176,7 @@ class SecantusServer:
             )
         finally:
             log.close()
-        wait_for_port("127.0.0.1", self.port, proc=self.proc)
+        wait_for_port("127.0.0.1", self.port, timeout=timeout, proc=self.proc)
 
     def stop(self) -> None:
         """A clean shutdown (SIGTERM): the data in ``storage_dir`` is there after ``start``."""

@@ -128,7 +128,8 @@ def test_an_older_database_gets_its_nodes_at_open(document_store: DocumentLineag
     events = _corpus()
     document_store.write_batch(records(*events))
     want_nodes, want = _nodes_of(document_store), _answers(document_store)
-    assert len(want_nodes) == 30 + 30 + 30 + 2 + 2 + 1  # jobs, inputs, outputs, and the rest
+    # jobs, inputs, outputs, the rest, and the namespaces
+    assert len(want_nodes) == 30 + 30 + 30 + 2 + 2 + 1 + 9
     document_store.nodes.drop()
     assert _answers(document_store) == want  # grouped, until the backfill has run
     again = reopened(document_store)
@@ -155,12 +156,13 @@ def test_an_older_database_gets_its_nodes_at_open(document_store: DocumentLineag
 
 
 def _named(doc: dict[str, Any]) -> set[tuple[str, str, str]]:
-    """What an event document names, as the test reads it (job, parent job, datasets)."""
+    """What an event document names, as the test reads it (job, parent job, datasets, and
+    their namespaces)."""
     found = {("DATASET", d["namespace"], d["name"]) for d in doc.get("datasets", [])}
     for field in ("job", "parentJob"):
         if field in doc:
             found.add(("JOB", doc[field]["namespace"], doc[field]["name"]))
-    return found
+    return found | {("NAMESPACE", ns, "") for _, ns, _ in found}
 
 
 def test_a_deletion_removes_the_nodes_no_event_names(document_store: DocumentLineageStore) -> None:
@@ -179,6 +181,9 @@ def test_a_deletion_removes_the_nodes_no_event_names(document_store: DocumentLin
     assert ("JOB", "ns0", "Job00") not in names and ("JOB", "orch", "nightly") not in names
     assert ("DATASET", "db0", "table_0") in names  # the JobEvent names it too
     assert ("DATASET", "wh", "Out00") not in names
+    assert ("NAMESPACE", "orch", "") not in names  # its only job is gone
+    assert "orch" not in document_store.namespaces() and "ns0" in document_store.namespaces()
     assert document_store.search("nightly") == []
     document_store.write_batch([r for r in recs if r.job_name == "child"])
     assert document_store.search("nightly") == [("JOB", "orch", "nightly")]
+    assert "orch" in document_store.namespaces()

@@ -28,14 +28,17 @@ query per hop instead of aggregating the events)::
      v: <version, bumped by every write>, born: <random, set when the document is created>}
 
 And ``<collection>_nodes``: one document per job and dataset the events name (a run's job, its
-parent job, every dataset), what the catalogue reads list (``namespaces``, ``jobs``,
-``datasets``, ``search``) page by page on an index instead of grouping every event::
+parent job, every dataset) and per namespace of theirs, what the catalogue reads list
+(``namespaces``, ``jobs``, ``datasets``, ``search``) page by page on an index instead of
+grouping every event::
 
-    {_id: <digest of kind and names>, kind: "JOB"|"DATASET", ns, n, v: <version>, born}
+    {_id: <digest of kind and names>, kind: "JOB"|"DATASET"|"NAMESPACE", ns, n: <name, or "">,
+     v: <version>, born}
 
 Written like the edges (after the events, skipped when known), removed after a deletion when no
-remaining event names the node (compare-and-set on ``v`` and ``born``), derived at ``open`` for
-a database from before them; until that has finished, the reads group the events as before.
+remaining event names the node, or no remaining node is in the namespace (compare-and-set on
+``v`` and ``born``), derived at ``open`` for a database from before them; until that has
+finished, the reads group the events as before.
 
 ``firstSeenUs`` is exact to the microsecond (a BSON date holds milliseconds), so ``asOf`` lineage
 is the walk of the edges first seen by then and equals history's fold of the raw events
@@ -64,6 +67,7 @@ by time: 12 s hinted, 7 ms not, on 20,000 events); its planner finds the index b
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -148,8 +152,9 @@ _INT64 = (-(2**63), 2**63 - 1)
 _SCALARS = frozenset({str, float, bool, type(None)})
 #: A job edge: (job namespace, job name, dataset namespace, dataset name, role).
 _Edge = tuple[str, str, str, str, str]
-#: A catalogue node: (its type, namespace, name).
-_Node = tuple[NodeType, str, str]
+#: A catalogue node: (its type, namespace, name); a namespace is ("NAMESPACE", namespace, "").
+_Node = tuple[NodeType | Literal["NAMESPACE"], str, str]
+_NAMESPACE: Literal["NAMESPACE"] = "NAMESPACE"
 #: The ``_id`` of the edges' and the nodes' backfill markers (their ids are hex digests, never
 #: this).
 _BACKFILL = "backfill"
@@ -421,7 +426,8 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             for end in ("j", "d"):
                 keys = [(f"{end}ns", ASCENDING), ("role", ASCENDING), (f"{end}n", ASCENDING)]
                 self.edges.create_index(keys, name=f"lineage_edge_{end}")
-            # The catalogue: a kind's nodes in (namespace, name) order, and the namespaces.
+            # The catalogue: a kind's nodes in (namespace, name) order; whether a namespace
+            # still holds a node (after a deletion).
             self.nodes.create_index(
                 [("kind", ASCENDING), ("ns", ASCENDING), ("n", ASCENDING)], name="lineage_node"
             )
@@ -555,7 +561,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         stated.update(found.items())
         writes, gen = self._to_write(stated)
         self._upsert_edges({e: t for e, t in writes.items() if len(e) == 5})
-        self._upsert_nodes([n for n in writes if len(n) == 3])
+        nodes = [n for n in writes if len(n) == 3]
+        self._upsert_nodes([n for n in nodes if n[0] != _NAMESPACE])
+        self._upsert_nodes([n for n in nodes if n[0] == _NAMESPACE])  # after their nodes
         if gen is not None:
             if len(self._known) + len(writes) > _KNOWN_LIMIT:
                 self._known.clear()
@@ -761,11 +769,17 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 pending = missed
 
     def _refresh_nodes(self, touched: Iterable[_Node]) -> None:
-        """Remove each touched node that no stored event names any more, after events were
-        deleted. Compare-and-set, as :meth:`_refresh_edges` (the version is read before the
-        events): a writer inserts its event before it upserts the node, so a check that missed
-        a new event fails its compare-and-set, or is followed by that writer's upsert."""
-        pending = sorted(set(touched))
+        """Remove each touched node that no stored event names any more, then each touched
+        namespace that no remaining node is in, after events were deleted. Compare-and-set, as
+        :meth:`_refresh_edges` (the version is read before the events, or the nodes): a writer
+        inserts its event before it upserts the nodes, and those before the namespaces, so a
+        check that missed a new one fails its compare-and-set, or is followed by that writer's
+        upsert."""
+        touched = set(touched)
+        for kinds in (("JOB", "DATASET"), (_NAMESPACE,)):
+            self._remove_unnamed(sorted(n for n in touched if n[0] in kinds))
+
+    def _remove_unnamed(self, pending: list[_Node]) -> None:
         held = time.monotonic()
         while pending:
             missed: list[_Node] = []
@@ -781,13 +795,22 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                     }
                 for key, (kind, ns, name) in ids.items():
                     doc = current.get(key)
-                    if doc is None or self.has_node(kind, ns, name):
+                    if doc is None or self._still_named(kind, ns, name):
                         continue
                     cas = {"_id": key, "v": doc.get("v"), "born": doc.get("born")}
                     with self._errors("refresh node"):
                         if self.nodes.delete_one(cas).deleted_count != 1:
                             missed.append((kind, ns, name))
             pending = missed
+
+    def _still_named(self, kind: NodeType | Literal["NAMESPACE"], ns: str, name: str) -> bool:
+        """A job or dataset: whether an event names it; a namespace: whether a node is in it
+        (on ``lineage_node_ns``, the namespace's own document being one of the first two)."""
+        if kind != _NAMESPACE:
+            return self.has_node(kind, ns, name)
+        with self._errors("find"):
+            docs = list(self.nodes.find({"ns": ns}, {"kind": 1}).limit(2))
+        return any(d.get("kind") != _NAMESPACE for d in docs)
 
     def _backfill(
         self, into: Any, derive: Callable[[list[dict[str, Any]]], None], batch_size: int = 5000
@@ -796,7 +819,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         existed, from its events: in ``_id`` order, ``batch_size`` events at a time (``derive``
         upserts theirs), the position kept in a marker document after each batch. Resumable and
         safe to run twice or beside writers (upserts). A database with no events is marked done
-        at once."""
+        at once. One cursor reads them all, on the ``_id`` index: a query per batch (``_id``
+        after the last, sorted, unhinted) made SecantusDB scan and sort the rest of the
+        collection each time (200,000 events: still running after 17 minutes at 10 GB)."""
         with self._errors(f"backfill {into.name}"):
             marker = into.find_one({"_id": _BACKFILL})
             if marker is not None and marker.get("done"):
@@ -807,19 +832,15 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                 return
             _log.info("deriving %s from the events of %s", into.name, self._collection_name)
             fields = {"job": 1, "parentJob": 1, "datasets": 1, "eventTimeRaw": 1}
-            while True:
-                query = {} if after is None else {"_id": {"$gt": after}}
-                docs = list(
-                    self.collection.find(query, fields).sort([("_id", 1)]).limit(batch_size)
-                )
-                derive(docs)
-                after = docs[-1]["_id"] if docs else after
-                done = len(docs) < batch_size
-                into.update_one(
-                    {"_id": _BACKFILL}, {"$set": {"done": done, "after": after}}, upsert=True
-                )
-                if done:
-                    return
+            query = {} if after is None else {"_id": {"$gt": after}}
+            # Hinted: unhinted, SecantusDB scans and sorts the collection for the _id range.
+            cursor = self.collection.find(query, fields).sort([("_id", 1)]).hint([("_id", 1)])
+            with cursor.batch_size(batch_size) as docs:
+                while batch := list(itertools.islice(docs, batch_size)):
+                    derive(batch)
+                    state = {"done": False, "after": batch[-1]["_id"]}
+                    into.update_one({"_id": _BACKFILL}, {"$set": state}, upsert=True)
+            into.update_one({"_id": _BACKFILL}, {"$set": {"done": True}}, upsert=True)
 
     def _edges_of_docs(self, docs: list[dict[str, Any]]) -> None:
         found: dict[_Edge, int] = {}
@@ -828,7 +849,9 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         self._upsert_edges(found)
 
     def _nodes_of_docs(self, docs: list[dict[str, Any]]) -> None:
-        self._upsert_nodes({node for doc in docs for node in _stated_nodes(doc)})
+        nodes = {node for doc in docs for node in _stated_nodes(doc)}
+        self._upsert_nodes(n for n in nodes if n[0] != _NAMESPACE)
+        self._upsert_nodes(n for n in nodes if n[0] == _NAMESPACE)
 
     # -- queries
 
@@ -1076,7 +1099,12 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         return marker is not None and bool(marker.get("done"))
 
     def _node_names(
-        self, kind: NodeType, namespace: str | None = None, *, offset: int = 0, limit: int = 0
+        self,
+        kind: NodeType | Literal["NAMESPACE"],
+        namespace: str | None = None,
+        *,
+        offset: int = 0,
+        limit: int = 0,
     ) -> Iterator[tuple[str, str]]:
         """A kind's nodes (of one namespace), in (namespace, name) order, on ``lineage_node``;
         ``offset`` and ``limit`` (0: no limit) applied by the server."""
@@ -1088,7 +1116,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
                     yield doc["ns"], doc["n"]
 
     @staticmethod
-    def _node_query(kind: NodeType, namespace: str | None) -> dict[str, Any]:
+    def _node_query(kind: NodeType | Literal["NAMESPACE"], namespace: str | None) -> dict[str, Any]:
         query: dict[str, Any] = {"kind": kind}
         if namespace is not None:
             query["ns"] = _text(namespace, "namespace")
@@ -1132,8 +1160,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
     def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]:
         check_page(limit, offset)
         if self._nodes_ready():
-            with self._errors("distinct"):
-                found = set(self.nodes.distinct("ns"))
+            found = {ns for ns, _ in self._node_names(_NAMESPACE)}
         else:
             found = {ns for ns, _ in self._job_names()} | {ns for ns, _ in self._dataset_names()}
         names = sorted(ns for ns in found if isinstance(ns, str))
@@ -1725,17 +1752,20 @@ def _stated_edges(doc: Mapping[str, Any]) -> Iterator[_Edge]:
         yield (jns, jn, ref["namespace"], ref["name"], ref["role"])
 
 
-def _stated_nodes(doc: Mapping[str, Any]) -> Iterator[_Node]:
-    """The jobs and datasets an event document names: its job, its run's parent job, and every
-    dataset (what the catalogue lists)."""
+def _stated_nodes(doc: Mapping[str, Any]) -> set[_Node]:
+    """The jobs, datasets and namespaces an event document names: its job, its run's parent
+    job, every dataset, and their namespaces (what the catalogue lists)."""
+    found: set[_Node] = set()
     for field in ("job", "parentJob"):
         job = doc.get(field)
         if isinstance(job, Mapping):
             ns, name = job.get("namespace"), job.get("name")
             if isinstance(ns, str) and isinstance(name, str):
-                yield ("JOB", ns, name)
+                found.add(("JOB", ns, name))
     for ref in doc.get("datasets") or ():
-        yield ("DATASET", ref["namespace"], ref["name"])
+        found.add(("DATASET", ref["namespace"], ref["name"]))
+    found.update({(_NAMESPACE, ns, "") for _, ns, _ in found})
+    return found
 
 
 def _earliest(found: dict[_Edge, int], doc: Mapping[str, Any], when: int) -> None:
