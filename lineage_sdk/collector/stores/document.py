@@ -74,7 +74,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import orjson
@@ -155,6 +155,9 @@ _Edge = tuple[str, str, str, str, str]
 #: A catalogue node: (its type, namespace, name); a namespace is ("NAMESPACE", namespace, "").
 _Node = tuple[NodeType | Literal["NAMESPACE"], str, str]
 _NAMESPACE: Literal["NAMESPACE"] = "NAMESPACE"
+_T = TypeVar("_T")
+#: Jobs and datasets, then namespaces: the order nodes are written and removed in.
+_NODE_ORDER = (("JOB", "DATASET"), (_NAMESPACE,))
 #: The ``_id`` of the edges' and the nodes' backfill markers (their ids are hex digests, never
 #: this).
 _BACKFILL = "backfill"
@@ -561,9 +564,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         stated.update(found.items())
         writes, gen = self._to_write(stated)
         self._upsert_edges({e: t for e, t in writes.items() if len(e) == 5})
-        nodes = [n for n in writes if len(n) == 3]
-        self._upsert_nodes([n for n in nodes if n[0] != _NAMESPACE])
-        self._upsert_nodes([n for n in nodes if n[0] == _NAMESPACE])  # after their nodes
+        self._upsert_nodes([n for n in writes if len(n) == 3])
         if gen is not None:
             if len(self._known) + len(writes) > _KNOWN_LIMIT:
                 self._known.clear()
@@ -612,6 +613,21 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         known = self._known
         return {e: t for e, t in found.items() if e not in known or known[e] > t}, gen
 
+    def _renew_lease(self, held: float) -> float:
+        """Extend the deletion lease when half of it has passed since ``held`` (a monotonic
+        time); the time it was last extended."""
+        if time.monotonic() - held <= _LEASE.total_seconds() / 2:
+            return held
+        self._hold_deletion_lease(bump=False)
+        return time.monotonic()
+
+    def _versions(self, collection: Any, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``_id`` -> ``{v, born}`` of the edges or nodes of ``ids`` that exist: what a
+        deletion's compare-and-set matches."""
+        with self._errors("find"):
+            found = collection.find({"_id": {"$in": sorted(ids)}}, {"v": 1, "born": 1})
+            return {d["_id"]: d for d in found}
+
     def _hold_deletion_lease(self, bump: bool) -> None:
         """Tell writers a deletion runs (:meth:`_to_write`): ``gen`` bumped (``bump``) and
         the lease extended to ``_LEASE`` from now."""
@@ -652,27 +668,31 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         self._bulk_upsert(self.edges, ops, "upsert edges")
 
     def _upsert_nodes(self, named: Iterable[_Node]) -> None:
-        """Upsert each node; ``$inc`` bumps the version a deletion's compare-and-set reads, and
-        ``born`` tells a recreated node from the one a deletion read (as for the edges)."""
+        """Upsert each node, the jobs and datasets before their namespaces (a deletion's check
+        of a namespace reads its nodes: see :meth:`_refresh_nodes`); ``$inc`` bumps the version
+        a deletion's compare-and-set reads, and ``born`` tells a recreated node from the one a
+        deletion read (as for the edges)."""
         from pymongo import UpdateOne
 
-        ops = [
-            UpdateOne(
-                {"_id": _doc_id(node)},
-                {
-                    "$inc": {"v": 1},
-                    "$setOnInsert": {
-                        "kind": node[0],
-                        "ns": node[1],
-                        "n": node[2],
-                        "born": os.urandom(8).hex(),
+        named = set(named)
+        for kinds in _NODE_ORDER:
+            ops = [
+                UpdateOne(
+                    {"_id": _doc_id(node)},
+                    {
+                        "$inc": {"v": 1},
+                        "$setOnInsert": {
+                            "kind": node[0],
+                            "ns": node[1],
+                            "n": node[2],
+                            "born": os.urandom(8).hex(),
+                        },
                     },
-                },
-                upsert=True,
-            )
-            for node in sorted(named)
-        ]
-        self._bulk_upsert(self.nodes, ops, "upsert nodes")
+                    upsert=True,
+                )
+                for node in sorted(n for n in named if n[0] in kinds)
+            ]
+            self._bulk_upsert(self.nodes, ops, "upsert nodes")
 
     def _bulk_upsert(self, collection: Any, ops: Sequence[Any], action: str) -> None:
         """``ops`` (upserts) in unordered bulks of 1,000."""
@@ -742,16 +762,10 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             by_job.setdefault((edge[0], edge[1]), set()).add(edge)
         held = time.monotonic()
         for job, pending in sorted(by_job.items()):
-            if time.monotonic() - held > _LEASE.total_seconds() / 2:
-                self._hold_deletion_lease(bump=False)
-                held = time.monotonic()
+            held = self._renew_lease(held)
             while pending:
                 ids = {_doc_id(edge): edge for edge in pending}
-                with self._errors("find"):
-                    current = {
-                        d["_id"]: d
-                        for d in self.edges.find({"_id": {"$in": sorted(ids)}}, {"v": 1, "born": 1})
-                    }
+                current = self._versions(self.edges, ids)
                 pending = {edge for key, edge in ids.items() if key in current}
                 least = self._least_times(job, pending)
                 missed: set[_Edge] = set()
@@ -776,23 +790,17 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         check that missed a new one fails its compare-and-set, or is followed by that writer's
         upsert."""
         touched = set(touched)
-        for kinds in (("JOB", "DATASET"), (_NAMESPACE,)):
+        for kinds in _NODE_ORDER:
             self._remove_unnamed(sorted(n for n in touched if n[0] in kinds))
 
     def _remove_unnamed(self, pending: list[_Node]) -> None:
         held = time.monotonic()
         while pending:
             missed: list[_Node] = []
-            for start in range(0, len(pending), _IN_BATCH):
-                if time.monotonic() - held > _LEASE.total_seconds() / 2:
-                    self._hold_deletion_lease(bump=False)
-                    held = time.monotonic()
-                ids = {_doc_id(node): node for node in pending[start : start + _IN_BATCH]}
-                with self._errors("find"):
-                    current = {
-                        d["_id"]: d
-                        for d in self.nodes.find({"_id": {"$in": sorted(ids)}}, {"v": 1, "born": 1})
-                    }
+            for batch in _batches(pending):
+                held = self._renew_lease(held)
+                ids = {_doc_id(node): node for node in batch}
+                current = self._versions(self.nodes, ids)
                 for key, (kind, ns, name) in ids.items():
                     doc = current.get(key)
                     if doc is None or self._still_named(kind, ns, name):
@@ -849,9 +857,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         self._upsert_edges(found)
 
     def _nodes_of_docs(self, docs: list[dict[str, Any]]) -> None:
-        nodes = {node for doc in docs for node in _stated_nodes(doc)}
-        self._upsert_nodes(n for n in nodes if n[0] != _NAMESPACE)
-        self._upsert_nodes(n for n in nodes if n[0] == _NAMESPACE)
+        self._upsert_nodes({node for doc in docs for node in _stated_nodes(doc)})
 
     # -- queries
 
@@ -1654,7 +1660,7 @@ class _ErrorMapper:
         return False
 
 
-def _batches(items: Sequence[str]) -> Iterator[list[str]]:
+def _batches(items: Sequence[_T]) -> Iterator[list[_T]]:
     """``items`` in lists of at most ``_IN_BATCH``: the values of one ``$in``."""
     for start in range(0, len(items), _IN_BATCH):
         yield list(items[start : start + _IN_BATCH])
