@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_NODE_LIMIT",
     "BaseLineageStore",
     "ColumnGraph",
+    "DatasetNamespacesProtocol",
     "DatasetRef",
     "DatedLineageProtocol",
     "Direction",
@@ -672,6 +673,16 @@ class NodeLookupProtocol(Protocol):
     def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
         """Whether ``search`` would list this node: a job (of an event, or a run's parent job)
         or a dataset that some stored event names."""
+        ...
+
+
+@runtime_checkable
+class DatasetNamespacesProtocol(Protocol):
+    """The namespaces holding a dataset (Marquez's sources) in one read: paging every dataset
+    to collect them reads the whole catalogue, 1,000 names a query."""
+
+    def dataset_namespaces(self) -> list[str]:
+        """Sorted: each namespace that some recorded dataset is in."""
         ...
 
 

@@ -227,6 +227,9 @@ def test_read_only_app_answers_reads_and_refuses_ingest():
         graph = httpx.get(f"{server.url}/api/v1/lineage", params={"nodeId": "job:n:j"}).json()
         validate_marquez("LineageGraph", graph)
         assert graph["graph"][0]["data"]["latestRun"] == {"id": RUN, "state": "FAILED"}
+        # A catalog without dataset_namespaces: its sources from one dataset per namespace.
+        sources = httpx.get(f"{server.url}/api/v1/sources").json()["sources"]
+        assert [s["name"] for s in sources] == ["n"]
         # A store written before bounded queries (no node_limit) is still cut, after its walk.
         cut = httpx.get(
             f"{server.url}/api/v1/lineage", params={"nodeId": "job:n:j", "nodeLimit": 1}

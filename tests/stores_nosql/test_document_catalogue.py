@@ -66,6 +66,7 @@ def _answers(store: DocumentLineageStore) -> dict[str, Any]:
             )
             datasets = store.datasets(ns, limit=limit, offset=offset)
             out[f"datasets {ns} {limit} {offset}"] = (list(datasets), datasets.total)
+    out["dataset namespaces"] = store.dataset_namespaces()
     for text in ("", "job0", "OUT", "table_1", "nightly", "declared", "files", "zzz"):
         for limit in (1, 5, 50):
             out[f"search {text} {limit}"] = store.search(text, limit=limit)

@@ -176,6 +176,9 @@ def snapshot(store: Any) -> dict[str, Any]:
     for what in ("namespaces", "datasets"):
         out[what] = sorted(map(tuple, getattr(store, what)(limit=1000)))
     out["jobs"] = sorted((j.namespace, j.name) for j in store.jobs(limit=1000))
+    # Marquez's sources, in one read: exactly the namespaces of the datasets listed.
+    out["dataset namespaces"] = store.dataset_namespaces()
+    assert out["dataset namespaces"] == sorted({ns for ns, _ in out["datasets"]})
     # Static lineage: what the JobEvents and DatasetEvents of every node still say.
     jobs = [tuple(n.split(":", 2)[1:]) for n in NODES if n.startswith("job:")]
     jobs.append(("ns1", "static"))

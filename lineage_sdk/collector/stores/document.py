@@ -1173,6 +1173,17 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         end = None if limit is None else offset + limit
         return Page(names[offset:end], len(names))
 
+    def dataset_namespaces(self) -> list[str]:
+        """From the nodes: per namespace node, one dataset node looked up on ``lineage_node``."""
+        if not self._nodes_ready():
+            return sorted({ns for ns, _ in self._dataset_names()})
+        found: list[str] = []
+        for ns, _ in self._node_names(_NAMESPACE):
+            with self._errors("find_one"):
+                if self.nodes.find_one(self._node_query("DATASET", ns), {"_id": 1}) is not None:
+                    found.append(ns)
+        return found
+
     def _latest_run_ids(
         self, jobs: Sequence[tuple[str, str]], as_of: datetime | None = None
     ) -> dict[tuple[str, str], str]:

@@ -1172,6 +1172,10 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         end = None if limit is None else offset + limit
         return Page(names[offset:end], len(names))
 
+    def dataset_namespaces(self) -> list[str]:
+        rows = self.runner.run(_NAMESPACES_DATASETS, None)
+        return sorted({r["namespace"] for r in rows if isinstance(r["namespace"], str)})
+
     def jobs(
         self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
     ) -> Page[JobSummary]:

@@ -1077,6 +1077,12 @@ class SqlStore(BaseLineageStore):
                 count=lambda: self._count(conn, query),
             )
 
+    def dataset_namespaces(self) -> list[str]:
+        ds = self.t["datasets"]
+        with self.engine.connect() as conn:
+            query = sa.select(ds.c.namespace).distinct().order_by(ds.c.namespace)
+            return list(conn.scalars(query))
+
     def jobs(
         self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
     ) -> Page[JobSummary]:

@@ -65,6 +65,7 @@ from lineage_sdk.collector.api.state import ApiState
 from lineage_sdk.collector.records import compute_event_id, parse_event_time
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
+    DatasetNamespacesProtocol,
     LineageCatalogProtocol,
     LineageHistoryProtocol,
     NodeType,
@@ -162,15 +163,11 @@ def _paged(items: list[Any], limit: int, offset: int) -> Page[Any]:
 
 
 def _dataset_namespaces(store: LineageCatalogProtocol) -> list[str]:
-    """Every namespace holding a dataset: Marquez's sources (see marquez_events)."""
-    found: set[str] = set()
-    offset = 0
-    while True:
-        page = store.datasets(None, limit=1000, offset=offset)
-        found.update(ns for ns, _ in page)
-        offset += len(page)
-        if not page or offset >= page.total:
-            return sorted(found)
+    """Every namespace holding a dataset: Marquez's sources (see marquez_events). A catalog
+    without the one read is asked for one dataset of each namespace."""
+    if isinstance(store, DatasetNamespacesProtocol):
+        return store.dataset_namespaces()
+    return [ns for ns in store.namespaces() if store.datasets(ns, limit=1)]
 
 
 def _reply(data: Any, grant: Grant, status_code: int = 200) -> Response:
