@@ -215,14 +215,13 @@ def test_postgres_connections_run_without_jit(pg_url):
         store.close()
 
 
-def test_an_older_database_gets_the_missing_index_at_open(store):
-    """A database made before the event-time index (export, rebuild and retention page by it)
-    gets it when a collector opens it; what it holds is untouched."""
+def _indexes_after_reopening(store: SqlStore, *ddl: str) -> set[str]:
+    """Run ``ddl`` on a store holding one event (an older release's database), reopen it, and
+    list the events table's indexes then; what it holds is checked untouched."""
     _write(store, run_event(job="j", inputs=[("ns", "a")], outputs=[("ns", "b")]))
-    name = store.t["events"].name.replace("events", "") + "events_time"
-    index = f"ix_{name}"
     with store.engine.begin() as conn:
-        conn.exec_driver_sql(f"DROP INDEX {index}")
+        for statement in ddl:
+            conn.exec_driver_sql(statement)
     url = store.engine.url.render_as_string(hide_password=False)
     store.close()
     reopened = SqlStore(url)
@@ -230,7 +229,48 @@ def test_an_older_database_gets_the_missing_index_at_open(store):
     try:
         with reopened.engine.connect() as conn:
             names = {ix["name"] for ix in sa.inspect(conn).get_indexes(reopened.t["events"].name)}
-        assert index in names
         assert reopened.count_raw_events() == 1
+        assert reopened.runs_of_job("tests", "j")
+        return names
     finally:
         reopened.close()
+
+
+def test_an_older_database_gets_the_missing_index_at_open(store):
+    """A database made before the event-time index (export, rebuild and retention page by it)
+    gets it when a collector opens it; what it holds is untouched."""
+    index = f"ix_{store.prefix}events_time"
+    assert index in _indexes_after_reopening(store, f"DROP INDEX {index}")
+
+
+def test_an_older_database_trades_a_superseded_index_for_its_wider_successor(store):
+    """The (job, time) events index of earlier releases becomes (job, time, run id), so a job's
+    latest run is read from the index alone: a collector opening an older database builds the
+    new one and drops the old (writes pay for every index); what it holds is untouched."""
+    old, new = f"ix_{store.prefix}events_job", f"ix_{store.prefix}events_job_run"
+    events = store.t["events"].name
+    names = _indexes_after_reopening(
+        store, f"DROP INDEX {new}", f"CREATE INDEX {old} ON {events} (job_key, event_time)"
+    )
+    assert new in names and old not in names
+
+
+def test_key_lists_holding_a_comma_or_an_empty_key_are_matched_exactly(store):
+    """On PostgreSQL keys travel as one comma-joined text split by the server; a key holding a
+    comma, or an empty key, cannot, and the list goes as an array instead: the same rows."""
+    jobs = store.t["jobs"]
+    rows = [("a,b", "n", "comma"), ("", "n", "empty"), ("a", "n", "plain"), ("b", "n", "other")]
+    with store.engine.begin() as conn:
+        conn.execute(
+            jobs.insert(),
+            [dict(zip(("job_key", "namespace", "name"), r, strict=True)) for r in rows],
+        )
+    with store.engine.connect() as conn:
+        assert store._names(conn, "jobs", ["a,b", "", "zz"]) == {
+            "a,b": ("n", "comma"),
+            "": ("n", "empty"),
+        }
+        assert store._names(conn, "jobs", ["a", "b", "zz"]) == {
+            "a": ("n", "plain"),
+            "b": ("n", "other"),
+        }
