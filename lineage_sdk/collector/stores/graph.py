@@ -450,6 +450,9 @@ ON CREATE SET e.json = r.json, e.runId = r.runId, e.eventTime = r.eventTime,
 # the far side; from a frontier of jobs, their datasets on the far side. ``$until`` (asOf, see
 # ``Neo4jLineageStore.lineage_as_of``): only the edges first seen before it, and those of unknown
 # age (``seen``/``farSeen`` null: the caller gives up); null: every edge.
+# A hop from datasets: one row per (dataset, job), the datasets beyond the job collected as
+# [key, namespace, name, firstSeen]. The frontier datasets' names are known to the walk, and a
+# row per far dataset repeated the job's: 0.6x the values to send and parse.
 _UP_FROM_DATASETS = """
 UNWIND $keys AS k
 MATCH (d:Dataset {key: k})
@@ -457,9 +460,9 @@ MATCH (j:Job)-[p:PRODUCES]->(d)
 WHERE $until IS NULL OR p.firstSeen IS NULL OR p.firstSeen < $until
 OPTIONAL MATCH (j)-[c:CONSUMES]->(o:Dataset)
 WHERE $until IS NULL OR c.firstSeen IS NULL OR c.firstSeen < $until
-RETURN d.namespace AS dns, d.name AS dn, j.namespace AS jns, j.name AS jn,
-       o.key AS okey, o.namespace AS ons, o.name AS on, p.firstSeen AS seen,
-       c.firstSeen AS farSeen
+RETURN k AS dkey, j.namespace AS jns, j.name AS jn, p.firstSeen AS seen,
+       collect(CASE WHEN o IS NULL THEN NULL
+               ELSE [o.key, o.namespace, o.name, c.firstSeen] END) AS far
 """
 _DOWN_FROM_DATASETS = """
 UNWIND $keys AS k
@@ -468,9 +471,9 @@ MATCH (j:Job)-[c:CONSUMES]->(d)
 WHERE $until IS NULL OR c.firstSeen IS NULL OR c.firstSeen < $until
 OPTIONAL MATCH (j)-[p:PRODUCES]->(o:Dataset)
 WHERE $until IS NULL OR p.firstSeen IS NULL OR p.firstSeen < $until
-RETURN d.namespace AS dns, d.name AS dn, j.namespace AS jns, j.name AS jn,
-       o.key AS okey, o.namespace AS ons, o.name AS on, c.firstSeen AS seen,
-       p.firstSeen AS farSeen
+RETURN k AS dkey, j.namespace AS jns, j.name AS jn, c.firstSeen AS seen,
+       collect(CASE WHEN o IS NULL THEN NULL
+               ELSE [o.key, o.namespace, o.name, p.firstSeen] END) AS far
 """
 _UP_FROM_JOBS = """
 UNWIND $keys AS k
@@ -1020,7 +1023,7 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         def flow(dataset: str, job: str, *, far: bool) -> None:
             builder.flow(dataset, job, upstream=upstream, far=far)
 
-        seen: set[str] = set()
+        seen: dict[str, str] = {}  # the dataset keys this walk met, and their node ids
         jobs: set[str] = set()  # the job ids this walk met, counted against node_limit
         frontier: list[str] = []  # dataset keys whose far-side jobs are still to visit
         if kind == "JOB":
@@ -1030,12 +1033,13 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
             rows = run(_UP_FROM_JOBS if upstream else _DOWN_FROM_JOBS, params)
             for row in rows:
                 dated(row["farSeen"])
-                flow(add("DATASET", row["ons"], row["on"]), job_id, far=True)
+                dataset_id = add("DATASET", row["ons"], row["on"])
+                flow(dataset_id, job_id, far=True)
                 if row["okey"] not in seen:
-                    seen.add(row["okey"])
+                    seen[row["okey"]] = dataset_id
                     frontier.append(row["okey"])
         else:
-            seen.add(name_key(*key))
+            seen[name_key(*key)] = builder.root
             frontier.append(name_key(*key))
         query = _UP_FROM_DATASETS if upstream else _DOWN_FROM_DATASETS
         hops = 0
@@ -1046,20 +1050,21 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
             rows = run(query, {"keys": frontier, "until": until})
             frontier = []
             for row in rows:
-                dated(row["seen"], row["farSeen"] if row["okey"] is not None else "")
+                far = row["far"] or []
+                dated(row["seen"], *(item[3] for item in far))
                 job_id = node_id("JOB", row["jns"], row["jn"])
                 if closing and not builder.has(job_id):
                     continue
                 jobs.add(add("JOB", row["jns"], row["jn"]))
-                flow(add("DATASET", row["dns"], row["dn"]), job_id, far=False)
-                if row["okey"] is None:
-                    continue
-                if closing and not builder.has(node_id("DATASET", row["ons"], row["on"])):
-                    continue
-                flow(add("DATASET", row["ons"], row["on"]), job_id, far=True)
-                if row["okey"] not in seen:
-                    seen.add(row["okey"])
-                    frontier.append(row["okey"])
+                flow(seen[row["dkey"]], job_id, far=False)
+                for okey, ons, on, _ in far:
+                    if closing and not builder.has(node_id("DATASET", ons, on)):
+                        continue
+                    dataset_id = add("DATASET", ons, on)
+                    flow(dataset_id, job_id, far=True)
+                    if okey not in seen:
+                        seen[okey] = dataset_id
+                        frontier.append(okey)
             if closing:
                 return
 
