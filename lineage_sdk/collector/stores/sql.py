@@ -698,6 +698,7 @@ class SqlStore(BaseLineageStore):
         key_col = tbl.c.job_key if table == "jobs" else tbl.c.dataset_key
         found: dict[str, tuple[str, str]] = {}
         if known:
+            keys = list(keys)
             found = {k: known[k] for k in keys if k in known}
             keys = [k for k in keys if k not in found]
         for chunk in _key_chunks(conn, keys):
