@@ -560,7 +560,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
             if index not in failed:  # the stored events' edges and nodes, even when others failed
                 _earliest(found, doc, when)
                 named.update(_stated_nodes(doc))
-        stated: dict[_Edge | _Node, int] = {**dict.fromkeys(named, 0)}
+        stated: dict[_Edge | _Node, int] = dict.fromkeys(named, 0)
         stated.update(found.items())
         writes, gen = self._to_write(stated)
         self._upsert_edges({e: t for e, t in writes.items() if len(e) == 5})

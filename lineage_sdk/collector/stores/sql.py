@@ -458,12 +458,19 @@ class SqlStore(BaseLineageStore):
     def _drop_superseded_indexes(self) -> None:
         for table, suffix in self._SUPERSEDED_INDEXES:
             name = f"ix_{self.prefix}{suffix}"
-            with self.engine.connect() as conn:
-                indexes = sa.inspect(conn).get_indexes(self.t[table].name)
-            if name in {item["name"] for item in indexes}:
+            if self._has(self.t[table].name, "indexes", name):
                 gone = sa.Index(name, *self.t[table].primary_key.columns)  # named, for the DDL
                 with self.engine.begin() as conn:
                     conn.execute(sa.schema.DropIndex(gone, if_exists=True))
+
+    def _has(self, table: str, what: Literal["columns", "indexes"], name: str) -> bool:
+        """Whether ``table`` has the column or index ``name`` (as the database lists them)."""
+        with self.engine.connect() as conn:
+            inspector = sa.inspect(conn)
+            found = (
+                inspector.get_columns(table) if what == "columns" else inspector.get_indexes(table)
+            )
+            return name in {item["name"] for item in found}
 
     def _add_if_missing(
         self,
@@ -475,18 +482,7 @@ class SqlStore(BaseLineageStore):
         """Run ``ddl`` unless ``table`` has the column or index ``name`` already; when it fails,
         a collector that added the same at the same moment is harmless, anything else is
         raised."""
-
-        def listed() -> bool:
-            with self.engine.connect() as conn:
-                inspector = sa.inspect(conn)
-                found = (
-                    inspector.get_columns(table)
-                    if what == "columns"
-                    else inspector.get_indexes(table)
-                )
-                return name in {item["name"] for item in found}
-
-        if listed():
+        if self._has(table, what, name):
             return
         try:
             with self.engine.begin() as conn:
@@ -495,7 +491,7 @@ class SqlStore(BaseLineageStore):
                 else:
                     conn.execute(ddl)
         except sa_exc.SQLAlchemyError:
-            if not listed():
+            if not self._has(table, what, name):
                 raise
 
     def check(self) -> None:
@@ -1028,7 +1024,7 @@ class SqlStore(BaseLineageStore):
         self, conn: Connection, job_keys: Iterable[str]
     ) -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, Any]]]:
         """(namespace, name) of each job that has a row, and the latest run of those that ran:
-        one read (two apart cost a round trip and a key list more a walk)."""
+        one read (two reads cost a walk one more round trip and key list)."""
         jobs, runs = self.t["jobs"], self.t["runs"]
         names: dict[str, tuple[str, str]] = {}
         latest: dict[str, dict[str, Any]] = {}
