@@ -12,7 +12,7 @@ import abc
 import inspect
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
@@ -36,12 +36,10 @@ __all__ = [
     "EventDeleter",
     "EventKind",
     "FieldRef",
-    "HopByHopLineage",
     "JobSummary",
     "LineageCatalogProtocol",
     "LineageEdge",
     "LineageGraph",
-    "LineageGraphBuilder",
     "LineageHistoryProtocol",
     "LineageNode",
     "LineageQueryProtocol",
@@ -85,6 +83,7 @@ EventKind = Literal["run", "dataset", "job"]
 NodeType = Literal["DATASET", "JOB"]
 Direction = Literal["upstream", "downstream", "both"]
 _T = TypeVar("_T")
+_N = TypeVar("_N", bound=Hashable)  # a node, as a walk names it
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,55 +279,6 @@ class LineageGraph:
     truncated: bool = False
 
 
-class LineageGraphBuilder:
-    """Collects one lineage answer: each node once, each edge once, edges along the data flow.
-
-    Stores walk their own way (SQL, aggregation pipelines, Cypher) but answer in one shape:
-    datasets feed the jobs that read them, jobs feed the datasets they write.
-    """
-
-    def __init__(self, root_type: NodeType, namespace: str, name: str) -> None:
-        self.root = node_id(root_type, namespace, name)
-        self._graph = LineageGraph(root=self.root)
-        self._edges: set[tuple[str, str]] = set()
-        self.add(root_type, namespace, name)
-
-    def add(self, node_type: NodeType, namespace: str, name: str) -> str:
-        """The node's id, adding the node the first time it is seen."""
-        nid = node_id(node_type, namespace, name)
-        if nid not in self._graph.nodes:
-            self._graph.nodes[nid] = LineageNode(
-                id=nid,
-                type=node_type,
-                namespace=namespace,
-                name=name,
-                data={"namespace": namespace, "name": name},
-            )
-        return nid
-
-    def has(self, nid: str) -> bool:
-        """Whether the node ``nid`` is in the answer already (a bounded walk's last, edges-only
-        step records only edges between nodes it has)."""
-        return nid in self._graph.nodes
-
-    def flow(self, dataset: str, job: str, *, upstream: bool, far: bool) -> None:
-        """Record the edge between a dataset and a job met while walking one way.
-
-        ``far`` says the dataset lies beyond the job (reached through it) rather than before it.
-        """
-        if far:
-            self._edges.add((dataset, job) if upstream else (job, dataset))
-        else:
-            self._edges.add((job, dataset) if upstream else (dataset, job))
-
-    def build(self) -> LineageGraph:
-        for origin, destination in sorted(self._edges):
-            edge = LineageEdge(origin=origin, destination=destination)
-            self._graph.nodes[origin].out_edges.append(edge)
-            self._graph.nodes[destination].in_edges.append(edge)
-        return self._graph
-
-
 def walk_directions(direction: Direction) -> tuple[bool, ...]:
     """The walks a direction asks for, as ``upstream`` flags."""
     if direction == "both":
@@ -349,11 +299,11 @@ def check_node_limit(node_limit: int | None) -> None:
 
 
 def distances(
-    roots: Iterable[str], adjacencies: Sequence[Mapping[str, Iterable[str]]]
-) -> dict[str, int]:
+    roots: Iterable[_N], adjacencies: Sequence[Mapping[_N, Iterable[_N]]]
+) -> dict[_N, int]:
     """Each node's least number of edges from a root along any one of ``adjacencies`` (one per
     asked direction); nodes no adjacency reaches are absent."""
-    distance: dict[str, int] = {}
+    distance: dict[_N, int] = {}
     starts = list(roots)
     for adjacency in adjacencies:
         seen = dict.fromkeys(starts, 0)
@@ -361,7 +311,7 @@ def distances(
         hops = 0
         while frontier:
             hops += 1
-            reached: list[str] = []
+            reached: list[_N] = []
             for current in frontier:
                 for nxt in adjacency.get(current, ()):
                     if nxt not in seen:
@@ -461,54 +411,6 @@ def walk_full(found: int, node_limit: int | None) -> bool:
     last, edges-only step (the edges from its last level back to nodes it has) and stops, so
     every node within the cut's distance, and every edge among them, is in its answer."""
     return node_limit is not None and found > node_limit
-
-
-class HopByHopLineage(abc.ABC):
-    """``lineage()`` for stores that walk one job hop per query: they supply ``_walk``."""
-
-    def lineage(
-        self,
-        node: str,
-        *,
-        direction: Direction = "both",
-        depth: int = 5,
-        node_limit: int | None = None,
-    ) -> LineageGraph:
-        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow;
-        at most ``node_limit`` of them, nearest first (None: every one)."""
-        kind, namespace, name = parse_node_id(node)
-        if depth < 0:
-            raise ValueError(f"depth must be >= 0, got {depth}")
-        check_node_limit(node_limit)
-        builder = LineageGraphBuilder(kind, namespace, name)
-        self._walks(builder, kind, (namespace, name), walk_directions(direction), depth, node_limit)
-        return cut_lineage(builder.build(), direction, node_limit)
-
-    def _walks(
-        self,
-        builder: LineageGraphBuilder,
-        kind: NodeType,
-        key: tuple[str, str],
-        directions: tuple[bool, ...],
-        depth: int,
-        node_limit: int | None = None,
-    ) -> None:
-        """Every walk of one answer; a store that can reads them all from one snapshot."""
-        for upstream in directions:
-            self._walk(builder, kind, key, upstream, depth, node_limit)
-
-    @abc.abstractmethod
-    def _walk(
-        self,
-        builder: LineageGraphBuilder,
-        kind: NodeType,
-        key: tuple[str, str],
-        upstream: bool,
-        depth: int,
-        node_limit: int | None = None,
-    ) -> None:
-        """Add to ``builder`` what lies ``depth`` hops one way from the node ``key``, stopping
-        early as :func:`walk_full` says when ``node_limit`` is set."""
 
 
 @dataclass

@@ -23,6 +23,7 @@ from nosql_events import BASE_TIME, StoreFactory, chain, column_lineage, records
 
 from lineage_sdk.collector.api.history import history_columns, history_lineage
 from lineage_sdk.collector.store import ColumnGraph, Direction, LineageGraph
+from lineage_sdk.collector.stores import graph as graph_store
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
@@ -362,27 +363,29 @@ def test_the_sql_walk_stops_early(make_store: StoreFactory, kind: str) -> None:
 def test_the_document_and_graph_walks_stop_early(
     make_store: StoreFactory, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same chain: each hop of these walks is one query to the server (counted on the way
-    through, every query still answered by the server), so the count says where the walk stopped."""
+    """The same chain: each step of these walks is one query to the server (counted on the way
+    through, every query still answered by the server), so the count says where the walk stopped.
+    The reads of names and latest runs that follow the walk are not counted."""
     store = make_store(kind)
     store.write_batch(records(*chain("c", 60)))
     calls: list[str] = []
     if kind == "document":
-        for name in ("_job_datasets", "_dataset_jobs"):
-            real = getattr(store, name)
+        real = store._edge_rows
 
-            def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
-                calls.append(_name)
-                return _real(*args)
+        def counted(*args: Any) -> Any:
+            calls.append("_edge_rows")
+            return real(*args)
 
-            monkeypatch.setattr(store, name, counted)
+        monkeypatch.setattr(store, "_edge_rows", counted)
     else:
         real_transaction = store.runner.transaction
+        steps = set(graph_store._EDGE_STEPS.values())
 
         def transaction(work: Any) -> Any:
             def counted_work(run: Any) -> Any:
                 def counted_run(*args: Any, **kwargs: Any) -> Any:
-                    calls.append("run")
+                    if args[0] in steps:
+                        calls.append("step")
                     return run(*args, **kwargs)
 
                 return work(counted_run)
@@ -396,4 +399,11 @@ def test_the_document_and_graph_walks_stop_early(
     cut = store.lineage("dataset:c:d0", direction="downstream", depth=100, node_limit=3)
     assert len(full.nodes) == 121 and not full.truncated
     assert set(cut.nodes) == {"dataset:c:d0", "job:c:j1", "dataset:c:d1"} and cut.truncated
-    assert unbounded >= 60 and len(calls) <= 4, (unbounded, calls)
+    assert unbounded >= 120 and len(calls) <= 4, (unbounded, calls)
+    # Both ways advance together and the limit counts both: from the middle of the chain, two
+    # steps each way find five nodes, one closing step each way ends it (apart, each way would
+    # have walked five steps to find five nodes of its own).
+    calls.clear()
+    both = store.lineage("dataset:c:d30", direction="both", depth=100, node_limit=4)
+    assert set(both.nodes) == {"dataset:c:d30", "job:c:j30", "job:c:j31", "dataset:c:d29"}
+    assert both.truncated and len(calls) == 6, calls

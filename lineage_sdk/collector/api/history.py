@@ -22,10 +22,10 @@ scope, its children found by the store's parent index (``child_runs``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -38,6 +38,7 @@ from lineage_sdk.collector.columns import (
     parse_column_node,
     walk_columns,
 )
+from lineage_sdk.collector.keyed import keyed_graph, walk_keys
 from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -45,10 +46,10 @@ from lineage_sdk.collector.store import (
     Direction,
     FieldRef,
     LineageGraph,
-    LineageGraphBuilder,
     LineageHistoryProtocol,
     LineageQueryProtocol,
     LineageRecord,
+    NodeType,
     RawEventSource,
     RunFold,
     StaticLineageProtocol,
@@ -61,8 +62,6 @@ from lineage_sdk.collector.store import (
     parse_node_id,
     read_lineage,
     unknown_as_of,
-    walk_directions,
-    walk_full,
 )
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.run_state import (
@@ -452,58 +451,31 @@ def _settled(
 def _past_graph(
     facts: LineageFold, node: str, direction: Direction, depth: int, node_limit: int | None
 ) -> LineageGraph:
-    """The graph ``facts`` describe around ``node``, walked as the stores walk, not yet cut."""
+    """The graph ``facts`` describe around ``node``, walked as the stores walk
+    (:func:`~lineage_sdk.collector.keyed.walk_keys`), not yet cut."""
     kind, namespace, name = parse_node_id(node)
-    builder = LineageGraphBuilder(kind, namespace, name)
-    for upstream in walk_directions(direction):
-        _walk(builder, facts, (kind, (namespace, name)), upstream, depth, node_limit)
-    return builder.build()
+    sides = {
+        ("JOB", "in"): facts.reads,
+        ("JOB", "out"): facts.writes,
+        ("DATASET", "in"): facts.readers,
+        ("DATASET", "out"): facts.writers,
+    }
 
+    def step(
+        end: NodeType, keys: Collection[_Key], io: Literal["in", "out"]
+    ) -> Iterator[tuple[_Key, _Key]]:
+        side = sides[(end, io)]
+        for key in keys:
+            for other in side.get(key, ()):
+                yield (key, other) if end == "JOB" else (other, key)
 
-def _walk(
-    builder: LineageGraphBuilder,
-    facts: LineageFold,
-    root: tuple[str, _Key],
-    upstream: bool,
-    depth: int,
-    node_limit: int | None = None,
-) -> None:
-    """The stores' breadth-first walk (see ``SqlStore._walk``): a job's level holds the datasets
-    it reads (upstream) or writes (downstream); each level goes one job further, stopping past
-    ``node_limit`` nodes as the stores do (:func:`~lineage_sdk.collector.store.walk_full`)."""
-    kind, key = root
-    jobs: set[_Key] = {key} if kind == "JOB" else set()
-    datasets: set[_Key] = {key} if kind == "DATASET" else set()
-    job_frontier, ds_frontier = set(jobs), set(datasets)
-    near, far = (facts.reads, facts.writers) if upstream else (facts.writes, facts.readers)
-    for level in range(depth + 1):
-        # past node_limit: one last step, recording only the edges back to known nodes
-        closing = walk_full(len(jobs) + len(datasets), node_limit)
-        for job in sorted(job_frontier):
-            jid = builder.add("JOB", *job)
-            for ds in near.get(job, ()):
-                if closing and not builder.has(node_id("DATASET", *ds)):
-                    continue
-                builder.flow(builder.add("DATASET", *ds), jid, upstream=upstream, far=True)
-                if ds not in datasets:
-                    datasets.add(ds)
-                    ds_frontier.add(ds)
-        if closing or level == depth or not ds_frontier:
-            break
-        closing = walk_full(len(jobs) + len(datasets), node_limit)
-        new_jobs: set[_Key] = set()
-        for ds in sorted(ds_frontier):
-            did = builder.add("DATASET", *ds)
-            for job in far.get(ds, ()):
-                if closing and not builder.has(node_id("JOB", *job)):
-                    continue
-                builder.flow(did, builder.add("JOB", *job), upstream=upstream, far=False)
-                if job not in jobs:
-                    jobs.add(job)
-                    new_jobs.add(job)
-        job_frontier, ds_frontier = new_jobs, set()
-        if closing or not job_frontier:
-            break
+    walk = walk_keys(step, (kind, (namespace, name)), direction, depth, node_limit)
+    names: dict[NodeType, dict[_Key, _Key]] = {
+        "JOB": {k: k for k in walk.jobs},
+        "DATASET": {k: k for k in walk.datasets},
+    }
+    graph, _ = keyed_graph(node, (kind, (namespace, name)), walk, names, truncated=False)
+    return graph
 
 
 def history_lineage(

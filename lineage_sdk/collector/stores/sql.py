@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -46,15 +46,14 @@ from lineage_sdk.collector.columns import (
     field_key,
     walk_columns,
 )
+from lineage_sdk.collector.keyed import cut_keys, keyed_graph, walk_keys
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     ColumnGraph,
     Direction,
     FieldRef,
     JobSummary,
-    LineageEdge,
     LineageGraph,
-    LineageNode,
     LineageRecord,
     NodeType,
     Page,
@@ -63,15 +62,11 @@ from lineage_sdk.collector.store import (
     RunSummary,
     check_node_limit,
     check_page,
-    distances,
     event_mentions,
     event_namespace,
     named_connection,
-    node_id,
     parse_node_id,
     unknown_as_of,
-    walk_directions,
-    walk_full,
 )
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
@@ -733,64 +728,6 @@ class SqlStore(BaseLineageStore):
                 out.append((job, ds))
         return out
 
-    def _walk(
-        self,
-        conn: Connection,
-        node_type: NodeType,
-        key: str,
-        upstream: bool,
-        depth: int,
-        edges: set[tuple[str, str, str, str]],
-        jobs: set[str],
-        datasets: set[str],
-        node_limit: int | None = None,
-        as_of: datetime | None = None,
-    ) -> None:
-        """Breadth-first walk (of the edges first seen by ``as_of``, when given); edges are
-        (origin_type, origin_key, dest_type, dest_key) with the data flow. A job's level is the
-        number of jobs between it and the root; the datasets a job reads (upstream) or writes
-        (downstream) are part of that job's level. Past ``node_limit`` nodes it stops as
-        :func:`~lineage_sdk.collector.store.walk_full` says."""
-        job_frontier: set[str] = set()
-        ds_frontier: set[str] = set()
-        found: set[tuple[str, str]] = {(node_type, key)}  # this walk's nodes, for node_limit
-        if node_type == "JOB":
-            jobs.add(key)
-            job_frontier.add(key)
-        else:
-            datasets.add(key)
-            ds_frontier.add(key)
-        near, far = ("in", "out") if upstream else ("out", "in")
-        for level in range(depth + 1):
-            # datasets adjacent to this level's jobs (past the limit: only edges to known ones)
-            closing = walk_full(len(found), node_limit)
-            new_ds: set[str] = set()
-            for job, ds in self._io(conn, "job_key", job_frontier, near, as_of):
-                if closing and ds not in datasets:
-                    continue
-                edges.add(("DATASET", ds, "JOB", job) if upstream else ("JOB", job, "DATASET", ds))
-                found.add(("DATASET", ds))
-                if ds not in datasets:
-                    datasets.add(ds)
-                    new_ds.add(ds)
-            ds_frontier |= new_ds
-            if closing or level == depth or not ds_frontier:
-                break
-            # jobs one hop further, through those datasets
-            closing = walk_full(len(found), node_limit)
-            new_jobs: set[str] = set()
-            for job, ds in self._io(conn, "dataset_key", ds_frontier, far, as_of):
-                if closing and job not in jobs:
-                    continue
-                edges.add(("JOB", job, "DATASET", ds) if upstream else ("DATASET", ds, "JOB", job))
-                found.add(("JOB", job))
-                if job not in jobs:
-                    jobs.add(job)
-                    new_jobs.add(job)
-            job_frontier, ds_frontier = new_jobs, set()
-            if closing or not job_frontier:
-                break
-
     def lineage(
         self,
         node: str,
@@ -870,102 +807,40 @@ class SqlStore(BaseLineageStore):
     ) -> LineageGraph:
         """The walk of :meth:`lineage` (``as_of`` None) and :meth:`lineage_as_of`."""
         node_type, namespace, name = parse_node_id(node)
-        key = name_key(namespace, name)
-        depth = max(0, depth)
+        root = (node_type, name_key(namespace, name))
         check_node_limit(node_limit)
-        edges: set[tuple[str, str, str, str]] = set()
-        jobs: set[str] = set()
-        datasets: set[str] = set()
-        for upstream in walk_directions(direction):
-            self._walk(
-                conn, node_type, key, upstream, depth, edges, jobs, datasets, node_limit, as_of
-            )
+
+        def step(
+            end: NodeType, keys: Collection[str], io: Literal["in", "out"]
+        ) -> list[tuple[str, str]]:
+            column = "job_key" if end == "JOB" else "dataset_key"
+            return self._io(conn, column, keys, io, as_of)
+
+        def read_names(node_type: NodeType, keys: list[str]) -> dict[str, tuple[str, str]]:
+            return self._names(conn, "jobs" if node_type == "JOB" else "datasets", keys)
+
+        walk = walk_keys(step, root, direction, max(0, depth), node_limit)
         truncated = False
-        known: dict[str, dict[str, tuple[str, str]]] = {"jobs": {}, "datasets": {}}
-        if node_limit is not None and len(jobs) + len(datasets) > node_limit:
+        known: dict[NodeType, dict[str, tuple[str, str]]] = {"JOB": {}, "DATASET": {}}
+        if node_limit is not None and len(walk) > node_limit:
             # Cut on keys before names are read and nodes built: only the nodes at the cut's
             # distance need their names (ties go by node id, as cut_lineage breaks them).
-            jobs, datasets, edges, known = self._cut_keys(
-                conn, (node_type, key), direction, node_limit, jobs, datasets, edges
-            )
+            walk, known = cut_keys(walk, root, direction, node_limit, read_names)
             truncated = True
         latest: dict[str, dict[str, Any]] = {}
         if as_of is None:  # names and latest runs of the jobs in one read
-            job_names, latest = self._jobs_and_latest_runs(conn, jobs)
+            job_names, latest = self._jobs_and_latest_runs(conn, walk.jobs)
         else:
-            job_names = self._names(conn, "jobs", jobs, known["jobs"])
-        ds_names = self._names(conn, "datasets", datasets, known["datasets"])
-        graph = LineageGraph(root=node, truncated=truncated)
-        ids: dict[tuple[str, str], str] = {}
-        for type_, names in (("JOB", job_names), ("DATASET", ds_names)):
-            for k, (ns, nm) in names.items():
-                nid = node_id(type_, ns, nm)  # type: ignore[arg-type]
-                ids[(type_, k)] = nid
-                data: dict[str, Any] = {"namespace": ns, "name": nm}
-                graph.nodes[nid] = LineageNode(nid, type_, ns, nm, data)  # type: ignore[arg-type]
-        if (node_type, key) not in ids:  # the root itself, even when nothing was ever recorded
-            graph.nodes.setdefault(
-                node,
-                LineageNode(
-                    node, node_type, namespace, name, {"namespace": namespace, "name": name}
-                ),
-            )
-            ids[(node_type, key)] = node
-        pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in edges)
-        # By node id, as LineageGraphBuilder orders them: every store lists edges alike.
-        for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
-            edge = LineageEdge(origin, dest)
-            graph.nodes[origin].out_edges.append(edge)
-            graph.nodes[dest].in_edges.append(edge)
+            job_names = self._names(conn, "jobs", walk.jobs, known["JOB"])
+        ds_names = self._names(conn, "datasets", walk.datasets, known["DATASET"])
+        names: dict[NodeType, dict[str, tuple[str, str]]] = {"JOB": job_names, "DATASET": ds_names}
+        graph, kept = keyed_graph(node, root, walk, names, truncated=truncated)
         # Latest runs of the kept jobs only: a cut walk may have found many more.
-        kept = {k: nid for (type_, k), nid in ids.items() if type_ == "JOB" and nid in graph.nodes}
         if as_of is not None:
             latest = self._latest_runs_as_of(conn, kept, as_of)
         for k, run in latest.items():
             graph.nodes[kept[k]].data["latestRun"] = run
         return graph
-
-    def _cut_keys(
-        self,
-        conn: Connection,
-        root: tuple[str, str],
-        direction: Direction,
-        node_limit: int,
-        jobs: set[str],
-        datasets: set[str],
-        edges: set[tuple[str, str, str, str]],
-    ) -> tuple[
-        set[str], set[str], set[tuple[str, str, str, str]], dict[str, dict[str, tuple[str, str]]]
-    ]:
-        """The ``node_limit`` nodes nearest the root (:func:`cut_lineage`'s rule) among the walked
-        keys, the edges among them, and the names read: only those of the nodes at the cut's
-        distance ("jobs" and "datasets", by key)."""
-        label = {"JOB": "J", "DATASET": "D"}
-        down: dict[str, list[str]] = {}
-        up: dict[str, list[str]] = {}
-        for ot, ok, dt, dk in edges:
-            origin, dest = f"{label[ot]}{ok}", f"{label[dt]}{dk}"
-            down.setdefault(origin, []).append(dest)
-            up.setdefault(dest, []).append(origin)
-        adjacencies = [up if upstream else down for upstream in walk_directions(direction)]
-        distance = distances([f"{label[root[0]]}{root[1]}"], adjacencies)
-        order = sorted(distance.values())
-        boundary = order[node_limit - 1]
-        kept = {n for n, d in distance.items() if d < boundary}
-        tied = sorted(n for n, d in distance.items() if d == boundary)
-        read = {
-            table: self._names(conn, table, [n[1:] for n in tied if n[0] == mark])
-            for table, mark in (("jobs", "J"), ("datasets", "D"))
-        }
-        names = {f"J{k}": node_id("JOB", *nm) for k, nm in read["jobs"].items()}
-        names.update((f"D{k}", node_id("DATASET", *nm)) for k, nm in read["datasets"].items())
-        kept.update(sorted(tied, key=lambda n: names.get(n, ""))[: node_limit - len(kept)])
-        return (
-            {n[1:] for n in kept if n[0] == "J"},
-            {n[1:] for n in kept if n[0] == "D"},
-            {e for e in edges if f"{label[e[0]]}{e[1]}" in kept and f"{label[e[2]]}{e[3]}" in kept},
-            read,
-        )
 
     def _latest_run_events(
         self, conn: Connection, job_keys: Iterable[str], until: datetime | None = None

@@ -1,0 +1,224 @@
+"""The one lineage walk: breadth-first over job edges by node key, cut on keys, built once.
+
+Every answer to "what lies around this node" (the sql, document and graph stores, and history's
+fold of raw events) is this walk over a different edge source. A store gives an
+:class:`EdgeStep`: the (job, dataset) key pairs of one side's edges at a frontier of keys. Keys are
+whatever the source indexes nodes by: the sql and graph stores' fixed-size ``name_key`` (names are
+read once, for the kept nodes only), the document store's and history's (namespace, name) pairs.
+A walk of a few thousand nodes is cheapest when it never carries names; one copy of the walk, the
+cut and the build serves every store, so their answers cannot drift apart.
+
+The rules:
+
+* A job's level is the number of jobs between it and the root; the datasets a job reads
+  (upstream) or writes (downstream) belong to its level. ``depth`` counts levels, so from a job,
+  depth 0 is its own inputs and outputs.
+* Both ways of a ``both`` answer advance together, one step each (a step goes from jobs to
+  datasets or from datasets to jobs), and the node limit counts the nodes of both: the answer's
+  cut keeps the ``node_limit`` nodes nearest the root whichever way they lie, so a way need not
+  walk further than the answer. Each way expands only the nodes it found itself.
+* Past ``node_limit`` nodes the walk makes one last, edges-only step (edges back to nodes it has)
+  and stops (:func:`~lineage_sdk.collector.store.walk_full`): the answer then holds every node
+  within the cut's distance and every edge among them, so cutting it (:func:`cut_keys`) gives the
+  cut of the unbounded answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Generic, Literal, Protocol, TypeVar
+
+from lineage_sdk.collector.store import (
+    Direction,
+    LineageEdge,
+    LineageGraph,
+    LineageNode,
+    NodeType,
+    distances,
+    node_id,
+    parse_node_id,
+    walk_directions,
+    walk_full,
+)
+
+__all__ = [
+    "EdgeStep",
+    "KeyedEdge",
+    "KeyedWalk",
+    "NameReader",
+    "cut_keys",
+    "keyed_graph",
+    "walk_keys",
+]
+
+K = TypeVar("K", bound=Hashable)
+K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
+
+#: One job edge along the data flow: (origin type, origin key, destination type, destination key).
+KeyedEdge = tuple[NodeType, K, NodeType, K]
+
+
+class EdgeStep(Protocol[K]):
+    """One step's read: the (job key, dataset key) pairs of the job edges in ``io`` (``in``: the
+    job reads the dataset, ``out``: it writes it) whose ``end`` (``JOB`` or ``DATASET``) is one
+    of ``keys``."""
+
+    def __call__(
+        self, end: NodeType, keys: Collection[K], io: Literal["in", "out"]
+    ) -> Iterable[tuple[K, K]]: ...
+
+
+#: The (namespace, name) of the given keys of one node type that exist (others are absent).
+NameReader = Callable[[NodeType, list[K]], dict[K, tuple[str, str]]]
+
+
+@dataclass
+class KeyedWalk(Generic[K]):
+    """What the walks of one answer found, by key."""
+
+    jobs: set[K] = field(default_factory=set)
+    datasets: set[K] = field(default_factory=set)
+    edges: set[KeyedEdge[K]] = field(default_factory=set)
+
+    def __len__(self) -> int:
+        return len(self.jobs) + len(self.datasets)
+
+    def keys(self, node_type: NodeType) -> set[K]:
+        return self.jobs if node_type == "JOB" else self.datasets
+
+
+@dataclass
+class _Way(Generic[K]):
+    """One way of a walk: the nodes it found (it expands only those) and its frontier."""
+
+    upstream: bool
+    jobs: set[K]
+    datasets: set[K]
+    job_frontier: set[K]
+    ds_frontier: set[K]
+
+    def to_datasets(self, step: EdgeStep[K], walk: KeyedWalk[K], closing: bool) -> None:
+        """The datasets adjacent to the frontier's jobs (closing: only edges to known ones)."""
+        if not self.job_frontier:
+            return
+        upstream = self.upstream
+        for job, ds in step("JOB", self.job_frontier, "in" if upstream else "out"):
+            if closing and ds not in walk.datasets:
+                continue
+            walk.edges.add(("DATASET", ds, "JOB", job) if upstream else ("JOB", job, "DATASET", ds))
+            walk.datasets.add(ds)
+            if ds not in self.datasets:
+                self.datasets.add(ds)
+                self.ds_frontier.add(ds)
+        self.job_frontier = set()
+
+    def to_jobs(self, step: EdgeStep[K], walk: KeyedWalk[K], closing: bool) -> None:
+        """The jobs one hop further, through the frontier's datasets."""
+        upstream = self.upstream
+        for job, ds in step("DATASET", self.ds_frontier, "out" if upstream else "in"):
+            if closing and job not in walk.jobs:
+                continue
+            walk.edges.add(("JOB", job, "DATASET", ds) if upstream else ("DATASET", ds, "JOB", job))
+            walk.jobs.add(job)
+            if job not in self.jobs:
+                self.jobs.add(job)
+                self.job_frontier.add(job)
+        self.ds_frontier = set()
+
+
+def walk_keys(
+    step: EdgeStep[K],
+    root: tuple[NodeType, K],
+    direction: Direction,
+    depth: int,
+    node_limit: int | None,
+) -> KeyedWalk[K]:
+    """Breadth-first from ``root`` (type, key), the ways of ``direction`` together, up to
+    ``depth`` levels, stopping past ``node_limit`` nodes as the module docstring says."""
+    node_type, key = root
+    walk: KeyedWalk[K] = KeyedWalk()
+    walk.keys(node_type).add(key)
+    ways = []
+    for upstream in walk_directions(direction):
+        jobs, datasets = ({key}, set[K]()) if node_type == "JOB" else (set[K](), {key})
+        ways.append(_Way(upstream, jobs, datasets, set(jobs), set(datasets)))
+    for level in range(max(0, depth) + 1):
+        closing = walk_full(len(walk), node_limit)
+        for way in ways:
+            way.to_datasets(step, walk, closing)
+        ways = [way for way in ways if way.ds_frontier]
+        if closing or level == depth or not ways:
+            break
+        closing = walk_full(len(walk), node_limit)
+        for way in ways:
+            way.to_jobs(step, walk, closing)
+        ways = [way for way in ways if way.job_frontier]
+        if closing or not ways:
+            break
+    return walk
+
+
+def cut_keys(
+    walk: KeyedWalk[K],
+    root: tuple[NodeType, K],
+    direction: Direction,
+    node_limit: int,
+    read_names: NameReader[K],
+) -> tuple[KeyedWalk[K], dict[NodeType, dict[K, tuple[str, str]]]]:
+    """The ``node_limit`` nodes nearest the root among the walked keys, with the edges among
+    them (:func:`~lineage_sdk.collector.store.cut_lineage`'s rule: ties by node id, so only the
+    nodes at the cut's distance need their names), and the names read for that."""
+    down: dict[tuple[NodeType, K], list[tuple[NodeType, K]]] = {}
+    up: dict[tuple[NodeType, K], list[tuple[NodeType, K]]] = {}
+    for ot, ok, dt, dk in walk.edges:
+        down.setdefault((ot, ok), []).append((dt, dk))
+        up.setdefault((dt, dk), []).append((ot, ok))
+    adjacencies = [up if upstream else down for upstream in walk_directions(direction)]
+    distance = distances([root], adjacencies)
+    boundary = sorted(distance.values())[node_limit - 1]
+    kept = {n for n, d in distance.items() if d < boundary}
+    tied = [n for n, d in distance.items() if d == boundary]
+    read: dict[NodeType, dict[K, tuple[str, str]]] = {
+        t: read_names(t, [k for kind, k in tied if kind == t]) for t in ("JOB", "DATASET")
+    }
+    ids = {(t, k): node_id(t, *nm) for t, found in read.items() for k, nm in found.items()}
+    kept.update(sorted(tied, key=lambda n: ids.get(n, ""))[: node_limit - len(kept)])
+    cut: KeyedWalk[K] = KeyedWalk(
+        {k for t, k in kept if t == "JOB"},
+        {k for t, k in kept if t == "DATASET"},
+        {e for e in walk.edges if (e[0], e[1]) in kept and (e[2], e[3]) in kept},
+    )
+    return cut, read
+
+
+def keyed_graph(
+    node: str,
+    root: tuple[NodeType, K],
+    walk: KeyedWalk[K],
+    names: Mapping[NodeType, Mapping[K, tuple[str, str]]],
+    *,
+    truncated: bool,
+) -> tuple[LineageGraph, dict[K, str]]:
+    """The answer: a node per walked key that has names (the root always, even when nothing was
+    ever recorded for it), edges sorted by node id so every store lists them alike; and each
+    job key's node id."""
+    graph = LineageGraph(root=node, truncated=truncated)
+    ids: dict[tuple[NodeType, K], str] = {}
+    for type_, found in names.items():
+        for k, (ns, nm) in found.items():
+            nid = node_id(type_, ns, nm)
+            ids[(type_, k)] = nid
+            graph.nodes[nid] = LineageNode(nid, type_, ns, nm, {"namespace": ns, "name": nm})
+    if root not in ids:  # the root itself, even when nothing was ever recorded for it
+        root_type, namespace, name = parse_node_id(node)
+        data = {"namespace": namespace, "name": name}
+        graph.nodes.setdefault(node, LineageNode(node, root_type, namespace, name, data))
+        ids[root] = node
+    pairs = ((ids.get((ot, ok)), ids.get((dt, dk))) for ot, ok, dt, dk in walk.edges)
+    for origin, dest in sorted((o, d) for o, d in pairs if o is not None and d is not None):
+        edge = LineageEdge(origin, dest)
+        graph.nodes[origin].out_edges.append(edge)
+        graph.nodes[dest].in_edges.append(edge)
+    jobs = {k: nid for (type_, k), nid in ids.items() if type_ == "JOB" and nid in graph.nodes}
+    return graph, jobs
