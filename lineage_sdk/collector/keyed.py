@@ -48,7 +48,9 @@ __all__ = [
     "KeyedWalk",
     "NameReader",
     "cut_keys",
+    "kept_keys",
     "keyed_graph",
+    "remember_names",
     "walk_keys",
 ]
 
@@ -115,6 +117,8 @@ class _Way(Generic[K]):
 
     def to_jobs(self, step: EdgeStep[K], walk: KeyedWalk[K], closing: bool) -> None:
         """The jobs one hop further, through the frontier's datasets."""
+        if not self.ds_frontier:
+            return
         upstream = self.upstream
         for job, ds in step("DATASET", self.ds_frontier, "out" if upstream else "in"):
             if closing and job not in walk.jobs:
@@ -133,9 +137,16 @@ def walk_keys(
     direction: Direction,
     depth: int,
     node_limit: int | None,
+    read_names: NameReader[K] | None = None,
 ) -> KeyedWalk[K]:
     """Breadth-first from ``root`` (type, key), the ways of ``direction`` together, up to
-    ``depth`` levels, stopping past ``node_limit`` nodes as the module docstring says."""
+    ``depth`` levels, stopping past ``node_limit`` nodes as the module docstring says.
+
+    With ``read_names``, the closing step is narrowed to the frontier nodes the cut will keep
+    (:func:`kept_keys`): an edge matters only between two kept nodes, and closing
+    edges change no node's distance (they end at nodes already found, one step past the
+    frontier), so the kept nodes are the same before the step and after. The closing step is
+    the walk's widest (its frontier is the level that passed the limit)."""
     node_type, key = root
     walk: KeyedWalk[K] = KeyedWalk()
     walk.keys(node_type).add(key)
@@ -143,32 +154,47 @@ def walk_keys(
     for upstream in walk_directions(direction):
         jobs, datasets = ({key}, set[K]()) if node_type == "JOB" else (set[K](), {key})
         ways.append(_Way(upstream, jobs, datasets, set(jobs), set(datasets)))
+
+    def closes() -> bool:
+        if node_limit is None or not walk_full(len(walk), node_limit):
+            return False
+        if read_names is not None:
+            kept = kept_keys(walk, root, direction, node_limit, read_names)
+            for way in ways:
+                way.job_frontier = {k for k in way.job_frontier if ("JOB", k) in kept}
+                way.ds_frontier = {k for k in way.ds_frontier if ("DATASET", k) in kept}
+        return True
+
     for level in range(max(0, depth) + 1):
-        closing = walk_full(len(walk), node_limit)
+        closing = closes()
         for way in ways:
             way.to_datasets(step, walk, closing)
-        ways = [way for way in ways if way.ds_frontier]
-        if closing or level == depth or not ways:
+        if closing or level == depth:
             break
-        closing = walk_full(len(walk), node_limit)
+        ways = [way for way in ways if way.ds_frontier]
+        if not ways:
+            break
+        closing = closes()
         for way in ways:
             way.to_jobs(step, walk, closing)
+        if closing:
+            break
         ways = [way for way in ways if way.job_frontier]
-        if closing or not ways:
+        if not ways:
             break
     return walk
 
 
-def cut_keys(
+def kept_keys(
     walk: KeyedWalk[K],
     root: tuple[NodeType, K],
     direction: Direction,
     node_limit: int,
     read_names: NameReader[K],
-) -> tuple[KeyedWalk[K], dict[NodeType, dict[K, tuple[str, str]]]]:
-    """The ``node_limit`` nodes nearest the root among the walked keys, with the edges among
-    them (:func:`~lineage_sdk.collector.store.cut_lineage`'s rule: ties by node id, so only the
-    nodes at the cut's distance need their names), and the names read for that."""
+) -> set[tuple[NodeType, K]]:
+    """The ``node_limit`` nodes nearest the root among the walked keys, by
+    :func:`~lineage_sdk.collector.store.cut_lineage`'s rule: ties by node id, so only the nodes
+    at the cut's distance need their names."""
     down: dict[tuple[NodeType, K], list[tuple[NodeType, K]]] = {}
     up: dict[tuple[NodeType, K], list[tuple[NodeType, K]]] = {}
     for ot, ok, dt, dk in walk.edges:
@@ -176,20 +202,53 @@ def cut_keys(
         up.setdefault((dt, dk), []).append((ot, ok))
     adjacencies = [up if upstream else down for upstream in walk_directions(direction)]
     distance = distances([root], adjacencies)
+    if len(distance) <= node_limit:
+        return set(distance)
     boundary = sorted(distance.values())[node_limit - 1]
     kept = {n for n, d in distance.items() if d < boundary}
     tied = [n for n, d in distance.items() if d == boundary]
-    read: dict[NodeType, dict[K, tuple[str, str]]] = {
-        t: read_names(t, [k for kind, k in tied if kind == t]) for t in ("JOB", "DATASET")
-    }
-    ids = {(t, k): node_id(t, *nm) for t, found in read.items() for k, nm in found.items()}
+    ids: dict[tuple[NodeType, K], str] = {}
+    for t in ("JOB", "DATASET"):
+        found = read_names(t, [k for kind, k in tied if kind == t])
+        ids.update(((t, k), node_id(t, *nm)) for k, nm in found.items())
     kept.update(sorted(tied, key=lambda n: ids.get(n, ""))[: node_limit - len(kept)])
-    cut: KeyedWalk[K] = KeyedWalk(
+    return kept
+
+
+def cut_keys(
+    walk: KeyedWalk[K],
+    root: tuple[NodeType, K],
+    direction: Direction,
+    node_limit: int | None,
+    read_names: NameReader[K],
+) -> tuple[KeyedWalk[K], bool]:
+    """The walk cut to :func:`kept_keys` (no limit: as it is), with the edges among the kept
+    nodes, and whether nodes were left out (the answer's ``truncated``)."""
+    if node_limit is None or len(walk) <= node_limit:
+        return walk, False
+    kept = kept_keys(walk, root, direction, node_limit, read_names)
+    cut = KeyedWalk(
         {k for t, k in kept if t == "JOB"},
         {k for t, k in kept if t == "DATASET"},
         {e for e in walk.edges if (e[0], e[1]) in kept and (e[2], e[3]) in kept},
     )
-    return cut, read
+    return cut, True
+
+
+def remember_names(read_names: NameReader[K]) -> NameReader[K]:
+    """``read_names`` asking the source only once for a key (a walk's cut and its answer ask
+    for the same tied nodes)."""
+    known: dict[tuple[NodeType, K], tuple[str, str] | None] = {}
+
+    def read(node_type: NodeType, keys: list[K]) -> dict[K, tuple[str, str]]:
+        missing = [k for k in keys if (node_type, k) not in known]
+        if missing:
+            found = read_names(node_type, missing)
+            known.update(((node_type, k), found.get(k)) for k in missing)
+        pairs = ((k, known[(node_type, k)]) for k in keys)
+        return {k: names for k, names in pairs if names is not None}
+
+    return read
 
 
 def keyed_graph(

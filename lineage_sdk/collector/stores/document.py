@@ -971,10 +971,8 @@ class DocumentLineageStore(BaseLineageStore):
         def names(_: NodeType, keys: list[_Name]) -> dict[_Name, _Name]:
             return {k: k for k in keys}
 
-        walk = walk_keys(step, root, direction, depth, node_limit)
-        truncated = node_limit is not None and len(walk) > node_limit
-        if node_limit is not None and truncated:
-            walk, _ = cut_keys(walk, root, direction, node_limit, names)
+        walk = walk_keys(step, root, direction, depth, node_limit, names)
+        walk, truncated = cut_keys(walk, root, direction, node_limit, names)
         found: dict[NodeType, dict[_Name, _Name]] = {
             "JOB": names("JOB", list(walk.jobs)),
             "DATASET": names("DATASET", list(walk.datasets)),

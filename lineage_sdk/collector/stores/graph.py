@@ -58,7 +58,7 @@ from lineage_sdk.collector.columns import (
     facet_edges,
     walk_columns,
 )
-from lineage_sdk.collector.keyed import cut_keys, keyed_graph, walk_keys
+from lineage_sdk.collector.keyed import cut_keys, keyed_graph, remember_names, walk_keys
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
@@ -315,7 +315,7 @@ _OPENCYPHER_SCHEMA = (
 _MERGE_JOBS = """
 UNWIND $rows AS r
 MERGE (j:Job {key: r.key})
-ON CREATE SET j.namespace = r.namespace, j.name = r.name
+ON CREATE SET j.namespace = r.namespace, j.name = r.name, j.latestRunId = ''
 WITH j, r, (r.facets IS NOT NULL AND (j.facetsRank IS NULL OR r.rank > j.facetsRank)) AS newer
 SET j.facets = CASE WHEN newer THEN r.facets ELSE j.facets END,
     j.facetsRank = CASE WHEN newer THEN r.rank ELSE j.facetsRank END
@@ -356,7 +356,7 @@ SET x.state = CASE WHEN newState THEN r.state ELSE x.state END,
 WITH x, r
 UNWIND r.jobs AS named
 MERGE (j:Job {key: named.jobKey})
-ON CREATE SET j.namespace = named.jobNamespace, j.name = named.jobName
+ON CREATE SET j.namespace = named.jobNamespace, j.name = named.jobName, j.latestRunId = ''
 MERGE (x)-[:INSTANCE_OF]->(j)
 """
 
@@ -367,10 +367,57 @@ MERGE (p:Run {runId: r.parentRunId})
 MERGE (x)-[:CHILD_OF]->(p)
 WITH p, r WHERE r.parentJobKey IS NOT NULL
 MERGE (pj:Job {key: r.parentJobKey})
-ON CREATE SET pj.namespace = r.parentJobNamespace, pj.name = r.parentJobName
+ON CREATE SET pj.namespace = r.parentJobNamespace, pj.name = r.parentJobName, pj.latestRunId = ''
 MERGE (p)-[:INSTANCE_OF]->(pj)
 SET p.jobKey = CASE WHEN p.jobKey IS NULL OR r.parentJobKey < p.jobKey
                     THEN r.parentJobKey ELSE p.jobKey END
+"""
+
+# The latest of the runs ``xs`` of each job ``j``, as ``b``: the run with the latest event,
+# least id among equal times, as the sql store keeps it (a reduce: sorting every job's runs took
+# FalkorDB 2.4x as long).
+_LATEST_OF_RUNS = """
+WITH j, reduce(b = head(xs), x IN tail(xs) |
+         CASE WHEN coalesce(x.lastEventAt, '') > coalesce(b.lastEventAt, '')
+                   OR (coalesce(x.lastEventAt, '') = coalesce(b.lastEventAt, '')
+                       AND x.runId < b.runId)
+              THEN x ELSE b END) AS b
+"""
+# Each job's latest run (``latestRunId``: the run with the latest event, least id first, as
+# ``_PICK_LATEST`` picks it; '' when it has none), kept by the writes so a read costs one lookup,
+# not a pass over every run of the job. A batch's candidates are the runs it wrote for the job
+# and the current latest (run times only grow, so the latest of those is the latest of all). A
+# pointer that is null is not known (a job from before the pointer, derived by ``open``) and
+# stays null here.
+_MERGE_LATEST_RUNS = (
+    """
+UNWIND $rows AS r
+MATCH (j:Job {key: r.jobKey})
+WHERE j.latestRunId IS NOT NULL
+UNWIND r.runIds + [j.latestRunId] AS rid
+MATCH (x:Run {runId: rid})
+WITH j, collect(x) AS xs"""
+    + _LATEST_OF_RUNS
+    + "SET j.latestRunId = b.runId\n"
+)
+# Every run of each job: the latest run of a job whose pointer is not known, or not trusted.
+_PICK_LATEST = (
+    """
+OPTIONAL MATCH (x:Run)-[:INSTANCE_OF]->(j)
+WITH j, collect(x) AS xs"""
+    + _LATEST_OF_RUNS
+)
+# The pointer derived from every run of the jobs (open, for jobs from before it; deletion).
+_DERIVE_LATEST_RUNS = (
+    "UNWIND $keys AS k\nMATCH (j:Job {key: k})"
+    + _PICK_LATEST
+    + "SET j.latestRunId = coalesce(b.runId, '')\n"
+)
+_JOBS_WITHOUT_LATEST_RUN = """
+MATCH (j:Job)
+WHERE j.latestRunId IS NULL
+RETURN j.key AS key
+LIMIT $limit
 """
 
 _MERGE_READ = """
@@ -483,23 +530,36 @@ _NODE_NAMES = {
 }
 # A job's latest run, as the sql store keeps it: the run with the latest event, least id first,
 # picked by a reduce over the job's runs (sorting every job's runs took FalkorDB 2.4x as long).
-_PICK_LATEST = """
-OPTIONAL MATCH (x:Run)-[:INSTANCE_OF]->(j)
-WITH j, collect(x) AS xs
-WITH j, reduce(b = head(xs), x IN tail(xs) |
-         CASE WHEN coalesce(x.lastEventAt, '') > coalesce(b.lastEventAt, '')
-                   OR (coalesce(x.lastEventAt, '') = coalesce(b.lastEventAt, '')
-                       AND x.runId < b.runId)
-              THEN x ELSE b END) AS b
-"""
+# The latest runs of jobs (``latestRun`` of a lineage node, a job's summary): by the pointer
+# ("pointer"), or by a pass over the runs ("pick") for the jobs whose pointer is not known or
+# names a run that is gone (see ``_latest_rows``).
+_LATEST_SOURCES = {
+    "pointer": "\nOPTIONAL MATCH (b:Run {runId: j.latestRunId})\n",
+    "pick": _PICK_LATEST,
+}
+_LATEST_KEYS = "MATCH (j:Job)\nWHERE j.key IN $keys"
+_LATEST_FOUND = "j.key AS key, j.latestRunId AS pointer, b IS NOT NULL AS found"
 # The names of jobs and their latest runs in one read (a walk's kept jobs).
-_JOB_NAMES_AND_LATEST_RUNS = (
-    "MATCH (j:Job)\nWHERE j.key IN $keys\n"
-    + _PICK_LATEST
-    + """RETURN j.key AS key, j.namespace AS namespace, j.name AS name, b.runId AS runId,
+_JOB_NAMES_AND_LATEST_RUNS = {
+    source: _LATEST_KEYS
+    + match
+    + f"""RETURN {_LATEST_FOUND}, j.namespace AS namespace, j.name AS name, b.runId AS runId,
        b.state AS state, b.stateRank AS stateRank, b.heartbeatS AS heartbeatS
 """
-)
+    for source, match in _LATEST_SOURCES.items()
+}
+# The latest runs as summaries (``latest_runs``, the jobs page).
+_LATEST_RUNS = {
+    source: _LATEST_KEYS
+    + match
+    + f"""OPTIONAL MATCH (b)-[:CHILD_OF]->(p:Run)
+WITH j, b, collect(p.runId) AS parents
+RETURN {_LATEST_FOUND}, CASE WHEN b IS NULL THEN NULL
+       ELSE [b.runId, b.state, b.startedAt, b.endedAt, parents, b.stateRank, b.heartbeatS]
+       END AS latest
+"""
+    for source, match in _LATEST_SOURCES.items()
+}
 
 _RUNS_OF_JOB = """
 MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: $key})
@@ -529,17 +589,6 @@ WITH j, ins, collect(DISTINCT [o.namespace, o.name]) AS outs
 RETURN j.key AS key, j.namespace AS namespace, j.name AS name, ins, outs
 ORDER BY namespace, name
 """
-
-_LATEST_RUNS = (
-    "MATCH (j:Job)\nWHERE j.key IN $keys\n"
-    + _PICK_LATEST
-    + """OPTIONAL MATCH (b)-[:CHILD_OF]->(p:Run)
-WITH j, b, collect(p.runId) AS parents
-RETURN j.key AS key, CASE WHEN b IS NULL THEN NULL
-       ELSE [b.runId, b.state, b.startedAt, b.endedAt, parents, b.stateRank, b.heartbeatS]
-       END AS latest
-"""
-)
 
 _DATASETS = """
 MATCH (d:Dataset)
@@ -684,6 +733,7 @@ class _Batch:
         self.datasets: dict[str, dict[str, Any]] = {}
         self.runs: dict[str, dict[str, Any]] = {}
         self.parents: dict[tuple[str, str], dict[str, Any]] = {}
+        self.latest: dict[str, set[str]] = {}  # job key -> the batch's runs of the job
         self.read: dict[tuple[str, str], dict[str, Any]] = {}
         self.wrote: dict[tuple[str, str], dict[str, Any]] = {}
         self.consumes: dict[tuple[str, str], dict[str, Any]] = {}
@@ -795,6 +845,7 @@ class _Batch:
                 "lastEventAt": when,
                 "heartbeatS": None,
             }
+        self.latest.setdefault(job["jobKey"], set()).add(rec.run_id)
         if all(named["jobKey"] != job["jobKey"] for named in row["jobs"]):
             row["jobs"].append(job)
             if job["jobKey"] < row["jobKey"]:  # the least named, as the statement keeps it
@@ -819,6 +870,9 @@ class _Batch:
             key = (rec.run_id, rec.parent_run_id)
             has_job = rec.parent_job_namespace is not None and rec.parent_job_name is not None
             prev = self.parents.get(key)
+            if has_job:
+                parent_job = name_key(rec.parent_job_namespace, rec.parent_job_name)  # type: ignore[arg-type]
+                self.latest.setdefault(parent_job, set()).add(rec.parent_run_id)
             if prev is None or (prev["parentJobKey"] is None and has_job):
                 self.parents[key] = {
                     "runId": rec.run_id,
@@ -871,6 +925,10 @@ class _Batch:
         yield _MERGE_DATASETS, rows(self.datasets)
         yield _MERGE_RUNS, rows(self.runs)
         yield _MERGE_PARENTS, rows(self.parents)
+        yield (
+            _MERGE_LATEST_RUNS,
+            [{"jobKey": job, "runIds": sorted(runs)} for job, runs in sorted(self.latest.items())],
+        )
         yield _MERGE_READ, rows(self.read)
         yield _MERGE_WROTE, rows(self.wrote)
         yield _MERGE_CONSUMES, rows(self.consumes)
@@ -952,6 +1010,17 @@ class Neo4jLineageStore(BaseLineageStore):
                 # Existing indexes are an error on some servers; anything else shows up on write.
                 _log.debug("graph schema statement skipped: %s (%s)", statement, exc)
         runner.verify()
+        self._derive_latest_runs()
+
+    def _derive_latest_runs(self) -> None:
+        """Give every job from before ``latestRunId`` its pointer, a thousand jobs a statement
+        (resumable: a job keeps its pointer once it has one). Until then reads pass over its
+        runs."""
+        while True:
+            rows = self.runner.run(_JOBS_WITHOUT_LATEST_RUN, {"limit": _KEYS_PER_READ})
+            if not rows:
+                return
+            self.runner.run(_DERIVE_LATEST_RUNS, {"keys": [r["key"] for r in rows]})
 
     @staticmethod
     def _detect_dialect(runner: GraphRunner) -> str:
@@ -1115,13 +1184,7 @@ class Neo4jLineageStore(BaseLineageStore):
             **_paging(limit, offset),
         }
         rows, total = self._page(_JOBS, _COUNT_JOBS, params)
-        latest: dict[str, RunSummary] = {}
-        names = {r["key"]: (r["namespace"], r["name"]) for r in rows}
-        if names:
-            for row in self.runner.run(_LATEST_RUNS, {"keys": list(names)}):
-                run = row["latest"]
-                if run and run[0] is not None and row["key"] in names:
-                    latest[row["key"]] = _latest_run(run, *names[row["key"]])
+        latest = self._latest_summaries({r["key"]: (r["namespace"], r["name"]) for r in rows})
         jobs = [
             JobSummary(
                 namespace=r["namespace"],
@@ -1232,13 +1295,15 @@ class Neo4jLineageStore(BaseLineageStore):
 
     def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
         names = {name_key(_text(ns), _text(nm)): (ns, nm) for ns, nm in jobs}
-        out: dict[tuple[str, str], RunSummary] = {}
-        if not names:
-            return out
-        for row in self.runner.run(_LATEST_RUNS, {"keys": list(names)}):
+        return {names[key]: run for key, run in self._latest_summaries(names).items()}
+
+    def _latest_summaries(self, names: Mapping[str, tuple[str, str]]) -> dict[str, RunSummary]:
+        """The latest run of each job (by key, with its names) that ran."""
+        out: dict[str, RunSummary] = {}
+        for row in _latest_rows(self.runner.run, _LATEST_RUNS, sorted(names)):
             run = row["latest"]
             if run and run[0] is not None and row["key"] in names:
-                out[names[row["key"]]] = _latest_run(run, *names[row["key"]])
+                out[row["key"]] = _latest_run(run, *names[row["key"]])
         return out
 
     def column_lineage(
@@ -1446,6 +1511,8 @@ class Neo4jLineageStore(BaseLineageStore):
             rederive.update(
                 r["runId"] for r in keyed(run, _DEL_CHILD_RUNS, "ids", runs | parents | job_runs)
             )
+            # Jobs whose latest run may go: derived again from their remaining runs, last.
+            pointed = jobs | {r["key"] for r in keyed(run, _DEL_JOBS_OF_RUNS, "ids", rederive)}
             keyed(run, _DEL_EVENTS, "ids", [row["eventId"] for row in found])
             keyed(run, _DEL_RUNS, "ids", runs)
             keyed(run, _DEL_JOB_EDGES, "keys", jobs)
@@ -1462,6 +1529,7 @@ class Neo4jLineageStore(BaseLineageStore):
             keyed(run, _GC_FIELDS, "keys", fields)
             keyed(run, _GC_DATASETS, "keys", touched_datasets)
             keyed(run, _GC_JOBS, "keys", jobs)
+            keyed(run, _DERIVE_LATEST_RUNS, "keys", pointed)
             return len(found)
 
         return self.runner.transaction(work)
@@ -1521,28 +1589,21 @@ def _keyed_lineage(
             raise _Undated
         return [(row["job"], row["ds"]) for row in rows]
 
-    def read_names(node_type: NodeType, keys: list[str]) -> dict[str, tuple[str, str]]:
-        return _node_names(run, node_type, keys)
-
-    walk = walk_keys(step, root, direction, depth, node_limit)
-    truncated = False
-    if node_limit is not None and len(walk) > node_limit:
-        walk, _ = cut_keys(walk, root, direction, node_limit, read_names)
-        truncated = True
+    read_names = remember_names(lambda node_type, keys: _node_names(run, node_type, keys))
+    walk = walk_keys(step, root, direction, depth, node_limit, read_names)
+    walk, truncated = cut_keys(walk, root, direction, node_limit, read_names)
     latest: dict[str, dict[str, Any]] = {}
     if until is None:  # the jobs' names and latest runs in one read
         job_names: dict[str, tuple[str, str]] = {}
-        for start in range(0, len(walk.jobs), _KEYS_PER_READ):
-            keys = sorted(walk.jobs)[start : start + _KEYS_PER_READ]
-            for row in run(_JOB_NAMES_AND_LATEST_RUNS, {"keys": keys}):
-                job_names[row["key"]] = (row["namespace"], row["name"])
-                if row["runId"] is not None:
-                    latest[row["key"]] = {
-                        "runId": row["runId"],
-                        "state": row["state"],
-                        "stateTime": _state_time(row["stateRank"]),
-                        "heartbeatS": row["heartbeatS"],
-                    }
+        for row in _latest_rows(run, _JOB_NAMES_AND_LATEST_RUNS, sorted(walk.jobs)):
+            job_names[row["key"]] = (row["namespace"], row["name"])
+            if row["runId"] is not None:
+                latest[row["key"]] = {
+                    "runId": row["runId"],
+                    "state": row["state"],
+                    "stateTime": _state_time(row["stateRank"]),
+                    "heartbeatS": row["heartbeatS"],
+                }
     else:
         job_names = read_names("JOB", sorted(walk.jobs))
     names: dict[NodeType, dict[str, tuple[str, str]]] = {
@@ -1556,6 +1617,27 @@ def _keyed_lineage(
         if job_key in kept:
             graph.nodes[kept[job_key]].data["latestRun"] = latest_run
     return graph
+
+
+def _latest_rows(
+    run: StatementRunner, statements: Mapping[str, str], keys: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The rows of a latest-run read of the jobs ``keys``: by each job's ``latestRunId``, and
+    for the jobs whose pointer is not known (null: written before it, until ``open`` derives
+    it) or names a run that is gone, by a pass over their runs."""
+
+    def read(source: str, wanted: Sequence[str]) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(wanted), _KEYS_PER_READ):
+            params = {"keys": list(wanted[start : start + _KEYS_PER_READ])}
+            found.extend(run(statements[source], params))
+        return found
+
+    rows = read("pointer", keys)
+    unsure = {r["key"] for r in rows if r["pointer"] is None or (r["pointer"] and not r["found"])}
+    if not unsure:
+        return rows
+    return [r for r in rows if r["key"] not in unsure] + read("pick", sorted(unsure))
 
 
 def _node_names(
@@ -1741,6 +1823,11 @@ _DEL_RUNS_OF_JOBS = """
 UNWIND $keys AS k
 MATCH (x:Run)-[:INSTANCE_OF]->(j:Job {key: k})
 RETURN DISTINCT x.runId AS runId
+"""
+_DEL_JOBS_OF_RUNS = """
+UNWIND $ids AS i
+MATCH (:Run {runId: i})-[:INSTANCE_OF]->(j:Job)
+RETURN DISTINCT j.key AS key
 """
 _DEL_JOBS_OF_DATASETS = """
 UNWIND $keys AS k

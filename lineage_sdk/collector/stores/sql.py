@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -46,7 +46,7 @@ from lineage_sdk.collector.columns import (
     field_key,
     walk_columns,
 )
-from lineage_sdk.collector.keyed import cut_keys, keyed_graph, walk_keys
+from lineage_sdk.collector.keyed import cut_keys, keyed_graph, remember_names, walk_keys
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     ColumnGraph,
@@ -681,17 +681,11 @@ class SqlStore(BaseLineageStore):
         conn: Connection,
         table: str,
         keys: Iterable[str],
-        known: Mapping[str, tuple[str, str]] | None = None,
     ) -> dict[str, tuple[str, str]]:
-        """(namespace, name) of each key of ``table`` (jobs or datasets) that has a row; the
-        ones in ``known`` (read before) are not asked again."""
+        """(namespace, name) of each key of ``table`` (jobs or datasets) that has a row."""
         tbl = self.t[table]
         key_col = tbl.c.job_key if table == "jobs" else tbl.c.dataset_key
         found: dict[str, tuple[str, str]] = {}
-        if known:
-            keys = list(keys)
-            found = {k: known[k] for k in keys if k in known}
-            keys = [k for k in keys if k not in found]
         for chunk in _key_chunks(conn, keys):
             for key, ns, name in conn.execute(
                 sa.select(key_col, tbl.c.namespace, tbl.c.name).where(_member(conn, key_col, chunk))
@@ -816,24 +810,23 @@ class SqlStore(BaseLineageStore):
             column = "job_key" if end == "JOB" else "dataset_key"
             return self._io(conn, column, keys, io, as_of)
 
-        def read_names(node_type: NodeType, keys: list[str]) -> dict[str, tuple[str, str]]:
+        def names_of(node_type: NodeType, keys: list[str]) -> dict[str, tuple[str, str]]:
             return self._names(conn, "jobs" if node_type == "JOB" else "datasets", keys)
 
-        walk = walk_keys(step, root, direction, max(0, depth), node_limit)
-        truncated = False
-        known: dict[NodeType, dict[str, tuple[str, str]]] = {"JOB": {}, "DATASET": {}}
-        if node_limit is not None and len(walk) > node_limit:
-            # Cut on keys before names are read and nodes built: only the nodes at the cut's
-            # distance need their names (ties go by node id, as cut_lineage breaks them).
-            walk, known = cut_keys(walk, root, direction, node_limit, read_names)
-            truncated = True
+        read_names = remember_names(names_of)
+        walk = walk_keys(step, root, direction, max(0, depth), node_limit, read_names)
+        # Cut on keys before names are read and nodes built: only the nodes at the cut's
+        # distance need their names (ties go by node id, as cut_lineage breaks them).
+        walk, truncated = cut_keys(walk, root, direction, node_limit, read_names)
         latest: dict[str, dict[str, Any]] = {}
         if as_of is None:  # names and latest runs of the jobs in one read
             job_names, latest = self._jobs_and_latest_runs(conn, walk.jobs)
         else:
-            job_names = self._names(conn, "jobs", walk.jobs, known["JOB"])
-        ds_names = self._names(conn, "datasets", walk.datasets, known["DATASET"])
-        names: dict[NodeType, dict[str, tuple[str, str]]] = {"JOB": job_names, "DATASET": ds_names}
+            job_names = read_names("JOB", list(walk.jobs))
+        names: dict[NodeType, dict[str, tuple[str, str]]] = {
+            "JOB": job_names,
+            "DATASET": read_names("DATASET", list(walk.datasets)),
+        }
         graph, kept = keyed_graph(node, root, walk, names, truncated=truncated)
         # Latest runs of the kept jobs only: a cut walk may have found many more.
         if as_of is not None:
