@@ -82,6 +82,8 @@ class KeyedWalk(Generic[K]):
     jobs: set[K] = field(default_factory=set)
     datasets: set[K] = field(default_factory=set)
     edges: set[KeyedEdge[K]] = field(default_factory=set)
+    #: The nodes the cut keeps, once the walk knows them (its closing step); the cut reuses them.
+    kept: set[tuple[NodeType, K]] | None = None
 
     def __len__(self) -> int:
         return len(self.jobs) + len(self.datasets)
@@ -100,35 +102,33 @@ class _Way(Generic[K]):
     job_frontier: set[K]
     ds_frontier: set[K]
 
-    def to_datasets(self, step: EdgeStep[K], walk: KeyedWalk[K], closing: bool) -> None:
-        """The datasets adjacent to the frontier's jobs (closing: only edges to known ones)."""
-        if not self.job_frontier:
+    def expand(self, end: NodeType, step: EdgeStep[K], walk: KeyedWalk[K], closing: bool) -> None:
+        """One step from the frontier's jobs (``end`` JOB: to the datasets they read upstream,
+        write downstream) or datasets (DATASET: to the jobs beyond them); closing: only the
+        edges to nodes the walk has."""
+        from_jobs = end == "JOB"
+        frontier = self.job_frontier if from_jobs else self.ds_frontier
+        if not frontier:
             return
-        upstream = self.upstream
-        for job, ds in step("JOB", self.job_frontier, "in" if upstream else "out"):
-            if closing and ds not in walk.datasets:
+        far_found, mine = (walk.datasets, self.datasets) if from_jobs else (walk.jobs, self.jobs)
+        reached = self.ds_frontier if from_jobs else self.job_frontier
+        dataset_first = self.upstream == from_jobs  # the edge's origin along the data flow
+        io: Literal["in", "out"] = "in" if dataset_first else "out"
+        for job, ds in step(end, frontier, io):
+            far = ds if from_jobs else job
+            if closing and far not in far_found:
                 continue
-            walk.edges.add(("DATASET", ds, "JOB", job) if upstream else ("JOB", job, "DATASET", ds))
-            walk.datasets.add(ds)
-            if ds not in self.datasets:
-                self.datasets.add(ds)
-                self.ds_frontier.add(ds)
-        self.job_frontier = set()
-
-    def to_jobs(self, step: EdgeStep[K], walk: KeyedWalk[K], closing: bool) -> None:
-        """The jobs one hop further, through the frontier's datasets."""
-        if not self.ds_frontier:
-            return
-        upstream = self.upstream
-        for job, ds in step("DATASET", self.ds_frontier, "out" if upstream else "in"):
-            if closing and job not in walk.jobs:
-                continue
-            walk.edges.add(("JOB", job, "DATASET", ds) if upstream else ("DATASET", ds, "JOB", job))
-            walk.jobs.add(job)
-            if job not in self.jobs:
-                self.jobs.add(job)
-                self.job_frontier.add(job)
-        self.ds_frontier = set()
+            walk.edges.add(
+                ("DATASET", ds, "JOB", job) if dataset_first else ("JOB", job, "DATASET", ds)
+            )
+            far_found.add(far)
+            if far not in mine:
+                mine.add(far)
+                reached.add(far)
+        if from_jobs:
+            self.job_frontier = set()
+        else:
+            self.ds_frontier = set()
 
 
 def walk_keys(
@@ -159,7 +159,7 @@ def walk_keys(
         if node_limit is None or not walk_full(len(walk), node_limit):
             return False
         if read_names is not None:
-            kept = kept_keys(walk, root, direction, node_limit, read_names)
+            walk.kept = kept = kept_keys(walk, root, direction, node_limit, read_names)
             for way in ways:
                 way.job_frontier = {k for k in way.job_frontier if ("JOB", k) in kept}
                 way.ds_frontier = {k for k in way.ds_frontier if ("DATASET", k) in kept}
@@ -168,7 +168,7 @@ def walk_keys(
     for level in range(max(0, depth) + 1):
         closing = closes()
         for way in ways:
-            way.to_datasets(step, walk, closing)
+            way.expand("JOB", step, walk, closing)
         if closing or level == depth:
             break
         ways = [way for way in ways if way.ds_frontier]
@@ -176,7 +176,7 @@ def walk_keys(
             break
         closing = closes()
         for way in ways:
-            way.to_jobs(step, walk, closing)
+            way.expand("DATASET", step, walk, closing)
         if closing:
             break
         ways = [way for way in ways if way.job_frontier]
@@ -226,7 +226,7 @@ def cut_keys(
     nodes, and whether nodes were left out (the answer's ``truncated``)."""
     if node_limit is None or len(walk) <= node_limit:
         return walk, False
-    kept = kept_keys(walk, root, direction, node_limit, read_names)
+    kept = walk.kept or kept_keys(walk, root, direction, node_limit, read_names)
     cut = KeyedWalk(
         {k for t, k in kept if t == "JOB"},
         {k for t, k in kept if t == "DATASET"},
