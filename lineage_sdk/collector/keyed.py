@@ -20,7 +20,8 @@ The rules:
 * Past ``node_limit`` nodes the walk makes one last, edges-only step (edges back to nodes it has)
   and stops (:func:`~lineage_sdk.collector.store.walk_full`): the answer then holds every node
   within the cut's distance and every edge among them, so cutting it (:func:`cut_keys`) gives the
-  cut of the unbounded answer.
+  cut of the unbounded answer. Given the names of the nodes at the cut's distance (ties go by node
+  id), that step asks only from the frontier nodes the cut keeps.
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ __all__ = [
 ]
 
 K = TypeVar("K", bound=Hashable)
-K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 
 #: One job edge along the data flow: (origin type, origin key, destination type, destination key).
 KeyedEdge = tuple[NodeType, K, NodeType, K]

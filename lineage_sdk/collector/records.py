@@ -18,9 +18,18 @@ import orjson
 from lineage_sdk.collector.store import DatasetRef, EventKind, LineageRecord
 from lineage_sdk.collector.symlinks import canonical
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models.run_state import TERMINAL_STATES
+from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey
 
-__all__ = ["TERMINAL_STATES", "build_record", "compute_event_id", "parse_event_time"]
+__all__ = [
+    "TERMINAL_STATES",
+    "build_record",
+    "compute_event_id",
+    "format_time",
+    "parse_event_time",
+    "parse_time",
+    "state_rank",
+    "state_rank_time",
+]
 
 
 def compute_event_id(event: Mapping[str, Any]) -> str:
@@ -31,6 +40,42 @@ def compute_event_id(event: Mapping[str, Any]) -> str:
     names a RunEvent by run id, event type and time (see docs/architecture.md).
     """
     return hashlib.sha256(orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+
+
+def format_time(value: datetime) -> str:
+    """Fixed-width UTC text that sorts like the instant it names (naive values are taken as UTC):
+    what stores keep a time as where a server has no exact temporal type (microseconds, any
+    year), so that a text comparison or a ``$max`` orders times."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    v = value.astimezone(UTC)
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+        f".{v.microsecond:06d}Z"
+    )
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """The instant :func:`format_time` wrote (None for None or empty text)."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def state_rank(key: StateKey) -> str:
+    """A run state's ``state_key`` as text that sorts like the tuple: a one-digit rank,
+    fixed-width time, state names that differ in their first letter among equal ranks, then
+    the event id; so a store keeps a run's state with a ``max``."""
+    rank, when, state, event_id = key
+    return f"{rank}|{format_time(when)}|{state}|{event_id}"
+
+
+def state_rank_time(rank: object) -> datetime | None:
+    """The time inside a :func:`state_rank` text: the winning state event's time."""
+    if not isinstance(rank, str):
+        return None
+    parts = rank.split("|")
+    return parse_time(parts[1]) if len(parts) > 1 else None
 
 
 def parse_event_time(value: Any) -> datetime:

@@ -14,6 +14,7 @@ import collections
 import contextlib
 import json
 import sys
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -400,6 +401,29 @@ def graph_snapshot(store: Neo4jLineageStore) -> tuple[list[Any], list[Any]]:
         sorted((sorted(n["labels"]), key(n["props"])) for n in nodes),
         sorted((sorted(r["a"]), key(r["ap"]), r["t"], sorted(r["b"]), key(r["bp"])) for r in rels),
     )
+
+
+def wait_settled(
+    rig: CollectorRig, collector: LineageCollector, quiet_s: float = 1.5, timeout: float = 60.0
+) -> None:
+    """Until every queue is empty and the collector has taken no message for ``quiet_s``
+    (longer than a retry delay and a batch's wait): every copy of a retried message answered.
+    A store holding every event says nothing of copies still on their way through a retry
+    queue, and stopping the collector then hands its unacknowledged ones back to the queue."""
+    deadline = time.monotonic() + timeout
+    last: tuple[float, tuple[int, ...]] | None = None
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        now = (
+            sample_value(collector, "lineage_collector_messages_consumed_total"),
+            tuple(queue_depths(rig).values()),
+        )
+        if now != last:
+            last, since = now, time.monotonic()
+        elif not any(now[1]) and time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the collector did not settle in {timeout:.0f} s: {last}")
 
 
 def sample_value(collector: LineageCollector, name: str, **labels: str) -> float:

@@ -13,7 +13,14 @@ from typing import Any
 
 import orjson
 import pytest
-from nosql_collector import CollectorRig, collector_rig, parked, queue_depths, running
+from nosql_collector import (
+    CollectorRig,
+    collector_rig,
+    parked,
+    queue_depths,
+    running,
+    wait_settled,
+)
 from nosql_events import HOSTILE_KEYS, HOSTILE_STRINGS, facet, run_event, uid
 from servers import GraphTarget, MongoTarget
 
@@ -99,6 +106,7 @@ def test_hostile_names_and_facets_arrive_exactly_in_every_store(rig: CollectorRi
         sdk_payloads = decorated_events(rig, ns)
         stores = rig.readers()
         rig.wait_stored(stores["sql"], len(events) + len(sdk_payloads))
+        wait_settled(rig, collector)
     assert parked(collector) == 0
     assert set(queue_depths(rig).values()) == {0}
 

@@ -36,6 +36,7 @@ from nosql_collector import (
     running,
     sample_value,
     store_id,
+    wait_settled,
     wait_until,
 )
 from nosql_events import column_lineage, run_event, uid
@@ -143,6 +144,7 @@ def test_a_server_stopped_mid_stream_loses_and_duplicates_nothing(
         thread.join(60)
         assert not errors, errors
         rig.wait_stored(sql, len(events))
+        wait_settled(rig, collector)  # and every retried copy answered
     assert stored_at_stop < len(events)  # the server went away in the middle of the stream
     assert parked(collector) == 0
     depths = queue_depths(rig)

@@ -40,6 +40,21 @@ remaining event names the node, or no remaining node is in the namespace (compar
 ``v`` and ``born``), derived at ``open`` for a database from before them; until that has
 finished, the reads group the events as before.
 
+And ``<collection>_runs`` and ``<collection>_latest``: what a job's latest run reads, so that a
+lineage answer costs one lookup per job, not a pass over every event of its jobs (a streaming
+consumer's heartbeats grow without bound)::
+
+    runs:   {_id: <digest of the run id>, run: <run id>, jobs: [{ns, n}, ...], firstUs, lastUs,
+             st: <state rank text>, startedUs, endedUs, parent: <least parent run id>,
+             hb: <greatest heartbeat interval>, v, born}
+    latest: {_id: <digest of the job's node>, ns, n, us: <its latest run event>, run, v, born}
+
+A run's fields aggregate its events (``$min``/``$max``/``$addToSet``, any order), a job's latest
+run is the run of its latest run event (the least run id among equal times: a pipeline update
+that compares), both written after the batch's events, derived again from the remaining events
+after a deletion (compare-and-set, as the edges), and derived at ``open`` for a database from
+before them; until that has finished, the reads fold the events as before.
+
 ``firstSeenUs`` is exact to the microsecond (a BSON date holds milliseconds), so ``asOf`` lineage
 is the walk of the edges first seen by then and equals history's fold of the raw events
 (:meth:`DocumentLineageStore.lineage_as_of`). Kept by the writes (``$min``), recomputed from the
@@ -90,7 +105,7 @@ from lineage_sdk.collector.columns import (
     walk_columns,
 )
 from lineage_sdk.collector.keyed import cut_keys, keyed_graph, walk_keys
-from lineage_sdk.collector.records import parse_event_time
+from lineage_sdk.collector.records import parse_event_time, state_rank, state_rank_time
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
@@ -168,6 +183,15 @@ _LEASE = timedelta(minutes=10)
 _KNOWN_LIMIT = 200_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
+#: The event fields a run's summary and a job's latest run are derived from.
+_RUN_FIELDS = {
+    "runId": 1,
+    "job": 1,
+    "eventType": 1,
+    "eventTimeRaw": 1,
+    "parentRunId": 1,
+    "heartbeatS": 1,
+}
 #: The most values one ``$in`` lists. mongod's cost per value hardly depends on the list's
 #: length, but SecantusDB's grows with it (measured per value: 1.3 ms at 50 and 100 names,
 #: 3.2 ms at 500; 0.26 ms per run id at 50, 1.6 ms at 1000), and a round trip is cheap.
@@ -328,6 +352,9 @@ class DocumentLineageStore(BaseLineageStore):
         # again (see _to_write)
         self._known: dict[_Edge | _Node, int] = {}
         self._known_gen: Any = None
+        # job -> the latest run (time, id) its pointer is known to be at least, as of the same
+        # generation: what a batch need not compare again
+        self._latest_known: dict[_Name, tuple[int, str]] = {}
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> DocumentLineageStore:
@@ -433,8 +460,14 @@ class DocumentLineageStore(BaseLineageStore):
                 [("kind", ASCENDING), ("ns", ASCENDING), ("n", ASCENDING)], name="lineage_node"
             )
             self.nodes.create_index([("ns", ASCENDING)], name="lineage_node_ns")
+            # A job's runs (asOf's latest runs, a job's runs page).
+            self.runs.create_index(
+                [("jobs.ns", ASCENDING), ("jobs.n", ASCENDING)], name="lineage_run_job"
+            )
         self._backfill(self.edges, self._edges_of_docs)
         self._backfill(self.nodes, self._nodes_of_docs)
+        self._backfill(self.runs, self._upsert_runs, _RUN_FIELDS)
+        self._backfill(self.latest, lambda docs: self._upsert_latest(docs, None), _RUN_FIELDS)
 
     def check(self) -> None:
         with self._errors("ping"):
@@ -568,6 +601,9 @@ class DocumentLineageStore(BaseLineageStore):
                 self._known.clear()
             for item, when in writes.items():
                 self._known[item] = min(self._known.get(item, when), when)
+        stored = [doc for index, doc in enumerate(docs) if index not in failed]
+        self._upsert_runs(stored)
+        self._upsert_latest(stored, gen)
         if failure is not None:
             raise failure from cause
 
@@ -583,12 +619,27 @@ class DocumentLineageStore(BaseLineageStore):
         """The pymongo collection of jobs and datasets, ``<collection_name>_nodes``."""
         return self.collection.database[f"{self._collection_name}_nodes"]
 
+    @property
+    def runs(self) -> Any:
+        """The pymongo collection of run summaries, ``<collection_name>_runs``."""
+        return self.collection.database[f"{self._collection_name}_runs"]
+
+    @property
+    def latest(self) -> Any:
+        """The pymongo collection of jobs' latest runs, ``<collection_name>_latest``."""
+        return self.collection.database[f"{self._collection_name}_latest"]
+
     def drop(self) -> None:
-        """Drop the events, the edges and the nodes (tests and benchmarks clean up with this)."""
+        """Drop the events and everything derived from them (tests and benchmarks clean up with
+        this)."""
         with self._errors("drop"):
-            self.edges.drop()
-            self.nodes.drop()
+            for derived in (self.edges, self.nodes, self.runs, self.latest):
+                derived.drop()
             self.collection.drop()
+        # what this store remembers having written is gone with them
+        self._known.clear()
+        self._latest_known.clear()
+        self._known_gen = None
 
     def _to_write(self, found: Mapping[_Edge | _Node, int]) -> tuple[dict[_Edge | _Node, int], Any]:
         """Which of a batch's edges (with their times) and nodes (0) to upsert, and the deletion
@@ -604,6 +655,7 @@ class DocumentLineageStore(BaseLineageStore):
         gen = marker.get("gen", 0)
         if gen != self._known_gen:
             self._known.clear()
+            self._latest_known.clear()
             self._known_gen = gen
         until = marker.get("until")
         if until is not None and _utc(until) > datetime.now(UTC):
@@ -691,6 +743,64 @@ class DocumentLineageStore(BaseLineageStore):
                 for node in sorted(n for n in named if n[0] in kinds)
             ]
             self._bulk_upsert(self.nodes, ops, "upsert nodes")
+
+    def _upsert_runs(self, docs: Sequence[Mapping[str, Any]]) -> None:
+        """Upsert the summary of each run the event documents ``docs`` belong to: ``$min`` and
+        ``$max`` of their times, state rank and links, the jobs they name added to a set (so any
+        order and redelivery leave the same summary); ``$inc`` bumps the version a deletion's
+        compare-and-set reads."""
+        from pymongo import UpdateOne
+
+        ops = []
+        for run_id, agg in sorted(_run_aggregates(docs).items()):
+            low = {k: agg[k] for k in ("firstUs", "startedUs", "parent") if k in agg}
+            high = {k: agg[k] for k in ("lastUs", "st", "endedUs", "hb") if k in agg}
+            update = {
+                "$min": low,
+                "$max": high,
+                "$addToSet": {"jobs": {"$each": agg["jobs"]}},
+                "$inc": {"v": 1},
+                "$setOnInsert": {"run": run_id, "born": os.urandom(8).hex()},
+            }
+            ops.append(UpdateOne({"_id": _run_doc_id(run_id)}, update, upsert=True))
+        self._bulk_upsert(self.runs, ops, "upsert runs")
+
+    def _upsert_latest(self, docs: Sequence[Mapping[str, Any]], gen: Any) -> None:
+        """Move each job's latest-run pointer to the batch's latest run of the job where that
+        is later (or, at the same time, a lesser run id): one pipeline update that compares, so
+        writers in any order leave the latest. ``gen`` (None: remember nothing) is the deletion
+        generation under which the pointers this store wrote are remembered and not compared
+        again (see :meth:`_to_write`)."""
+        from pymongo import UpdateOne
+
+        known = self._latest_known
+        ops = []
+        wrote: dict[_Name, tuple[int, str]] = {}
+        for job, (us, run_id) in sorted(_latest_of_docs(docs).items()):
+            have = known.get(job) if gen is not None else None
+            if have is not None and not _later((us, run_id), have):
+                continue
+            wrote[job] = (us, run_id)
+            newer = {
+                "$or": [
+                    {"$gt": [us, "$us"]},
+                    {"$and": [{"$eq": [us, "$us"]}, {"$lt": [run_id, "$run"]}]},
+                ]
+            }
+            stage = {
+                "ns": job[0],
+                "n": job[1],
+                "us": {"$cond": [newer, us, "$us"]},
+                "run": {"$cond": [newer, run_id, "$run"]},
+                "v": {"$add": [{"$ifNull": ["$v", 0]}, 1]},
+                "born": {"$ifNull": ["$born", os.urandom(8).hex()]},
+            }
+            ops.append(UpdateOne({"_id": _doc_id(("JOB", *job))}, [{"$set": stage}], upsert=True))
+        self._bulk_upsert(self.latest, ops, "upsert latest runs")
+        if gen is not None:
+            if len(known) + len(wrote) > _KNOWN_LIMIT:
+                known.clear()
+            known.update(wrote)
 
     def _bulk_upsert(self, collection: Any, ops: Sequence[Any], action: str) -> None:
         """``ops`` (upserts) in unordered bulks of 1,000."""
@@ -818,16 +928,83 @@ class DocumentLineageStore(BaseLineageStore):
             docs = list(self.nodes.find({"ns": ns}, {"kind": 1}).limit(2))
         return any(d.get("kind") != _NAMESPACE for d in docs)
 
+    def _refresh_runs(self, touched: Iterable[str]) -> None:
+        """Derive again the summary of each touched run from its remaining events (or remove
+        it, when none remains), after events were deleted. Compare-and-set, as
+        :meth:`_refresh_edges`: the version is read before the events, and a writer inserts
+        its event before it upserts the summary."""
+        pending = sorted(set(touched))
+        held = time.monotonic()
+        while pending:
+            missed: list[str] = []
+            for batch in _batches(pending):
+                held = self._renew_lease(held)
+                ids = {_run_doc_id(run_id): run_id for run_id in batch}
+                current = self._versions(self.runs, ids)
+                with self._errors("find"):
+                    remaining = list(self.collection.find({"runId": {"$in": batch}}, _RUN_FIELDS))
+                aggregates = _run_aggregates(remaining)
+                for key, run_id in ids.items():
+                    doc = current.get(key)
+                    if doc is None:
+                        continue  # absent: the writer of a remaining event upserts it after
+                    cas = {"_id": key, "v": doc.get("v"), "born": doc.get("born")}
+                    agg = aggregates.get(run_id)
+                    with self._errors("refresh run"):
+                        if agg is None:
+                            done = self.runs.delete_one(cas).deleted_count == 1
+                        else:
+                            fresh = {**agg, "run": run_id, "v": (doc.get("v") or 0) + 1}
+                            fresh["born"] = doc.get("born")
+                            done = self.runs.replace_one(cas, fresh).matched_count == 1
+                    if not done:
+                        missed.append(run_id)
+            pending = missed
+
+    def _refresh_latest(self, touched: Iterable[_Name]) -> None:
+        """Derive again each touched job's latest-run pointer from its remaining run events
+        (or remove it), after events were deleted; compare-and-set as :meth:`_refresh_runs`."""
+        pending = sorted(set(touched))
+        held = time.monotonic()
+        while pending:
+            missed: list[_Name] = []
+            for batch in _batches(pending):
+                held = self._renew_lease(held)
+                ids = {_doc_id(("JOB", *job)): job for job in batch}
+                current = self._versions(self.latest, ids)
+                latest = self._latest_run_events(batch)
+                for key, job in ids.items():
+                    doc = current.get(key)
+                    if doc is None:
+                        continue
+                    cas = {"_id": key, "v": doc.get("v"), "born": doc.get("born")}
+                    with self._errors("refresh latest run"):
+                        if job not in latest:
+                            done = self.latest.delete_one(cas).deleted_count == 1
+                        else:
+                            us, run_id = latest[job]
+                            fresh = {"ns": job[0], "n": job[1], "us": us, "run": run_id}
+                            fresh |= {"v": (doc.get("v") or 0) + 1, "born": doc.get("born")}
+                            done = self.latest.replace_one(cas, fresh).matched_count == 1
+                    if not done:
+                        missed.append(job)
+            pending = missed
+
     def _backfill(
-        self, into: Any, derive: Callable[[list[dict[str, Any]]], None], batch_size: int = 5000
+        self,
+        into: Any,
+        derive: Callable[[list[dict[str, Any]]], None],
+        fields: Mapping[str, int] | None = None,
+        batch_size: int = 5000,
     ) -> None:
-        """Derive what ``into`` (the edges or the nodes) holds for a database written before it
-        existed, from its events: in ``_id`` order, ``batch_size`` events at a time (``derive``
-        upserts theirs), the position kept in a marker document after each batch. Resumable and
-        safe to run twice or beside writers (upserts). A database with no events is marked done
-        at once. One cursor reads them all, on the ``_id`` index: a query per batch (``_id``
-        after the last, sorted, unhinted) made SecantusDB scan and sort the rest of the
-        collection each time (200,000 events: still running after 17 minutes at 10 GB)."""
+        """Derive what ``into`` (edges, nodes, runs, latest runs) holds for a database written
+        before it existed, from its events (their ``fields``): in ``_id`` order, ``batch_size``
+        events at a time (``derive`` upserts theirs), the position kept in a marker document
+        after each batch. Resumable and safe to run twice or beside writers (upserts). A
+        database with no events is marked done at once. One cursor reads them all, on the
+        ``_id`` index: a query per batch (``_id`` after the last, sorted, unhinted) made
+        SecantusDB scan and sort the rest of the collection each time (200,000 events: still
+        running after 17 minutes at 10 GB)."""
         with self._errors(f"backfill {into.name}"):
             marker = into.find_one({"_id": _BACKFILL})
             if marker is not None and marker.get("done"):
@@ -837,7 +1014,7 @@ class DocumentLineageStore(BaseLineageStore):
                 into.update_one({"_id": _BACKFILL}, {"$set": {"done": True}}, upsert=True)
                 return
             _log.info("deriving %s from the events of %s", into.name, self._collection_name)
-            fields = {"job": 1, "parentJob": 1, "datasets": 1, "eventTimeRaw": 1}
+            fields = fields or {"job": 1, "parentJob": 1, "datasets": 1, "eventTimeRaw": 1}
             query = {} if after is None else {"_id": {"$gt": after}}
             # Hinted: unhinted, SecantusDB scans and sorts the collection for the _id range.
             cursor = self.collection.find(query, fields).sort([("_id", 1)]).hint([("_id", 1)])
@@ -883,6 +1060,7 @@ class DocumentLineageStore(BaseLineageStore):
                     "events": {
                         "$push": {
                             "eventTime": "$eventTime",
+                            "eventTimeRaw": "$eventTimeRaw",
                             "eventType": "$eventType",
                             "_id": "$_id",
                             "parentRunId": "$parentRunId",
@@ -997,7 +1175,7 @@ class DocumentLineageStore(BaseLineageStore):
         if depth < 0:
             raise ValueError(f"depth must be >= 0, got {depth}")
         check_node_limit(node_limit)
-        if not self._edges_ready():
+        if not self._ready(self.edges):
             return None
         key = (_text(namespace, "namespace"), _text(name, "name"))
         if not self._known_as_of(kind, key, as_of):
@@ -1008,10 +1186,11 @@ class DocumentLineageStore(BaseLineageStore):
             graph.nodes[node_id("JOB", *job)].data["latestRun"] = run
         return graph
 
-    def _edges_ready(self) -> bool:
-        """Whether the edges hold every event's (the backfill of :meth:`open` has finished)."""
+    def _ready(self, derived: Any) -> bool:
+        """Whether ``derived`` (edges, nodes, runs, latest runs) holds every event's: the
+        backfill of :meth:`open` has finished."""
         with self._errors("find_one"):
-            marker = self.edges.find_one({"_id": _BACKFILL}, {"done": 1})
+            marker = derived.find_one({"_id": _BACKFILL}, {"done": 1})
         return marker is not None and bool(marker.get("done"))
 
     def _known_as_of(self, kind: NodeType, key: tuple[str, str], as_of: datetime) -> bool:
@@ -1053,8 +1232,8 @@ class DocumentLineageStore(BaseLineageStore):
         """Each job's latest run as of ``as_of`` as ``LineageFold.latest_run`` puts it: the run
         of its latest run event by then (the least run id among equal times), its state and
         heartbeat interval folded from that run's events by then only (the runs found by
-        :meth:`_latest_run_ids`, their events read on ``lineage_run_time``)."""
-        latest = self._latest_run_ids(jobs, as_of)
+        :meth:`_latest_run_events`, their events read on ``lineage_run_time``)."""
+        latest = {job: run for job, (_, run) in self._latest_run_events(jobs, as_of).items()}
         runs = sorted(set(latest.values()))
         fold = RunFold()
         fields = {"runId": 1, "eventType": 1, "eventTimeRaw": 1, "heartbeatS": 1}
@@ -1074,12 +1253,6 @@ class DocumentLineageStore(BaseLineageStore):
     def _aggregate(self, pipeline: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         with self._errors("aggregate"):
             return list(self.collection.aggregate(pipeline))
-
-    def _nodes_ready(self) -> bool:
-        """Whether the nodes hold every event's (the backfill of :meth:`open` has finished)."""
-        with self._errors("find_one"):
-            marker = self.nodes.find_one({"_id": _BACKFILL}, {"done": 1})
-        return marker is not None and bool(marker.get("done"))
 
     def _node_names(
         self,
@@ -1110,7 +1283,7 @@ class DocumentLineageStore(BaseLineageStore):
     ) -> Page[tuple[str, str]]:
         """One page of a kind's nodes and their count, from the nodes when they are complete,
         else (a backfill still running) by grouping the events."""
-        if not self._nodes_ready():
+        if not self._ready(self.nodes):
             every = self._job_names() if kind == "JOB" else self._dataset_names()
             names = [(ns, n) for ns, n in every if namespace is None or ns == namespace]
             return Page(names[offset : offset + limit], len(names))
@@ -1142,7 +1315,7 @@ class DocumentLineageStore(BaseLineageStore):
 
     def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]:
         check_page(limit, offset)
-        if self._nodes_ready():
+        if self._ready(self.nodes):
             found = {ns for ns, _ in self._node_names(_NAMESPACE)}
         else:
             found = {ns for ns, _ in self._job_names()} | {ns for ns, _ in self._dataset_names()}
@@ -1152,7 +1325,7 @@ class DocumentLineageStore(BaseLineageStore):
 
     def dataset_namespaces(self) -> list[str]:
         """From the nodes: per namespace node, one dataset node looked up on ``lineage_node``."""
-        if not self._nodes_ready():
+        if not self._ready(self.nodes):
             return sorted({ns for ns, _ in self._dataset_names()})
         found: list[str] = []
         for ns, _ in self._node_names(_NAMESPACE):
@@ -1161,11 +1334,12 @@ class DocumentLineageStore(BaseLineageStore):
                     found.append(ns)
         return found
 
-    def _latest_run_ids(
+    def _latest_run_events(
         self, jobs: Sequence[tuple[str, str]], as_of: datetime | None = None
-    ) -> dict[tuple[str, str], str]:
-        """Each job's latest run (by ``as_of`` when given): the run of its latest run event, the
-        least run id among equal times, to the microsecond as sql and graph order them. One
+    ) -> dict[tuple[str, str], tuple[int, str]]:
+        """Each job's latest run event (by ``as_of`` when given) as (microseconds, run id): the
+        time of its latest run event and the least run id among equal times, to the microsecond
+        as sql and graph order them. One
         aggregate per namespace and ``_IN_BATCH`` jobs on ``lineage_job_time``: each job's events
         of its newest millisecond, whose ``eventTimeRaw`` settles the order (and, in the
         millisecond of ``as_of``, whether they count; where none does, the job is asked again
@@ -1173,7 +1347,7 @@ class DocumentLineageStore(BaseLineageStore):
         wanted = sorted({(_text(ns, "namespace"), _text(nm, "name")) for ns, nm in jobs})
         floor = None if as_of is None else _ms_floor(as_of)
         bounds = [None] if floor is None else [{"$lte": floor}, {"$lt": floor}]
-        out: dict[tuple[str, str], str] = {}
+        out: dict[tuple[str, str], tuple[int, str]] = {}
         for bound in bounds:
             left: list[tuple[str, str]] = []
             for ns, names in _namespace_batches(wanted):
@@ -1202,19 +1376,43 @@ class DocumentLineageStore(BaseLineageStore):
                         left.append(job)  # its newest millisecond is as_of's, all after as_of
                         continue
                     latest = max(t for t, _ in counted)
-                    out[job] = min(run for t, run in counted if t == latest)
+                    out[job] = (_micros(latest), min(run for t, run in counted if t == latest))
             wanted = left
             if not wanted:
                 break
         return out
 
     def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
-        """Each job's latest run (:meth:`_latest_run_ids`), its events folded by the rules of
-        ``models.run_state``: their events read on ``lineage_run_time``, ``_IN_BATCH`` runs a
-        query."""
-        latest = self._latest_run_ids(jobs)
+        """Each job's latest run: its pointer in ``<collection>_latest``, then that run's summary
+        in ``<collection>_runs``, ``_IN_BATCH`` of each a query; until those are derived (a
+        database from before them), folded from the jobs' events (:meth:`_latest_run_events`,
+        then the runs' events on ``lineage_run_time``)."""
+        wanted = sorted({(_text(ns, "namespace"), _text(nm, "name")) for ns, nm in jobs})
+        if not (self._ready(self.runs) and self._ready(self.latest)):
+            return self._latest_runs_from_events(wanted)
+        chosen: dict[tuple[str, str], str] = {}
+        for batch in _batches([_doc_id(("JOB", *job)) for job in wanted]):
+            with self._errors("find"):
+                for doc in self.latest.find({"_id": {"$in": batch}}, {"ns": 1, "n": 1, "run": 1}):
+                    chosen[(doc["ns"], doc["n"])] = doc["run"]
+        summaries: dict[str, dict[str, Any]] = {}
+        for batch in _batches(sorted({_run_doc_id(run) for run in chosen.values()})):
+            with self._errors("find"):
+                summaries.update((d["run"], d) for d in self.runs.find({"_id": {"$in": batch}}))
+        return {
+            job: _summary_of_run(summaries[run_id], *job)
+            for job, run_id in chosen.items()
+            if run_id in summaries
+        }
+
+    def _latest_runs_from_events(
+        self, jobs: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], RunSummary]:
+        """:meth:`latest_runs` folded from the events: each job's latest run
+        (:meth:`_latest_run_events`), its events folded by the rules of ``models.run_state``."""
+        latest = {job: run for job, (_, run) in self._latest_run_events(jobs).items()}
         runs = sorted(set(latest.values()))
-        fields = {"runId": 1, "eventTime": 1, "eventType": 1, "parentRunId": 1, "heartbeatS": 1}
+        fields = {"runId": 1, "eventTimeRaw": 1, "eventType": 1, "parentRunId": 1, "heartbeatS": 1}
         docs_of: dict[str, list[dict[str, Any]]] = {}
         for batch in _batches(runs):
             with self._errors("find"):
@@ -1272,7 +1470,7 @@ class DocumentLineageStore(BaseLineageStore):
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         needle = _text(text, "text").lower()
-        if not self._nodes_ready():
+        if not self._ready(self.nodes):
             found: list[tuple[NodeType, str, str]] = [
                 ("JOB", ns, n) for ns, n in self._job_names() if needle in n.lower()
             ]
@@ -1553,16 +1751,21 @@ class DocumentLineageStore(BaseLineageStore):
         removed = 0
         touched: set[_Edge] = set()
         named: set[_Node] = set()
-        fields = {"job": 1, "parentJob": 1, "datasets": 1}
+        runs: set[str] = set()
+        fields = {"job": 1, "parentJob": 1, "datasets": 1, "runId": 1}
         for chunk in _batches(ids):
             with self._errors("delete_many"):
                 for doc in self.collection.find({"_id": {"$in": chunk}}, fields):
                     touched.update(_stated_edges(doc))
                     named.update(_stated_nodes(doc))
+                    if isinstance(doc.get("runId"), str) and doc.get("job"):
+                        runs.add(doc["runId"])
                 result = self.collection.delete_many({"_id": {"$in": chunk}})
             removed += int(result.deleted_count)
         self._refresh_edges(touched)
         self._refresh_nodes(named)
+        self._refresh_runs(runs)
+        self._refresh_latest({(ns, name) for kind, ns, name in named if kind == "JOB"})
         return removed
 
     def job_events_up_to(
@@ -1665,6 +1868,88 @@ def _namespace_batches(keys: Iterable[tuple[str, str]]) -> Iterator[tuple[str, l
             yield ns, batch
 
 
+def _run_doc_id(run_id: str) -> str:
+    """The ``_id`` of a run's summary (a digest, so no run id meets a marker's ``_id``)."""
+    return hashlib.blake2b(run_id.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _run_events(
+    docs: Iterable[Mapping[str, Any]],
+) -> Iterator[tuple[str, _Name, Mapping[str, Any]]]:
+    """(run id, job, document) of the run events among event documents: a run id and a job."""
+    for doc in docs:
+        run_id, job = doc.get("runId"), doc.get("job")
+        if isinstance(run_id, str) and isinstance(job, Mapping):
+            yield run_id, (job["namespace"], job["name"]), doc
+
+
+def _run_aggregates(docs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each run's summary fields over the run events among ``docs`` (by the rules of
+    ``models.run_state``; times in microseconds, the state as ``records.state_rank`` text)."""
+    out: dict[str, dict[str, Any]] = {}
+    for run_id, (ns, name), doc in _run_events(docs):
+        when = _raw_time(doc)
+        us = _micros(when)
+        agg = out.setdefault(run_id, {"jobs": [], "firstUs": us, "lastUs": us})
+        job = {"ns": ns, "n": name}
+        if job not in agg["jobs"]:
+            agg["jobs"].append(job)
+        agg["firstUs"], agg["lastUs"] = min(agg["firstUs"], us), max(agg["lastUs"], us)
+        key = state_key(doc.get("eventType"), when, doc["_id"])
+        if key is not None:
+            rank = state_rank(key)
+            if rank > agg.get("st", ""):
+                agg["st"] = rank
+            if key[2] == "START":
+                agg["startedUs"] = min(agg.get("startedUs", us), us)
+            elif key[2] in TERMINAL_STATES:
+                agg["endedUs"] = max(agg.get("endedUs", us), us)
+        parent = doc.get("parentRunId")
+        if isinstance(parent, str) and parent and ("parent" not in agg or parent < agg["parent"]):
+            agg["parent"] = parent  # pick_link: the least named
+        beat = doc.get("heartbeatS")
+        if beat is not None and ("hb" not in agg or beat > agg["hb"]):
+            agg["hb"] = beat  # pick_interval: the greatest named
+    return out
+
+
+def _latest_of_docs(docs: Iterable[Mapping[str, Any]]) -> dict[_Name, tuple[int, str]]:
+    """Each job's latest run event among ``docs`` as (microseconds, run id), the least run id
+    among equal times."""
+    out: dict[_Name, tuple[int, str]] = {}
+    for run_id, job, doc in _run_events(docs):
+        found = (_micros(_raw_time(doc)), run_id)
+        if job not in out or _later(found, out[job]):
+            out[job] = found
+    return out
+
+
+def _later(found: tuple[int, str], than: tuple[int, str]) -> bool:
+    """Whether the run event ``found`` (microseconds, run id) is later than ``than``: a later
+    time, or the same time and a lesser run id."""
+    return found[0] > than[0] or (found[0] == than[0] and found[1] < than[1])
+
+
+def _summary_of_run(doc: Mapping[str, Any], namespace: str, name: str) -> RunSummary:
+    """A run's :class:`RunSummary` from its document in ``<collection>_runs``."""
+    rank = doc.get("st")
+    return RunSummary(
+        run_id=doc["run"],
+        job_namespace=namespace,
+        job_name=name,
+        state=rank.split("|")[2] if isinstance(rank, str) else None,
+        started_at=_from_micros(doc.get("startedUs")),
+        ended_at=_from_micros(doc.get("endedUs")),
+        parent_run_id=doc.get("parent"),
+        state_time=state_rank_time(rank),
+        heartbeat_s=doc.get("hb"),
+    )
+
+
+def _from_micros(value: object) -> datetime | None:
+    return None if not isinstance(value, int) else _EPOCH + timedelta(microseconds=value)
+
+
 def _run_summary(
     run_id: str, namespace: str, name: str, docs: Sequence[Mapping[str, Any]]
 ) -> RunSummary:
@@ -1674,7 +1959,7 @@ def _run_summary(
     started: datetime | None = None
     ended: datetime | None = None
     for d in docs:
-        t = _utc(d["eventTime"])
+        t = _raw_time(d)
         key = state_key(d.get("eventType"), t, d["_id"])
         if key is None:
             continue

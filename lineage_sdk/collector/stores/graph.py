@@ -45,7 +45,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeVar
 
 import orjson
@@ -59,6 +59,7 @@ from lineage_sdk.collector.columns import (
     walk_columns,
 )
 from lineage_sdk.collector.keyed import cut_keys, keyed_graph, remember_names, walk_keys
+from lineage_sdk.collector.records import format_time, parse_time, state_rank, state_rank_time
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
@@ -120,23 +121,6 @@ STORE_NAME = "graph"
 
 
 # ------------------------------------------------------------------------------------------ helpers
-
-
-def format_time(value: datetime) -> str:
-    """Fixed-width UTC text that sorts like the instant it names (naive values are taken as UTC)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    v = value.astimezone(UTC)
-    return (
-        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
-        f".{v.microsecond:06d}Z"
-    )
-
-
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def _json(value: Any) -> str:
@@ -854,11 +838,9 @@ class _Batch:
         row["lastEventAt"] = max(row["lastEventAt"], when)
         row["heartbeatS"] = pick_interval((row["heartbeatS"], heartbeat_interval(rec.event)))
         if state is not None:
-            # state_key as text that sorts like the tuple: one-digit rank, fixed-width time, state
-            # names that differ in their first letter among equal ranks.
-            state_rank = f"{state[0]}|{when}|{etype}|{rec.event_id}"
-            if row["stateRank"] is None or state_rank > row["stateRank"]:
-                row["state"], row["stateRank"] = etype, state_rank
+            rank_text = state_rank(state)
+            if row["stateRank"] is None or rank_text > row["stateRank"]:
+                row["state"], row["stateRank"] = etype, rank_text
         if etype == "START" and (row["startedAt"] is None or when < row["startedAt"]):
             row["startedAt"] = when
         if terminal and (row["endedAt"] is None or when > row["endedAt"]):
@@ -1126,7 +1108,7 @@ class Neo4jLineageStore(BaseLineageStore):
                 started_at=parse_time(row["startedAt"]),
                 ended_at=parse_time(row["endedAt"]),
                 parent_run_id=pick_link(row["parents"]),
-                state_time=_state_time(row["stateRank"]),
+                state_time=state_rank_time(row["stateRank"]),
                 heartbeat_s=row["heartbeatS"],
             )
             for row in rows
@@ -1601,7 +1583,7 @@ def _keyed_lineage(
                 latest[row["key"]] = {
                     "runId": row["runId"],
                     "state": row["state"],
-                    "stateTime": _state_time(row["stateRank"]),
+                    "stateTime": state_rank_time(row["stateRank"]),
                     "heartbeatS": row["heartbeatS"],
                 }
     else:
@@ -1740,7 +1722,7 @@ def _latest_runs_until(
             out[job_key] = {
                 "runId": run_id,
                 "state": row["state"],
-                "stateTime": _state_time(row["stateRank"]),
+                "stateTime": state_rank_time(row["stateRank"]),
                 "heartbeatS": row["heartbeatS"],
             }
     chosen = sorted({item["runId"] for item in out.values()})
@@ -1922,18 +1904,9 @@ def _latest_run(run: Sequence[Any], namespace: str, name: str) -> RunSummary:
         started_at=parse_time(run[2]),
         ended_at=parse_time(run[3]),
         parent_run_id=pick_link(run[4]),
-        state_time=_state_time(run[5]),
+        state_time=state_rank_time(run[5]),
         heartbeat_s=run[6],
     )
-
-
-def _state_time(state_rank: object) -> datetime | None:
-    """The time inside a run's ``stateRank`` (``rank|time|state|event id``): its winning
-    state event's time."""
-    if not isinstance(state_rank, str):
-        return None
-    parts = state_rank.split("|")
-    return parse_time(parts[1]) if len(parts) > 1 else None
 
 
 def _text(value: object) -> str:
