@@ -105,7 +105,13 @@ from lineage_sdk.collector.columns import (
     walk_columns,
 )
 from lineage_sdk.collector.keyed import cut_keys, keyed_graph, walk_keys
-from lineage_sdk.collector.records import parse_event_time, state_rank, state_rank_time
+from lineage_sdk.collector.records import (
+    latest_run_entry,
+    latest_span,
+    parse_event_time,
+    state_rank,
+    state_rank_time,
+)
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
@@ -1231,21 +1237,87 @@ class DocumentLineageStore(BaseLineageStore):
     ) -> dict[tuple[str, str], dict[str, Any]]:
         """Each job's latest run as of ``as_of`` as ``LineageFold.latest_run`` puts it: the run
         of its latest run event by then (the least run id among equal times), its state and
-        heartbeat interval folded from that run's events by then only (the runs found by
-        :meth:`_latest_run_events`, their events read on ``lineage_run_time``)."""
-        latest = {job: run for job, (_, run) in self._latest_run_events(jobs, as_of).items()}
-        runs = sorted(set(latest.values()))
+        heartbeat interval folded from that run's events by then only.
+
+        From the jobs' runs in ``<collection>_runs`` (``lineage_run_job``): a run whose every
+        event lies by then is answered from its summary; only the runs ``as_of`` falls inside
+        have their events read. A job with a run other jobs name too (the summary counts their
+        events), or a database whose runs are still being derived, is folded from its events
+        (:meth:`_latest_runs_as_of_from_events`)."""
+        wanted = sorted({(_text(ns, "namespace"), _text(nm, "name")) for ns, nm in jobs})
+        if not self._ready(self.runs):
+            return self._latest_runs_as_of_from_events(wanted, as_of)
+        until = _micros(as_of)
+        candidates: dict[_Name, list[dict[str, Any]]] = {}
+        for ns, names in _namespace_batches(wanted):
+            asked = set(names)
+            query = {"jobs.ns": ns, "jobs.n": {"$in": names}}
+            with self._errors("find"):
+                for doc in self.runs.find(query, {"v": 0, "born": 0}):
+                    if doc.get("firstUs", until + 1) > until:
+                        continue
+                    for job in doc["jobs"]:
+                        if job["ns"] == ns and job["n"] in asked:
+                            candidates.setdefault((ns, job["n"]), []).append(doc)
+        shared = {job for job, docs in candidates.items() if any(len(d["jobs"]) > 1 for d in docs)}
+        spanning = sorted(
+            {
+                doc["run"]
+                for job, docs in candidates.items()
+                if job not in shared
+                for doc in docs
+                if doc["lastUs"] > until
+            }
+        )
+        fold, latest_event = self._fold_runs_as_of(spanning, as_of)
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for job, docs in candidates.items():
+            if job in shared:
+                continue
+            by_run = {doc["run"]: doc for doc in docs}
+            spans = (
+                (r, d["lastUs"] if d["lastUs"] <= until else latest_event.get(r))
+                for r, d in by_run.items()
+            )
+            best = latest_span(spans)
+            if best is None:
+                continue
+            doc = by_run[best[0]]
+            if doc["lastUs"] <= until:
+                out[job] = latest_run_entry(doc["run"], doc.get("st"), doc.get("hb"))
+            else:
+                out[job] = fold.latest_run(doc["run"])
+        if shared:
+            out.update(self._latest_runs_as_of_from_events(sorted(shared), as_of))
+        return out
+
+    def _fold_runs_as_of(
+        self, runs: Sequence[str], as_of: datetime
+    ) -> tuple[RunFold, dict[str, int]]:
+        """The runs' states and heartbeat intervals folded from their events by ``as_of`` (read
+        on ``lineage_run_time``), and each run's latest event by then (microseconds)."""
         fold = RunFold()
+        latest: dict[str, int] = {}
         fields = {"runId": 1, "eventType": 1, "eventTimeRaw": 1, "heartbeatS": 1}
         for batch in _batches(runs):
-            query = {"runId": {"$in": batch}}
             with self._errors("find"):
-                docs = list(self.collection.find(query, fields))
+                docs = list(self.collection.find({"runId": {"$in": batch}}, fields))
             for doc in docs:
                 when = _raw_time(doc)
                 if when <= as_of:
+                    run_id, us = doc["runId"], _micros(when)
+                    latest[run_id] = max(latest.get(run_id, us), us)
                     state = state_key(doc.get("eventType"), when, doc["_id"])
-                    fold.add(doc["runId"], state, doc.get("heartbeatS"))
+                    fold.add(run_id, state, doc.get("heartbeatS"))
+        return fold, latest
+
+    def _latest_runs_as_of_from_events(
+        self, jobs: Sequence[tuple[str, str]], as_of: datetime
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        """:meth:`_latest_runs_as_of` folded from the events: the runs found by
+        :meth:`_latest_run_events`, their events read on ``lineage_run_time``."""
+        latest = {job: run for job, (_, run) in self._latest_run_events(jobs, as_of).items()}
+        fold, _ = self._fold_runs_as_of(sorted(set(latest.values())), as_of)
         return {job: fold.latest_run(run_id) for job, run_id in latest.items()}
 
     # -- catalog: the browsing questions of the HTTP API (sql and graph answer them too)

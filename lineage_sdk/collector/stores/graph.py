@@ -59,7 +59,14 @@ from lineage_sdk.collector.columns import (
     walk_columns,
 )
 from lineage_sdk.collector.keyed import cut_keys, keyed_graph, remember_names, walk_keys
-from lineage_sdk.collector.records import format_time, parse_time, state_rank, state_rank_time
+from lineage_sdk.collector.records import (
+    format_time,
+    latest_run_entry,
+    latest_span,
+    parse_time,
+    state_rank,
+    state_rank_time,
+)
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import (
     BaseLineageStore,
@@ -1580,12 +1587,9 @@ def _keyed_lineage(
         for row in _latest_rows(run, _JOB_NAMES_AND_LATEST_RUNS, sorted(walk.jobs)):
             job_names[row["key"]] = (row["namespace"], row["name"])
             if row["runId"] is not None:
-                latest[row["key"]] = {
-                    "runId": row["runId"],
-                    "state": row["state"],
-                    "stateTime": state_rank_time(row["stateRank"]),
-                    "heartbeatS": row["heartbeatS"],
-                }
+                latest[row["key"]] = latest_run_entry(
+                    row["runId"], row["stateRank"], row["heartbeatS"]
+                )
     else:
         job_names = read_names("JOB", sorted(walk.jobs))
     names: dict[NodeType, dict[str, tuple[str, str]]] = {
@@ -1705,26 +1709,17 @@ def _latest_runs_until(
             folded.add(run_id, found, beat)
     out: dict[str, dict[str, Any]] = {}
     for job_key, rows in candidates.items():
-        best: tuple[str, str, dict[str, Any]] | None = None
-        for row in rows:
-            whole = row["last"] is not None and row["last"] < until
-            last: str | None = row["last"] if whole else latest_event.get(row["runId"])
-            if last is None:
-                continue  # no event before until (a placeholder parent run)
-            if best is None or last > best[0] or (last == best[0] and row["runId"] < best[1]):
-                best = (last, row["runId"], row)
+        by_run = {row["runId"]: row for row in rows}
+        whole = {r for r, row in by_run.items() if row["last"] is not None and row["last"] < until}
+        spans = ((r, by_run[r]["last"] if r in whole else latest_event.get(r)) for r in by_run)
+        best = latest_span(spans)
         if best is None:
-            continue
-        _, run_id, row = best
-        if run_id in latest_event:
-            out[job_key] = folded.latest_run(run_id)
+            continue  # no event before until (a placeholder parent run only)
+        run_id, row = best[0], by_run[best[0]]
+        if run_id in whole:
+            out[job_key] = latest_run_entry(run_id, row["stateRank"], row["heartbeatS"])
         else:
-            out[job_key] = {
-                "runId": run_id,
-                "state": row["state"],
-                "stateTime": state_rank_time(row["stateRank"]),
-                "heartbeatS": row["heartbeatS"],
-            }
+            out[job_key] = folded.latest_run(run_id)
     chosen = sorted({item["runId"] for item in out.values()})
     for start in range(0, len(chosen), _KEYS_PER_READ):
         params = {"ids": chosen[start : start + _KEYS_PER_READ]}
