@@ -133,3 +133,71 @@ def test_latest_runs_cost_a_few_queries_however_many_heartbeats(
         f"{document_store._collection_name}_runs",
         f"{document_store._collection_name}_latest",
     }
+
+
+def _stream(job: str, run_id: str, beats: int) -> list[dict[str, Any]]:
+    """A streaming consumer's run: a START and ``beats`` RUNNING heartbeats, 30 s apart."""
+    beat = {HEARTBEAT_FACET_KEY: {"_producer": "p", "_schemaURL": "s", "intervalS": 30}}
+    events = [run_event(job=job, run_id=run_id, event_type="START", seconds=0)]
+    events += [
+        run_event(job=job, run_id=run_id, event_type="RUNNING", seconds=s, run_facets=beat)
+        for s in range(30, 30 * beats + 1, 30)
+    ]
+    return events
+
+
+def test_runs_of_a_job_are_read_from_summaries_and_equal_the_fold_of_its_events(
+    document_store: DocumentLineageStore,
+) -> None:
+    """Every page of every job's runs equals the fold of the job's events (a database whose
+    summaries are not derived yet), a run two jobs name included: each job's run folds its own
+    events only. A job whose runs no other job names is read without touching the events."""
+    stream = "0190c000-0000-7000-8000-0000000000ee"
+    document_store.write_batch(records(*_corpus(), *_stream("stream", stream, 200)))
+    jobs = [*JOBS, ("ns", "stream")]
+    shapes = [(100, 0), (1, 0), (1, 1), (2, 1), (5, 3)]
+    listener = _Commands()
+    monitoring.register(listener)
+    store = reopened(document_store)  # a client sees the listeners registered before it
+    try:
+        listener.on = True
+        summed = {
+            (job, shape): store.runs_of_job(*job, limit=shape[0], offset=shape[1])
+            for job in jobs
+            for shape in shapes
+        }
+        listener.on = False
+        every_read = listener.filters[:]
+        listener.names.clear()
+        listener.filters.clear()
+        listener.on = True
+        store.runs_of_job("ns", "stream")
+        listener.on = False
+    finally:
+        listener.on = False
+        store.close()
+    assert listener.names == ["find", "find"]  # the readiness marker and the job's runs
+    assert {collection for collection, _ in every_read} == {
+        f"{document_store._collection_name}_runs",
+        document_store._collection_name,  # the shared run's events, for b and c alone
+    }
+    document_store.runs.drop()  # as a database from before the summaries reads them
+    folded = {
+        (job, shape): document_store.runs_of_job(*job, limit=shape[0], offset=shape[1])
+        for job in jobs
+        for shape in shapes
+    }
+    for key, page in summed.items():
+        assert list(page) == list(folded[key]) and page.total == folded[key].total, key
+    (b_run,), (c_run,) = summed[(("ns", "b"), (100, 0))], summed[(("ns", "c"), (100, 0))]
+    assert b_run.run_id == c_run.run_id == SHARED
+    assert (b_run.state, c_run.state) == ("START", "COMPLETE")  # not the whole run's summary
+    a_runs = summed[(("ns", "a"), (100, 0))]
+    assert len(a_runs) == a_runs.total == 4
+    assert [r.run_id for r in summed[(("ns", "a"), (1, 1))]] == [a_runs[1].run_id]
+    (streaming,) = summed[(("ns", "stream"), (100, 0))]
+    assert (streaming.run_id, streaming.state, streaming.heartbeat_s) == (stream, "RUNNING", 30)
+    assert (
+        summed[(("ns", "nothing"), (100, 0))] == []
+        and summed[(("ns", "nothing"), (100, 0))].total == 0
+    )

@@ -1053,41 +1053,70 @@ class DocumentLineageStore(BaseLineageStore):
     def runs_of_job(
         self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
     ) -> Page[RunSummary]:
+        """A job's runs, most recent first (START time, else first event), ties by run id, as
+        the sql store pages them. From the job's run summaries (``lineage_run_job``): a document
+        a run, however many heartbeats a streaming consumer's run holds. A run other jobs name
+        too (its summary counts their events) is folded from this job's events, as every run
+        is until the summaries are derived (a database from before them)."""
         check_page(limit, offset)
-        match = {"job.namespace": _text(namespace, "namespace"), "job.name": _text(name, "name")}
-        pipeline = [
-            {"$match": match},  # the index's fields only, so any planner uses it
-            {"$match": {"runId": {"$type": "string"}}},
-            {
-                "$group": {
-                    "_id": "$runId",
-                    "first": {"$min": "$eventTime"},
-                    # named as the event documents' fields, so _run_summary folds either
-                    "events": {
-                        "$push": {
-                            "eventTime": "$eventTime",
-                            "eventTimeRaw": "$eventTimeRaw",
-                            "eventType": "$eventType",
-                            "_id": "$_id",
-                            "parentRunId": "$parentRunId",
-                            "heartbeatS": "$heartbeatS",
-                        }
-                    },
-                }
-            },
-        ]
-        with self._errors("aggregate"):
-            groups = list(self.collection.aggregate(pipeline))
-        runs: list[tuple[datetime, RunSummary]] = []
-        for g in groups:
-            run = _run_summary(g["_id"], namespace, name, g["events"])
-            runs.append((run.started_at or _utc(g["first"]), run))
-        # Most recent first (START time, else first event), ties by run id: as the sql store.
-        # A run's state folds all of its events, so runs are ordered and paged here, after the
-        # grouping; the total is the number of groups.
+        job = (_text(namespace, "namespace"), _text(name, "name"))
+        if self._ready(self.runs):
+            runs, shared = self._job_runs_from_summaries(job)
+            if shared:
+                runs.extend(self._job_runs_from_events(job, shared))
+        else:
+            runs = self._job_runs_from_events(job, None)
+        # The page is cut here: a run's order needs its START, so the total is the runs'.
         runs.sort(key=lambda p: p[1].run_id)
         runs.sort(key=lambda p: p[0], reverse=True)
         return Page((r for _, r in runs[offset : offset + limit]), len(runs))
+
+    def _job_runs_from_summaries(
+        self, job: _Name
+    ) -> tuple[list[tuple[datetime, RunSummary]], list[str]]:
+        """(order time, summary) of each run only ``job`` names, and the ids of its runs that
+        other jobs name too."""
+        runs: list[tuple[datetime, RunSummary]] = []
+        shared: list[str] = []
+        query = {"jobs.ns": job[0], "jobs.n": job[1]}  # multikey: checked per element below
+        with self._errors("find"):
+            docs = list(self.runs.find(query, {"v": 0, "born": 0}))
+        for doc in docs:
+            named = {(j["ns"], j["n"]) for j in doc["jobs"]}
+            if job not in named:
+                continue
+            if len(named) > 1:
+                shared.append(doc["run"])
+                continue
+            run = _summary_of_run(doc, *job)
+            runs.append((run.started_at or _from_micros(doc.get("firstUs")) or _EPOCH, run))
+        return runs, sorted(shared)
+
+    def _job_runs_from_events(
+        self, job: _Name, run_ids: Sequence[str] | None
+    ) -> list[tuple[datetime, RunSummary]]:
+        """(order time, summary) of the job's runs (those of ``run_ids`` only, when given),
+        each folded from the job's events of the run."""
+        match: dict[str, Any] = {"job.namespace": job[0], "job.name": job[1]}
+        # the index's fields first, so any planner uses it; then the run ids
+        runs_match: dict[str, Any] = {"runId": {"$type": "string"}}
+        batches: Iterable[list[str] | None] = [None] if run_ids is None else _batches(run_ids)
+        fields = ("eventTimeRaw", "eventType", "_id", "parentRunId", "heartbeatS")
+        out: list[tuple[datetime, RunSummary]] = []
+        for batch in batches:
+            if batch is not None:
+                runs_match = {"runId": {"$in": batch}}
+            pipeline = [
+                {"$match": match},
+                {"$match": runs_match},
+                {"$group": {"_id": "$runId", "events": {"$push": {f: f"${f}" for f in fields}}}},
+            ]
+            with self._errors("aggregate"):
+                groups = list(self.collection.aggregate(pipeline))
+            for g in groups:
+                run = _run_summary(g["_id"], *job, g["events"])
+                out.append((run.started_at or min(_raw_time(e) for e in g["events"]), run))
+        return out
 
     def _edge_rows(
         self, end: str, keys: list[tuple[str, str]], role: str, until: int | None
