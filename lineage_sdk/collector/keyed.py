@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from lineage_sdk.collector.store import (
     Direction,
@@ -45,11 +45,13 @@ from lineage_sdk.collector.store import (
 
 __all__ = [
     "EdgeStep",
+    "JobReader",
     "KeyedEdge",
     "KeyedWalk",
     "NameReader",
     "cut_keys",
     "kept_keys",
+    "keyed_answer",
     "keyed_graph",
     "remember_names",
     "walk_keys",
@@ -73,6 +75,8 @@ class EdgeStep(Protocol[K]):
 
 #: The (namespace, name) of the given keys of one node type that exist (others are absent).
 NameReader = Callable[[NodeType, list[K]], dict[K, tuple[str, str]]]
+#: The names of the given job keys and their latest runs (a node's ``latestRun``), in one read.
+JobReader = Callable[[set[K]], tuple[dict[K, tuple[str, str]], dict[K, dict[str, Any]]]]
 
 
 @dataclass
@@ -281,3 +285,37 @@ def keyed_graph(
         graph.nodes[dest].in_edges.append(edge)
     jobs = {k: nid for (type_, k), nid in ids.items() if type_ == "JOB" and nid in graph.nodes}
     return graph, jobs
+
+
+def keyed_answer(
+    node: str,
+    root: tuple[NodeType, K],
+    walk: KeyedWalk[K],
+    direction: Direction,
+    node_limit: int | None,
+    read_names: NameReader[K],
+    *,
+    jobs_and_latest: JobReader[K] | None = None,
+    latest_of_kept: Callable[[dict[K, str]], dict[K, dict[str, Any]]] | None = None,
+) -> LineageGraph:
+    """The answer of a walk: cut on keys (before any name is read: only the nodes at the cut's
+    distance need theirs), the kept nodes' names, and each kept job's ``latestRun``, from
+    ``jobs_and_latest`` (the names and latest runs in one read) or, without it, from
+    ``latest_of_kept`` asked of the kept jobs alone (each job key's node id)."""
+    walk, truncated = cut_keys(walk, root, direction, node_limit, read_names)
+    latest: dict[K, dict[str, Any]] = {}
+    if jobs_and_latest is not None:
+        job_names, latest = jobs_and_latest(walk.jobs)
+    else:
+        job_names = read_names("JOB", list(walk.jobs))
+    names: dict[NodeType, dict[K, tuple[str, str]]] = {
+        "JOB": job_names,
+        "DATASET": read_names("DATASET", list(walk.datasets)),
+    }
+    graph, kept = keyed_graph(node, root, walk, names, truncated=truncated)
+    if jobs_and_latest is None and latest_of_kept is not None:
+        latest = latest_of_kept(kept)
+    for job_key, latest_run in latest.items():
+        if job_key in kept:
+            graph.nodes[kept[job_key]].data["latestRun"] = latest_run
+    return graph

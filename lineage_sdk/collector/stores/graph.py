@@ -58,7 +58,7 @@ from lineage_sdk.collector.columns import (
     facet_edges,
     walk_columns,
 )
-from lineage_sdk.collector.keyed import cut_keys, keyed_graph, remember_names, walk_keys
+from lineage_sdk.collector.keyed import keyed_answer, remember_names, walk_keys
 from lineage_sdk.collector.records import (
     format_time,
     latest_run_entry,
@@ -1580,29 +1580,29 @@ def _keyed_lineage(
 
     read_names = remember_names(lambda node_type, keys: _node_names(run, node_type, keys))
     walk = walk_keys(step, root, direction, depth, node_limit, read_names)
-    walk, truncated = cut_keys(walk, root, direction, node_limit, read_names)
+    return keyed_answer(
+        node,
+        root,
+        walk,
+        direction,
+        node_limit,
+        read_names,
+        jobs_and_latest=None if until else lambda jobs: _jobs_and_latest_runs(run, jobs),
+        latest_of_kept=lambda kept: _latest_runs_until(run, sorted(kept), until) if until else {},
+    )
+
+
+def _jobs_and_latest_runs(
+    run: StatementRunner, jobs: Collection[str]
+) -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, Any]]]:
+    """The (namespace, name) of the job keys ``jobs`` and their latest runs, in one read."""
+    names: dict[str, tuple[str, str]] = {}
     latest: dict[str, dict[str, Any]] = {}
-    if until is None:  # the jobs' names and latest runs in one read
-        job_names: dict[str, tuple[str, str]] = {}
-        for row in _latest_rows(run, _JOB_NAMES_AND_LATEST_RUNS, sorted(walk.jobs)):
-            job_names[row["key"]] = (row["namespace"], row["name"])
-            if row["runId"] is not None:
-                latest[row["key"]] = latest_run_entry(
-                    row["runId"], row["stateRank"], row["heartbeatS"]
-                )
-    else:
-        job_names = read_names("JOB", sorted(walk.jobs))
-    names: dict[NodeType, dict[str, tuple[str, str]]] = {
-        "JOB": job_names,
-        "DATASET": read_names("DATASET", sorted(walk.datasets)),
-    }
-    graph, kept = keyed_graph(node, root, walk, names, truncated=truncated)
-    if until is not None:  # latest runs of the kept jobs only: a cut walk may have found more
-        latest = _latest_runs_until(run, sorted(kept), until)
-    for job_key, latest_run in latest.items():
-        if job_key in kept:
-            graph.nodes[kept[job_key]].data["latestRun"] = latest_run
-    return graph
+    for row in _latest_rows(run, _JOB_NAMES_AND_LATEST_RUNS, sorted(jobs)):
+        names[row["key"]] = (row["namespace"], row["name"])
+        if row["runId"] is not None:
+            latest[row["key"]] = latest_run_entry(row["runId"], row["stateRank"], row["heartbeatS"])
+    return names, latest
 
 
 def _latest_rows(

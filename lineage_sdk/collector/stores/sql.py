@@ -46,7 +46,7 @@ from lineage_sdk.collector.columns import (
     field_key,
     walk_columns,
 )
-from lineage_sdk.collector.keyed import cut_keys, keyed_graph, remember_names, walk_keys
+from lineage_sdk.collector.keyed import keyed_answer, remember_names, walk_keys
 from lineage_sdk.collector.store import (
     BaseLineageStore,
     ColumnGraph,
@@ -815,25 +815,16 @@ class SqlStore(BaseLineageStore):
 
         read_names = remember_names(names_of)
         walk = walk_keys(step, root, direction, max(0, depth), node_limit, read_names)
-        # Cut on keys before names are read and nodes built: only the nodes at the cut's
-        # distance need their names (ties go by node id, as cut_lineage breaks them).
-        walk, truncated = cut_keys(walk, root, direction, node_limit, read_names)
-        latest: dict[str, dict[str, Any]] = {}
-        if as_of is None:  # names and latest runs of the jobs in one read
-            job_names, latest = self._jobs_and_latest_runs(conn, walk.jobs)
-        else:
-            job_names = read_names("JOB", list(walk.jobs))
-        names: dict[NodeType, dict[str, tuple[str, str]]] = {
-            "JOB": job_names,
-            "DATASET": read_names("DATASET", list(walk.datasets)),
-        }
-        graph, kept = keyed_graph(node, root, walk, names, truncated=truncated)
-        # Latest runs of the kept jobs only: a cut walk may have found many more.
-        if as_of is not None:
-            latest = self._latest_runs_as_of(conn, kept, as_of)
-        for k, run in latest.items():
-            graph.nodes[kept[k]].data["latestRun"] = run
-        return graph
+        return keyed_answer(
+            node,
+            root,
+            walk,
+            direction,
+            node_limit,
+            read_names,
+            jobs_and_latest=None if as_of else lambda jobs: self._jobs_and_latest_runs(conn, jobs),
+            latest_of_kept=lambda kept: self._latest_runs_as_of(conn, kept, as_of) if as_of else {},
+        )
 
     def _latest_run_events(
         self, conn: Connection, job_keys: Iterable[str], until: datetime | None = None
