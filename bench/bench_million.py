@@ -46,7 +46,11 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
 Figures accumulate in ``--data``/million-results.json and are printed as a markdown table, with
 the load average at each phase. PostgreSQL uses the database ``lineage_bench_1m`` on 127.0.0.1:5432
 (dropped at the end unless ``--keep``); SecantusDB and FalkorDB are started on free ports with
-their data under ``--data`` and stopped at the end (FalkorDB snapshots to ``graph.rdb``).
+their data under ``--data`` and stopped at the end (FalkorDB snapshots to ``graph.rdb``). With
+``LINEAGE_TEST_MONGODB_URI`` (a real MongoDB: database ``lineage_bench``) or
+``LINEAGE_TEST_NEO4J_URI`` (a real Neo4j through the neo4j driver, with ``..._USER``,
+``..._PASSWORD``, ``..._DATABASE`` as for the tests), the document or graph store is measured
+there instead: neither server installs on this project's machines.
 """
 
 from __future__ import annotations
@@ -77,7 +81,14 @@ import orjson
 import sqlalchemy as sa
 from _bench_common import load_average, serving
 from bench_retention import records, retention_alongside, take
-from servers import POSTGRES_URL, FalkorDBRespRunner, FalkorDBServer, SecantusServer
+from servers import (
+    MONGODB_URI_ENV,
+    POSTGRES_URL,
+    FalkorDBRespRunner,
+    FalkorDBServer,
+    SecantusServer,
+    neo4j_from_env,
+)
 
 from lineage_sdk.collector.api import ApiServer, create_app, queries
 from lineage_sdk.collector.api.history import parse_instant
@@ -279,6 +290,24 @@ class Stores:
             (self.data / "sqlite").mkdir(exist_ok=True)
         elif kind == "postgres":
             store = SqlStore(self.pg_url())
+        elif kind == "document" and os.environ.get(MONGODB_URI_ENV):
+            store = DocumentLineageStore(  # a real MongoDB: its database "lineage_bench"
+                ConnectionConfig(
+                    uri=os.environ[MONGODB_URI_ENV], database="lineage_bench", timeout_ms=600_000
+                ),
+                collection_name="million",
+            )
+        elif kind == "graph" and (neo4j := neo4j_from_env()) is not None:
+            uri, user, password, database = neo4j
+            store = Neo4jLineageStore(  # a real Neo4j, through the neo4j driver as deployed
+                ConnectionConfig(
+                    uri=uri,
+                    username=user,
+                    password=password,
+                    database=database,
+                    timeout_ms=3_600_000,
+                )
+            )
         elif kind == "document":
             if self.secantus is None:
                 (self.data / "secantus").mkdir(exist_ok=True)
