@@ -40,9 +40,9 @@ remaining event names the node, or no remaining node is in the namespace (compar
 ``v`` and ``born``), derived at ``open`` for a database from before them; until that has
 finished, the reads group the events as before.
 
-And ``<collection>_runs`` and ``<collection>_latest``: what a job's latest run reads, so that a
-lineage answer costs one lookup per job, not a pass over every event of its jobs (a streaming
-consumer's heartbeats grow without bound)::
+And ``<collection>_runs`` and ``<collection>_latest``: what a job's latest run and its runs read,
+so that a lineage answer costs one lookup per job and a job's runs a document each, not a pass
+over every event of its jobs (a streaming consumer's heartbeats grow without bound)::
 
     runs:   {_id: <digest of the run id>, run: <run id>, jobs: [{ns, n}, ...], firstUs, lastUs,
              st: <state rank text>, startedUs, endedUs, parent: <least parent run id>,
