@@ -199,9 +199,10 @@ _RUN_FIELDS = {
     "heartbeatS": 1,
 }
 #: The most values one ``$in`` lists. mongod's cost per value hardly depends on the list's
-#: length, but SecantusDB's grows with it (measured per value: 1.3 ms at 50 and 100 names,
-#: 3.2 ms at 500; 0.26 ms per run id at 50, 1.6 ms at 1000), and a round trip is cheap.
-_IN_BATCH = 100
+#: length, but SecantusDB's grows with it (1,000 documents by ``_id``: 51 ms at 20 a query, 85 at
+#: 100, 172 at 250, 302 at 1), and a round trip is cheap. bench_million's lineage d10 over HTTP
+#: on SecantusDB at 200,000 events, p95: 294.9 ms at 100, 233.2 at 50, 199.3 at 25, 235.9 at 10.
+_IN_BATCH = 25
 
 
 # ---------------------------------------------------------------------------------------- escaping
