@@ -294,27 +294,18 @@ def keyed_answer(
     direction: Direction,
     node_limit: int | None,
     read_names: NameReader[K],
-    *,
-    jobs_and_latest: JobReader[K] | None = None,
-    latest_of_kept: Callable[[dict[K, str]], dict[K, dict[str, Any]]] | None = None,
+    read_jobs: JobReader[K],
 ) -> LineageGraph:
     """The answer of a walk: cut on keys (before any name is read: only the nodes at the cut's
-    distance need theirs), the kept nodes' names, and each kept job's ``latestRun``, from
-    ``jobs_and_latest`` (the names and latest runs in one read) or, without it, from
-    ``latest_of_kept`` asked of the kept jobs alone (each job key's node id)."""
+    distance need theirs), then the kept nodes' names, the jobs' with their latest runs
+    (``read_jobs``, asked of the kept jobs alone: a cut walk may have found many more)."""
     walk, truncated = cut_keys(walk, root, direction, node_limit, read_names)
-    latest: dict[K, dict[str, Any]] = {}
-    if jobs_and_latest is not None:
-        job_names, latest = jobs_and_latest(walk.jobs)
-    else:
-        job_names = read_names("JOB", list(walk.jobs))
+    job_names, latest = read_jobs(walk.jobs)
     names: dict[NodeType, dict[K, tuple[str, str]]] = {
         "JOB": job_names,
         "DATASET": read_names("DATASET", list(walk.datasets)),
     }
     graph, kept = keyed_graph(node, root, walk, names, truncated=truncated)
-    if jobs_and_latest is None and latest_of_kept is not None:
-        latest = latest_of_kept(kept)
     for job_key, latest_run in latest.items():
         if job_key in kept:
             graph.nodes[kept[job_key]].data["latestRun"] = latest_run

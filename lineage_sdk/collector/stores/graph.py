@@ -1579,17 +1579,14 @@ def _keyed_lineage(
         return [(row["job"], row["ds"]) for row in rows]
 
     read_names = remember_names(lambda node_type, keys: _node_names(run, node_type, keys))
+
+    def read_jobs(jobs: set[str]) -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, Any]]]:
+        if until is None:  # names and latest runs in one read
+            return _jobs_and_latest_runs(run, jobs)
+        return read_names("JOB", sorted(jobs)), _latest_runs_until(run, sorted(jobs), until)
+
     walk = walk_keys(step, root, direction, depth, node_limit, read_names)
-    return keyed_answer(
-        node,
-        root,
-        walk,
-        direction,
-        node_limit,
-        read_names,
-        jobs_and_latest=None if until else lambda jobs: _jobs_and_latest_runs(run, jobs),
-        latest_of_kept=lambda kept: _latest_runs_until(run, sorted(kept), until) if until else {},
-    )
+    return keyed_answer(node, root, walk, direction, node_limit, read_names, read_jobs)
 
 
 def _jobs_and_latest_runs(

@@ -814,17 +814,16 @@ class SqlStore(BaseLineageStore):
             return self._names(conn, "jobs" if node_type == "JOB" else "datasets", keys)
 
         read_names = remember_names(names_of)
+
+        def read_jobs(
+            jobs: set[str],
+        ) -> tuple[dict[str, tuple[str, str]], dict[str, dict[str, Any]]]:
+            if as_of is None:  # names and latest runs in one read
+                return self._jobs_and_latest_runs(conn, jobs)
+            return read_names("JOB", list(jobs)), self._latest_runs_as_of(conn, jobs, as_of)
+
         walk = walk_keys(step, root, direction, max(0, depth), node_limit, read_names)
-        return keyed_answer(
-            node,
-            root,
-            walk,
-            direction,
-            node_limit,
-            read_names,
-            jobs_and_latest=None if as_of else lambda jobs: self._jobs_and_latest_runs(conn, jobs),
-            latest_of_kept=lambda kept: self._latest_runs_as_of(conn, kept, as_of) if as_of else {},
-        )
+        return keyed_answer(node, root, walk, direction, node_limit, read_names, read_jobs)
 
     def _latest_run_events(
         self, conn: Connection, job_keys: Iterable[str], until: datetime | None = None
