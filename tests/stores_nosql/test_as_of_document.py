@@ -32,6 +32,7 @@ from lineage_sdk.collector.stores.document import (
     _IN_BATCH,
     DocumentLineageStore,
     _doc_id,
+    _far_name,
     _micros,
 )
 
@@ -44,6 +45,31 @@ def edges_of(store: DocumentLineageStore) -> dict[tuple[str, ...], int]:
         (d["jns"], d["jn"], d["dns"], d["dn"], d["role"]): d["firstSeenUs"]
         for d in store.edges.find({"jns": {"$exists": True}})
     }
+
+
+def adjacency_of(store: DocumentLineageStore) -> dict[tuple[str, ...], int]:
+    """The edges as ``<collection>_adjacency`` holds them, (job ns, job, dataset ns, dataset,
+    role) -> firstSeenUs, after checking that the job's and the dataset's documents agree, that
+    each document is a known node's, and that none is empty."""
+    named = {
+        d["_id"]: (d["kind"], d["ns"], d["n"])
+        for d in store.nodes.find({"kind": {"$in": ["JOB", "DATASET"]}})
+    }
+    at_job: dict[tuple[str, ...], int] = {}
+    at_dataset: dict[tuple[str, ...], int] = {}
+    for doc in store.adjacency.find({"born": {"$exists": True}}):
+        kind, ns, name = named[doc["_id"]]
+        assert not doc.get("spilled")
+        assert doc.get("input") or doc.get("output"), doc
+        for role in ("input", "output"):
+            for far, when in (doc.get(role) or {}).items():
+                fns, fn = _far_name(far)
+                if kind == "JOB":
+                    at_job[(ns, name, fns, fn, role)] = when
+                else:
+                    at_dataset[(fns, fn, ns, name, role)] = when
+    assert at_job == at_dataset
+    return at_job
 
 
 def reopened(store: DocumentLineageStore) -> DocumentLineageStore:
@@ -138,7 +164,7 @@ def test_an_older_database_gets_its_edges_at_open(make_store: StoreFactory) -> N
     assert store.lineage_as_of("dataset:ns:d1", as_of=at_(25)) is None
     again = reopened(store)
     try:
-        assert edges_of(again) == want_edges
+        assert edges_of(again) == want_edges == adjacency_of(again)
         assert plain_answers(again, nodes) == want
         times = [0, 11, 30.5, 40, 1000]
         assert assert_indexed_is_generic(again, nodes[::3], times, [(20, None), (2, 3)]) > 100
@@ -176,23 +202,43 @@ def test_deletion_recomputes_the_edges(make_store: StoreFactory) -> None:
         kept = [r for r in batch if r.event_id not in gone]
         fresh = make_store("document")
         fresh.write_batch(kept)
-        assert edges_of(store) == edges_of(fresh)
+        assert edges_of(store) == edges_of(fresh) == adjacency_of(store)
         assert store.delete_events(sorted(gone)) == 0
 
 
-class _Interleaved(DocumentLineageStore):
-    """A store whose deletion is overtaken by a writer: between reading an edge's version and
-    setting it, another collector writes an event stating that edge."""
+class Overtaking(DocumentLineageStore):
+    """A store whose deletion is overtaken by another collector: :meth:`overtake`, called by a
+    subclass where the race is to happen, writes the events in ``pending`` once."""
 
-    overtake: list[Any]
+    pending: list[Any]
+
+    def overtake(self) -> None:
+        if self.pending:
+            writer = DocumentLineageStore(self._connection, self._collection_name)
+            writer.write_batch(self.pending)
+            writer.close()
+            self.pending = []
+
+
+def delete_overtaken(make_store: StoreFactory, kind: type[Overtaking]) -> Overtaking:
+    """A store of ``kind`` (open: the caller closes it) where job j read d at 10 s, whose event
+    it then deleted while another collector wrote j reading d at 20 s."""
+    base = make_store("document")
+    store = kind(base._connection, base._collection_name)
+    store.open()
+    old = records(run_event(job="j", inputs=[("ns", "d")], seconds=10))
+    store.write_batch(old)
+    store.pending = records(run_event(job="j", inputs=[("ns", "d")], seconds=20))
+    assert store.delete_events([old[0].event_id]) == 1
+    return store
+
+
+class _Interleaved(Overtaking):
+    """Overtaken between reading an edge's version and setting it."""
 
     def _least_times(self, job: tuple[str, str], wanted: set[Any]) -> dict[Any, int]:
         found = super()._least_times(job, wanted)
-        if self.overtake:
-            writer = DocumentLineageStore(self._connection, self._collection_name)
-            writer.write_batch(self.overtake)
-            writer.close()
-            self.overtake = []
+        self.overtake()
         return found
 
 
@@ -200,16 +246,10 @@ def test_deletion_while_a_collector_writes_the_same_edge(make_store: StoreFactor
     """The compare-and-set on the edge's version: the recomputation that missed the new event
     is refused and done again, so the edge keeps the new event's time (without it, the edge
     would be deleted while an event states it)."""
-    base = make_store("document")
-    old = records(run_event(job="j", inputs=[("ns", "d")], seconds=10))
-    new = records(run_event(job="j", inputs=[("ns", "d")], seconds=20))
-    store = _Interleaved(base._connection, base._collection_name)
-    store.open()
+    store = delete_overtaken(make_store, _Interleaved)
     try:
-        store.write_batch(old)
-        store.overtake = list(new)
-        assert store.delete_events([old[0].event_id]) == 1
         assert edges_of(store) == {("ns", "j", "ns", "d", "input"): _micros(at_(20))}
+        assert adjacency_of(store) == edges_of(store)
         doc = store.edges.find_one({"_id": _doc_id(("ns", "j", "ns", "d", "input"))})
         assert doc is not None and doc["v"] >= 3  # written, overtaken, recomputed
     finally:
@@ -248,7 +288,7 @@ def test_writers_and_deleters_at_once_end_as_the_events_say(make_store: StoreFac
         thread.join(60)
     fresh = make_store("document")
     fresh.write_batch([r for r in batch if r.event_id not in set(gone)])
-    assert edges_of(store) == edges_of(fresh)
+    assert edges_of(store) == edges_of(fresh) == adjacency_of(store)
 
 
 class _Commands(monitoring.CommandListener):

@@ -370,13 +370,13 @@ def test_the_document_and_graph_walks_stop_early(
     store.write_batch(records(*chain("c", 60)))
     calls: list[str] = []
     if kind == "document":
-        real = store._edge_rows
+        real = store._adjacent
 
         def counted(*args: Any) -> Any:
-            calls.append("_edge_rows")
+            calls.append("_adjacent")
             return real(*args)
 
-        monkeypatch.setattr(store, "_edge_rows", counted)
+        monkeypatch.setattr(store, "_adjacent", counted)
     else:
         real_transaction = store.runner.transaction
         steps = set(graph_store._EDGE_STEPS.values())

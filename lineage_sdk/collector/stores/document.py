@@ -40,6 +40,22 @@ remaining event names the node, or no remaining node is in the namespace (compar
 ``v`` and ``born``), derived at ``open`` for a database from before them; until that has
 finished, the reads group the events as before.
 
+And ``<collection>_adjacency``: the job edges again, one document per job or dataset that has
+any, so that a lineage walk reads one document per node by ``_id`` instead of an edge query per
+namespace (a node's edges were about three documents, and SecantusDB's cost is per document)::
+
+    {_id: <the node's _id in _nodes>, input: {<far end>: <firstSeenUs>, ...}, output: {...},
+     v: <version>, born, spilled: <true once the document outgrew the server's limit>}
+
+A job's ``input`` holds the datasets it reads, a dataset's ``input`` the jobs that read it; a far
+end is ``<escaped namespace>%/<escaped name>`` (``%/`` never occurs in an escaped text). Written
+with the edges (``$min``, right after them), refreshed from the edges after a deletion
+(compare-and-set on ``v`` and ``born``: the version is read before the edges, and a writer
+upserts the edge before its adjacency), derived from the edges at ``open`` for a database from
+before it; until that has finished, the walks query the edges as before. A node with so many
+edges that its document would pass the server's 16 MB is marked ``spilled``, and walks query its
+edges instead.
+
 And ``<collection>_runs`` and ``<collection>_latest``: what a job's latest run and its runs read,
 so that a lineage answer costs one lookup per job and a job's runs a document each, not a pass
 over every event of its jobs (a streaming consumer's heartbeats grow without bound)::
@@ -81,11 +97,13 @@ by time: 12 s hinted, 7 ms not, on 20,000 events); its planner finds the index b
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -203,6 +221,11 @@ _RUN_FIELDS = {
 #: 100, 172 at 250, 302 at 1), and a round trip is cheap. bench_million's lineage d10 over HTTP
 #: on SecantusDB at 200,000 events, p95: 294.9 ms at 100, 233.2 at 50, 199.3 at 25, 235.9 at 10.
 _IN_BATCH = 25
+#: Between an adjacency key's escaped namespace and name: no escaped text holds it.
+_FAR = "%/"
+_ROLES = ("input", "output")
+#: The server's "document too large" codes (an update that would pass 16 MB: 17419, 10334).
+_TOO_LARGE = frozenset({10334, 17419, 17420})
 
 
 # ---------------------------------------------------------------------------------------- escaping
@@ -221,23 +244,17 @@ def escape_key(key: str) -> str:
     return key
 
 
+_UNESCAPES = {esc: raw for raw, esc in _ESCAPES}
+_ESCAPED = re.compile("|".join(re.escape(esc) for _, esc in _ESCAPES))
+
+
 def unescape_key(key: str) -> str:
+    """:func:`escape_key` undone: each escape, left to right, in one pass."""
     if "%" not in key:
         return key
     if key == "%":
         return ""
-    out: list[str] = []
-    i = 0
-    table = {esc: raw for raw, esc in _ESCAPES}
-    while i < len(key):
-        chunk = key[i : i + 3]
-        if chunk in table:
-            out.append(table[chunk])
-            i += 3
-        else:
-            out.append(key[i])
-            i += 1
-    return "".join(out)
+    return _ESCAPED.sub(lambda m: _UNESCAPES[m.group()], key)
 
 
 def escape_keys(value: Any) -> Any:
@@ -362,6 +379,9 @@ class DocumentLineageStore(BaseLineageStore):
         # job -> the latest run (time, id) its pointer is known to be at least, as of the same
         # generation: what a batch need not compare again
         self._latest_known: dict[_Name, tuple[int, str]] = {}
+        # whether <collection>_adjacency holds every edge (its backfill has finished): once
+        # true it stays true until drop()
+        self._adjacency_ready = False
 
     @classmethod
     def from_config(cls, config: LineageConfig) -> DocumentLineageStore:
@@ -472,6 +492,7 @@ class DocumentLineageStore(BaseLineageStore):
                 [("jobs.ns", ASCENDING), ("jobs.n", ASCENDING)], name="lineage_run_job"
             )
         self._backfill(self.edges, self._edges_of_docs)
+        self._backfill_adjacency()
         self._backfill(self.nodes, self._nodes_of_docs)
         self._backfill(self.runs, self._upsert_runs, _RUN_FIELDS)
         self._backfill(self.latest, lambda docs: self._upsert_latest(docs, None), _RUN_FIELDS)
@@ -601,7 +622,9 @@ class DocumentLineageStore(BaseLineageStore):
         stated: dict[_Edge | _Node, int] = dict.fromkeys(named, 0)
         stated.update(found.items())
         writes, gen = self._to_write(stated)
-        self._upsert_edges({e: t for e, t in writes.items() if len(e) == 5})
+        edges = {e: t for e, t in writes.items() if len(e) == 5}
+        self._upsert_edges(edges)
+        self._upsert_adjacency(edges)
         self._upsert_nodes([n for n in writes if len(n) == 3])
         if gen is not None:
             if len(self._known) + len(writes) > _KNOWN_LIMIT:
@@ -627,6 +650,11 @@ class DocumentLineageStore(BaseLineageStore):
         return self.collection.database[f"{self._collection_name}_nodes"]
 
     @property
+    def adjacency(self) -> Any:
+        """The pymongo collection of each node's edges, ``<collection_name>_adjacency``."""
+        return self.collection.database[f"{self._collection_name}_adjacency"]
+
+    @property
     def runs(self) -> Any:
         """The pymongo collection of run summaries, ``<collection_name>_runs``."""
         return self.collection.database[f"{self._collection_name}_runs"]
@@ -640,13 +668,14 @@ class DocumentLineageStore(BaseLineageStore):
         """Drop the events and everything derived from them (tests and benchmarks clean up with
         this)."""
         with self._errors("drop"):
-            for derived in (self.edges, self.nodes, self.runs, self.latest):
+            for derived in (self.edges, self.adjacency, self.nodes, self.runs, self.latest):
                 derived.drop()
             self.collection.drop()
         # what this store remembers having written is gone with them
         self._known.clear()
         self._latest_known.clear()
         self._known_gen = None
+        self._adjacency_ready = False
 
     def _to_write(self, found: Mapping[_Edge | _Node, int]) -> tuple[dict[_Edge | _Node, int], Any]:
         """Which of a batch's edges (with their times) and nodes (0) to upsert, and the deletion
@@ -723,6 +752,180 @@ class DocumentLineageStore(BaseLineageStore):
             for edge, when in sorted(found.items())
         ]
         self._bulk_upsert(self.edges, ops, "upsert edges")
+
+    # -- adjacency: each node's edges on one document, what the walks read
+
+    def _upsert_adjacency(self, found: Mapping[_Edge, int]) -> None:
+        """Put each edge, with its least time (``$min``), on both ends' adjacency documents:
+        one update per node however many of its edges the batch states; ``$inc`` bumps the
+        version a refresh's compare-and-set reads. Called right after :meth:`_upsert_edges`
+        with the same edges. A document the server refuses to grow past its limit is marked
+        ``spilled`` instead (:meth:`_spill`): the walks then read that node's edges."""
+        if not found:
+            return
+        from pymongo import UpdateOne
+        from pymongo.errors import BulkWriteError
+
+        fields: dict[str, dict[str, int]] = {}
+        for edge, when in found.items():
+            for node_key, field in _adjacency_fields(edge):
+                entries = fields.setdefault(node_key, {})
+                entries[field] = min(entries.get(field, when), when)
+        ops = [
+            UpdateOne(
+                {"_id": node_key},
+                {
+                    "$min": entries,
+                    "$inc": {"v": 1},
+                    "$setOnInsert": {"born": os.urandom(8).hex()},
+                },
+                upsert=True,
+            )
+            for node_key, entries in sorted(fields.items())
+        ]
+        for start in range(0, len(ops), 1000):
+            try:
+                self._bulk_upsert(self.adjacency, ops[start : start + 1000], "upsert adjacency")
+            except StoreError as exc:
+                cause = exc.__cause__
+                errors = (
+                    (cause.details or {}).get("writeErrors", [])
+                    if isinstance(cause, BulkWriteError)
+                    else []
+                )
+                if not errors or any(e.get("code") not in _TOO_LARGE for e in errors):
+                    raise
+                # The rest of the bulk was written (unordered); the refused ones spill.
+                self._spill({e["op"]["q"]["_id"] for e in errors})
+
+    def _spill(self, node_keys: Iterable[str]) -> None:
+        """Mark these adjacency documents ``spilled`` and empty their maps: their nodes have
+        more edges than one document holds, so the walks query the edges collection for them
+        (which stays complete). A writer's later ``$min`` may refill the maps; walks ignore
+        them."""
+        for node_key in sorted(node_keys):
+            update = {
+                "$set": {"spilled": True},
+                "$unset": {"input": "", "output": ""},
+                "$inc": {"v": 1},
+                "$setOnInsert": {"born": os.urandom(8).hex()},
+            }
+            _log.warning("adjacency of node %s is too large for one document: spilled", node_key)
+            with self._errors("spill adjacency"):
+                self.adjacency.update_one({"_id": node_key}, update, upsert=True)
+
+    def _refresh_adjacency(self, touched: Iterable[_Edge]) -> None:
+        """Set each touched edge's entries on both ends' adjacency documents to what its edge
+        document now holds (its time, or no entry when the edge is gone), after
+        :meth:`_refresh_edges`; a document left with no entry is removed.
+
+        Compare-and-set, safe while collectors write: each document's version is read before
+        the edges, and a writer upserts an edge before its adjacency (bumping the version), so
+        a refresh that read an edge too early fails its compare-and-set and reads again, or is
+        followed by that writer's ``$min``."""
+        by_node: dict[str, dict[str, _Edge]] = {}
+        for edge in touched:
+            for node_key, field in _adjacency_fields(edge):
+                by_node.setdefault(node_key, {})[field] = edge
+        pending = sorted(by_node)
+        held = time.monotonic()
+        while pending:
+            missed: list[str] = []
+            for batch in _batches(pending):
+                held = self._renew_lease(held)
+                with self._errors("find"):
+                    current = {d["_id"]: d for d in self.adjacency.find({"_id": {"$in": batch}})}
+                wanted = {_doc_id(e) for key in batch for e in by_node[key].values()}
+                times = {
+                    doc["_id"]: doc["firstSeenUs"]
+                    for chunk in _batches(sorted(wanted))
+                    for doc in self._find(self.edges, {"_id": {"$in": chunk}}, {"firstSeenUs": 1})
+                }
+                for node_key in batch:
+                    doc = current.get(node_key)
+                    if doc is None or doc.get("spilled"):
+                        continue  # absent: the writer of a remaining edge upserts it after
+                    if not self._refresh_node_adjacency(doc, by_node[node_key], times):
+                        missed.append(node_key)
+            pending = missed
+
+    def _refresh_node_adjacency(
+        self, doc: Mapping[str, Any], fields: Mapping[str, _Edge], times: Mapping[str, int]
+    ) -> bool:
+        """One compare-and-set of :meth:`_refresh_adjacency`: whether it took."""
+        cas = {"_id": doc["_id"], "v": doc.get("v"), "born": doc.get("born")}
+        entries = {
+            f"{role}.{far}": when for role in _ROLES for far, when in (doc.get(role) or {}).items()
+        }
+        changes: dict[str, Any] = {"$set": {}, "$unset": {}}
+        for field, edge in fields.items():
+            when = times.get(_doc_id(edge))
+            if when is None:
+                entries.pop(field, None)
+                changes["$unset"][field] = ""
+            elif entries.get(field) != when:
+                entries[field] = when
+                changes["$set"][field] = when
+        with self._errors("refresh adjacency"):
+            if not entries:
+                return bool(self.adjacency.delete_one(cas).deleted_count == 1)
+            update = {op: v for op, v in changes.items() if v}
+            if not update:
+                return True
+            update["$inc"] = {"v": 1}
+            return bool(self.adjacency.update_one(cas, update).matched_count == 1)
+
+    def _backfill_adjacency(self, batch_size: int = 5000) -> None:
+        """Derive the adjacency documents of a database from before them, from its edges (run
+        after the edges' own backfill): in ``_id`` order, ``batch_size`` edges at a time, the
+        position kept in a marker document after each batch; resumable and safe beside writers
+        (``$min`` upserts), as :meth:`_backfill`."""
+        with self._errors("backfill adjacency"):
+            marker = self.adjacency.find_one({"_id": _BACKFILL})
+            if marker is not None and marker.get("done"):
+                return
+            after = None if marker is None else marker.get("after")
+            _log.info("deriving %s from %s", self.adjacency.name, self.edges.name)
+            query = {} if after is None else {"_id": {"$gt": after}}
+            fields = {"jns": 1, "jn": 1, "dns": 1, "dn": 1, "role": 1, "firstSeenUs": 1}
+            cursor = self.edges.find(query, fields).sort([("_id", 1)]).hint([("_id", 1)])
+            with cursor.batch_size(batch_size) as docs:
+                while batch := list(itertools.islice(docs, batch_size)):
+                    found = {
+                        (d["jns"], d["jn"], d["dns"], d["dn"], d["role"]): d["firstSeenUs"]
+                        for d in batch
+                        if "role" in d  # not the markers
+                    }
+                    self._upsert_adjacency(found)
+                    state = {"done": False, "after": batch[-1]["_id"]}
+                    self.adjacency.update_one({"_id": _BACKFILL}, {"$set": state}, upsert=True)
+            self.adjacency.update_one({"_id": _BACKFILL}, {"$set": {"done": True}}, upsert=True)
+
+    def _adjacent(
+        self, end: NodeType, keys: Collection[_Name], role: str, until: int | None
+    ) -> Iterator[tuple[str, str, str, str]]:
+        """:meth:`_edge_rows` from the adjacency documents: one query by ``_id`` per
+        ``_IN_BATCH`` nodes, whatever their namespaces; a spilled node's edges are queried."""
+        ids = {_doc_id((end, *key)): key for key in sorted(keys)}
+        spilled: list[_Name] = []
+        for batch in _batches(list(ids)):
+            for doc in self._find(self.adjacency, {"_id": {"$in": batch}}, {role: 1, "spilled": 1}):
+                key = ids[doc["_id"]]
+                if doc.get("spilled"):
+                    spilled.append(key)
+                    continue
+                for far, when in (doc.get(role) or {}).items():
+                    if until is None or when <= until:
+                        fns, fn = _far_name(far)
+                        yield (*key, fns, fn) if end == "JOB" else (fns, fn, *key)
+        if spilled:
+            yield from self._edge_rows("j" if end == "JOB" else "d", spilled, role, until)
+
+    def _find(
+        self, collection: Any, query: Mapping[str, Any], fields: Mapping[str, int]
+    ) -> list[dict[str, Any]]:
+        with self._errors("find"):
+            return list(collection.find(query, fields))
 
     def _upsert_nodes(self, named: Iterable[_Node]) -> None:
         """Upsert each node, the jobs and datasets before their namespaces (a deletion's check
@@ -1037,6 +1240,7 @@ class DocumentLineageStore(BaseLineageStore):
         for doc in docs:
             _earliest(found, doc, _micros(_raw_time(doc)))
         self._upsert_edges(found)
+        self._upsert_adjacency(found)
 
     def _nodes_of_docs(self, docs: list[dict[str, Any]]) -> None:
         self._upsert_nodes({node for doc in docs for node in _stated_nodes(doc)})
@@ -1173,13 +1377,18 @@ class DocumentLineageStore(BaseLineageStore):
         :meth:`lineage_as_of`: over the edges first seen by then only. Keys are (namespace,
         name), so no names are read."""
 
+        adjacent = self._adjacency_is_ready()
+
         def step(
             end: NodeType, keys: Collection[_Name], io: Literal["in", "out"]
         ) -> Iterator[tuple[_Name, _Name]]:
             role = "input" if io == "in" else "output"
-            for jns, jn, dns, dn in self._edge_rows(
-                "j" if end == "JOB" else "d", sorted(keys), role, until
-            ):
+            rows = (
+                self._adjacent(end, keys, role, until)
+                if adjacent
+                else self._edge_rows("j" if end == "JOB" else "d", sorted(keys), role, until)
+            )
+            for jns, jn, dns, dn in rows:
                 yield (jns, jn), (dns, dn)
 
         def names(_: NodeType, keys: list[_Name]) -> dict[_Name, _Name]:
@@ -1221,6 +1430,13 @@ class DocumentLineageStore(BaseLineageStore):
         for job, run in self._latest_runs_as_of(jobs, as_of).items():
             graph.nodes[node_id("JOB", *job)].data["latestRun"] = run
         return graph
+
+    def _adjacency_is_ready(self) -> bool:
+        """Whether the walks may read ``<collection>_adjacency`` (:meth:`_ready`, remembered
+        once true: only :meth:`drop` undoes it)."""
+        if not self._adjacency_ready:
+            self._adjacency_ready = self._ready(self.adjacency)
+        return self._adjacency_ready
 
     def _ready(self, derived: Any) -> bool:
         """Whether ``derived`` (edges, nodes, runs, latest runs) holds every event's: the
@@ -1865,6 +2081,7 @@ class DocumentLineageStore(BaseLineageStore):
                 result = self.collection.delete_many({"_id": {"$in": chunk}})
             removed += int(result.deleted_count)
         self._refresh_edges(touched)
+        self._refresh_adjacency(touched)
         self._refresh_nodes(named)
         self._refresh_runs(runs)
         self._refresh_latest({(ns, name) for kind, ns, name in named if kind == "JOB"})
@@ -2118,6 +2335,23 @@ def _doc_id(parts: _Edge | _Node) -> str:
     document."""
     text = "\x1f".join(parts).encode("utf-8", "surrogatepass")
     return hashlib.blake2b(text, digest_size=16).hexdigest()
+
+
+def _adjacency_fields(edge: _Edge) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The (adjacency ``_id``, field) of an edge at its job and at its dataset."""
+    jns, jn, dns, dn, role = edge
+    return (
+        (_doc_id(("JOB", jns, jn)), f"{role}.{escape_key(dns)}{_FAR}{escape_key(dn)}"),
+        (_doc_id(("DATASET", dns, dn)), f"{role}.{escape_key(jns)}{_FAR}{escape_key(jn)}"),
+    )
+
+
+@functools.lru_cache(maxsize=65_536)
+def _far_name(far: str) -> _Name:
+    """The (namespace, name) an adjacency entry's key names (remembered: a walk decodes a few
+    thousand, mostly the same from one answer to the next)."""
+    ns, name = far.split(_FAR, 1)
+    return unescape_key(ns), unescape_key(name)
 
 
 def _stated_edges(doc: Mapping[str, Any]) -> Iterator[_Edge]:
