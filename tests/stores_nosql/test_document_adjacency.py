@@ -25,7 +25,12 @@ from test_as_of_indexed import _nodes, assert_indexed_is_generic, at_
 from test_bounded import _corpus as bounded_corpus
 from test_history import _corpus as history_corpus
 
-from lineage_sdk.collector.stores.document import DocumentLineageStore, _doc_id, _micros
+from lineage_sdk.collector.stores.document import (
+    _EDGE_FIELDS,
+    DocumentLineageStore,
+    _doc_id,
+    _micros,
+)
 
 pytestmark = pytest.mark.mongodb
 
@@ -108,7 +113,9 @@ def test_an_older_database_gets_its_adjacency_at_open_and_a_stopped_backfill_res
         again.close()
     # a backfill 7 edges at a time derives the same
     store.adjacency.drop()
-    store._backfill_adjacency(batch_size=7)
+    store._backfill(
+        store.adjacency, store._adjacency_of_edge_docs, _EDGE_FIELDS, store.edges, batch_size=7
+    )
     assert adjacency_of(store) == edges
     # one stopped after the first 10 edges (in _id order) goes on from there at the next open
     store.adjacency.drop()

@@ -224,6 +224,8 @@ _IN_BATCH = 25
 #: Between an adjacency key's escaped namespace and name: no escaped text holds it.
 _FAR = "%/"
 _ROLES = ("input", "output")
+#: The fields of an edge document the adjacency's backfill reads.
+_EDGE_FIELDS = {"jns": 1, "jn": 1, "dns": 1, "dn": 1, "role": 1, "firstSeenUs": 1}
 #: The server's "document too large" codes (an update that would pass 16 MB: 17419, 10334).
 _TOO_LARGE = frozenset({10334, 17419, 17420})
 
@@ -492,7 +494,8 @@ class DocumentLineageStore(BaseLineageStore):
                 [("jobs.ns", ASCENDING), ("jobs.n", ASCENDING)], name="lineage_run_job"
             )
         self._backfill(self.edges, self._edges_of_docs)
-        self._backfill_adjacency()
+        # from the edges, derived first: an older database's edges are complete by now
+        self._backfill(self.adjacency, self._adjacency_of_edge_docs, _EDGE_FIELDS, self.edges)
         self._backfill(self.nodes, self._nodes_of_docs)
         self._backfill(self.runs, self._upsert_runs, _RUN_FIELDS)
         self._backfill(self.latest, lambda docs: self._upsert_latest(docs, None), _RUN_FIELDS)
@@ -764,7 +767,6 @@ class DocumentLineageStore(BaseLineageStore):
         if not found:
             return
         from pymongo import UpdateOne
-        from pymongo.errors import BulkWriteError
 
         fields: dict[str, dict[str, int]] = {}
         for edge, when in found.items():
@@ -783,20 +785,7 @@ class DocumentLineageStore(BaseLineageStore):
             )
             for node_key, entries in sorted(fields.items())
         ]
-        for start in range(0, len(ops), 1000):
-            try:
-                self._bulk_upsert(self.adjacency, ops[start : start + 1000], "upsert adjacency")
-            except StoreError as exc:
-                cause = exc.__cause__
-                errors = (
-                    (cause.details or {}).get("writeErrors", [])
-                    if isinstance(cause, BulkWriteError)
-                    else []
-                )
-                if not errors or any(e.get("code") not in _TOO_LARGE for e in errors):
-                    raise
-                # The rest of the bulk was written (unordered); the refused ones spill.
-                self._spill({e["op"]["q"]["_id"] for e in errors})
+        self._bulk_upsert(self.adjacency, ops, "upsert adjacency", refused=self._spill)
 
     def _spill(self, node_keys: Iterable[str]) -> None:
         """Mark these adjacency documents ``spilled`` and empty their maps: their nodes have
@@ -833,8 +822,7 @@ class DocumentLineageStore(BaseLineageStore):
             missed: list[str] = []
             for batch in _batches(pending):
                 held = self._renew_lease(held)
-                with self._errors("find"):
-                    current = {d["_id"]: d for d in self.adjacency.find({"_id": {"$in": batch}})}
+                current = {d["_id"]: d for d in self._find(self.adjacency, {"_id": {"$in": batch}})}
                 wanted = {_doc_id(e) for key in batch for e in by_node[key].values()}
                 times = {
                     doc["_id"]: doc["firstSeenUs"]
@@ -875,31 +863,16 @@ class DocumentLineageStore(BaseLineageStore):
             update["$inc"] = {"v": 1}
             return bool(self.adjacency.update_one(cas, update).matched_count == 1)
 
-    def _backfill_adjacency(self, batch_size: int = 5000) -> None:
-        """Derive the adjacency documents of a database from before them, from its edges (run
-        after the edges' own backfill): in ``_id`` order, ``batch_size`` edges at a time, the
-        position kept in a marker document after each batch; resumable and safe beside writers
-        (``$min`` upserts), as :meth:`_backfill`."""
-        with self._errors("backfill adjacency"):
-            marker = self.adjacency.find_one({"_id": _BACKFILL})
-            if marker is not None and marker.get("done"):
-                return
-            after = None if marker is None else marker.get("after")
-            _log.info("deriving %s from %s", self.adjacency.name, self.edges.name)
-            query = {} if after is None else {"_id": {"$gt": after}}
-            fields = {"jns": 1, "jn": 1, "dns": 1, "dn": 1, "role": 1, "firstSeenUs": 1}
-            cursor = self.edges.find(query, fields).sort([("_id", 1)]).hint([("_id", 1)])
-            with cursor.batch_size(batch_size) as docs:
-                while batch := list(itertools.islice(docs, batch_size)):
-                    found = {
-                        (d["jns"], d["jn"], d["dns"], d["dn"], d["role"]): d["firstSeenUs"]
-                        for d in batch
-                        if "role" in d  # not the markers
-                    }
-                    self._upsert_adjacency(found)
-                    state = {"done": False, "after": batch[-1]["_id"]}
-                    self.adjacency.update_one({"_id": _BACKFILL}, {"$set": state}, upsert=True)
-            self.adjacency.update_one({"_id": _BACKFILL}, {"$set": {"done": True}}, upsert=True)
+    def _adjacency_of_edge_docs(self, docs: list[dict[str, Any]]) -> None:
+        """The backfill's step for ``<collection>_adjacency``: the edge documents' edges (not
+        the markers beside them) put on their ends' documents."""
+        self._upsert_adjacency(
+            {
+                (d["jns"], d["jn"], d["dns"], d["dn"], d["role"]): d["firstSeenUs"]
+                for d in docs
+                if "role" in d
+            }
+        )
 
     def _adjacent(
         self, end: NodeType, keys: Collection[_Name], role: str, until: int | None
@@ -922,7 +895,7 @@ class DocumentLineageStore(BaseLineageStore):
             yield from self._edge_rows("j" if end == "JOB" else "d", spilled, role, until)
 
     def _find(
-        self, collection: Any, query: Mapping[str, Any], fields: Mapping[str, int]
+        self, collection: Any, query: Mapping[str, Any], fields: Mapping[str, int] | None = None
     ) -> list[dict[str, Any]]:
         with self._errors("find"):
             return list(collection.find(query, fields))
@@ -1012,8 +985,16 @@ class DocumentLineageStore(BaseLineageStore):
                 known.clear()
             known.update(wrote)
 
-    def _bulk_upsert(self, collection: Any, ops: Sequence[Any], action: str) -> None:
-        """``ops`` (upserts) in unordered bulks of 1,000."""
+    def _bulk_upsert(
+        self,
+        collection: Any,
+        ops: Sequence[Any],
+        action: str,
+        refused: Callable[[set[str]], None] | None = None,
+    ) -> None:
+        """``ops`` (upserts) in unordered bulks of 1,000. With ``refused``, the ``_id`` of each
+        document the server will not grow past its size limit goes to it instead of raising
+        (the rest of the bulk is written: it is unordered)."""
         from pymongo.errors import BulkWriteError
 
         for start in range(0, len(ops), 1000):
@@ -1032,11 +1013,16 @@ class DocumentLineageStore(BaseLineageStore):
                         if isinstance(cause, BulkWriteError)
                         else None
                     )
-                    if (
-                        not errors
-                        or attempt == 2
-                        or any(e.get("code") != DUPLICATE_KEY for e in errors)
-                    ):
+                    if not errors:
+                        raise
+                    if refused is not None:
+                        too_large = [e for e in errors if e.get("code") in _TOO_LARGE]
+                        if too_large:
+                            refused({e["op"]["q"]["_id"] for e in too_large})
+                            errors = [e for e in errors if e.get("code") not in _TOO_LARGE]
+                            if not errors:
+                                break
+                    if attempt == 2 or any(e.get("code") != DUPLICATE_KEY for e in errors):
                         raise
                     pending = [pending[e["index"]] for e in errors]
 
@@ -1205,13 +1191,15 @@ class DocumentLineageStore(BaseLineageStore):
         into: Any,
         derive: Callable[[list[dict[str, Any]]], None],
         fields: Mapping[str, int] | None = None,
+        source: Any = None,
         batch_size: int = 5000,
     ) -> None:
-        """Derive what ``into`` (edges, nodes, runs, latest runs) holds for a database written
-        before it existed, from its events (their ``fields``): in ``_id`` order, ``batch_size``
-        events at a time (``derive`` upserts theirs), the position kept in a marker document
-        after each batch. Resumable and safe to run twice or beside writers (upserts). A
-        database with no events is marked done at once. One cursor reads them all, on the
+        """Derive what ``into`` (edges, nodes, runs, latest runs, adjacency) holds for a database
+        written before it existed, from its events (or ``source``'s documents: the adjacency's
+        are the edges), their ``fields``: in ``_id`` order, ``batch_size`` documents at a time
+        (``derive`` upserts theirs), the position kept in a marker document after each batch.
+        Resumable and safe to run twice or beside writers (upserts). A database with no events
+        is marked done at once. One cursor reads them all, on the
         ``_id`` index: a query per batch (``_id`` after the last, sorted, unhinted) made
         SecantusDB scan and sort the rest of the collection each time (200,000 events: still
         running after 17 minutes at 10 GB)."""
@@ -1220,14 +1208,15 @@ class DocumentLineageStore(BaseLineageStore):
             if marker is not None and marker.get("done"):
                 return
             after = None if marker is None else marker.get("after")
-            if after is None and self.collection.find_one({}, {"_id": 1}) is None:
+            source = self.collection if source is None else source
+            if after is None and source.find_one({}, {"_id": 1}) is None:
                 into.update_one({"_id": _BACKFILL}, {"$set": {"done": True}}, upsert=True)
                 return
-            _log.info("deriving %s from the events of %s", into.name, self._collection_name)
+            _log.info("deriving %s from %s", into.name, source.name)
             fields = fields or {"job": 1, "parentJob": 1, "datasets": 1, "eventTimeRaw": 1}
             query = {} if after is None else {"_id": {"$gt": after}}
             # Hinted: unhinted, SecantusDB scans and sorts the collection for the _id range.
-            cursor = self.collection.find(query, fields).sort([("_id", 1)]).hint([("_id", 1)])
+            cursor = source.find(query, fields).sort([("_id", 1)]).hint([("_id", 1)])
             with cursor.batch_size(batch_size) as docs:
                 while batch := list(itertools.islice(docs, batch_size)):
                     derive(batch)
