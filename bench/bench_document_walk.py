@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from _bench_common import load_average
-from bench_million import Graph, Stores, query_plan
+from bench_million import Graph, Stores, _percentiles, query_plan
 from servers import secantus_server
 
 from lineage_sdk.collector.api import queries
@@ -91,10 +91,10 @@ def writes(total: int) -> None:
             store.close()
 
 
-def _percentiles(samples: list[float]) -> str:
-    ordered = sorted(samples)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
-    return f"p50 {statistics.median(ordered):.1f} / p95 {pick(0.95):.1f} / p99 {pick(0.99):.1f} ms"
+def _figures(samples: list[float]) -> str:
+    """bench_million's percentiles, as one line."""
+    p = _percentiles(samples)
+    return f"p50 {p['p50_ms']} / p95 {p['p95_ms']} / p99 {p['p99_ms']} ms"
 
 
 def _ask(store: Any, kind: str, params: dict[str, Any], node_limit: int) -> Any:
@@ -160,8 +160,8 @@ def main() -> int:
                 assert answers["adjacency"] == answers["edges"], params
             ratio = statistics.median(times["adjacency"]) / statistics.median(times["edges"])
             print(f"{kind} d10 (n={len(times['edges'])}, interleaved, answers equal):")
-            print(f"  adjacency: {_percentiles(times['adjacency'])}")
-            print(f"  edges:     {_percentiles(times['edges'])}")
+            print(f"  adjacency: {_figures(times['adjacency'])}")
+            print(f"  edges:     {_figures(times['edges'])}")
             print(f"  median ratio adjacency / edges: {ratio:.2f}x", flush=True)
     finally:
         stores.close(drop_pg=False)
