@@ -39,7 +39,8 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
   so reads every name), each asked ``CATALOGUE_REPEATS`` times, the median reported. On the
   document store ``GROUPED_BASELINE`` are asked once more the way the store answered before its
   nodes collection (grouping the events), the same run's baseline.
-* ``retention``: on a copy (SQLite: the file; PostgreSQL: ``CREATE DATABASE .. TEMPLATE``),
+* ``retention``: on a copy (SQLite: the file; PostgreSQL: ``CREATE DATABASE .. TEMPLATE``;
+  SecantusDB: its data directory, copied while the server is stopped, served by a second one),
   ``purge_older_than`` of the oldest 10% of the loaded events with a writer alongside, against
   the writer alone before and after (``bench_retention``'s loop).
 
@@ -806,12 +807,31 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
 def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
     """The oldest 10% of the loaded events removed from a copy, with a writer alongside."""
     loaded = results.get(kind, "loaded", 0)
-    if kind not in ("sqlite", "postgres") or not loaded:
-        print(f"retention: {kind} skipped (sqlite and postgres only, loaded stores only)")
+    on_secantus = kind == "document" and not os.environ.get(MONGODB_URI_ENV)
+    if not (kind in ("sqlite", "postgres") or on_secantus) or not loaded:
+        print(f"retention: {kind} skipped (sql and SecantusDB's document only, loaded stores only)")
         return
     load_avg = phase(f"retention {kind} ({loaded:,} events loaded)")
     stores.close_stores()  # the copy needs the original quiet (SQLite's WAL, PG's template)
-    if kind == "sqlite":
+    secantus_copy: SecantusServer | None = None
+    if on_secantus:  # a copy of SecantusDB's data directory, the server stopped meanwhile
+        if stores.secantus is not None:
+            stores.secantus.stop()
+            stores.secantus = None
+        copy = stores.data / "secantus-retention"
+        shutil.rmtree(copy, ignore_errors=True)
+        started = time.perf_counter()
+        shutil.copytree(stores.data / "secantus", copy, ignore=shutil.ignore_patterns("*.log"))
+        print(f"  copied in {time.perf_counter() - started:.0f} s", flush=True)
+        secantus_copy = SecantusServer(storage_dir=copy)
+        started = time.perf_counter()
+        secantus_copy.start(timeout=900)  # its start reads the whole data directory
+        print(f"  started on the copy in {time.perf_counter() - started:.0f} s", flush=True)
+        store = DocumentLineageStore(
+            ConnectionConfig(uri=secantus_copy.uri, database="bench", timeout_ms=600_000),
+            collection_name="million",
+        )
+    elif kind == "sqlite":
         copy = stores.data / "sqlite" / "retention.db"
         started = time.perf_counter()
         shutil.copyfile(stores.data / "sqlite" / "lineage.db", copy)
@@ -855,7 +875,10 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         results.put(kind, "retention", fig)
     finally:
         store.close()
-        if kind == "sqlite":
+        if secantus_copy is not None:
+            secantus_copy.stop()
+            shutil.rmtree(copy, ignore_errors=True)
+        elif kind == "sqlite":
             remove_sqlite(copy)
         else:
             _drop_pg(f"{stores.pg_name}_retention")
