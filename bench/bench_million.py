@@ -262,6 +262,14 @@ def pg_name(events: int) -> str:
     return "lineage_bench_1m" if events == 1_000_000 else f"lineage_bench_{events}"
 
 
+def secantus_store(server: SecantusServer) -> DocumentLineageStore:
+    """The bench's document store on a SecantusDB server."""
+    return DocumentLineageStore(
+        ConnectionConfig(uri=server.uri, database="bench", timeout_ms=600_000),
+        collection_name="million",
+    )
+
+
 class Stores:
     """Opens the stores by name, starting SecantusDB and FalkorDB (data under ``data``) once."""
 
@@ -314,10 +322,7 @@ class Stores:
                 (self.data / "secantus").mkdir(exist_ok=True)
                 self.secantus = SecantusServer(storage_dir=self.data / "secantus")
                 self.secantus.start(timeout=300)  # its start reads the whole data directory
-            store = DocumentLineageStore(
-                ConnectionConfig(uri=self.secantus.uri, database="bench", timeout_ms=600_000),
-                collection_name="million",
-            )
+            store = secantus_store(self.secantus)
         elif kind == "graph":
             if self.falkor is None:
                 server = FalkorDBServer(persistent=True)
@@ -350,6 +355,12 @@ class Stores:
                 store.close()
         self.opened.clear()
 
+    def stop_secantus(self) -> None:
+        """Stop SecantusDB (its next ``open`` starts it again on the same data)."""
+        if self.secantus is not None:
+            self.secantus.stop()
+            self.secantus = None
+
     def close(self, *, drop_pg: bool) -> None:
         self.close_stores()
         if self.falkor is not None:
@@ -357,9 +368,7 @@ class Stores:
             self.falkor.stop()  # SHUTDOWN SAVE: graph.rdb under data/falkordb
             print(f"FalkorDB snapshot saved in {time.perf_counter() - started:.0f} s", flush=True)
             self.falkor = None
-        if self.secantus is not None:
-            self.secantus.stop()
-            self.secantus = None
+        self.stop_secantus()
         if drop_pg:
             _drop_pg(self.pg_name)
 
@@ -815,9 +824,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
     stores.close_stores()  # the copy needs the original quiet (SQLite's WAL, PG's template)
     secantus_copy: SecantusServer | None = None
     if on_secantus:  # a copy of SecantusDB's data directory, the server stopped meanwhile
-        if stores.secantus is not None:
-            stores.secantus.stop()
-            stores.secantus = None
+        stores.stop_secantus()
         copy = stores.data / "secantus-retention"
         shutil.rmtree(copy, ignore_errors=True)
         started = time.perf_counter()
@@ -827,10 +834,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         started = time.perf_counter()
         secantus_copy.start(timeout=900)  # its start reads the whole data directory
         print(f"  started on the copy in {time.perf_counter() - started:.0f} s", flush=True)
-        store = DocumentLineageStore(
-            ConnectionConfig(uri=secantus_copy.uri, database="bench", timeout_ms=600_000),
-            collection_name="million",
-        )
+        store = secantus_store(secantus_copy)
     elif kind == "sqlite":
         copy = stores.data / "sqlite" / "retention.db"
         started = time.perf_counter()

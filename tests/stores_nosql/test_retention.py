@@ -204,7 +204,7 @@ AS_OF = [
 def as_of_answer(store: Any, node: str, as_of: datetime, cross_check: bool = True) -> Any:
     """The ``asOf`` lineage answer (nodes, latest runs, edges, declared edges) or the 404's
     message; for a store with its own ``lineage_as_of`` (dated edges: sql, document, graph), checked equal
-    to the generic path's."""
+    to the generic path's unless not ``cross_check``."""
 
     def asked(indexed: bool) -> Any:
         try:
