@@ -221,6 +221,24 @@ def test_filters_and_positions(make_store: StoreFactory, kind: str) -> None:
     events = list(store.iter_raw_events())
     for cut in (0, 9, len(events) - 1):
         assert ids(after=events[cut].position) == everything[cut + 1 :]
+
+    # Bounded above, as retention reads (the document store goes window by window, a window's
+    # width following the batch size): every batch size, namespace and start gives the same
+    # events as the unbounded read, cut.
+    end = events[-3].event_time
+    for batch in (1, 2, 50):
+        for namespace in (None, "ns2"):
+            for cut in (None, 0, 9):
+                start = None if cut is None else events[cut].position
+                got = store.iter_raw_events(
+                    batch_size=batch, namespace=namespace, until=end, after=start
+                )
+                assert [e.event_id for e in got] == [
+                    i
+                    for i in everything[0 if cut is None else cut + 1 :]
+                    if by_id[i].event_time < end
+                    and (namespace is None or _namespace(by_id[i].event) == namespace)
+                ], (batch, namespace, cut)
     assert store.stored_event_ids([everything[0], "0" * 32]) == {everything[0]}
 
 

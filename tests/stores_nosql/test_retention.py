@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nosql_events import BASE_TIME, PRODUCER, SPEC, StoreFactory, column_lineage, run_event
+from nosql_events import BASE_TIME, PRODUCER, SPEC, StoreFactory, column_lineage, run_event, uid
+from pymongo import MongoClient
+from servers import MongoTarget
 from typer.testing import CliRunner
 
 from lineage_sdk.collector.api import marquez
@@ -29,7 +31,9 @@ from lineage_sdk.collector.retention import (
     purge_mentioning,
     purge_older_than,
 )
+from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import LineageRecord
+from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.exceptions import ConfigError
@@ -479,6 +483,66 @@ def test_retention_while_the_collector_writes(make_store: StoreFactory, kind: st
     purge_older_than([store], timedelta(days=90), now=NOW)  # the old ones written late
     kept = [r for r in (*RECORDS, *extra) if r.event_time >= CUTOFF]
     assert snapshot(store) == fresh(make_store, kind, kept)
+
+
+def test_document_retention_reads_each_old_event_a_bounded_number_of_times(
+    mongo: MongoTarget,
+) -> None:
+    """Retention asks the store again from where its last batch stopped, once a batch. The
+    document store answers each ask with a time window of about a batch, not the rest of the
+    range up to the cutoff, which SecantusDB materialises whole (hinted or not) before it
+    returns the first document: quadratic, and 200,000 events did not finish in 20 minutes.
+    Seen on the server: its profiler records every find the purge sent, and each find's time
+    range is counted against the events it spans."""
+    database = f"lineage_profile_{uid()}"
+    store = DocumentLineageStore(
+        ConnectionConfig(uri=mongo.uri, database=database, timeout_ms=5000),
+        collection_name="events",
+    )
+    store.open()
+    client: MongoClient[dict[str, Any]] = MongoClient(mongo.uri, tz_aware=True)
+    try:
+        events = [
+            run_event(
+                job=f"j{i % 7}", namespace="ns1", outputs=[("ns1", f"d{i % 5}")], seconds=60 * i
+            )
+            for i in range(300)
+        ]
+        store.write_batch([validate_event(e) for e in events])
+        times = [BASE_TIME + timedelta(minutes=i) for i in range(300)]
+        client[database].command("profile", 2)
+        try:
+            report = purge_older_than(
+                [store], timedelta(days=1), now=times[200] + timedelta(days=1), batch_size=10
+            )
+        finally:
+            client[database].command("profile", 0)
+        assert report.removed[store.name] == 200
+        assert [e.event_time for e in store.iter_raw_events()] == times[200:]
+
+        def spanned(times_filter: dict[str, datetime]) -> int:
+            low = times_filter.get("$gte", times[0])
+            return sum(
+                low <= t
+                and ("$lt" not in times_filter or t < times_filter["$lt"])
+                and ("$lte" not in times_filter or t <= times_filter["$lte"])
+                for t in times
+            )
+
+        reads = [
+            entry["command"]
+            for entry in client[database]["system.profile"].find()
+            if entry.get("command", {}).get("find") == "events"
+            and "eventTime" in entry["command"].get("filter", {})
+        ]
+        assert len(reads) >= 20  # a read (at least) for each of the 20 batches
+        # Each of the 200 old events is read a few times at most (a window that outgrew its
+        # batch is read again by the next); the range to the cutoff every batch spans 2,100.
+        assert sum(spanned(r["filter"]["eventTime"]) for r in reads) <= 4 * 200
+    finally:
+        client.drop_database(database)
+        client.close()
+        store.close()
 
 
 def test_periodic_task_and_age_parsing(make_store: StoreFactory) -> None:
