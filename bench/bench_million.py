@@ -23,9 +23,11 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
   the import figure. The rate of the first ``--probe`` events is printed first; ``--load-limit``
   and ``--load-seconds`` stop early (a later ``--reuse`` run continues where it stopped).
 * ``export``: ``export_events`` of everything loaded, to a file (events/s).
-* ``roundtrip`` (sql kinds): export everything loaded, import that file into an empty store of
-  the same kind (the import path above), and compare every table of the two (rows digested in
-  key order): events/s each way, and whether the stores are identical.
+* ``roundtrip``: export everything loaded, import that file into an empty store of the same
+  kind (the import path above), and compare the two: sql, every table (rows digested in key
+  order); document and graph (on SecantusDB and FalkorDB), the copy's export byte for byte, the
+  counts of what each derived, and 30 lineage answers. Events/s each way, and whether the
+  stores are identical.
 * ``query``: the real API app (uvicorn on loopback) over each store: ``GET /api/v1/lineage`` at
   depth 10 from random jobs and datasets of layers 8-12 (upstream, downstream, both), the first
   (cold) query apart (``--serve``: ``lineage-collector serve`` in its own process, as
@@ -40,7 +42,8 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
   document store ``GROUPED_BASELINE`` are asked once more the way the store answered before its
   nodes collection (grouping the events), the same run's baseline.
 * ``retention``: on a copy (SQLite: the file; PostgreSQL: ``CREATE DATABASE .. TEMPLATE``;
-  SecantusDB: its data directory, copied while the server is stopped, served by a second one),
+  SecantusDB: its data directory, copied while the server is stopped, served by a second one;
+  FalkorDB: ``GRAPH.COPY`` on the same server),
   ``purge_older_than`` of the oldest 10% of the loaded events with a writer alongside, against
   the writer alone before and after (``bench_retention``'s loop).
 
@@ -61,6 +64,7 @@ import asyncio
 import contextlib
 import cProfile
 import fcntl
+import hashlib
 import itertools
 import json
 import os
@@ -349,6 +353,46 @@ class Stores:
         self.opened.append(store)
         return store
 
+    def graph_copy(self, name: str) -> FalkorDBRespRunner:
+        """A runner on ``name``, a ``GRAPH.COPY`` of the loaded graph on the same FalkorDB
+        (replacing an earlier copy of that name)."""
+        if self.falkor is None:
+            self.open("graph")
+        assert self.falkor is not None
+        runner = FalkorDBRespRunner("127.0.0.1", self.falkor.redis_port, name, timeout_s=3600)
+        runner.drop()
+        started = time.perf_counter()
+        FalkorDBRespRunner("127.0.0.1", self.falkor.redis_port, "million", timeout_s=3600).copy(
+            name
+        )
+        print(f"  copied in {time.perf_counter() - started:.0f} s", flush=True)
+        return runner
+
+    def empty(self, kind: str, name: str) -> Any:
+        """An empty store of ``kind`` named ``name`` beside the loaded one (document: a
+        collection on the same SecantusDB; graph: a graph on the same FalkorDB), opened."""
+        store: Any
+        if kind == "document":
+            if self.secantus is None:
+                self.open("document")
+            assert self.secantus is not None
+            store = DocumentLineageStore(
+                ConnectionConfig(uri=self.secantus.uri, database="bench", timeout_ms=600_000),
+                collection_name=name,
+            )
+            store.open()
+            store.drop()
+        else:
+            if self.falkor is None:
+                self.open("graph")
+            assert self.falkor is not None
+            runner = FalkorDBRespRunner("127.0.0.1", self.falkor.redis_port, name, timeout_s=3600)
+            runner.drop()
+            store = Neo4jLineageStore(runner=runner)
+        store.open()
+        self.opened.append(store)
+        return store
+
     def close_stores(self) -> None:
         for store in reversed(self.opened):
             with contextlib.suppress(Exception):
@@ -541,13 +585,19 @@ def export(kind: str, stores: Stores, results: Results, args: Any) -> None:
     )
 
 
-def roundtrip(kind: str, stores: Stores, results: Results, args: Any) -> None:
+def roundtrip(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
     """Export everything loaded, import that file into an empty store of the same kind, and
-    check the two stores hold identical tables (sql: every table's rows, digested in key
-    order): issue 16's "export, then import into empty stores", events/s each way."""
+    check the two stores are identical: issue 16's "export, then import into empty stores",
+    events/s each way. sql: every table's rows, digested in key order; document and graph (on
+    SecantusDB and FalkorDB): the raw events exported again from the copy byte for byte, the
+    derived collections' or labels' counts, and ``ROUNDTRIP_ANSWERS`` lineage answers."""
     loaded = results.get(kind, "loaded", 0)
-    if kind not in ("sqlite", "postgres") or not loaded:
-        print(f"roundtrip: {kind} skipped (sqlite and postgres only, loaded stores only)")
+    own = {
+        "document": not os.environ.get(MONGODB_URI_ENV),
+        "graph": neo4j_from_env() is None,
+    }.get(kind, True)
+    if not own or not loaded:
+        print(f"roundtrip: {kind} skipped (a real MongoDB or Neo4j is not copied; loaded only)")
         return
     load_avg = phase(f"roundtrip {kind} ({loaded:,} events loaded)")
     original = stores.open(kind)
@@ -555,22 +605,42 @@ def roundtrip(kind: str, stores: Stores, results: Results, args: Any) -> None:
     exported, export_s = timed_export(original, out)
     print(f"  {kind}: exported {exported:,} events in {export_s:.0f} s", flush=True)
     copy_name = f"{stores.pg_name}_roundtrip"
+    copy: Any
     if kind == "sqlite":
         path = stores.data / "sqlite" / "roundtrip.db"
         remove_sqlite(path)
         copy = SqlStore(f"sqlite:///{path}")
-    else:
+        copy.open()
+    elif kind == "postgres":
         _drop_pg(copy_name)
         copy = SqlStore(stores.pg_url(copy_name))
-    copy.open()
+        copy.open()
+    else:
+        copy = stores.empty(kind, "million_roundtrip")
     try:
         started = time.perf_counter()
         imported = import_file(kind, copy, out)
         import_s = time.perf_counter() - started
         print(f"  {kind}: imported {imported:,} events in {import_s:.0f} s", flush=True)
         started = time.perf_counter()
-        left, right = table_digests(original), table_digests(copy)
-        differ = sorted(name for name in left if left[name] != right.get(name))
+        if isinstance(original, SqlStore):
+            left, right = table_digests(original), table_digests(copy)
+            differ = sorted(name for name in left if left[name] != right.get(name))
+            identical = not differ and left.keys() == right.keys()
+            held = {name: rows for name, (rows, _) in left.items()}
+        else:
+            digest = hashlib.sha256(out.read_bytes()).hexdigest()
+            again = stores.data / f"roundtrip-{kind}-copy.ndjson"
+            timed_export(copy, again)
+            held, copied = derived_counts(original), derived_counts(copy)
+            differ = sorted(k for k in held.keys() | copied.keys() if held.get(k) != copied.get(k))
+            if hashlib.sha256(again.read_bytes()).hexdigest() != digest:
+                differ.append("raw events")
+            again.unlink()
+            plan = query_plan(graph, args.seed)[: 3 * ROUNDTRIP_ANSWERS : 3]
+            if [answer(original, p) for _, p in plan] != [answer(copy, p) for _, p in plan]:
+                differ.append("lineage answers")
+            identical = not differ
         fig = {
             "events": exported,
             "export_s": round(export_s, 1),
@@ -578,8 +648,8 @@ def roundtrip(kind: str, stores: Stores, results: Results, args: Any) -> None:
             "imported": imported,
             "import_s": round(import_s, 1),
             "import_per_s": round(imported / import_s),
-            "tables": {name: rows for name, (rows, _) in left.items()},
-            "identical": not differ and left.keys() == right.keys(),
+            "tables": held,
+            "identical": identical,
             "differ": differ,
             "compare_s": round(time.perf_counter() - started, 1),
             "load": load_avg,
@@ -587,17 +657,61 @@ def roundtrip(kind: str, stores: Stores, results: Results, args: Any) -> None:
         print(f"  {kind}: {fig}", flush=True)
         results.put(kind, "roundtrip", fig)
     finally:
-        copy.close()
         out.unlink(missing_ok=True)
         if kind == "sqlite":
+            copy.close()
             remove_sqlite(path)
-        elif not args.keep:
-            _drop_pg(copy_name)
+        elif kind == "postgres":
+            copy.close()
+            if not args.keep:
+                _drop_pg(copy_name)
+        elif kind == "document":
+            copy.drop()
+        else:
+            copy.runner.drop()
+
+
+#: Lineage answers compared between a store and its round-trip copy (the query phase's roots).
+ROUNDTRIP_ANSWERS = 30
+
+
+def answer(store: Any, params: dict[str, Any]) -> list[Any]:
+    """A lineage answer of the store object, as comparable data."""
+    found = store.lineage(
+        params["nodeId"], depth=params["depth"], direction=params["direction"], node_limit=1000
+    )
+    return sorted(
+        (
+            n.id,
+            n.data.get("latestRun", {}).get("state"),
+            sorted((e.origin, e.destination) for e in n.out_edges),
+        )
+        for n in found.nodes.values()
+    )
+
+
+def derived_counts(store: Any) -> dict[str, int]:
+    """What a document or graph store derived from its events, counted: each collection's
+    documents, or each label's nodes and each type's relationships."""
+    if isinstance(store, DocumentLineageStore):
+        return {
+            c.name: int(c.estimated_document_count())
+            for c in (
+                store.collection,
+                store.edges,
+                store.adjacency,
+                store.nodes,
+                store.runs,
+                store.latest,
+            )
+        }
+    rows = store.runner.run("MATCH (n) RETURN labels(n)[0] AS kind, count(n) AS n", None)
+    rows += store.runner.run("MATCH ()-[r]->() RETURN type(r) AS kind, count(r) AS n", None)
+    return {str(r["kind"]): int(r["n"]) for r in rows}
 
 
 def table_digests(store: SqlStore) -> dict[str, tuple[int, str]]:
     """Each table of the sql store: (rows, sha256 of its rows in primary-key order)."""
-    import hashlib
 
     out: dict[str, tuple[int, str]] = {}
     with store.engine.connect() as conn:
@@ -817,13 +931,19 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
     """The oldest 10% of the loaded events removed from a copy, with a writer alongside."""
     loaded = results.get(kind, "loaded", 0)
     on_secantus = kind == "document" and not os.environ.get(MONGODB_URI_ENV)
-    if not (kind in ("sqlite", "postgres") or on_secantus) or not loaded:
-        print(f"retention: {kind} skipped (sql and SecantusDB's document only, loaded stores only)")
+    on_falkordb = kind == "graph" and neo4j_from_env() is None
+    if not (kind in ("sqlite", "postgres") or on_secantus or on_falkordb) or not loaded:
+        print(f"retention: {kind} skipped (a real MongoDB or Neo4j is not copied; loaded only)")
         return
     load_avg = phase(f"retention {kind} ({loaded:,} events loaded)")
     stores.close_stores()  # the copy needs the original quiet (SQLite's WAL, PG's template)
     secantus_copy: SecantusServer | None = None
-    if on_secantus:  # a copy of SecantusDB's data directory, the server stopped meanwhile
+    graph_copy: FalkorDBRespRunner | None = None
+    store: Any
+    if on_falkordb:
+        graph_copy = stores.graph_copy("million_retention")
+        store = Neo4jLineageStore(runner=graph_copy)
+    elif on_secantus:  # a copy of SecantusDB's data directory, the server stopped meanwhile
         stores.stop_secantus()
         copy = stores.data / "secantus-retention"
         shutil.rmtree(copy, ignore_errors=True)
@@ -879,7 +999,9 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         results.put(kind, "retention", fig)
     finally:
         store.close()
-        if secantus_copy is not None:
+        if graph_copy is not None:
+            graph_copy.drop()
+        elif secantus_copy is not None:
             secantus_copy.stop()
             shutil.rmtree(copy, ignore_errors=True)
         elif kind == "sqlite":
@@ -1111,7 +1233,7 @@ def main(argv: list[str] | None = None) -> int:
             if "export" in phases:
                 export(kind, stores, results, args)
             if "roundtrip" in phases:
-                roundtrip(kind, stores, results, args)
+                roundtrip(kind, stores, graph, results, args)
             if "query" in phases:
                 query(kind, stores, graph, results, args)
             if "catalogue" in phases:

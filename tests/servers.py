@@ -369,6 +369,10 @@ class FalkorDBRespRunner(GraphRunner):
     def verify(self) -> None:
         self.run("RETURN 1 AS ok")
 
+    def copy(self, name: str) -> None:
+        """``GRAPH.COPY`` this runner's graph to ``name`` (a bench's scratch copy)."""
+        self._graph.copy(name)
+
     def drop(self) -> None:
         """Delete this runner's graph (test cleanup)."""
         with contextlib.suppress(Exception):
