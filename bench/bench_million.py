@@ -694,8 +694,9 @@ def derived_counts(store: Any) -> dict[str, int]:
     """What a document or graph store derived from its events, counted: each collection's
     documents, or each label's nodes and each type's relationships."""
     if isinstance(store, DocumentLineageStore):
+        events = store.collection.name  # the others are named after it: <events>_edges, ...
         return {
-            c.name: int(c.estimated_document_count())
+            c.name.removeprefix(events) or "events": int(c.estimated_document_count())
             for c in (
                 store.collection,
                 store.edges,

@@ -209,6 +209,8 @@ _KNOWN_LIMIT = 200_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
 _ONE_MS = timedelta(milliseconds=1)
+#: The widest time window of a bounded raw read: a sparse range doubles it window after window.
+_MAX_WINDOW = timedelta(days=366 * 100)
 #: What an export or retention reads of an event document, and what tells its namespace.
 _RAW_FIELDS = {"raw": 1, "eventTime": 1, "eventTimeRaw": 1}
 _NAMESPACE_FIELDS = {"job.namespace": 1, "kind": 1, "datasets.namespace": 1}
@@ -1957,11 +1959,12 @@ class DocumentLineageStore(BaseLineageStore):
         ``batch_size`` documents at a time.
 
         Without ``until`` (export, rebuild, delete) one cursor walks the ``lineage_time`` index
-        (no sort stage, on mongod and SecantusDB alike). With ``until`` (retention, which asks
-        again from ``after`` for every batch it removes) the range is read in time windows of
-        about a batch each (:meth:`_raw_windows`): one range read to the end per call cost
-        SecantusDB, which materialises what a hinted or ranged find selects, the whole range
-        every batch (quadratic: 200,000 events did not finish in 20 minutes).
+        (no sort stage, on mongod and SecantusDB alike). With ``until`` (history's ``asOf``,
+        and retention, which asks again from ``after`` for every batch it removes) the range is
+        read in time windows of about a batch each (:meth:`_raw_windows`): one range read to
+        the end per call cost SecantusDB, which materialises what a hinted or ranged find
+        selects, the whole range every batch (quadratic: 200,000 events did not finish in 20
+        minutes).
 
         The index orders by millisecond (BSON); the events of one millisecond are put in
         microsecond order (from ``eventTimeRaw``) before they are yielded, so every store gives
@@ -2034,20 +2037,26 @@ class DocumentLineageStore(BaseLineageStore):
                 return
             low = first
         start = _ms_floor(low)
+        if start > last:
+            return
         width = self._raw_window or _ONE_MS * max(1, (last - start) // 64 // _ONE_MS)
         fields = _RAW_FIELDS if namespace is None else _RAW_FIELDS | _NAMESPACE_FIELDS
-        while start <= last:
-            end = start + width
-            times = {"$gte": start, "$lte": last} if end > last else {"$gte": start, "$lt": end}
+        while True:
+            final = width > last - start  # the last window: to ``until``'s millisecond
+            times = (
+                {"$gte": start, "$lte": last} if final else {"$gte": start, "$lt": start + width}
+            )
             held = 0
             for doc in self._raw_docs({"eventTime": times}, fields, batch_size):
                 held += 1
                 if namespace is None or _in_namespace(doc, namespace):
                     yield doc
+            if final:
+                return
+            start += width
             scale = min(max(batch_size / max(held, 1), 0.5), 2.0)
-            width = max(_ONE_MS, _ONE_MS * round(width * scale / _ONE_MS))
+            width = min(max(_ONE_MS, _ONE_MS * round(width * scale / _ONE_MS)), _MAX_WINDOW)
             self._raw_window = width
-            start = end
 
     def _find_first(self, match: Mapping[str, Any]) -> datetime | None:
         """The least ``eventTime`` (BSON, milliseconds) among the events ``match`` selects."""
