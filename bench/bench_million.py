@@ -266,12 +266,22 @@ def pg_name(events: int) -> str:
     return "lineage_bench_1m" if events == 1_000_000 else f"lineage_bench_{events}"
 
 
-def secantus_store(server: SecantusServer) -> DocumentLineageStore:
+def secantus_store(server: SecantusServer, collection: str = "million") -> DocumentLineageStore:
     """The bench's document store on a SecantusDB server."""
     return DocumentLineageStore(
         ConnectionConfig(uri=server.uri, database="bench", timeout_ms=600_000),
-        collection_name="million",
+        collection_name=collection,
     )
+
+
+def on_bench_server(kind: str) -> bool:
+    """Whether ``kind`` is kept where the bench may copy it (a sql database, the SecantusDB or
+    FalkorDB it starts), not on a real MongoDB or Neo4j that the environment names."""
+    if kind == "document":
+        return not os.environ.get(MONGODB_URI_ENV)
+    if kind == "graph":
+        return neo4j_from_env() is None
+    return True
 
 
 class Stores:
@@ -303,7 +313,7 @@ class Stores:
             (self.data / "sqlite").mkdir(exist_ok=True)
         elif kind == "postgres":
             store = SqlStore(self.pg_url())
-        elif kind == "document" and os.environ.get(MONGODB_URI_ENV):
+        elif kind == "document" and not on_bench_server(kind):
             store = DocumentLineageStore(  # a real MongoDB: its database "lineage_bench"
                 ConnectionConfig(
                     uri=os.environ[MONGODB_URI_ENV], database="lineage_bench", timeout_ms=600_000
@@ -322,24 +332,9 @@ class Stores:
                 )
             )
         elif kind == "document":
-            if self.secantus is None:
-                (self.data / "secantus").mkdir(exist_ok=True)
-                self.secantus = SecantusServer(storage_dir=self.data / "secantus")
-                self.secantus.start(timeout=300)  # its start reads the whole data directory
-            store = secantus_store(self.secantus)
+            store = secantus_store(self.secantus_server())
         elif kind == "graph":
-            if self.falkor is None:
-                server = FalkorDBServer(persistent=True)
-                with contextlib.suppress(OSError):
-                    server.data_dir.rmdir()  # its own temporary folder: ours is kept instead
-                server.data_dir = self.data / "falkordb"
-                server.data_dir.mkdir(exist_ok=True)
-                server.start()
-                self.falkor = server
-            runner = FalkorDBRespRunner(
-                "127.0.0.1", self.falkor.redis_port, "million", timeout_s=3600
-            )
-            store = Neo4jLineageStore(runner=runner)
+            store = Neo4jLineageStore(runner=self.graph_runner("million"))
         else:
             raise SystemExit(f"unknown store {kind!r}: one of {', '.join(STORES)}")
         for _ in range(600):  # a restarted FalkorDB answers only once its snapshot is loaded
@@ -353,18 +348,36 @@ class Stores:
         self.opened.append(store)
         return store
 
+    def secantus_server(self) -> SecantusServer:
+        """The bench's SecantusDB, started on the data under ``data`` once."""
+        if self.secantus is None:
+            (self.data / "secantus").mkdir(exist_ok=True)
+            self.secantus = SecantusServer(storage_dir=self.data / "secantus")
+            self.secantus.start(timeout=300)  # its start reads the whole data directory
+        return self.secantus
+
+    def graph_runner(self, name: str) -> FalkorDBRespRunner:
+        """A runner on graph ``name`` of the bench's FalkorDB, started on the data under
+        ``data`` once."""
+        if self.falkor is None:
+            server = FalkorDBServer(persistent=True)
+            with contextlib.suppress(OSError):
+                server.data_dir.rmdir()  # its own temporary folder: ours is kept instead
+            server.data_dir = self.data / "falkordb"
+            server.data_dir.mkdir(exist_ok=True)
+            server.start()
+            self.falkor = server
+        return FalkorDBRespRunner("127.0.0.1", self.falkor.redis_port, name, timeout_s=3600)
+
     def graph_copy(self, name: str) -> FalkorDBRespRunner:
         """A runner on ``name``, a ``GRAPH.COPY`` of the loaded graph on the same FalkorDB
         (replacing an earlier copy of that name)."""
         if self.falkor is None:
-            self.open("graph")
-        assert self.falkor is not None
-        runner = FalkorDBRespRunner("127.0.0.1", self.falkor.redis_port, name, timeout_s=3600)
+            self.open("graph")  # waits while a restarted FalkorDB loads its snapshot
+        runner = self.graph_runner(name)
         runner.drop()
         started = time.perf_counter()
-        FalkorDBRespRunner("127.0.0.1", self.falkor.redis_port, "million", timeout_s=3600).copy(
-            name
-        )
+        self.graph_runner("million").copy(name)
         print(f"  copied in {time.perf_counter() - started:.0f} s", flush=True)
         return runner
 
@@ -373,20 +386,11 @@ class Stores:
         collection on the same SecantusDB; graph: a graph on the same FalkorDB), opened."""
         store: Any
         if kind == "document":
-            if self.secantus is None:
-                self.open("document")
-            assert self.secantus is not None
-            store = DocumentLineageStore(
-                ConnectionConfig(uri=self.secantus.uri, database="bench", timeout_ms=600_000),
-                collection_name=name,
-            )
+            store = secantus_store(self.secantus_server(), name)
             store.open()
             store.drop()
         else:
-            if self.falkor is None:
-                self.open("graph")
-            assert self.falkor is not None
-            runner = FalkorDBRespRunner("127.0.0.1", self.falkor.redis_port, name, timeout_s=3600)
+            runner = self.graph_runner(name)
             runner.drop()
             store = Neo4jLineageStore(runner=runner)
         store.open()
@@ -592,11 +596,7 @@ def roundtrip(kind: str, stores: Stores, graph: Graph, results: Results, args: A
     SecantusDB and FalkorDB): the raw events exported again from the copy byte for byte, the
     derived collections' or labels' counts, and ``ROUNDTRIP_ANSWERS`` lineage answers."""
     loaded = results.get(kind, "loaded", 0)
-    own = {
-        "document": not os.environ.get(MONGODB_URI_ENV),
-        "graph": neo4j_from_env() is None,
-    }.get(kind, True)
-    if not own or not loaded:
+    if not on_bench_server(kind) or not loaded:
         print(f"roundtrip: {kind} skipped (a real MongoDB or Neo4j is not copied; loaded only)")
         return
     load_avg = phase(f"roundtrip {kind} ({loaded:,} events loaded)")
@@ -713,7 +713,6 @@ def derived_counts(store: Any) -> dict[str, int]:
 
 def table_digests(store: SqlStore) -> dict[str, tuple[int, str]]:
     """Each table of the sql store: (rows, sha256 of its rows in primary-key order)."""
-
     out: dict[str, tuple[int, str]] = {}
     with store.engine.connect() as conn:
         for name, table in sorted(store.t.items()):
@@ -931,9 +930,7 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
 def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
     """The oldest 10% of the loaded events removed from a copy, with a writer alongside."""
     loaded = results.get(kind, "loaded", 0)
-    on_secantus = kind == "document" and not os.environ.get(MONGODB_URI_ENV)
-    on_falkordb = kind == "graph" and neo4j_from_env() is None
-    if not (kind in ("sqlite", "postgres") or on_secantus or on_falkordb) or not loaded:
+    if not on_bench_server(kind) or not loaded:
         print(f"retention: {kind} skipped (a real MongoDB or Neo4j is not copied; loaded only)")
         return
     load_avg = phase(f"retention {kind} ({loaded:,} events loaded)")
@@ -941,10 +938,10 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
     secantus_copy: SecantusServer | None = None
     graph_copy: FalkorDBRespRunner | None = None
     store: Any
-    if on_falkordb:
+    if kind == "graph":
         graph_copy = stores.graph_copy("million_retention")
         store = Neo4jLineageStore(runner=graph_copy)
-    elif on_secantus:  # a copy of SecantusDB's data directory, the server stopped meanwhile
+    elif kind == "document":  # a copy of SecantusDB's data directory, the server stopped meanwhile
         stores.stop_secantus()
         copy = stores.data / "secantus-retention"
         shutil.rmtree(copy, ignore_errors=True)
