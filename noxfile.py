@@ -79,14 +79,22 @@ def _ensure_chromium(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Lint and typecheck, then the whole suite against real RabbitMQ, PostgreSQL,
-    MongoDB-wire and Bolt servers (CI runs this session, so a lint or type error fails CI)."""
-    session.install("-e", ".[all,test]", *LINT_TOOLS, *TYPECHECK_TOOLS)
+    """Lint and typecheck, the package smoke (scripts/package_smoke.py), then the whole suite
+    against real RabbitMQ, PostgreSQL, MongoDB-wire and Bolt servers (CI runs this session, so a
+    lint or type error or a broken wheel fails CI)."""
+    session.install("-e", ".[all,test]", *LINT_TOOLS, *TYPECHECK_TOOLS, *PACKAGE_TOOLS)
     _lint(session)
     _typecheck(session)
     _ensure_rabbitmq(session)
     _ensure_postgres(session)
     _ensure_chromium(session)
+    if session.posargs:
+        session.log("posargs given: skipping the package smoke (a run without them includes it)")
+    else:
+        # The built sdist and wheel, installed alone in a fresh venv outside the repo, run the
+        # decorator example and `lineage-collector check` (~35 s): a file the package misses
+        # fails here, where every test from the source tree would pass.
+        session.run("python", "scripts/package_smoke.py")
     # dbt-ol's venv (its own: dbt-core and mypy need different pathspec), built before the clock
     # of any test starts; reused while pyproject's dbt-producer extra is unchanged.
     session.run("python", "tests/ingest/dbt_env.py")
@@ -109,6 +117,7 @@ def tests(session: nox.Session) -> None:
 # fresh machine must not drift from what passed here.
 LINT_TOOLS = ("ruff==0.17.6", "import-linter==2.17")
 TYPECHECK_TOOLS = ("mypy==2.4.1",)
+PACKAGE_TOOLS = ("build==1.6.1",)  # `python -m build` for scripts/package_smoke.py
 
 
 def _lint(session: nox.Session) -> None:

@@ -437,13 +437,12 @@ POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 @contextlib.contextmanager
 def postgres_schema(prefix: str) -> Iterator[str]:
-    """A PostgreSQL URL whose search_path is a fresh schema ``<prefix>_<random>`` on the shared
-    server, dropped (with what is in it) afterwards."""
-    import uuid
-
+    """A PostgreSQL URL whose search_path is a fresh schema ``<prefix>_<session tag>_<random>``
+    on the shared server, dropped (with what is in it) afterwards."""
     import sqlalchemy as sa
+    from leftovers import suite_name
 
-    schema = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    schema = suite_name(prefix)
     engine = sa.create_engine(POSTGRES_URL)
     with engine.begin() as conn:
         conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
@@ -457,13 +456,12 @@ def postgres_schema(prefix: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def postgres_database(prefix: str) -> Iterator[str]:
-    """The URL of a database ``<prefix>_<random>`` of the caller's own on the shared PostgreSQL,
-    dropped afterwards (its connections closed by force)."""
-    import uuid
-
+    """The URL of a database ``<prefix>_<session tag>_<random>`` of the caller's own on the
+    shared PostgreSQL, dropped afterwards (its connections closed by force)."""
     import sqlalchemy as sa
+    from leftovers import suite_name
 
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    name = suite_name(prefix)
     admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))

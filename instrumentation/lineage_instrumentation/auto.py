@@ -29,6 +29,15 @@ def load_instrumentors(disabled: Collection[str] = ()) -> list[str]:
     names = {name.strip().lower() for name in disabled if name.strip()}
     if names & {"all", "*"}:
         return []
+    from lineage_sdk.config.names import check_component_names
+    from lineage_sdk.exceptions import ConfigError
+
+    try:
+        check_component_names(
+            "instrumentation.disabled_instrumentations", sorted(names), group=ENTRY_POINT_GROUP
+        )
+    except ConfigError as exc:  # a typo disables nothing: say so, and instrument the rest
+        _LOG.warning("%s; it disables nothing", exc)
     done: list[str] = []
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         if entry_point.name.lower() in names:

@@ -112,9 +112,33 @@ def _environment_for(options: list[str]) -> dict[str, str]:
             _fail(f"option {token} needs a value")
         flags[name] = value
     try:
-        return env_for_flags(flags)
+        env = env_for_flags(flags)
+        _check_names(env)
     except ConfigError as exc:
         _fail(f"{exc.key}: {exc.allowed}")
+    return env
+
+
+def _check_names(env: dict[str, str]) -> None:
+    """Refuse an exporter or instrumentor name given as a flag that nobody registered, with the
+    nearest real name: the program must not start with lineage quietly off or a typo ignored."""
+    from lineage_sdk.config.names import (
+        EXPORTER_GROUP,
+        INSTRUMENTOR_GROUP,
+        check_component_names,
+    )
+
+    named = (
+        ("exporters", EXPORTER_GROUP, ()),
+        ("instrumentation.disabled_instrumentations", INSTRUMENTOR_GROUP, ("all", "*")),
+    )
+    for path, group, extra in named:
+        text = env.get("LINEAGE_" + path.replace(".", "_").upper())
+        if text is not None:
+            names = [name.strip() for name in text.split(",") if name.strip()]
+            if group == INSTRUMENTOR_GROUP:
+                names = [name.lower() for name in names]  # as the bootstrap compares them
+            check_component_names(path, names, group=group, extra=extra)
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

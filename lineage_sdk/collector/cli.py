@@ -14,6 +14,7 @@ import inspect
 import os
 import signal
 import sys
+import threading
 import time
 import typing
 from collections.abc import Callable
@@ -24,10 +25,12 @@ from typing import Annotated, Any, BinaryIO, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from lineage_sdk.collector.settings import CollectorConfig
+from lineage_sdk.collector.startup import StartupError
 from lineage_sdk.config import config_keys, load_config, redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, LineageError, StoreError
@@ -52,6 +55,10 @@ topology_app = typer.Typer(
     help="Bring the broker's queues in line with the configuration.", no_args_is_help=True
 )
 app.add_typer(topology_app, name="topology")
+store_app = typer.Typer(
+    help="Create what the configured stores need (tables, indexes).", no_args_is_help=True
+)
+app.add_typer(store_app, name="store")
 api_key_app = typer.Typer(
     help="Make API keys for [lineage.api.keys.NAME]: the configuration holds only their hash.",
     no_args_is_help=True,
@@ -140,8 +147,6 @@ def _events_logger(config: LineageConfig) -> str:
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    from rich.markup import escape
-
     err.print(  # escaped: "[lineage.api]" in a message is text, not markup
         f"[bold red]lineage-collector: error:[/] {escape(redact(message))}",
         highlight=False,
@@ -151,41 +156,101 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _say(text: str) -> None:
+    """One line of a command's result on stdout, as written (no markup, no wrapping)."""
+    out.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
 LogLevel = Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")]
+LogFormat = Annotated[
+    str,
+    typer.Option(
+        "--log-format", help="json (one JSON object a line, the default) or text (plain lines)."
+    ),
+]
+WaitForServices = Annotated[
+    int | None,
+    typer.Option(
+        "--wait-for-services",
+        metavar="SECONDS",
+        min=0,
+        help="Wait up to SECONDS at start-up for a broker or store that cannot be reached yet; "
+        "a refused password, a missing vhost or database still exits at once "
+        "(default: collector.wait_for_services, env LINEAGE_COLLECTOR_WAIT_FOR_SERVICES, 0).",
+        show_default=False,
+    ),
+]
+
+
+def _start_logging(config: LineageConfig, log_level: str, log_format: str) -> None:
+    from lineage_sdk.collector.logs import LOG_FORMATS, configure_logging
+
+    if log_format not in LOG_FORMATS:
+        raise typer.BadParameter(
+            f"{log_format!r} is not one of {', '.join(LOG_FORMATS)}", param_hint="--log-format"
+        )
+    configure_logging(log_level, events_logger=_events_logger(config), log_format=log_format)
+
+
+def _wait_s(config: LineageConfig, flag: int | None) -> int:
+    """``--wait-for-services``, else ``collector.wait_for_services``."""
+    if flag is not None:
+        return flag
+    return config.section("collector", CollectorConfig).wait_for_services
 
 
 @app.command()
 @with_config_flags
-def run(config: LineageConfig, log_level: LogLevel = "INFO") -> None:
-    """Run the collector until SIGTERM or SIGINT (the default command)."""
+def run(
+    config: LineageConfig,
+    log_level: LogLevel = "INFO",
+    log_format: LogFormat = "json",
+    wait_for_services: WaitForServices = None,
+) -> None:
+    """Run the collector until SIGTERM or SIGINT (the default command).
+
+    At start-up a refused password or login, or a vhost or database that does not exist, exits
+    2 with one line; an unreachable broker or store exits 1, or is waited for with
+    --wait-for-services. Once running, every failure is retried."""
     from lineage_sdk.collector.consumer import LineageCollector
     from lineage_sdk.collector.health import HealthServer
-    from lineage_sdk.collector.logs import configure_logging
+    from lineage_sdk.collector.startup import connect_broker, open_stores
 
-    configure_logging(log_level, events_logger=_events_logger(config))
+    _start_logging(config, log_level, log_format)
     collector = LineageCollector(config)
     collector.manager.build()  # configuration errors of the stores surface before connecting
-
-    def _on_signal(signum: int, _frame: FrameType | None) -> None:
-        collector.stop()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    health = None
     settings = config.section("collector", CollectorConfig)
+    done = threading.Event()  # live while it waits for the services, then as the collector is
+    health = None
     if settings.health_port:
         health = HealthServer(
             settings.health_host,
             settings.health_port,
             registry=collector.metrics.registry,
-            live=lambda: collector.alive,
+            live=lambda: collector.alive or not done.is_set(),
             ready=lambda: collector.ready,
         )
         health.start()
-    retention = _retention_task(collector.manager.stores, settings)
+    retention = None
     try:
+        wait = _wait_s(config, wait_for_services)
+        deadline = time.monotonic() + wait  # one wait for the stores and the broker together
+        open_stores(collector.manager, wait, deadline)
+        try:
+            connect_broker(config, wait, deadline)
+        except BaseException:
+            collector.manager.close_sync()
+            raise
+
+        def _on_signal(signum: int, _frame: FrameType | None) -> None:
+            collector.stop()
+
+        signal.signal(signal.SIGTERM, _on_signal)
+        signal.signal(signal.SIGINT, _on_signal)
+        retention = _retention_task(collector.manager.stores, settings)
         collector.run()
     finally:
+        done.set()
         if retention is not None:
             retention.stop()
         if health is not None:
@@ -223,16 +288,23 @@ def _check_api_keys(config: LineageConfig) -> None:
 @app.command()
 @with_config_flags
 def check(config: LineageConfig) -> None:
-    """Validate the configuration, connect to the broker and to every store; exit 0 or 1."""
-    import pika
-
+    """Validate the configuration (every table, exporter and store names included), reach the
+    broker and every store, and report what is missing; changes nothing. Exits 0 when all is
+    well, 1 when something is missing or unreachable, 2 on a configuration error."""
     from lineage_sdk.collector.consumer import broker_addresses
     from lineage_sdk.collector.manager import LineageManager
-    from lineage_sdk.collector.topology import Topology, TopologyMismatch
+    from lineage_sdk.collector.topology import (
+        DECLARE_COMMAND,
+        Topology,
+        TopologyMismatch,
+        broker_connection,
+    )
     from lineage_sdk.transport.amqp import describe_failure
 
-    config.validate_sections()  # every table, not only those the collector builds
+    config.validate_sections()  # every table and the exporter names, not only what it builds
     _check_api_keys(config)
+    manager = LineageManager(config)
+    manager.build()  # a bad store name is a configuration error too
     table = Table(title="lineage-collector check")
     table.add_column("part")
     table.add_column("status")
@@ -243,31 +315,36 @@ def check(config: LineageConfig) -> None:
     for params, shown in brokers:  # every node of a cluster: a failover target must work too
         part = "broker" if len(brokers) == 1 else f"broker {shown}"
         try:
-            connection = pika.BlockingConnection(params)
-            try:
-                topology.declare(connection.channel())
-            finally:
-                connection.close()
-            table.add_row(
-                part,
-                "[green]ok[/]",
-                f"{shown} queue {topology.queue}, dead-letter {topology.dead_letter_queue}",
-            )
+            with broker_connection(params) as connection:
+                missing = topology.missing(connection)
         except ConfigError:
             raise
         except TopologyMismatch as exc:
             failed = True
-            table.add_row(part, "[red]failed[/]", str(exc))
+            table.add_row(part, "[red]failed[/]", escape(str(exc)))
+            continue
         except Exception as exc:  # noqa: BLE001 - any failure to reach the broker is reported
             failed = True
-            table.add_row(part, "[red]failed[/]", describe_failure(exc, params)[0])
-    manager = LineageManager(config)
-    manager.build()
+            table.add_row(part, "[red]failed[/]", escape(describe_failure(exc, params)[0]))
+            continue
+        if missing:
+            failed = True
+            detail = (
+                f"{shown}: missing {', '.join(missing)}; create with `{DECLARE_COMMAND}` (or "
+                "`lineage-collector run`, which declares them at start)"
+            )
+            table.add_row(part, "[red]missing[/]", escape(detail))
+        else:
+            detail = f"{shown} queue {topology.queue}, dead-letter {topology.dead_letter_queue}"
+            table.add_row(part, "[green]ok[/]", escape(detail))
     addresses = {store.name: getattr(store, "address", "") for store in manager.stores}
-    for name, problem in manager.check().items():
+    for name, problem in manager.probe().items():
         failed = failed or problem is not None
         detail = redact(problem) if problem else addresses.get(name, "")
-        table.add_row(f"store {name}", "[red]failed[/]" if problem else "[green]ok[/]", detail)
+        status = "[green]ok[/]"
+        if problem:
+            status = "[red]missing[/]" if problem.startswith("missing ") else "[red]failed[/]"
+        table.add_row(f"store {name}", status, escape(detail))
     out.print(table)
     if failed:
         raise typer.Exit(1)
@@ -287,15 +364,27 @@ def serve(
             help="Listen on a non-loopback address without api.api_key (logged as a warning).",
         ),
     ] = False,
+    log_format: LogFormat = "json",
+    wait_for_services: WaitForServices = None,
 ) -> None:
     """Serve the HTTP API: OpenLineage ingest, Marquez-compatible reads, the graph page at /.
 
-    A non-loopback address needs api.api_key, unless --insecure is given."""
+    A non-loopback address needs api.api_key, unless --insecure is given. At start-up a refused
+    login or a missing database exits 2 with one line; an unreachable store exits 1, or is
+    waited for with --wait-for-services."""
     from lineage_sdk.collector.api import serve as serve_api
-    from lineage_sdk.collector.logs import configure_logging
+    from lineage_sdk.collector.startup import open_stores
 
-    configure_logging(log_level, events_logger=_events_logger(config))
-    serve_api(config, host, port, log_level=log_level, insecure=insecure)
+    _start_logging(config, log_level, log_format)
+    wait = _wait_s(config, wait_for_services)
+    serve_api(
+        config,
+        host,
+        port,
+        log_level=log_level,
+        insecure=insecure,
+        open_stores=lambda manager: open_stores(manager, wait),
+    )
 
 
 @dlq_app.command("list")
@@ -389,6 +478,40 @@ def dlq_purge(
     ):
         raise typer.Exit(1)
     out.print(f"purged {dlq.purge()} message(s)")
+
+
+@topology_app.command("declare")
+@with_config_flags
+def topology_declare(config: LineageConfig) -> None:
+    """Declare the exchange, queues and binding the configuration names (what `run` declares at
+    start); harmless when they exist. `check` reports what is missing without declaring."""
+    from lineage_sdk.collector.consumer import connection_parameters
+    from lineage_sdk.collector.topology import Topology, TopologyMismatch, broker_connection
+    from lineage_sdk.transport.amqp import describe_failure
+
+    topology = Topology.from_config(config)
+    params = connection_parameters(config)
+    try:
+        with broker_connection(params) as connection:
+            topology.declare(connection.channel())
+    except TopologyMismatch as exc:
+        raise _fail(str(exc), 1) from None
+    except Exception as exc:  # noqa: BLE001 - any broker failure is one line
+        raise _fail(f"topology declare: {describe_failure(exc, params)[0]}", 1) from None
+    queues = ", ".join(spec.name for spec in topology.queues())
+    _say(f"declared exchange {topology.exchange} and queues {queues}")
+
+
+@store_app.command("init")
+@with_config_flags
+def store_init(config: LineageConfig) -> None:
+    """Create the tables, collections and indexes of the configured stores (what `run` and
+    `serve` do at start); harmless when they exist."""
+    from lineage_sdk.collector.manager import LineageManager
+
+    manager = LineageManager(config)
+    manager.init_stores()
+    _say(f"initialized store(s): {', '.join(s.name for s in manager.stores)}")
 
 
 @topology_app.command("migrate")
@@ -903,6 +1026,7 @@ _COMMANDS = frozenset(
         "dlq",
         "serve",
         "topology",
+        "store",
         "api-key",
         "export",
         "import",
@@ -914,13 +1038,18 @@ _COMMANDS = frozenset(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console script; ``run`` is the default command. Exits 2 on configuration errors, with one
-    line naming the key (no traceback)."""
+    """Console script; ``run`` is the default command. Exits 2 on configuration errors and on
+    what a service refuses at start-up, 1 on other errors (a service unreachable at start-up),
+    each with one line (no traceback)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or (args[0] not in _COMMANDS and args[0] not in ("--help", "-h")):
         args.insert(0, "run")
     try:
         app(args=args, prog_name="lineage-collector")
+    except StartupError as exc:
+        raise SystemExit(_fail(str(exc), exc.exit_code).exit_code) from None
+    except KeyboardInterrupt:  # e.g. while waiting for the services at start-up
+        raise SystemExit(130) from None
     except ConfigError as exc:
         raise SystemExit(_fail(str(exc)).exit_code) from None
     except LineageError as exc:

@@ -21,13 +21,15 @@ from lineage_sdk.collector.store import (
     pick_query_store,
 )
 from lineage_sdk.collector.stores.composite import CompositeStore
+from lineage_sdk.config.names import STORE_GROUP, component_names, unknown_component
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
 from lineage_sdk.service import BaseService
 
-__all__ = ["STORE_ENTRY_POINT_GROUP", "LineageManager", "available_stores"]
+__all__ = ["STORE_ENTRY_POINT_GROUP", "STORE_INIT_COMMAND", "LineageManager", "available_stores"]
 
-STORE_ENTRY_POINT_GROUP = "lineage_sdk.stores"
+STORE_ENTRY_POINT_GROUP = STORE_GROUP
+STORE_INIT_COMMAND = "lineage-collector store init"
 _log = logging.getLogger("lineage_sdk.collector")
 
 
@@ -86,11 +88,13 @@ class LineageManager(BaseService):
             if not callable(getattr(loaded, "from_config", loaded)):
                 raise ConfigError("store.backend", name, f"entry point {ep.value} builds no store")
             return loaded  # type: ignore[no-any-return]
-        known = sorted(
-            {*self._creators, *(ep.name for ep in entry_points(group=STORE_ENTRY_POINT_GROUP))}
-            | {"composite"}
-        )
-        raise ConfigError("store.backend", name, "one of " + ", ".join(known))
+        known = [*self._creators, *component_names(STORE_ENTRY_POINT_GROUP), "composite"]
+        raise unknown_component(self._key_of(name), name, known, group=STORE_ENTRY_POINT_GROUP)
+
+    def _key_of(self, name: str) -> str:
+        """The key that named the store: ``store.backends`` for a composite's, else
+        ``store.backend``."""
+        return "store.backends" if name in self.settings.backends else "store.backend"
 
     def _create(self, name: str) -> LineageStoreProtocol:
         """A store class's ``from_config`` (its entry point), or a creator called with config."""
@@ -172,6 +176,39 @@ class LineageManager(BaseService):
                 if not already_open:
                     self._close_one(store)
         return results
+
+    def probe(self) -> dict[str, str | None]:
+        """Check each store without changing it: ``{name: None | problem}``.
+
+        A store with a ``missing()`` method (sql, document, graph) is asked what its ``open``
+        would create, without opening it; anything missing is a problem naming the command that
+        creates it. Any other store is opened, checked and closed, as :meth:`check` does.
+        """
+        results: dict[str, str | None] = {}
+        for store in self.build():
+            missing = getattr(store, "missing", None)
+            if missing is None:
+                results.update(LineageManager(self.config, stores=[store]).check())
+                continue
+            try:
+                absent = missing()
+                results[store.name] = (
+                    f"missing {', '.join(absent)}; create with `{STORE_INIT_COMMAND}` (or "
+                    f"`lineage-collector run`, which creates them at start)"
+                    if absent
+                    else None
+                )
+            except (StoreError, ConfigError) as exc:
+                results[store.name] = str(exc)
+            except Exception as exc:  # noqa: BLE001 - report any failure of a plugin store
+                results[store.name] = f"{type(exc).__name__}: {exc}"
+        return results
+
+    def init_stores(self) -> None:
+        """Create what the stores need (tables, indexes), as ``run`` does at start: open each
+        store, then close it (``lineage-collector store init``)."""
+        self.connect_sync()
+        self.close_sync()
 
     @staticmethod
     def _close_one(store: LineageStoreProtocol) -> None:

@@ -44,7 +44,7 @@ class ConnectionConfig(Section):
     )
     password: str | None = Field(
         default=None,
-        description="Password, where the URI does not carry it. Never logged.",
+        description="Password, where the URI does not carry it.",
     )
     database: str | None = Field(
         default=None,
@@ -184,6 +184,16 @@ class CollectorConfig(Section):
     retention_batch_size: int = Field(
         default=1000, ge=1, description="Events removed per retention transaction."
     )
+    wait_for_services: int = Field(
+        default=0,
+        ge=0,
+        description=(
+            "`run` and `serve` (also `--wait-for-services SECONDS`): seconds to wait at start-up"
+            " for a broker or store that cannot be reached yet, retrying; then exit 1 with one"
+            " line. 0 exits at once. A refusal (wrong password or login, missing vhost or"
+            " database) exits 2 at once whatever this is."
+        ),
+    )
 
     @field_validator("retention_older_than")
     @classmethod
@@ -250,7 +260,7 @@ class ApiKeyConfig(Section):
     )
     write: list[str] = Field(
         default_factory=list,
-        description="Namespaces the key may ingest events into (the job's namespace).",
+        description="Namespaces the key may ingest events into (see docs/api.md, Writes).",
     )
     read: list[str] = Field(
         default_factory=list,

@@ -32,21 +32,28 @@ and ``lineage-collector topology migrate`` (:mod:`lineage_sdk.collector.migratio
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pika
 import pika.exceptions
 
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import LineageError
-from lineage_sdk.transport.unrouted import declare_event_exchange
+from lineage_sdk.transport.unrouted import (
+    declare_event_exchange,
+    holding_queue,
+    unrouted_exchange,
+)
 
 __all__ = [
     "ATTEMPT_HEADER",
     "BROKER_HEADERS",
+    "DECLARE_COMMAND",
     "MIGRATE_COMMAND",
     "PARK_HEADERS",
     "QueueSpec",
@@ -54,6 +61,7 @@ __all__ = [
     "Topology",
     "TopologyMismatch",
     "attempts_so_far",
+    "broker_connection",
     "declare_queue",
 ]
 
@@ -74,6 +82,7 @@ PARK_HEADERS = (
 # Headers the broker sets on delivery; dropped when the collector republishes a message.
 BROKER_HEADERS = ("x-delivery-count",)
 MIGRATE_COMMAND = "lineage-collector topology migrate"
+DECLARE_COMMAND = "lineage-collector topology declare"
 _AT_LEAST_ONCE: dict[str, Any] = {
     "x-dead-letter-strategy": "at-least-once",
     "x-overflow": "reject-publish",
@@ -196,11 +205,60 @@ class Topology:
                     queue=spec.name, exchange=self.exchange, routing_key=self.binding_key
                 )
 
+    def missing(self, connection: Any) -> list[str]:
+        """What :meth:`declare` would create and the broker lacks (``exchange X``, ``queue Y``),
+        found with passive declares, which change nothing. A passive declare of something
+        missing closes its channel (404), so each check after one runs on a fresh channel.
+
+        A queue that exists is declared again with the configuration's arguments, which changes
+        nothing when they match and is refused when they differ: :class:`TopologyMismatch`.
+        Bindings cannot be read and are not compared."""
+        wanted: list[tuple[str, str, QueueSpec | None]] = [
+            ("exchange", self.exchange, None),
+            ("exchange", unrouted_exchange(self.exchange), None),
+            ("queue", holding_queue(self.exchange), None),
+            *(("queue", spec.name, spec) for spec in self.queues()),
+        ]
+        absent: list[str] = []
+        channel = None
+        try:
+            for kind, name, spec in wanted:
+                if channel is None or not channel.is_open:
+                    channel = connection.channel()
+                try:
+                    if kind == "exchange":
+                        channel.exchange_declare(name, passive=True)
+                    else:
+                        channel.queue_declare(name, passive=True)
+                except pika.exceptions.ChannelClosedByBroker as exc:
+                    if exc.reply_code != 404:  # NOT_FOUND; anything else (403) is no answer
+                        raise
+                    absent.append(f"{kind} {name}")
+                    continue
+                if spec is not None:  # exists: the same arguments, or TopologyMismatch
+                    declare_queue(channel, spec, self.queue_type)
+        finally:
+            if channel is not None and channel.is_open:
+                channel.close()
+        return absent
+
     def retry_queue_for(self, attempt: int) -> RetryQueue:
         """The queue a message waits in after its ``attempt``-th failure (1-based); the delays grow
         with each attempt and the last one repeats."""
         index = min(max(attempt, 1), len(self.retry_queues)) - 1
         return self.retry_queues[index]
+
+
+@contextlib.contextmanager
+def broker_connection(params: Any) -> Iterator[Any]:
+    """A blocking connection for one short task (declare, look, check), closed afterwards if
+    the broker has not closed it already."""
+    connection = pika.BlockingConnection(params)
+    try:
+        yield connection
+    finally:
+        if connection.is_open:
+            connection.close()
 
 
 def declare_queue(channel: Any, spec: QueueSpec, queue_type: str) -> None:

@@ -7,7 +7,6 @@ with ``_`` in upper case is the environment variable, joined with ``-`` the flag
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lineage_sdk.config._fields import NAME_PLACEHOLDER, Leaf, walk_leaves
+from lineage_sdk.config.names import closest
 from lineage_sdk.config.sections import (
     ENV_ALIASES,
     ENV_PREFIX,
@@ -214,8 +214,8 @@ def resolve_path(path: str) -> tuple[tuple[str, ...], Leaf]:
             if leaf is not None:
                 return tuple(parts), leaf
     known = [key.path for key in _keys()]
-    close = difflib.get_close_matches(".".join(parts), known, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]}?" if close else "; see docs/configuration.md"
+    close = closest(".".join(parts), known)
+    hint = f"; did you mean {close}?" if close else "; see docs/configuration.md"
     raise ConfigError(f"lineage.{'.'.join(parts)}", None, f"unknown key{hint}")
 
 
@@ -257,8 +257,8 @@ def _flag_to_path(flag: str) -> str:
             if rest.endswith(dashed) and len(rest) > len(dashed):
                 conn = rest[: -len(dashed)].replace("-", "_")
                 return ".".join((*section.path, conn, suffix))
-    close = difflib.get_close_matches(name, list(_path_by_flag()), n=1, cutoff=0.6)
-    hint = f"; did you mean --{close[0]}?" if close else ""
+    close = closest(name, _path_by_flag())
+    hint = f"; did you mean --{close}?" if close else ""
     raise ConfigError(f"--{name}", None, f"unknown option{hint}", source="command line")
 
 

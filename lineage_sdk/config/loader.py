@@ -20,6 +20,7 @@ from typing import Any
 
 from lineage_sdk.config._fields import BOOL_WORDS, Leaf, display_value, walk_leaves
 from lineage_sdk.config.keys import CONFIG_FILE_ENV, resolve_path
+from lineage_sdk.config.names import closest
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import (
@@ -165,10 +166,8 @@ def _belongs_to_a_section(name: str) -> bool:
 
 def _warn_unknown(name: str, core: Mapping[str, Leaf]) -> None:
     """A ``LINEAGE_*`` variable nobody reads: name the closest one, if any is close."""
-    close = difflib.get_close_matches(
-        name, [*core, *ENV_ALIASES, CONFIG_FILE_ENV], n=1, cutoff=_TYPO_CUTOFF
-    )
-    guess = close[0] if close else _misspelt_table(name)
+    guess = closest(name, [*core, *ENV_ALIASES, CONFIG_FILE_ENV], cutoff=_TYPO_CUTOFF)
+    guess = guess or _misspelt_table(name)
     if guess:
         _logger.warning("unknown environment variable %s is ignored; did you mean %s?", name, guess)
 

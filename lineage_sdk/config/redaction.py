@@ -19,6 +19,8 @@ _PAIRS = re.compile(
     re.IGNORECASE,
 )
 _BEARER = re.compile(r"(?P<prefix>\bBearer\s+)(?P<secret>[^\s,;]+)", re.IGNORECASE)
+# An API key of the collector (``lsk_`` and URL-safe base64), wherever it was pasted.
+_API_KEY = re.compile(r"\blsk_[A-Za-z0-9_\-]+")
 
 
 def redact(text_or_url: str, *secrets: str | None) -> str:
@@ -34,6 +36,7 @@ def redact(text_or_url: str, *secrets: str | None) -> str:
     text = _USERINFO.sub(lambda m: f"{m['prefix']}:{REDACTED}@", text_or_url)
     text = _PAIRS.sub(lambda m: f"{m['prefix']}{REDACTED}", text)
     text = _BEARER.sub(lambda m: f"{m['prefix']}{REDACTED}", text)
+    text = _API_KEY.sub(REDACTED, text)
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)

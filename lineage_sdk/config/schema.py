@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from lineage_sdk.config.names import EXPORTER_GROUP, check_component_names
 from lineage_sdk.config.sections import (
     Section,
     SectionInputs,
@@ -221,10 +222,13 @@ class LineageConfig(Section):
         return dict(cached)
 
     def validate_sections(self, *paths: str) -> None:
-        """Validate the given component tables, or every registered one that has a class.
+        """Validate the given component tables, or every registered one that has a class and
+        the exporter names (each must be registered; a near miss gets "did you mean").
 
         What ``lineage-collector check`` does; an application validates only what it builds.
         """
+        if not paths:
+            check_component_names("lineage.exporters", self.exporters, group=EXPORTER_GROUP)
         for path in paths or [".".join(p) for p in registered_sections()]:
             spec = section_spec(tuple(path.split(".")))
             model = spec.model() if spec is not None else None

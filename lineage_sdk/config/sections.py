@@ -14,7 +14,6 @@ is how an unknown table is still reported with "did you mean".
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -34,6 +33,7 @@ from lineage_sdk.config._fields import (
     section_fields,
     walk_leaves,
 )
+from lineage_sdk.config.names import closest
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.exceptions import ConfigError
 
@@ -198,11 +198,13 @@ def env_name(parts: Iterable[str]) -> str:
 
 def unknown_key(table: str, key: str, value: Any, known: Iterable[str], source: str) -> ConfigError:
     known = list(known)
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    close = closest(key, known)
+    hint = f" (did you mean {close}?)" if close else ""
+    # In a key table, a misspelt key_hash (or a key pasted under any name) is a secret too.
+    secret = table.startswith("lineage.api.keys")
     return ConfigError(
         f"{table}.{key}",
-        display_value(key, value),
+        "***" if secret else display_value(key, value),
         f"unknown key{hint}; known keys in [{table}]: {', '.join(known)}",
         source=source,
     )
@@ -536,10 +538,10 @@ class SectionInputs:
         if var in self.warned:
             return
         self.warned.add(var)
-        close = difflib.get_close_matches(var, candidates, n=1, cutoff=_TYPO_CUTOFF)
+        close = closest(var, candidates, cutoff=_TYPO_CUTOFF)
         if close:
             _logger.warning(
-                "unknown environment variable %s is ignored; did you mean %s?", var, close[0]
+                "unknown environment variable %s is ignored; did you mean %s?", var, close
             )
 
 

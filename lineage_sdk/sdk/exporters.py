@@ -16,9 +16,11 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 import orjson
 from pydantic import Field
 
+from lineage_sdk.config.names import EXPORTER_GROUP, unknown_component
 from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
+from lineage_sdk.version import DISTRIBUTION
 
 if TYPE_CHECKING:
     from lineage_sdk.config.schema import LineageConfig
@@ -35,7 +37,7 @@ __all__ = [
     "create_exporter",
 ]
 
-EXPORTER_ENTRY_POINT_GROUP = "lineage_sdk.exporters"
+EXPORTER_ENTRY_POINT_GROUP = EXPORTER_GROUP
 
 
 class ExporterFactory(Protocol):
@@ -178,7 +180,7 @@ def create_exporter(kind: str, config: LineageConfig) -> LineageExporter:
     found = available_exporters()
     target = found.get(kind)
     if target is None:
-        raise ConfigError("lineage.exporters", kind, "must be one of " + ", ".join(sorted(found)))
+        raise unknown_component("lineage.exporters", kind, found, group=EXPORTER_ENTRY_POINT_GROUP)
     if not isinstance(target, type):
         try:
             target = target.load()
@@ -187,7 +189,7 @@ def create_exporter(kind: str, config: LineageConfig) -> LineageExporter:
                 "lineage.exporters",
                 kind,
                 f"exporter {kind!r} needs an optional dependency ({exc.name or exc}); "
-                f"install lineage-sdk[{kind}]",
+                f"pip install '{DISTRIBUTION}[{kind}]'",
             ) from None
     exporter = target.from_config(config)
     if not isinstance(exporter, LineageExporter):

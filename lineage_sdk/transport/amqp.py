@@ -35,6 +35,7 @@ __all__ = [
     "persistent_copy",
     "safe_url",
     "tls_context",
+    "unresolved_host",
     "url_password",
 ]
 
@@ -204,6 +205,12 @@ def _root(exc: BaseException) -> BaseException:
             continue
         break
     return exc
+
+
+def unresolved_host(exc: BaseException) -> bool:
+    """Whether a connection failed because the broker's host name does not resolve (yet: an
+    orchestrator may create the name only when the broker starts)."""
+    return isinstance(_root(exc), socket.gaierror)
 
 
 def describe_failure(

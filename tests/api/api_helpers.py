@@ -3,13 +3,14 @@ tests. Everything here talks to real things (files, subprocesses); nothing is mo
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import conformance
 import httpx
+import pytest
 import yaml
 from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -348,3 +350,88 @@ class Api:
 
     def count(self) -> int:
         return self.store.count_events()
+
+
+@dataclass
+class Served:
+    """An API over one store (access tests): its URL, and clients carrying a key."""
+
+    url: str
+    store: Any
+
+    def client(self, key: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+@contextlib.contextmanager
+def access_store(request: Any, folder: Path) -> Iterator[Any]:
+    """An open store of the kind ``request.param`` names (sql on SQLite in ``folder``,
+    document on the session's MongoDB-wire server, graph on its FalkorDB), each in a collection
+    or graph of its own, dropped afterwards."""
+    from servers import FalkorDBRespRunner
+
+    from lineage_sdk.collector.settings import ConnectionConfig
+    from lineage_sdk.collector.stores.document import DocumentLineageStore
+    from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+
+    runner = None
+    store: Any
+    if request.param == "sql":
+        store = SqlStore(f"sqlite:///{folder / 'lineage.db'}")
+    elif request.param == "graph":
+        falkordb = request.getfixturevalue("falkordb")
+        runner = FalkorDBRespRunner("127.0.0.1", falkordb.redis_port, f"t_{uuid.uuid4().hex[:12]}")
+        store = Neo4jLineageStore(runner=runner)
+    else:
+        mongo = request.getfixturevalue("mongo")
+        store = DocumentLineageStore(
+            ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
+            collection_name=f"t_{uuid.uuid4().hex[:12]}",
+        )
+    store.open()
+    try:
+        yield store
+    finally:
+        if isinstance(store, DocumentLineageStore):
+            store.collection.drop()
+        if runner is not None:
+            runner.drop()
+        store.close()
+
+
+@contextlib.contextmanager
+def access_api(
+    request: Any,
+    folder: Path,
+    *,
+    api_key: str,
+    keys: Mapping[str, Any],
+    posts: Sequence[tuple[str, list[dict[str, Any]]]],
+) -> Iterator[Served]:
+    """The API with ``api_key`` and named ``keys`` over :func:`access_store`, holding each
+    batch of ``posts`` (key, events), posted with its key and stored whole."""
+    from lineage_sdk.collector.api import ApiServer, create_app
+
+    with (
+        access_store(request, folder) as store,
+        ApiServer(create_app(store, api_key=api_key, keys=keys)) as server,
+    ):
+        served = Served(server.url, store)
+        for key, events in posts:
+            with served.client(key) as client:
+                answer = client.post("/api/v1/lineage/batch", json=events)
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["status"] == "success", answer.text
+        yield served
+
+
+def client_of(key: str) -> Any:
+    """A module-scoped fixture: an httpx client of the module's ``served`` API carrying ``key``."""
+
+    @pytest.fixture(scope="module")
+    def client(served: Served) -> Iterator[httpx.Client]:
+        with served.client(key) as made:
+            yield made
+
+    return client

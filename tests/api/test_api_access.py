@@ -21,17 +21,14 @@ import json
 import logging
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from api_helpers import run_cli, run_event
-from servers import FalkorDBRespRunner, FalkorDBServer, MongoTarget
+from api_helpers import Served, access_api, client_of, run_cli, run_event
 from typer.testing import CliRunner
 
-from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.api import access as access_module
 from lineage_sdk.collector.api.access import (
     AccessPolicy,
@@ -42,11 +39,7 @@ from lineage_sdk.collector.api.access import (
 )
 from lineage_sdk.collector.api.server import api_settings
 from lineage_sdk.collector.cli import app as collector_app
-from lineage_sdk.collector.settings import ApiKeyConfig, ConnectionConfig
-from lineage_sdk.collector.store import BaseLineageStore, LineageCatalogProtocol
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.config import load_config
 from lineage_sdk.exceptions import ConfigError
 
@@ -95,59 +88,21 @@ def _graph_events() -> list[dict[str, Any]]:
     return events
 
 
-@dataclass
-class Served:
-    url: str
-    store: LineageCatalogProtocol
-
-    def client(self, key: str | None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-
 @pytest.fixture(scope="module", params=["sql", "document", "graph"])
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
     """One API per store for the module, holding the graph above (posted by the admin key)."""
-    store: BaseLineageStore
-    if request.param == "sql":
-        store = SqlStore(f"sqlite:///{tmp_path_factory.mktemp('access') / 'lineage.db'}")
-    elif request.param == "graph":
-        falkordb: FalkorDBServer = request.getfixturevalue("falkordb")
-        runner = FalkorDBRespRunner("127.0.0.1", falkordb.redis_port, f"t_{uuid.uuid4().hex[:12]}")
-        store = Neo4jLineageStore(runner=runner)
-    else:
-        mongo: MongoTarget = request.getfixturevalue("mongo")
-        store = DocumentLineageStore(
-            ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
-            collection_name=f"t_{uuid.uuid4().hex[:12]}",
-        )
-    store.open()
-    app = create_app(store, api_key=ADMIN_KEY, keys=KEYS)
-    with ApiServer(app) as server:
-        served = Served(server.url, store)  # type: ignore[arg-type]
-        with served.client(ADMIN_KEY) as admin:
-            answer = admin.post("/api/v1/lineage/batch", json=_graph_events())
-            assert answer.status_code == 200, answer.text
+    posts = [(ADMIN_KEY, _graph_events())]
+    folder = tmp_path_factory.mktemp("access")
+    with access_api(request, folder, api_key=ADMIN_KEY, keys=KEYS, posts=posts) as served:
         yield served
-    if isinstance(store, DocumentLineageStore):
-        store.collection.drop()
-    if isinstance(store, Neo4jLineageStore):
-        runner.drop()
-    store.close()
 
 
-@pytest.fixture(scope="module")
-def reader(served: Served) -> Iterator[httpx.Client]:
-    with served.client(READER_KEY) as client:
-        yield client
+reader = client_of(READER_KEY)
 
 
-@pytest.fixture(scope="module")
-def admin(served: Served) -> Iterator[httpx.Client]:
-    with served.client(ADMIN_KEY) as client:
-        yield client
+admin = client_of(ADMIN_KEY)
 
 
 def _ids(answer: httpx.Response) -> set[str]:

@@ -24,6 +24,7 @@ import pika
 import pytest
 from api_helpers import Api
 from openapi_check import validate_operation
+from vhosts import session_vhost
 
 from lineage_instrumentation.pika import PikaInstrumentor
 from lineage_sdk.config.schema import LineageConfig
@@ -31,7 +32,7 @@ from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 from lineage_sdk.sdk.heartbeat import HEARTBEATS
 from lineage_sdk.sdk.provider import STATE, configure, shutdown
 
-BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+BROKER_URL = session_vhost().url  # this process's private vhost, never the shared "/"
 BROKER_NS = "rabbitmq://127.0.0.1:5672"
 JOB_NS = "tests.live"
 HEARTBEAT_S = 0.2
@@ -208,13 +209,14 @@ _KILLED_CONSUMER = textwrap.dedent(
     from lineage_sdk.sdk.provider import configure
 
     url, queue, job, interval = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+    broker = sys.argv[5]
     configure(LineageConfig.model_validate({
         "exporters": ["http"], "http": {"url": url}, "producer": {"job_namespace": "tests.live"},
         "instrumentation": {"pika_mode": "streaming", "pika_consumer_job_name": job,
                             "pika_heartbeat_interval_ms": int(interval * 1000)},
     }), strict=True)
     PikaInstrumentor().instrument()
-    conn = pika.BlockingConnection(pika.URLParameters("amqp://guest:guest@127.0.0.1:5672/%2F"))
+    conn = pika.BlockingConnection(pika.URLParameters(broker))
     ch = conn.channel()
     ch.basic_consume(queue, lambda *_: None, auto_ack=True)
     print("consuming", flush=True)
@@ -231,7 +233,7 @@ def test_a_killed_consumer_reads_stale_and_its_events_stay(
     job = f"killed-consumer-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "instrumentation")])}
     proc = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_CONSUMER, api.url, name, job, str(HEARTBEAT_S)],
+        [sys.executable, "-c", _KILLED_CONSUMER, api.url, name, job, str(HEARTBEAT_S), BROKER_URL],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

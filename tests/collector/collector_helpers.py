@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pika
+from vhosts import session_vhost
 
 from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.manager import LineageManager
@@ -20,7 +21,7 @@ from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.transport.unrouted import declare_event_exchange, holding_queue, unrouted_exchange
 
-RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+RABBIT_URL = session_vhost().url  # this process's private vhost, never the shared "/"
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests"
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 PARENT_FACET_SCHEMA = (

@@ -30,6 +30,7 @@ import pytest
 import sqlalchemy as sa
 from brokers import RabbitCluster, RabbitNode
 from collector_helpers import wait_until
+from leftovers import suite_name
 
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
@@ -60,7 +61,7 @@ def _admin(statement: str) -> None:
 @pytest.fixture
 def database() -> Iterator[str]:
     """A PostgreSQL database of the test's own, dropped afterwards."""
-    name = f"lineage_scenario_{uuid.uuid4().hex[:8]}"
+    name = suite_name("lineage_scenario")  # tagged: the session-end check finds a leftover
     _admin(f'CREATE DATABASE "{name}"')
     try:
         yield sa.make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)

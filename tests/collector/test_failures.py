@@ -169,7 +169,10 @@ def test_dlq_list_and_purge_commands(make_config, tmp_path):
         wait_until(lambda: DeadLetterQueue(config).count() == 2, 20)
         assert collector.alive
     toml = tmp_path / "c.toml"
-    toml.write_text(f'[lineage]\ncollector_topic = "{config.collector_topic}"\n')
+    toml.write_text(
+        f'[lineage]\ncollector_topic = "{config.collector_topic}"\n'
+        f'[lineage.rabbitmq]\nurl = "{RABBIT_URL}"\n'  # its private vhost, not the default "/"
+    )
     env = {**os.environ, "COLUMNS": "200"}
     listed = subprocess.run(
         [

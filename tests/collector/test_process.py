@@ -230,6 +230,9 @@ def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProc
 def test_check_succeeds_and_fails_with_exit_codes(make_config, tmp_path):
     config = make_config()
     env = _env(config, tmp_path)
+    for create in (("topology", "declare"), ("store", "init")):  # check itself creates nothing
+        made = _cli(*create, env=env, cwd=tmp_path)
+        assert made.returncode == 0, made.stdout + made.stderr
     ok = _cli("check", env=env, cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "store sql" in ok.stdout and "failed" not in ok.stdout

@@ -28,6 +28,7 @@ from collector_helpers import (
     running,
     wait_until,
 )
+from vhosts import session_vhost
 
 from lineage_sdk.collector.dlq import DeadLetterQueue
 from lineage_sdk.collector.migration import HOLDING_SUFFIX, migrate_topology
@@ -120,7 +121,7 @@ def test_a_classic_topology_is_refused_with_the_migrate_command(make_config, tmp
     )
     cli = [sys.executable, "-m", "lineage_sdk.collector.cli"]
     run = subprocess.run([*cli, "run"], env=env, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 1
+    assert run.returncode == 2  # refused at start-up: no retry can fix it
     assert "Traceback" not in run.stderr and "PRECONDITION_FAILED" not in run.stderr
     errors = [line for line in run.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and MIGRATE_COMMAND in errors[0], run.stderr
@@ -247,7 +248,8 @@ def _broker_listing() -> dict[str, tuple[str, str]]:
     if ctl is None:
         pytest.skip("rabbitmqctl is not installed here")
     result = subprocess.run(
-        [ctl, "-q", "list_queues", "name", "type", "arguments"],
+        # the vhost the collector helpers declare in (tests/vhosts.py), not the default "/"
+        [ctl, "-q", "list_queues", "-p", session_vhost().name, "name", "type", "arguments"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -16,13 +16,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # documented_helpers, for the test module
 
-from documented_helpers import DOCUMENTED_TOML, ExchangeReader, GraphServer
+from documented_helpers import DOCUMENTED_TOML, RABBIT_URL, ExchangeReader, GraphServer
 from servers import MongoTarget, falkordb_server, neo4j_from_env
 
 import lineage_sdk
 
 _OURS = (
     "LINEAGE_CONFIG",
+    "LINEAGE_RABBITMQ_URL",
     "LINEAGE_CONNECTIONS_DEFAULT_MONGO_URI",
     "LINEAGE_CONNECTIONS_ANALYTICS_GRAPH_URI",
     "LINEAGE_CONNECTIONS_ANALYTICS_GRAPH_USERNAME",
@@ -65,6 +66,7 @@ def documented_env(
 ) -> Path:
     """The documented file as the process's configuration, its connections from the environment."""
     monkeypatch.setenv("LINEAGE_CONFIG", str(documented_file))
+    monkeypatch.setenv("LINEAGE_RABBITMQ_URL", RABBIT_URL)  # a private vhost, never "/"
     monkeypatch.setenv("LINEAGE_CONNECTIONS_DEFAULT_MONGO_URI", mongo_server.uri)
     monkeypatch.setenv("LINEAGE_CONNECTIONS_ANALYTICS_GRAPH_URI", graph_server.uri)
     if graph_server.username is not None:

@@ -13,10 +13,13 @@ from typing import Any
 import orjson
 import pika
 from servers import FalkorDBServer, bolt_warmup
+from vhosts import session_vhost
 
 from lineage_sdk.transport.unrouted import declare_event_exchange
 
-RABBIT_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+# This process's private vhost (tests/vhosts.py), never the shared broker's ``/``: the documented
+# file names no address, so documented_env gives it as a deployment would, LINEAGE_RABBITMQ_URL.
+RABBIT_URL = session_vhost().url
 EXCHANGE = "platform.lineage.events"
 
 # The file, byte for byte (indentation included).

@@ -17,8 +17,9 @@ import pika.exceptions
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conformance import validate_event
 from memory_capture import CapturedEvents
+from vhosts import session_vhost
 
-BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+BROKER_URL = session_vhost().url  # this process's private vhost, never the shared "/"
 
 __all__ = ["BROKER_URL", "Captured", "Names", "connect", "validate_event"]
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import aio_pika
 import psycopg
 import pytest
+from leftovers import suite_name
 
 from lineage_instrumentation.aio_pika import AioPikaInstrumentor
 from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
@@ -556,7 +556,7 @@ async def test_pika_and_aio_pika_services_link_into_one_graph(
 @pytest.fixture
 def database() -> Iterator[str]:
     """A PostgreSQL database of the test's own on the shared server; dropped afterwards."""
-    name = f"test_aio_{uuid.uuid4().hex[:10]}"
+    name = suite_name("test_aio")  # tagged: the session-end check finds a leftover
     with psycopg.connect(f"{PG}/test", autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     try:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import validate_event
+from vhosts import session_vhost
 
 __all__ = ["EXAMPLES", "WRAPPER", "clean_env", "read_events", "run_pair"]
 
@@ -33,6 +34,9 @@ def clean_env(**extra: str) -> dict[str, str]:
         if not k.startswith(("LINEAGE_", "OPENLINEAGE_")) and k != "PYTHONPATH"
     }
     env["LINEAGE_PRODUCER_JOB_NAMESPACE"] = "tests.instr.sub"
+    # The examples' broker and the RabbitMQ exporter's (the default exporter): a private vhost,
+    # never the shared broker's "/".
+    env["AMQP_URL"] = env["LINEAGE_RABBITMQ_URL"] = session_vhost().url
     env.update(extra)
     return env
 

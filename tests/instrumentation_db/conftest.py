@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from leftovers import suite_name
 
 from lineage_instrumentation.db import clear_cache
 from lineage_sdk.config.schema import LineageConfig
@@ -51,7 +51,7 @@ def pg_db() -> Iterator[str]:
     """A database of our own on the shared PostgreSQL, with two source tables; dropped after."""
     import psycopg
 
-    name = f"lineage_i15_{uuid.uuid4().hex[:10]}"
+    name = suite_name("lineage_i15")  # tagged: the session-end check finds a leftover
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     dsn = f"host=127.0.0.1 port=5432 dbname={name}"

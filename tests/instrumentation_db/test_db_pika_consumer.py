@@ -7,13 +7,14 @@ import uuid
 import pika
 import psycopg
 import pytest
+from vhosts import session_vhost
 
 from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
 from lineage_instrumentation.pika import PikaInstrumentor
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgres]
 
-BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+BROKER_URL = session_vhost().url  # this process's private vhost, never the shared "/"
 
 
 def test_consumed_message_run_gets_the_table_it_wrote(pg_db, captured, instrumented):

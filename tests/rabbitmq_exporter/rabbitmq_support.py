@@ -24,6 +24,7 @@ import pika
 import pytest
 
 from lineage_exporters.rabbitmq import RabbitMQExporter
+from lineage_exporters.rabbitmq._destination import Destination, Endpoint
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.sdk.export import EncodedEvent
@@ -35,10 +36,13 @@ from lineage_sdk.transport.unrouted import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conformance import validate_event
+from vhosts import session_vhost
 
 __all__ = ["validate_event"]
 
-BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+BROKER_URL = session_vhost().url  # this process's private vhost, never the shared "/"
+DEST = Destination.of("tests.exchange", [Endpoint(False, "127.0.0.1", 5672, "tests", "guest")])
+"""The destination of the spool unit tests (no broker is involved)."""
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 
 
@@ -228,7 +232,8 @@ class TcpProxy:
 
     @property
     def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+        # the session vhost through the proxy: nothing lands in the shared broker's "/"
+        return BROKER_URL.replace(":5672/", f":{self.port}/", 1)
 
     def start(self) -> None:
         listener = socket.socket()

@@ -176,7 +176,8 @@ def test_connection_name_is_visible_on_the_broker(topology: Topology, make_expor
 
 def test_from_config_uses_collector_topic_and_namespace(topology: Topology, tmp_path) -> None:
     config = LineageConfig(
-        collector_topic=topology.exchange, rabbitmq=RabbitMQConfig(spool_dir=str(tmp_path))
+        collector_topic=topology.exchange,
+        rabbitmq=RabbitMQConfig(url=topology.url, spool_dir=str(tmp_path)),  # a private vhost
     )
     exporter = RabbitMQExporter.from_config(config)
     try:

@@ -6,7 +6,6 @@ import collections
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,12 +18,11 @@ pytestmark = pytest.mark.rabbitmq
 CHILD = str(Path(__file__).resolve().parent / "spool_child.py")
 
 
-def _closed_port_url() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"amqp://guest:guest@127.0.0.1:{port}/%2F"
+def _refused_url() -> str:
+    """The same destination as BROKER_URL (a spool is replayed only by an exporter with its
+    destination), with a password the broker refuses, so the filler can only spool."""
+    assert "guest:guest@" in BROKER_URL
+    return BROKER_URL.replace("guest:guest@", "guest:not-the-password@", 1)
 
 
 def test_killed_process_spool_is_delivered_by_the_next_one(
@@ -38,7 +36,7 @@ def test_killed_process_spool_is_delivered_by_the_next_one(
             sys.executable,
             CHILD,
             "fill",
-            _closed_port_url(),
+            _refused_url(),
             topology.exchange,
             str(spool),
             str(ids_file),

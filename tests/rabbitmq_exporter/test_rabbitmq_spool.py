@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rabbitmq_support import make_events
+from rabbitmq_support import DEST, make_events
 
 from lineage_exporters.rabbitmq._messages import OutboundMessage, build_messages
 from lineage_exporters.rabbitmq._spool import Spool, encode_record
@@ -27,7 +27,7 @@ def _ids(messages: list[OutboundMessage]) -> list[str]:
 
 
 def test_append_then_read_back_in_order_across_segments(tmp_path: Path) -> None:
-    spool = Spool(tmp_path, 10 << 20, segment_bytes=4096)
+    spool = Spool(tmp_path, 10 << 20, destination=DEST, segment_bytes=4096)
     msgs = _messages(60)
     assert spool.append(msgs[:30]) == 30
     assert spool.append(msgs[30:]) == 30
@@ -42,7 +42,7 @@ def test_append_then_read_back_in_order_across_segments(tmp_path: Path) -> None:
 
 
 def test_segments_are_deleted_once_every_message_is_confirmed(tmp_path: Path) -> None:
-    spool = Spool(tmp_path, 10 << 20)
+    spool = Spool(tmp_path, 10 << 20, destination=DEST)
     spool.append(_messages(10))
     batch = spool.read_next()
     assert batch is not None and batch[0].segment is not None
@@ -59,7 +59,7 @@ def test_segments_are_deleted_once_every_message_is_confirmed(tmp_path: Path) ->
 def test_size_cap_accepts_a_prefix(tmp_path: Path) -> None:
     msgs = _messages(20)
     cap = sum(len(encode_record(m)) for m in msgs[:7]) + 10
-    spool = Spool(tmp_path, cap)
+    spool = Spool(tmp_path, cap, destination=DEST)
     assert spool.append(msgs) == 7
     assert spool.append(msgs[7:]) == 0
     assert _ids(_read_all(spool)) == _ids(msgs[:7])
@@ -67,7 +67,7 @@ def test_size_cap_accepts_a_prefix(tmp_path: Path) -> None:
 
 
 def test_torn_tail_is_cut_and_the_rest_replays(tmp_path: Path) -> None:
-    spool = Spool(tmp_path, 10 << 20)
+    spool = Spool(tmp_path, 10 << 20, destination=DEST)
     msgs = _messages(5)
     spool.append(msgs)
     assert spool.dir is not None
@@ -75,18 +75,18 @@ def test_torn_tail_is_cut_and_the_rest_replays(tmp_path: Path) -> None:
     spool.close()
     with seg.open("r+b") as f:  # a crash in the middle of the last write
         f.truncate(seg.stat().st_size - 7)
-    again = Spool(tmp_path, 10 << 20)
+    again = Spool(tmp_path, 10 << 20, destination=DEST)
     assert _ids(_read_all(again)) == _ids(msgs[:4])
     assert again.corrupt_segments == 1
     again.close()
 
 
 def test_a_new_process_adopts_a_dead_ones_spool_first(tmp_path: Path) -> None:
-    old = Spool(tmp_path, 10 << 20, segment_bytes=4096)
+    old = Spool(tmp_path, 10 << 20, destination=DEST, segment_bytes=4096)
     first = _messages(40)
     old.append(first)
     old.close()  # lock released, files kept: what a killed process leaves
-    new = Spool(tmp_path, 10 << 20)
+    new = Spool(tmp_path, 10 << 20, destination=DEST)
     later = _messages(3, offset=40)
     new.append(later)
     assert _ids(_read_all(new)) == _ids(first) + _ids(later)
@@ -96,9 +96,9 @@ def test_a_new_process_adopts_a_dead_ones_spool_first(tmp_path: Path) -> None:
 
 
 def test_a_live_spool_is_not_adopted(tmp_path: Path) -> None:
-    alive = Spool(tmp_path, 10 << 20)
+    alive = Spool(tmp_path, 10 << 20, destination=DEST)
     alive.append(_messages(3))
-    other = Spool(tmp_path, 10 << 20)
+    other = Spool(tmp_path, 10 << 20, destination=DEST)
     assert other.read_next() is None
     assert alive.read_next() is not None
     other.close()
@@ -106,7 +106,7 @@ def test_a_live_spool_is_not_adopted(tmp_path: Path) -> None:
 
 
 def test_spill_front_goes_before_unread_segments(tmp_path: Path) -> None:
-    spool = Spool(tmp_path, 10 << 20)
+    spool = Spool(tmp_path, 10 << 20, destination=DEST)
     newer = _messages(5, offset=5)
     older = _messages(5)
     spool.append(newer)
@@ -117,7 +117,7 @@ def test_spill_front_goes_before_unread_segments(tmp_path: Path) -> None:
 
 def test_spill_front_replaces_handed_out_segments(tmp_path: Path) -> None:
     """Unconfirmed messages read from a segment are spilled with memory; the segment goes."""
-    spool = Spool(tmp_path, 10 << 20)
+    spool = Spool(tmp_path, 10 << 20, destination=DEST)
     spool.append(_messages(4))
     handed = spool.read_next()
     assert handed is not None
@@ -132,7 +132,7 @@ def test_spill_front_replaces_handed_out_segments(tmp_path: Path) -> None:
 def test_unusable_directory_refuses_without_raising(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    spool = Spool(blocker / "spool", 10 << 20)
+    spool = Spool(blocker / "spool", 10 << 20, destination=DEST)
     assert not spool.available
     assert spool.append(_messages(2)) == 0
     assert not spool.spill_front(_messages(1))
@@ -140,7 +140,7 @@ def test_unusable_directory_refuses_without_raising(tmp_path: Path) -> None:
 
 
 def test_disabled_by_zero_cap(tmp_path: Path) -> None:
-    spool = Spool(tmp_path / "s", 0)
+    spool = Spool(tmp_path / "s", 0, destination=DEST)
     assert spool.append(_messages(1)) == 0
     assert not (tmp_path / "s").exists()
     assert os.listdir(tmp_path) == []
@@ -156,7 +156,8 @@ def test_a_write_is_fsynced_within_the_interval(tmp_path: Path, monkeypatch) -> 
     real_fsync = os.fsync
     monkeypatch.setattr(time, "monotonic", lambda: now[0])
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(now[0]), real_fsync(fd)))
-    spool = Spool(tmp_path, 1 << 20, fsync_interval_s=0.2)
+    spool = Spool(tmp_path, 1 << 20, destination=DEST, fsync_interval_s=0.2)
+    synced.clear()  # the destination record is made durable when the spool opens
     assert spool.append(_messages(3)) == 3
     assert synced == []  # the write path does not wait on the disk
     now[0] += 0.1

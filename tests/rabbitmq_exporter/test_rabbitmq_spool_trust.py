@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rabbitmq_support import make_events
+from rabbitmq_support import DEST, make_events
 
+from lineage_exporters.rabbitmq._destination import write_destination
 from lineage_exporters.rabbitmq._messages import build_messages
 from lineage_exporters.rabbitmq._spool import (
     Spool,
@@ -43,6 +44,7 @@ def _forge(directory: Path, *, mode: int = 0o700) -> tuple[Path, str]:
     """A dead process's instance directory holding one valid segment (CRC and all)."""
     directory.mkdir(parents=True)
     os.chmod(directory, mode)
+    write_destination(directory, DEST)
     (message,) = build_messages(make_events(1, name="forged"), 1)
     segment = directory / f"{1:016d}-{1 << 30:010d}.seg"
     segment.write_bytes(encode_record(message))
@@ -60,7 +62,7 @@ def test_directories_are_0700_and_files_0600_whatever_the_umask(
     tmp_path: Path, loose_umask: None
 ) -> None:
     root = tmp_path / "a" / "b" / "spool"
-    spool = Spool(root, 10 << 20, segment_bytes=4096)
+    spool = Spool(root, 10 << 20, destination=DEST, segment_bytes=4096)
     assert spool.available and spool.dir is not None
     spool.append(build_messages(make_events(50), 1))
     assert spool.spill_front(build_messages(make_events(3), 1))
@@ -76,14 +78,14 @@ def test_an_existing_spool_root_of_ours_is_tightened(tmp_path: Path) -> None:
     root = tmp_path / "spool"
     root.mkdir()
     os.chmod(root, 0o755)  # as older versions created it
-    Spool(root, 1 << 20).close()
+    Spool(root, 1 << 20, destination=DEST).close()
     assert _mode(root) == 0o700
 
 
 def test_a_valid_segment_of_our_own_is_adopted(tmp_path: Path, caplog) -> None:
     _, forged_id = _forge(tmp_path / "spool" / "host-1-dead")
     with caplog.at_level(logging.WARNING, logger="lineage_exporters.rabbitmq"):
-        spool = Spool(tmp_path / "spool", 1 << 20)
+        spool = Spool(tmp_path / "spool", 1 << 20, destination=DEST)
     assert _adopted(spool) == [forged_id]  # the control case: the forgery itself is valid
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     spool.close()
@@ -96,7 +98,7 @@ def test_a_directory_owned_by_another_user_is_left_alone(tmp_path: Path, caplog)
     os.chown(segment, OTHER_UID, OTHER_UID)
     os.chown(segment.parent, OTHER_UID, OTHER_UID)
     with caplog.at_level(logging.WARNING, logger="lineage_exporters.rabbitmq"):
-        spool = Spool(root, 1 << 20)
+        spool = Spool(root, 1 << 20, destination=DEST)
     assert _adopted(spool) == []
     assert segment.exists()  # left in place
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
@@ -113,7 +115,7 @@ def test_a_segment_owned_by_another_user_in_our_directory_is_left_alone(
     segment, _ = _forge(root / "host-1-dead")
     os.chown(segment, OTHER_UID, OTHER_UID)
     with caplog.at_level(logging.WARNING, logger="lineage_exporters.rabbitmq"):
-        spool = Spool(root, 1 << 20)
+        spool = Spool(root, 1 << 20, destination=DEST)
     assert _adopted(spool) == []
     assert segment.exists()
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
@@ -125,7 +127,7 @@ def test_a_directory_others_may_write_to_is_left_alone(tmp_path: Path, caplog, m
     root = tmp_path / "spool"
     segment, _ = _forge(root / "host-1-dead", mode=mode)
     with caplog.at_level(logging.WARNING, logger="lineage_exporters.rabbitmq"):
-        spool = Spool(root, 1 << 20)
+        spool = Spool(root, 1 << 20, destination=DEST)
     assert _adopted(spool) == []
     assert segment.exists()
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
@@ -139,7 +141,7 @@ def test_a_symlinked_instance_directory_is_left_alone(tmp_path: Path, caplog) ->
     root.mkdir(mode=0o700)
     (root / "host-1-dead").symlink_to(elsewhere / "dead")
     with caplog.at_level(logging.WARNING, logger="lineage_exporters.rabbitmq"):
-        spool = Spool(root, 1 << 20)
+        spool = Spool(root, 1 << 20, destination=DEST)
     assert _adopted(spool) == []
     assert segment.exists()
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
@@ -153,7 +155,7 @@ def test_a_root_writable_by_others_adopts_nothing(tmp_path: Path, caplog) -> Non
     os.chown(root, OTHER_UID, OTHER_UID)
     os.chmod(root, 0o777)
     with caplog.at_level(logging.WARNING, logger="lineage_exporters.rabbitmq"):
-        spool = Spool(root, 1 << 20)
+        spool = Spool(root, 1 << 20, destination=DEST)
     assert _adopted(spool) == []
     assert segment.exists()
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
@@ -209,7 +211,7 @@ def test_no_home_directory_means_the_private_fallback(
     assert root == private_tmp / f"lineage-sdk-{os.getuid()}" / "lineage-sdk" / (
         "rabbitmq-spool/lineage.events"
     )
-    spool = Spool(root, 1 << 20)
+    spool = Spool(root, 1 << 20, destination=DEST)
     assert spool.available
     for directory in (root, root.parent, root.parent.parent):
         assert _mode(directory) == 0o700

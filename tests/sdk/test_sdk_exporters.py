@@ -154,5 +154,8 @@ def test_entry_point_that_cannot_import_names_the_extra(tmp_path, monkeypatch):
         "[lineage_sdk.exporters]\nbroken = not_installed_module_xyz:Exporter\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ConfigError, match=r"lineage.exporters.*broken.*not_installed_module_xyz"):
+    with pytest.raises(
+        ConfigError, match=r"lineage.exporters.*broken.*not_installed_module_xyz"
+    ) as caught:
         create_exporter("broken", LineageConfig())
+    assert str(caught.value).endswith("pip install 'otel-lineage[broken]'")  # not lineage-sdk's

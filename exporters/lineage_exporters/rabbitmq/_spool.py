@@ -2,7 +2,14 @@
 
 Layout: ``<spool_dir>/<instance>/`` per live process, locked with ``flock`` on ``.lock`` so two
 processes never share one. A process adopts the directories of dead processes (their lock is
-free) at start, so a restarted service replays what its predecessor left. Inside, append-only
+free) at start, so a restarted service replays what its predecessor left, but only those whose
+``destination.json`` names its own destination (_destination.py): events never reach a broker,
+vhost, user or exchange they were not written for. A directory without that record (the layout
+of older versions) is never adopted: nothing in its events proves where they were meant to go; it
+is named in one warning, with the command that replays it on purpose
+(``python -m lineage_exporters.rabbitmq.replay``). An instance directory is made under a hidden
+name, locked and labelled, and only then renamed into place, so no other process ever sees it
+unlocked or unlabelled. Inside, append-only
 segment files named ``<seq>-<sub>.seg`` are replayed in (seq, sub) order; ``sub`` lets a segment
 be placed *before* the unread ones (memory contents spilled at shutdown are older than them).
 
@@ -36,22 +43,39 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
+from lineage_exporters.rabbitmq._destination import (
+    RECORD_NAME,
+    Destination,
+    Unreadable,
+    read_destination,
+    write_destination,
+)
 from lineage_exporters.rabbitmq._messages import OutboundMessage
 
-__all__ = ["Spool", "default_spool_root", "private_fallback_dir"]
+__all__ = [
+    "Spool",
+    "default_spool_root",
+    "private_fallback_dir",
+    "unlabelled_instances",
+    "warn_unlabelled",
+]
 
 _LOG = logging.getLogger("lineage_exporters.rabbitmq")
 _HEADER = struct.Struct(">4sIII")
 _MAGIC = b"LSP1"
 _MIDDLE_SUB = 1 << 30
 _SUFFIX = ".seg"
+_STAGING = ".new"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 SegmentKey = tuple[int, int]
+_WARNED: set[Path] = set()  # folders already named in the old-layout warning by this process
+_WARNED_LOCK = threading.Lock()
 
 
 @dataclass(slots=True)
@@ -149,6 +173,105 @@ def _parse_name(name: str) -> SegmentKey | None:
         return None
 
 
+def _has_segments(path: Path) -> bool:
+    return any(_parse_name(p.name) for p in path.iterdir())
+
+
+def _remove_instance(path: Path) -> None:
+    """Delete an instance directory that holds no segment (what is left is ours to remove)."""
+    for leftover in path.iterdir():
+        leftover.unlink(missing_ok=True)
+    path.rmdir()
+
+
+@contextlib.contextmanager
+def _dead_instance(path: Path) -> Iterator[bool]:
+    """Hold the lock of instance directory ``path`` for the block; False if its owner is alive
+    (or the lock cannot be opened), so the block must leave it alone."""
+    try:
+        fd = os.open(path / ".lock", os.O_CREAT | os.O_RDWR | _NOFOLLOW, 0o600)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _instance_dirs(root: Path, untrusted: list[str], skip: Path | None = None) -> list[Path]:
+    """Trusted instance directories in ``root`` (not ``skip``), those with the oldest segments
+    first; what another user could have written is named in ``untrusted`` instead."""
+    uid = os.getuid()
+    if not _trusted_dir(os.stat(root), owners=(uid, 0)):
+        untrusted.append(f"{root} (writable by others, or not ours)")
+        return []
+    found: list[tuple[float, Path]] = []
+    for path in root.iterdir():
+        if path == skip or path.name.startswith("."):
+            continue  # an instance being made (staging): locked by its maker
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) and not stat.S_ISLNK(info.st_mode):
+            continue
+        if not _trusted_dir(info, owners=(uid,)):
+            untrusted.append(path.name)
+            continue
+        try:
+            segs = sorted(p for p in path.iterdir() if _parse_name(p.name))
+            mtime = segs[0].stat().st_mtime if segs else 0.0
+        except OSError:
+            continue
+        found.append((mtime, path))
+    return [p for _, p in sorted(found)]
+
+
+def unlabelled_instances(root: Path, *, claim_for: Destination | None = None) -> list[Path]:
+    """Instance directories of dead processes in ``root`` that hold segments but no destination
+    record (the old layout). With ``claim_for``, each is labelled with that destination (under
+    its lock), so an exporter with that destination adopts it: the replay command's one step."""
+    try:
+        candidates = _instance_dirs(root, []) if root.is_dir() else []
+    except OSError:
+        return []
+    found: list[Path] = []
+    for path in candidates:
+        with _dead_instance(path) as dead:
+            try:
+                if dead and read_destination(path) is None and _has_segments(path):
+                    if claim_for is not None:
+                        write_destination(path, claim_for)
+                    found.append(path)
+            except OSError as exc:
+                _LOG.warning("lineage RabbitMQ spool cannot read or label %s: %s", path, exc)
+    return found
+
+
+def warn_unlabelled(root: Path, count: int) -> None:
+    """The one warning (per folder and process) about spools of the old layout in ``root``."""
+    with _WARNED_LOCK:
+        if root in _WARNED:
+            return
+        _WARNED.add(root)
+    _LOG.warning(
+        "lineage RabbitMQ spool: %d spool folder(s) in %s were written by an older version that "
+        "did not record their broker, vhost, user and exchange, so they are not published (they "
+        "may belong to another broker or tenant). To deliver them, run `python -m "
+        "lineage_exporters.rabbitmq.replay %s` with the configuration of the application that "
+        "wrote them; it publishes them to the destination that configuration names",
+        count,
+        root,
+        root,
+    )
+
+
 def encode_record(msg: OutboundMessage) -> bytes:
     """One spool record for ``msg``."""
     meta = orjson.dumps(
@@ -216,10 +339,12 @@ class Spool:
         root: Path,
         max_bytes: int,
         *,
+        destination: Destination,
         segment_bytes: int | None = None,
         fsync_interval_s: float = 0.25,
     ) -> None:
         self.root = root
+        self.destination = destination
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes or max(64 << 10, min(8 << 20, max_bytes // 8))
         self._fsync_interval = fsync_interval_s
@@ -251,12 +376,17 @@ class Spool:
     def _open(self) -> None:
         _make_private_dirs(self.root)
         name = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.dir = self.root / name
-        self.dir.mkdir(mode=0o700)
-        os.chmod(self.dir, 0o700)
-        self._lock_fd = self._create_file(self.dir / ".lock", os.O_RDWR)
+        staging = self.root / f".{name}{_STAGING}"
+        staging.mkdir(mode=0o700)
+        os.chmod(staging, 0o700)
+        self._lock_fd = self._create_file(staging / ".lock", os.O_RDWR)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        write_destination(staging, self.destination)
+        self.dir = self.root / name
+        os.rename(staging, self.dir)  # the lock and the record come with it
         self._untrusted: list[str] = []
+        self._unlabelled = 0
+        self._foreign = 0
         for orphan in self._orphans():
             self._adopt(orphan)
         if self._untrusted:
@@ -266,6 +396,16 @@ class Spool:
                 len(self._untrusted),
                 self.root,
                 ", ".join(self._untrusted[:5]) + (" ..." if len(self._untrusted) > 5 else ""),
+            )
+        if self._unlabelled:
+            warn_unlabelled(self.root, self._unlabelled)
+        if self._foreign:
+            _LOG.info(
+                "lineage RabbitMQ spool left %d spool folder(s) in %s alone: they were written "
+                "for another destination than %s, and an exporter with theirs replays them",
+                self._foreign,
+                self.root,
+                self.destination.describe(),
             )
 
     @staticmethod
@@ -280,81 +420,69 @@ class Spool:
         return fd
 
     def _orphans(self) -> list[Path]:
-        """Trusted instance directories of dead processes (lock free), oldest segments first."""
-        uid = os.getuid()
-        if not _trusted_dir(os.stat(self.root), owners=(uid, 0)):
-            self._untrusted.append(f"{self.root} (writable by others, or not ours)")
-            return []
-        found: list[tuple[float, Path]] = []
-        for path in self.root.iterdir():
-            if path == self.dir:
-                continue
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            if not stat.S_ISDIR(info.st_mode) and not stat.S_ISLNK(info.st_mode):
-                continue
-            if not _trusted_dir(info, owners=(uid,)):
-                self._untrusted.append(path.name)
-                continue
-            segs = sorted(p for p in path.iterdir() if _parse_name(p.name))
-            try:
-                mtime = segs[0].stat().st_mtime if segs else 0.0
-            except OSError:
-                continue
-            found.append((mtime, path))
-        return [p for _, p in sorted(found)]
+        """Trusted instance directories of other processes, oldest segments first; stale
+        staging directories (a process died while making its own) are removed."""
+        for path in self.root.glob(f".*{_STAGING}"):
+            if path != self.dir and path.is_dir() and not path.is_symlink():
+                with _dead_instance(path) as dead, contextlib.suppress(OSError):
+                    if dead and not _has_segments(path):
+                        _remove_instance(path)
+        return _instance_dirs(self.root, self._untrusted, skip=self.dir)
 
     def _adopt(self, path: Path) -> None:
-        """Move a dead process's segments into this spool, in their order, before anything new;
-        only regular files of our own uid (anything else stays where it is)."""
-        try:
-            fd = os.open(
-                path / ".lock", os.O_CREAT | os.O_RDWR | getattr(os, "O_NOFOLLOW", 0), 0o600
-            )
-        except OSError:
+        """Move a dead process's segments into this spool, in their order, before anything new:
+        only if its record names our destination, and only regular files of our own uid
+        (anything else stays where it is)."""
+        with _dead_instance(path) as dead:
+            if dead:
+                try:
+                    self._adopt_locked(path)
+                except OSError as exc:
+                    _LOG.warning("lineage RabbitMQ spool could not adopt %s: %s", path, exc)
+
+    def _adopt_locked(self, path: Path) -> None:
+        assert self.dir is not None
+        if not _has_segments(path):
+            _remove_instance(path)  # nothing to publish: an empty leftover of any destination
             return
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return  # its owner is alive
-            assert self.dir is not None
-            uid = os.getuid()
-            keyed: list[tuple[SegmentKey, Path]] = []
-            kept = 0
-            for p in path.iterdir():
-                k = _parse_name(p.name)
-                if k is None:
-                    continue
-                info = os.lstat(p)
-                if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
-                    self._untrusted.append(f"{path.name}/{p.name}")
-                    kept += 1
-                    continue
-                keyed.append((k, p))
-            for _, src in sorted(keyed):
-                key = (self._next_seq, _MIDDLE_SUB)
-                self._next_seq += 1
-                dst = self.dir / _name(key)
-                os.replace(src, dst)
-                self._segments[key] = _Segment(key, dst, dst.stat().st_size)
-            if not kept:
-                for leftover in path.iterdir():
-                    leftover.unlink(missing_ok=True)
-                path.rmdir()
-            if keyed:
-                _LOG.info(
-                    "lineage RabbitMQ spool adopted %d segment(s) left by a previous process "
-                    "in %s; they are replayed first",
-                    len(keyed),
-                    path,
-                )
-        except OSError as exc:
-            _LOG.warning("lineage RabbitMQ spool could not adopt %s: %s", path, exc)
-        finally:
-            os.close(fd)
+        record = read_destination(path)
+        if record is None:
+            self._unlabelled += 1
+            return
+        if isinstance(record, Unreadable):
+            self._untrusted.append(f"{path.name}/{RECORD_NAME}")
+            return
+        if record != self.destination:
+            self._foreign += 1
+            return
+        uid = os.getuid()
+        keyed: list[tuple[SegmentKey, Path]] = []
+        kept = 0
+        for p in path.iterdir():
+            k = _parse_name(p.name)
+            if k is None:
+                continue
+            info = os.lstat(p)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:
+                self._untrusted.append(f"{path.name}/{p.name}")
+                kept += 1
+                continue
+            keyed.append((k, p))
+        for _, src in sorted(keyed):
+            key = (self._next_seq, _MIDDLE_SUB)
+            self._next_seq += 1
+            dst = self.dir / _name(key)
+            os.replace(src, dst)
+            self._segments[key] = _Segment(key, dst, dst.stat().st_size)
+        if not kept:
+            _remove_instance(path)
+        if keyed:
+            _LOG.info(
+                "lineage RabbitMQ spool adopted %d segment(s) left by a previous process "
+                "in %s; they are replayed first",
+                len(keyed),
+                path,
+            )
 
     # -- state --------------------------------------------------------------------------------
 
@@ -573,6 +701,7 @@ class Spool:
                     self._delete(seg)
             if self.dir is not None and not self._segments:
                 with contextlib.suppress(OSError):
+                    (self.dir / RECORD_NAME).unlink(missing_ok=True)
                     (self.dir / ".lock").unlink(missing_ok=True)
                     self.dir.rmdir()
             if self._lock_fd is not None:

@@ -63,7 +63,11 @@ class RabbitMQConfig(AmqpConnectionConfig):
     )
     spool_dir: str | None = Field(
         default=None,
-        description="Directory for the on-disk spool; defaults to a per-user cache directory.",
+        description=(
+            "Directory for the on-disk spool; defaults to a per-user cache folder named after "
+            "the destination (broker addresses, vhost, user, exchange). A spool is replayed "
+            "only by an exporter with the destination it was written for."
+        ),
     )
     spool_max_bytes: int = Field(
         default=1 << 30,

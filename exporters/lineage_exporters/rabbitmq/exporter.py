@@ -43,13 +43,19 @@ import pika.adapters.utils.connection_workflow
 import pika.adapters.utils.io_services_utils
 import pika.spec
 
+from lineage_exporters.rabbitmq._destination import Destination, Endpoint
 from lineage_exporters.rabbitmq._messages import (
     HEADER_EVENT_COUNT,
     OutboundMessage,
     build_messages,
     sanitize_word,
 )
-from lineage_exporters.rabbitmq._spool import Spool, default_spool_root
+from lineage_exporters.rabbitmq._spool import (
+    Spool,
+    default_spool_root,
+    unlabelled_instances,
+    warn_unlabelled,
+)
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk._logging import RateLimitedLog
 from lineage_sdk.config.redaction import redact
@@ -71,7 +77,7 @@ from lineage_sdk.transport.unrouted import (
     warn_missing_alternate_exchange,
 )
 
-__all__ = ["RabbitMQExporter", "RabbitMQExporterStats"]
+__all__ = ["RabbitMQExporter", "RabbitMQExporterStats", "destination_for"]
 
 _LOG = logging.getLogger("lineage_exporters.rabbitmq")
 _P = ParamSpec("_P")
@@ -208,8 +214,33 @@ def _coalesce_writes(connection: Any) -> None:
     transport._produce = coalescing_produce  # type: ignore[union-attr]
 
 
-def _default_spool_dir(exchange: str) -> Path:
+def _legacy_spool_dir(exchange: str) -> Path:
+    """The default folder of older versions, named after the exchange alone."""
     return default_spool_root(sanitize_word(exchange).replace("/", "%2F"))
+
+
+def _destination_of(params: Sequence[Any], exchange: str) -> Destination:
+    """The destination of pika connection parameters: what each connection really uses."""
+    return Destination.of(
+        exchange,
+        [
+            Endpoint(
+                tls=p.ssl_options is not None,
+                host=str(p.host),
+                port=int(p.port),
+                vhost=str(p.virtual_host),
+                user=str(p.credentials.username),
+            )
+            for p in params
+        ],
+    )
+
+
+def destination_for(settings: RabbitMQConfig, exchange: str) -> Destination:
+    """The destination an exporter built from ``settings`` publishes to (its spool's label);
+    raises :class:`ConfigError` for what the exporter's construction would refuse."""
+    addresses = connection_parameter_list(settings, name="-", product="lineage-sdk")
+    return _destination_of([params for params, _ in addresses], exchange)
 
 
 def _process_name() -> str:
@@ -222,7 +253,9 @@ class RabbitMQExporter(LineageExporter):
     Build it with :meth:`from_config`, or directly from a :class:`RabbitMQConfig`. Construction
     raises :class:`ConfigError` only for a malformed URL or unreadable TLS files; every other
     problem (broker down, wrong credentials, vhost, port) is logged once and events wait in the
-    buffer and spool until it is fixed. Counters: :meth:`stats`.
+    buffer and spool until it is fixed. Counters: :meth:`stats`. The spool is labelled with
+    :attr:`destination` (broker addresses, vhost, user, exchange; never the password) and only
+    spools written for that same destination are replayed (_destination.py says why).
     """
 
     config_class: ClassVar[type[Section]] = RabbitMQConfig
@@ -247,8 +280,11 @@ class RabbitMQExporter(LineageExporter):
         self._spool_on_outage = settings.outage_buffer == "spool"
         self._fsync_interval_s = settings.spool_fsync_interval_ms / 1000
         self._tick_s = min(_TICK_S, self._fsync_interval_s / 2)
+        self.destination = _destination_of([a[0] for a in self._addresses], exchange)
         self.spool_dir = (
-            Path(settings.spool_dir) if settings.spool_dir else _default_spool_dir(exchange)
+            Path(settings.spool_dir)
+            if settings.spool_dir
+            else default_spool_root(self.destination.folder_name())
         )
         self._report_interval_s = report_interval_s
 
@@ -322,8 +358,13 @@ class RabbitMQExporter(LineageExporter):
         self._spool = Spool(
             self.spool_dir,
             self.settings.spool_max_bytes,
+            destination=self.destination,
             fsync_interval_s=self._fsync_interval_s,
         )
+        if not self.settings.spool_dir:  # what older versions left in their default folder
+            legacy = _legacy_spool_dir(self.exchange)
+            if found := unlabelled_instances(legacy):
+                warn_unlabelled(legacy, len(found))
         self._ioloop = pika.adapters.select_connection.IOLoop()
         self._connection: Any = None
         self._channel: Any = None

@@ -42,11 +42,13 @@ def serve_command(
 ) -> None:
     """Serve the OpenLineage ingest, the read API and the graph page."""
     from lineage_sdk.collector.api.server import serve
+    from lineage_sdk.collector.logs import configure_logging
     from lineage_sdk.config import load_config, redact
     from lineage_sdk.exceptions import LineageError
 
     try:
         config = load_config(path=config_path)
+        configure_logging(log_level)
         serve(
             config,
             host,

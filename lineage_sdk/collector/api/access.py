@@ -1,4 +1,5 @@
-"""Access by namespace: API keys, their hashes, and what each key may write and read.
+"""Access by namespace: API keys, their hashes, and what each key may write and read, decided
+here and nowhere else.
 
 A key is a random token (:func:`new_key`: 32 random bytes, URL-safe, behind an ``lsk_`` prefix
 that secret scanners can match). The configuration holds only its SHA-256
@@ -9,26 +10,47 @@ compared with every configured hash by :func:`hmac.compare_digest`, all of them 
 the time taken tells neither how much of a hash matched nor which key did. Keys are never
 logged: nothing here formats a presented key, and a key's *name* is what errors mention.
 
-Each key holds a :class:`Grant`: the namespaces it may write (ingest checks the job's namespace;
-a DatasetEvent's dataset namespace) and read. Reads filter in the API layer, for every store
-alike: lists drop what is unreadable, single things in an unreadable namespace are a 404 worded
-like "not recorded" (it must not tell a hidden namespace from an empty one), and a lineage graph
-is pruned by :func:`prune_graph`, which walks again from the root through readable nodes only.
+Each key holds a :class:`Grant`: the namespaces it may write and read.
+
+* **Writes** (:func:`write_refusal`): every namespace an event names as a target needs the
+  key's write grant: the job's (a RunEvent's, a JobEvent's, and any job a DatasetEvent names), a
+  DatasetEvent's dataset's, and each output's that some configured key *owns* (has in its write
+  grant; a key writing every namespace owns none). Outputs in a namespace nobody owns (a shared
+  database) are open to any key that may write the job. Inputs are read, not written.
+* **Reads** (:func:`visible`): a key sees the events filed under a readable namespace (a job's,
+  a DatasetEvent's dataset's) and nothing else, as if the others had never been recorded; every
+  read asks the store through that view, so a hidden thing answers as an unknown one. Lists hold
+  readable namespaces only; a lineage graph is pruned by :func:`prune_graph` (nothing reached
+  *through* a hidden node) before it is cut at its node limit (:func:`visible_cut`), and
+  :func:`scrub` drops what an answer still names of a hidden namespace.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
 import secrets
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
+import orjson
+
+from lineage_sdk.collector.columns import parse_column_node
 from lineage_sdk.collector.settings import ApiKeyConfig
-from lineage_sdk.collector.store import ColumnGraph, Direction, FieldRef, LineageGraph, LineageNode
+from lineage_sdk.collector.store import (
+    ColumnGraph,
+    Direction,
+    FieldRef,
+    LineageGraph,
+    LineageNode,
+    LineageRecord,
+    Page,
+    RawEvent,
+)
 from lineage_sdk.exceptions import ConfigError
 
 __all__ = [
@@ -38,14 +60,20 @@ __all__ = [
     "AccessPolicy",
     "Grant",
     "NamespaceScope",
-    "event_job_namespace",
+    "VisibleView",
+    "filing_namespace",
     "hash_key",
     "new_key",
     "prune_answer",
     "prune_columns",
     "prune_graph",
     "scrub",
+    "visible",
+    "visible_cut",
+    "write_refusal",
 ]
+
+_T = TypeVar("_T")
 
 KEY_PREFIX = "lsk_"
 #: The name the single ``api.api_key`` answers to in messages.
@@ -97,15 +125,19 @@ class NamespaceScope:
 
 
 ALL = NamespaceScope(["*"])
+NONE = NamespaceScope([])
 
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """What one request may do. ``name`` is the key's name (None: no key was needed)."""
+    """What one request may do. ``name`` is the key's name (None: no key was needed).
+    ``owned``: the namespaces some configured key has in its write grant (an output there needs
+    this key's write grant too)."""
 
     name: str | None
     write: NamespaceScope
     read: NamespaceScope
+    owned: NamespaceScope = field(default=NONE)
 
     @property
     def reads_all(self) -> bool:
@@ -158,6 +190,11 @@ class AccessPolicy:
             digest = _digest(api_key)
             owners[digest] = LEGACY_KEY_NAME
             self._keys.append(_Key(digest, Grant(LEGACY_KEY_NAME, ALL, ALL)))
+        # A namespace is owned when a named key's write grant lists it; a key writing every
+        # namespace (``*``) owns none, or no namespace would be left shared.
+        owned = NamespaceScope(
+            p for config in keys.values() if "*" not in config.write for p in config.write
+        )
         for name, config in sorted(keys.items()):
             digest = bytes.fromhex(config.key_hash.removeprefix("sha256:"))
             if digest in owners:
@@ -167,7 +204,7 @@ class AccessPolicy:
                     f"must differ from the hash of {owners[digest]}: one key, one grant",
                 )
             owners[digest] = name
-            grant = Grant(name, NamespaceScope(config.write), NamespaceScope(config.read))
+            grant = Grant(name, NamespaceScope(config.write), NamespaceScope(config.read), owned)
             self._keys.append(_Key(digest, grant))
 
     @property
@@ -189,17 +226,49 @@ class AccessPolicy:
         return found
 
 
+# ----------------------------------------------------------------------------------- writes
+
+
+def write_refusal(record: LineageRecord, grant: Grant) -> str | None:
+    """Why ``grant`` may not write ``record`` (None: it may), naming the first namespace it lacks.
+
+    The targets: the job's namespace (a RunEvent's, a JobEvent's, and any job a DatasetEvent
+    carries, which must not open another namespace to it), a DatasetEvent's dataset's (as sent
+    and as its symlinks resolve it), and each output's, as sent and as resolved, where some
+    key owns it (``grant.owned``). Inputs are not targets: reading a dataset changes nothing of
+    it."""
+    if grant.write.everything:
+        return None
+    for namespace in _write_targets(record, grant.owned):
+        if not grant.may_write(namespace):
+            return f"the API key {grant.name!r} may not write to namespace {namespace!r}"
+    return None
+
+
+def _write_targets(record: LineageRecord, owned: NamespaceScope) -> Iterator[str]:
+    event = record.event
+    job = _named_ref(event.get("job"))
+    if isinstance(event.get("job"), Mapping):
+        yield job if job is not None else str(event["job"].get("namespace") or "")
+    sent = [event.get("dataset")] if record.kind == "dataset" else list(event.get("outputs") or ())
+    outputs = [ns for ns in map(_named_ref, sent) if ns is not None]
+    outputs += [ref.namespace for ref in record.outputs]
+    for namespace in outputs:
+        if record.kind == "dataset" or owned.allows(namespace):
+            yield namespace
+
+
 # ------------------------------------------------------------------------------------ reads
 
 
-def event_job_namespace(event: Mapping[str, Any]) -> str | None:
-    """The namespace an event is filed under: its job's; a DatasetEvent's dataset's."""
-    for key in ("job", "dataset"):
-        value = event.get(key)
-        if isinstance(value, Mapping) and isinstance(value.get("namespace"), str):
-            namespace: str = value["namespace"]
-            return namespace
-    return None
+def filing_namespace(event: Mapping[str, Any]) -> str | None:
+    """The namespace an event is filed under, by the spec's kinds: a RunEvent's and a JobEvent's
+    job's, a DatasetEvent's dataset's (a job it also carries does not count)."""
+    if isinstance(event.get("run"), Mapping):
+        return _named_ref(event.get("job"))
+    if isinstance(event.get("dataset"), Mapping):
+        return _named_ref(event.get("dataset"))
+    return _named_ref(event.get("job"))
 
 
 def _named_ref(item: object) -> str | None:
@@ -387,3 +456,247 @@ def prune_columns(
                 break
             frontier = reached
     return pruned
+
+
+# ------------------------------------------------------------------------ the visible view
+
+
+class VisibleView:
+    """A store as one grant sees it: what it would hold had only the readable events been sent.
+
+    Every read of events (a run's, a job's, a dataset's, the static ones, the raw log, the event
+    log) keeps the events filed under a readable namespace (:func:`filing_namespace`); the lists
+    of namespaces, jobs, datasets and search hits keep readable namespaces; a job or dataset of
+    a hidden namespace is not there (``has_node``, ``runs_of_job``, a graph walk from it).
+    Everything else (the store's lineage walks) is the store's own, pruned by the callers
+    (:func:`visible_cut`).
+
+    A view offers exactly the store's public attributes (as descriptors of a class made once per
+    store class, so building a view per request costs nothing), so the capability checks the
+    reads make (``isinstance(store, LineageHistoryProtocol)``, ``getattr(store, "child_runs")``)
+    find what the store has, no more.
+    """
+
+    def __init__(self, store: object, grant: Grant) -> None:
+        self._store = store
+        self.grant = grant
+
+    def __getattr__(self, name: str) -> Any:  # what the class does not name (instance data)
+        return getattr(self._store, name)
+
+    def sees(self, event: Mapping[str, Any]) -> bool:
+        """Whether the event is filed under a namespace the grant may read."""
+        return self.grant.may_read(filing_namespace(event) or "")
+
+    def readable(self, namespace: str) -> bool:
+        return self.grant.may_read(namespace)
+
+
+class _Delegated:
+    """One public attribute of the store, read through a view (filtered where it must be)."""
+
+    __slots__ = ("name", "wrap")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.wrap = _FILTERS.get(name)
+
+    def __get__(self, view: VisibleView | None, owner: type[Any] | None = None) -> Any:
+        if view is None:
+            return self
+        value = getattr(view._store, self.name)
+        if self.wrap is not None and callable(value):
+            return self.wrap(view, value)
+        return value
+
+
+_VIEW_CLASSES: dict[type[Any], type[VisibleView]] = {}
+
+
+def visible(store: _T, grant: Grant) -> _T:
+    """``store`` as ``grant`` sees it: itself for a key that reads everything, else a
+    :class:`VisibleView` (typed as the store: it answers the same questions)."""
+    if grant.reads_all:
+        return store
+    kind = type(store)
+    cls = _VIEW_CLASSES.get(kind)
+    if cls is None:
+        names = [n for n in dir(kind) if not n.startswith("_") and n not in VisibleView.__dict__]
+        cls = type(f"Visible{kind.__name__}", (VisibleView,), {n: _Delegated(n) for n in names})
+        _VIEW_CLASSES[kind] = cls
+    return cls(store, grant)  # type: ignore[return-value]
+
+
+def _events_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    def read(*args: Any, **kwargs: Any) -> list[Any]:
+        return [e for e in method(*args, **kwargs) if view.sees(e)]
+
+    return read
+
+
+def _named_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``events_of_job``/``events_of_dataset``: none of a job or dataset in a hidden
+    namespace (a readable job's events may name it), else the readable events."""
+
+    def read(namespace: str, name: str) -> list[Any]:
+        if not view.readable(namespace):
+            return []
+        return [e for e in method(namespace, name) if view.sees(e)]
+
+    return read
+
+
+def _static_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    def read(
+        *, jobs: Iterable[tuple[str, str]] = (), datasets: Iterable[tuple[str, str]] = ()
+    ) -> list[Any]:
+        jobs = [j for j in jobs if view.readable(j[0])]
+        datasets = [d for d in datasets if view.readable(d[0])]
+        if not jobs and not datasets:
+            return []
+        return [e for e in method(jobs=jobs, datasets=datasets) if view.sees(e)]
+
+    return read
+
+
+def _pairs_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``job_events_up_to(keys, as_of)``: (key, event) pairs of readable jobs."""
+
+    def read(keys: Iterable[tuple[str, str]], *args: Any, **kwargs: Any) -> list[Any]:
+        keys = [k for k in keys if view.readable(k[0])]
+        if not keys:
+            return []
+        return [pair for pair in method(keys, *args, **kwargs) if view.sees(pair[1])]
+
+    return read
+
+
+def _rooted_filter(empty: Callable[[str], Any]) -> Callable[..., Any]:
+    """A graph walk (``lineage``, ``lineage_as_of``, ``column_lineage``) from a root in a hidden
+    namespace finds nothing, as from a root never recorded (the callers prune the rest)."""
+
+    def make(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)  # its signature: ``takes_node_limit`` reads it
+        def read(node: str, *args: Any, **kwargs: Any) -> Any:
+            try:
+                namespace = parse_column_node(node).namespace
+            except ValueError:  # malformed: the store's own error, as for anyone
+                return method(node, *args, **kwargs)
+            return method(node, *args, **kwargs) if view.readable(namespace) else empty(node)
+
+        return read
+
+    return make
+
+
+def _raw_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    def read(*args: Any, **kwargs: Any) -> Iterator[RawEvent]:
+        for raw in method(*args, **kwargs):
+            if view.sees(orjson.loads(raw.json)):
+                yield raw
+
+    return read
+
+
+def _log_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    def read(*args: Any, **kwargs: Any) -> Page[Any]:
+        namespace = kwargs.get("namespace")
+        if namespace is not None and not view.readable(namespace):
+            return Page([], 0)
+        page = method(*args, **kwargs)
+        kept = [e for e in page if view.sees(e)]
+        return Page(kept, page.total - (len(page) - len(kept)))
+
+    return read
+
+
+def _namespaces_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    def read(*, limit: int | None = None, offset: int = 0) -> Page[str]:
+        kept = [ns for ns in method() if view.readable(ns)]
+        end = None if limit is None else offset + limit
+        return Page(kept[offset:end], len(kept))
+
+    return read
+
+
+def _listing_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``jobs``/``datasets``/``runs_of_job``: nothing in a hidden namespace."""
+
+    def read(namespace: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if namespace is not None:
+            return method(namespace, *args, **kwargs) if view.readable(namespace) else Page([], 0)
+        page = method(None, *args, **kwargs)  # the whole store: each item by its namespace
+        kept = [i for i in page if view.readable(getattr(i, "namespace", None) or i[0])]
+        return Page(kept, page.total - (len(page) - len(kept)))
+
+    return read
+
+
+def _hits_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    def read(*args: Any, **kwargs: Any) -> list[Any]:
+        return [hit for hit in method(*args, **kwargs) if view.readable(hit[1])]
+
+    return read
+
+
+def _node_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    def read(node_type: Any, namespace: str, name: str) -> bool:
+        return view.readable(namespace) and bool(method(node_type, namespace, name))
+
+    return read
+
+
+def _names_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    def read(*args: Any, **kwargs: Any) -> list[str]:
+        return [ns for ns in method(*args, **kwargs) if view.readable(ns)]
+
+    return read
+
+
+_FILTERS: dict[str, Callable[[VisibleView, Callable[..., Any]], Callable[..., Any]]] = {
+    "events_of_run": _events_filter,
+    "events_of_job": _named_filter,
+    "events_of_dataset": _named_filter,
+    "static_events": _static_filter,
+    "lineage": _rooted_filter(lambda node: LineageGraph(root=node)),
+    "lineage_as_of": _rooted_filter(lambda _node: None),
+    "column_lineage": _rooted_filter(lambda node: ColumnGraph(root=node)),
+    "job_events_up_to": _pairs_filter,
+    "iter_raw_events": _raw_filter,
+    "lineage_events": _log_filter,
+    "namespaces": _namespaces_filter,
+    "jobs": _listing_filter,
+    "datasets": _listing_filter,
+    "runs_of_job": _listing_filter,
+    "search": _hits_filter,
+    "has_node": _node_filter,
+    "dataset_namespaces": _names_filter,
+}
+
+
+#: The most nodes a restricted key's graph read asks of the store (the API's own cap on
+#: ``nodeLimit``): its answer is pruned before it is cut, so it must hold more than the limit.
+VISIBLE_WALK_CAP = 100_000
+
+
+def visible_cut(
+    read: Callable[[int | None], _T],
+    prune: Callable[[_T], _T],
+    cut: Callable[[_T], _T],
+    node_limit: int | None,
+    *,
+    truncated: Callable[[_T], bool],
+) -> _T:
+    """A graph read (``read(limit)``) pruned to what a key sees, *then* cut at ``node_limit``,
+    so ``truncated`` and every count say nothing of hidden nodes.
+
+    The store's walk stops at its limit counting every node, hidden ones too, so it is asked
+    again with four times the limit while its answer is cut (up to :data:`VISIBLE_WALK_CAP`;
+    an answer still cut there stays marked ``truncated``)."""
+    limit = node_limit
+    while True:
+        graph = read(limit)
+        if not truncated(graph) or limit is None or limit >= VISIBLE_WALK_CAP:
+            break
+        limit = min(limit * 4, VISIBLE_WALK_CAP)
+    return cut(prune(graph))

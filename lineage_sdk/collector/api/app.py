@@ -18,7 +18,7 @@ from fastapi import FastAPI, Request, Response
 from lineage_sdk.collector.api.access import AccessPolicy
 from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.ingest import Ingestor
-from lineage_sdk.collector.api.middleware import SecurityHeaders
+from lineage_sdk.collector.api.middleware import KeysNotInUrls, SecurityHeaders
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.routes import columns, ingest, operations, page, reads, writes
 from lineage_sdk.collector.api.state import DEFAULT_MAX_BODY_BYTES, ApiSettings, ApiState
@@ -121,7 +121,8 @@ def create_app(
         query_name=query_name,
         ingestor=Ingestor(service, max_body_bytes),
     )
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(KeysNotInUrls)
+    app.add_middleware(SecurityHeaders)  # added last: outermost, so on every answer
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(Exception, _unexpected)
 

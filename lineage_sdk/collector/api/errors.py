@@ -38,7 +38,7 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         400: "Malformed request or event; `detail` says what is wrong.",
         401: "Missing or wrong API key.",
-        403: "The API key may not write to the event's namespace (`detail` names it).",
+        403: "The API key may not write a namespace the event targets (`detail` names it).",
         404: "Nothing is recorded under that name.",
         405: "A Marquez write endpoint: this collector only records OpenLineage events.",
         413: "Request body larger than the configured limit.",

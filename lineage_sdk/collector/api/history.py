@@ -73,6 +73,7 @@ from lineage_sdk.models.run_state import (
 __all__ = [
     "HistoryUnsupported",
     "LineageFold",
+    "columns_of_events",
     "events_up_to",
     "fold",
     "history_columns",
@@ -83,6 +84,7 @@ __all__ = [
     "of_job",
     "parse_instant",
     "run_scope_events",
+    "unknown_in_history",
 ]
 
 _Key = tuple[str, str]
@@ -515,9 +517,7 @@ def history_lineage(
     if found is None:
         facts = fold(history_records(store, as_of=as_of, run_id=run_id), columns=False)
         if (namespace, name) not in (facts.jobs if kind == "JOB" else facts.datasets):
-            scope = f"run {run_id!r}" if run_id is not None else "the events"
-            when = "" if as_of is None else f" up to {as_of.isoformat()}"
-            raise LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
+            raise unknown_in_history(node, as_of, run_id)
         whole = _past_graph(facts, node, direction, depth, node_limit)
     else:
         whole, facts = found
@@ -528,6 +528,14 @@ def history_lineage(
             if run is not None:
                 item.data["latestRun"] = run
     return graph, _among(graph, facts.declared)
+
+
+def unknown_in_history(node: str, as_of: datetime | None, run_id: str | None) -> LookupError:
+    """The error of an ``asOf``/``runId`` lineage read whose root the events that count do not
+    name: one wording wherever it is decided (a hidden root answers it too)."""
+    scope = f"run {run_id!r}" if run_id is not None else "the events"
+    when = "" if as_of is None else f" up to {as_of.isoformat()}"
+    return LookupError(f"nothing is recorded for {node!r} in {scope}{when}")
 
 
 def _among(graph: LineageGraph, declared: set[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -551,7 +559,40 @@ def history_columns(
     (:func:`lineage_sdk.collector.columns.walk_columns`); no roots when none then.
     LookupError when the run has no events (up to ``as_of``)."""
     parse_column_node(node)  # a malformed id is a ValueError before anything is read
-    facts = fold(history_records(store, as_of=as_of, run_id=run_id))
+    return columns_of_records(
+        history_records(store, as_of=as_of, run_id=run_id),
+        node,
+        depth=depth,
+        with_downstream=with_downstream,
+        node_limit=node_limit,
+    )
+
+
+def columns_of_events(
+    events: Iterable[Mapping[str, Any]],
+    node: str,
+    *,
+    depth: int = 20,
+    with_downstream: bool = False,
+    node_limit: int | None = None,
+) -> ColumnGraph:
+    """Column lineage around ``node`` as ``events`` state it (each event once), walked as the
+    stores walk: what a store holding only those events would answer."""
+    return columns_of_records(
+        _records(events), node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+    )
+
+
+def columns_of_records(
+    records: Iterable[LineageRecord],
+    node: str,
+    *,
+    depth: int,
+    with_downstream: bool,
+    node_limit: int | None,
+) -> ColumnGraph:
+    """:func:`columns_of_events` from records."""
+    facts = fold(records)
     by_output: dict[FieldRef, list[ColumnEdge]] = defaultdict(list)
     by_input: dict[FieldRef, list[ColumnEdge]] = defaultdict(list)
     known: set[FieldRef] = set()

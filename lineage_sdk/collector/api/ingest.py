@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from lineage_sdk.collector.api.access import OPEN, Grant, event_job_namespace
+from lineage_sdk.collector.api.access import OPEN, Grant, write_refusal
 from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.decode import (
     JSON_CONTENT_TYPE,
@@ -110,11 +110,11 @@ class Ingestor:
         self, body: bytes, content_encoding: str | None, grant: Grant = OPEN
     ) -> dict[str, Any]:
         """``POST /api/v1/lineage``: one event object -> ``{"eventId": ...}``; 403 when
-        ``grant`` may not write the event's namespace."""
+        ``grant`` may not write a namespace the event targets (``access.write_refusal``)."""
         service = self._require_service()
         decoded = await self._off_loop(self._decode_single, body, content_encoding)
         record = decoded.records[0]
-        refusal = _refusal(record, grant)
+        refusal = write_refusal(record, grant)
         if refusal is not None:
             raise ApiError(403, "forbidden", refusal)
         await self._write(service, decoded.records)
@@ -139,7 +139,7 @@ class Ingestor:
         """``POST /api/v1/lineage/batch``: an array of events -> (status, the spec's answer).
 
         Good events are stored even when others in the batch are bad; each bad one is reported
-        with its index and reason, and so is each event in a namespace ``grant`` may not write
+        with its index and reason, and so is each event ``grant`` may not write
         (reason ``forbidden: ...``). 200 when at least one event was stored.
         """
         service = self._require_service()
@@ -152,7 +152,7 @@ class Ingestor:
         positions: list[int] = []
         forbidden = 0
         for record, position in zip(decoded.records, decoded.positions, strict=True):
-            refusal = _refusal(record, grant)
+            refusal = write_refusal(record, grant)
             if refusal is None:
                 records.append(record)
                 positions.append(position)
@@ -196,7 +196,7 @@ class Ingestor:
             raise ApiError(
                 403,
                 "forbidden",
-                "the API key may not write to the namespace of any valid event of the batch",
+                "the API key may not write any valid event of the batch (see failed_events)",
                 body=result,
             )
         raise ApiError(400, "invalid_events", "no event in the batch is valid", body=result)
@@ -210,15 +210,3 @@ class Ingestor:
 
 def _is_array(body: bytes) -> bool:
     return body.lstrip()[:1] == b"["
-
-
-def _refusal(record: LineageRecord, grant: Grant) -> str | None:
-    """Why ``grant`` may not write ``record`` (None: it may). What counts is the namespace the
-    event is filed under: its job's (a DatasetEvent's: its dataset's), as Marquez files jobs
-    by namespace; the datasets a job reads or writes may lie in any namespace."""
-    if grant.write.everything:
-        return None
-    namespace = record.job_namespace or event_job_namespace(record.event) or ""
-    if grant.may_write(namespace):
-        return None
-    return f"the API key {grant.name!r} may not write to namespace {namespace!r}"

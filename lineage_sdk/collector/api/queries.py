@@ -11,12 +11,14 @@ from datetime import datetime
 from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
-from lineage_sdk.collector.api.access import prune_columns, prune_graph
+from lineage_sdk.collector.api.access import prune_columns, prune_graph, visible_cut
 from lineage_sdk.collector.api.history import (
+    columns_of_events,
     events_up_to,
     history_columns,
     history_lineage,
     run_scope_events,
+    unknown_in_history,
 )
 from lineage_sdk.collector.columns import (
     ColumnRoot,
@@ -30,11 +32,13 @@ from lineage_sdk.collector.store import (
     Direction,
     FieldRef,
     LineageCatalogProtocol,
+    LineageGraph,
     LineageHistoryProtocol,
     NodeLookupProtocol,
     NodeType,
     Page,
     StaticLineageProtocol,
+    cut_lineage,
     node_id,
     parse_node_id,
     read_lineage,
@@ -95,19 +99,26 @@ def lineage(
     At most ``node_limit`` nodes, nearest the root first (the store stops walking early); the
     answer's ``truncated`` says whether nodes were left out, ``nodeLimit`` echoes the limit.
 
-    ``readable`` (a namespace test) limits the walk to readable nodes: an unreadable root is
-    NotFound, and nothing is reached through an unreadable node (see ``access.prune_graph``).
-    ``as_of`` (the events up to that time) and ``run_id`` (that run, its parents and children)
-    answer from the raw events instead (:mod:`lineage_sdk.collector.api.history`).
+    ``readable`` (a namespace test, with ``store`` the key's ``access.visible`` view) limits the
+    walk to readable nodes: an unreadable root answers as an unknown one, nothing is reached
+    through an unreadable node (``access.prune_graph``), and the limit counts readable nodes
+    only (``access.visible_cut``). ``as_of`` (the events up to that time) and ``run_id`` (that
+    run, its parents and children) answer from the raw events instead
+    (:mod:`lineage_sdk.collector.api.history`).
     """
     node_type, namespace, name = parse_node(node)
-    if readable is not None and not readable(namespace):
-        raise NotFound(f"nothing is recorded for {node!r}")
     if as_of is not None or run_id is not None:
         return _history_lineage(store, node, direction, depth, readable, as_of, run_id, node_limit)
-    graph = read_lineage(store, node, direction, depth, node_limit)
-    if readable is not None:
-        graph = prune_graph(graph, readable, direction=direction, depth=depth)
+    if readable is None:
+        graph = read_lineage(store, node, direction, depth, node_limit)
+    else:
+        graph = visible_cut(
+            lambda limit: read_lineage(store, node, direction, depth, limit),
+            _pruner(readable, direction, depth),
+            lambda pruned: cut_lineage(pruned, direction, node_limit),
+            node_limit,
+            truncated=lambda found: found.truncated,
+        )
     root = graph.nodes.get(graph.root)
     isolated = len(graph.nodes) <= 1 and (root is None or not (root.in_edges or root.out_edges))
     if isolated and not exists(store, node_type, namespace, name):
@@ -156,26 +167,46 @@ def _history_lineage(
     node_limit: int,
 ) -> dict[str, Any]:
     """``lineage`` for ``asOf``/``runId``: folded from the raw events, pruned and cut alike."""
-    try:
-        graph, declared = history_lineage(
+
+    def read(limit: int | None) -> tuple[LineageGraph, set[tuple[str, str]]]:
+        return history_lineage(
             store,
             node,
             direction=direction,
             depth=depth,
             as_of=as_of,
             run_id=run_id,
-            node_limit=node_limit,
+            node_limit=limit,
         )
+
+    try:
+        if readable is None:
+            graph, declared = read(node_limit)
+        else:
+            prune = _pruner(readable, direction, depth)
+            graph, declared = visible_cut(
+                read,
+                lambda found: (prune(found[0]), found[1]),
+                lambda found: (cut_lineage(found[0], direction, node_limit), found[1]),
+                node_limit,
+                truncated=lambda found: found[0].truncated,
+            )
+            if graph.root not in graph.nodes:  # named by the events, but hidden
+                raise unknown_in_history(node, as_of, run_id)
     except LookupError as exc:
         raise NotFound(str(exc)) from None
-    if readable is not None:
-        graph = prune_graph(graph, readable, direction=direction, depth=depth)
     answer = marquez.lineage_graph(graph)
     for item in answer["graph"]:
         for edge in (*item["inEdges"], *item["outEdges"]):
             if (edge["origin"], edge["destination"]) in declared:
                 edge["declared"] = True
     return bounded(answer, graph.truncated, node_limit)
+
+
+def _pruner(
+    readable: Callable[[str], bool], direction: Direction, depth: int
+) -> Callable[[LineageGraph], LineageGraph]:
+    return lambda graph: prune_graph(graph, readable, direction=direction, depth=depth)
 
 
 def _job_nodes(graph: Any) -> list[Any]:
@@ -290,13 +321,15 @@ def column_lineage(
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
     ValueError for a malformed id, NotFound when column lineage names no such field or dataset.
-    ``readable`` as for :func:`lineage`: an unreadable root is NotFound, and nothing is reached
-    through an unreadable field. ``as_of``: as the events up to then state it, ``run_id``: as
-    the run's scope states it (:func:`run_scope`); no schema-only fields in either (those come
-    from the current dataset); NotFound naming the run when it has no events."""
+    ``as_of``: as the events up to then state it, ``run_id``: as the run's scope states it
+    (:func:`run_scope`); no schema-only fields in either (those come from the current dataset);
+    NotFound naming the run when it has no events.
+
+    ``readable`` as for :func:`lineage` (``store`` the key's view): only what the readable
+    events state (an edge or field a hidden job stated is not there, and a field only a hidden
+    job names answers as an unknown one), nothing reached through an unreadable field, and the
+    limit counting readable fields only."""
     root = parse_column_node(node)
-    if readable is not None and not readable(root.namespace):
-        raise NotFound(f"nothing is recorded for {node!r}")
     if as_of is not None or run_id is not None:
         try:
             graph = history_columns(
@@ -306,25 +339,31 @@ def column_lineage(
                 run_id=run_id,
                 depth=depth,
                 with_downstream=with_downstream,
-                node_limit=node_limit,
+                node_limit=node_limit if readable is None else None,
             )
         except LookupError as exc:
             raise NotFound(str(exc)) from None
-    else:
-        if takes_node_limit(store.column_lineage):
-            graph = store.column_lineage(
-                node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
-            )
-        else:  # a store written before bounded queries: walked whole, cut here
+        if readable is not None:
             graph = cut_columns(
-                store.column_lineage(node, depth=depth, with_downstream=with_downstream),
+                prune_columns(graph, readable, depth=depth, with_downstream=with_downstream),
                 with_downstream,
                 node_limit,
             )
-        if not graph.roots:
-            graph = cut_columns(_schema_fields(store, node, root), with_downstream, node_limit)
-    if readable is not None:
-        graph = prune_columns(graph, readable, depth=depth, with_downstream=with_downstream)
+    elif readable is None:
+        graph = _store_columns(store, node, root, depth, with_downstream, node_limit)
+    else:
+        graph = visible_cut(
+            lambda limit: _store_columns(store, node, root, depth, with_downstream, limit),
+            lambda found: prune_columns(
+                _as_readable_events_state(store, found, node, root, depth, with_downstream),
+                readable,
+                depth=depth,
+                with_downstream=with_downstream,
+            ),
+            lambda pruned: cut_columns(pruned, with_downstream, node_limit),
+            node_limit,
+            truncated=lambda found: found.truncated,
+        )
     if not graph.roots:
         what = {
             "FIELD": f"field {root.field!r} of dataset",
@@ -333,6 +372,59 @@ def column_lineage(
         }[root.kind]
         raise NotFound(f"no column lineage is recorded for {what} {root.namespace}:{root.name}")
     return bounded(marquez_column_graph(graph), graph.truncated, node_limit)
+
+
+def _store_columns(
+    store: LineageCatalogProtocol,
+    node: str,
+    root: ColumnRoot,
+    depth: int,
+    with_downstream: bool,
+    node_limit: int | None,
+) -> ColumnGraph:
+    """The store's column-lineage walk, cut at ``node_limit``; a node column lineage does not
+    name answers the fields its schema lists."""
+    if takes_node_limit(store.column_lineage):
+        graph = store.column_lineage(
+            node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+        )
+    else:  # a store written before bounded queries: walked whole, cut here
+        graph = cut_columns(
+            store.column_lineage(node, depth=depth, with_downstream=with_downstream),
+            with_downstream,
+            node_limit,
+        )
+    if not graph.roots:
+        graph = cut_columns(_schema_fields(store, node, root), with_downstream, node_limit)
+    return graph
+
+
+def _as_readable_events_state(
+    view: LineageCatalogProtocol,
+    graph: ColumnGraph,
+    node: str,
+    root: ColumnRoot,
+    depth: int,
+    with_downstream: bool,
+) -> ColumnGraph:
+    """The column lineage the events ``view`` shows state, around ``node``.
+
+    The stores keep a field edge without the job that stated it, so the store's walk (``graph``,
+    uncut) only says where to look: every edge a readable event states and the walk may reach is
+    among its edges, so the readable events of the datasets it holds (and of a job root) state
+    them all, each with the transformation the latest readable event gave it."""
+    if not isinstance(view, LineageHistoryProtocol):
+        return graph  # no events to tell who stated what: the namespaces prune alone
+    datasets = {(f.namespace, f.dataset) for f in graph.fields}
+    events: list[Any] = []
+    if root.kind == "JOB":
+        events += job_events(view, root.namespace, root.name)
+    else:
+        datasets.add((root.namespace, root.name))
+    for namespace, name in sorted(datasets):
+        events += dataset_events(view, namespace, name)
+    stated = columns_of_events(events, node, depth=depth, with_downstream=with_downstream)
+    return stated if stated.roots else _schema_fields(view, node, root)
 
 
 def _schema_fields(store: LineageCatalogProtocol, node: str, root: ColumnRoot) -> ColumnGraph:

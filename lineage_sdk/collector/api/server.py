@@ -16,6 +16,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
@@ -100,12 +101,16 @@ def serve(
     max_body_bytes: int | None = None,
     log_level: str = "info",
     insecure: bool = False,
+    open_stores: Callable[[LineageManager], None] | None = None,
 ) -> None:
     """Open the configured stores, serve the API until SIGINT/SIGTERM, close the stores.
 
     Arguments override ``[lineage.api]``. Raises ConfigError/StoreError before listening if the
     stores cannot be built or opened, and ConfigError for a non-loopback address without an
     ``api_key`` (anyone who reaches it could write events), unless ``insecure`` (logged).
+    ``open_stores`` opens the manager's stores (default: at once; ``lineage-collector serve``
+    waits for them, see ``lineage_sdk.collector.startup``). uvicorn's logs go to the root
+    logger's handlers (``lineage_sdk.collector.logs``), so ``serve`` logs in one format.
     """
     settings = api_settings(config)
     host = host or settings["host"]
@@ -116,9 +121,10 @@ def serve(
             raise ConfigError(
                 "api.host",
                 host,
-                "a loopback address (127.0.0.1, ::1 or localhost) while no API key is"
-                " configured; set [lineage.api.keys.NAME] or api.api_key (LINEAGE_API_API_KEY),"
-                " or pass --insecure to serve it without a key anyway",
+                f"refusing to listen on {host}: serve binds only to a loopback address"
+                " (127.0.0.1, ::1 or localhost) while no API key is configured; set"
+                " [lineage.api.keys.NAME] or api.api_key (LINEAGE_API_API_KEY), or pass"
+                " --insecure to serve it without a key anyway",
             )
         _log.warning(
             "serving the API on %s without an api_key (--insecure): anyone who can reach this"
@@ -130,7 +136,7 @@ def serve(
     AccessPolicy(api_key=key, keys=keys, protect_reads=reads)  # a bad grant fails before opening
     manager = LineageManager(config)
     manager.build()
-    manager.connect_sync()
+    (open_stores or LineageManager.connect_sync)(manager)
     try:
         app = create_app(
             manager,
@@ -145,6 +151,7 @@ def serve(
             host=host,
             port=port if port is not None else settings["port"],
             log_level=log_level.lower(),
+            log_config=None,
             server_header=False,
             proxy_headers=False,
         )

@@ -509,6 +509,16 @@ class DocumentLineageStore(BaseLineageStore):
         self._backfill(self.runs, self._upsert_runs, _RUN_FIELDS)
         self._backfill(self.latest, lambda docs: self._upsert_latest(docs, None), _RUN_FIELDS)
 
+    def missing(self) -> list[str]:
+        """What :meth:`open` would create, found read-only (``lineage-collector check``): the
+        events collection or its indexes; raises StoreError if the server cannot be reached."""
+        with self._errors("list indexes"):
+            self.collection.database.client.admin.command("ping")
+            if self._collection_name not in self.collection.database.list_collection_names():
+                return [f"collection {self._collection_name}"]
+            have = set(self.collection.index_information())
+        return [] if "lineage_run_time" in have else [f"indexes of {self._collection_name}"]
+
     def check(self) -> None:
         with self._errors("ping"):
             self.collection.database.client.admin.command("ping")

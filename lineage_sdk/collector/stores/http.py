@@ -42,7 +42,7 @@ class HttpStoreConfig(Section):
     )
     api_key: str | None = Field(
         default=None,
-        description="Bearer token for the endpoint. Never logged.",
+        description="Bearer token for the endpoint.",
     )
     timeout_ms: int = Field(default=5000, ge=1, description="Timeout of one request.")
     max_concurrency: int = Field(default=8, ge=1, description="Requests in flight at once.")

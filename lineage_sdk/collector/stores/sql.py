@@ -489,6 +489,41 @@ class SqlStore(BaseLineageStore):
             if not self._has(table, what, name):
                 raise
 
+    def missing(self) -> list[str]:
+        """What :meth:`open` would create (tables, columns, indexes), found without creating
+        anything (``lineage-collector check``); raises StoreError if the database cannot be
+        reached. A SQLite file that does not exist is reported, not created."""
+        try:
+            url = sa.make_url(self.url)
+        except sa_exc.ArgumentError:
+            self._create_engine()  # raises the ConfigError naming store.sql.url
+            raise
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            path = Path(url.database)
+            if not url.database.startswith("file:") and not path.is_file():
+                return [f"database file {path}"]
+        engine = sa.create_engine(url)
+        try:
+            with engine.connect() as conn:
+                inspector = sa.inspect(conn)
+                tables = set(inspector.get_table_names())
+                found = [f"table {t.name}" for t in self.t.values() if t.name not in tables]
+                for table, column in self._ADDED_COLUMNS:
+                    name = self.t[table].name
+                    if name in tables and column not in {
+                        c["name"] for c in inspector.get_columns(name)
+                    }:
+                        found.append(f"column {name}.{column}")
+                for t in self.t.values():
+                    if t.name in tables:
+                        have = {ix["name"] for ix in inspector.get_indexes(t.name)}
+                        found += [f"index {ix.name}" for ix in t.indexes if ix.name not in have]
+                return found
+        except (sa_exc.SQLAlchemyError, ImportError, OSError) as exc:
+            raise StoreError(self.name, f"cannot open {self._safe_url}: {_reason(exc)}") from None
+        finally:
+            engine.dispose()
+
     def check(self) -> None:
         try:
             with self.engine.connect() as conn:

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from lineage_sdk.collector.api import queries
-from lineage_sdk.collector.api.access import scrub
+from lineage_sdk.collector.api.access import scrub, visible
 from lineage_sdk.collector.api.dependencies import (
     NodeLimit,
     ReadGrant,
@@ -128,7 +128,7 @@ def get_column_lineage(
         as_of = None if asOf is None or not asOf.strip() else parse_instant(asOf, "asOf")
     except ValueError as exc:
         raise ApiError(422, "invalid_parameter", str(exc)[:300]) from None
-    store = state.catalog()
+    store = visible(state.catalog(), grant)
     readable = None if grant.reads_all else grant.may_read
     try:
         graph = answer(

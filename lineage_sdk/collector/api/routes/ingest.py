@@ -41,17 +41,17 @@ async def post_lineage(
     summary="Record a batch of OpenLineage events, with per-event outcomes",
     description=(
         "Follows the OpenLineage spec's `/lineage/batch`: valid events are stored even when "
-        "others are not; `failed_events` lists each failure by index (an event in a namespace "
-        "the key may not write fails with reason `forbidden: ...`). 200 when at least one "
-        "event was stored; 400 (all invalid), 403 (none writable by the key) or 503 (store "
-        "unavailable) carry the same body with status `failure`."
+        "others are not; `failed_events` lists each failure by index (an event targeting a "
+        "namespace the key may not write fails with reason `forbidden: ...`). 200 when at "
+        "least one event was stored; 400 (all invalid), 403 (none writable by the key) or 503 "
+        "(store unavailable) carry the same body with status `failure`."
     ),
     responses={
         **error_responses(401, 413, 415, 422),
         400: {"model": BatchResult, "description": "No event of the batch is valid."},
         403: {
             "model": BatchResult,
-            "description": "No event of the batch is in a namespace the key may write.",
+            "description": "The key may write no valid event of the batch.",
         },
         503: {"model": BatchResult, "description": "The store is unavailable; retry."},
     },

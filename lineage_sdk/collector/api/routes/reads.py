@@ -5,23 +5,24 @@ sources, tags, the event log, search, a run's upstream lineage), plus a run's ra
 Answers come in Marquez's shapes (see ``marquez``); lists are paged by the query store, and
 ``totalCount`` is the size of the whole answer, not of the page.
 
-Each route takes the request's :class:`~lineage_sdk.collector.api.access.Grant`: a key that may
-read only some namespaces gets lists of those (paged here, after filtering), "not recorded"
-(404, or an empty list where an unknown name gives one) for anything in another, lineage pruned
-at unreadable nodes, and every answer through :func:`~lineage_sdk.collector.api.access.scrub`.
+Each route takes the request's :class:`~lineage_sdk.collector.api.access.Grant` and asks the store
+through the key's view (:func:`~lineage_sdk.collector.api.access.visible`), which holds only what
+the key may read: a hidden thing is not there, so it answers as an unknown one by the same code,
+with no special case here. Lineage is pruned at unreadable nodes (``queries``), and every answer
+goes through :func:`~lineage_sdk.collector.api.access.scrub`.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Query, Response
 from fastapi import Path as PathParam
 
 from lineage_sdk.collector.api import marquez, marquez_events, queries
-from lineage_sdk.collector.api.access import Grant, event_job_namespace, scrub
+from lineage_sdk.collector.api.access import Grant, scrub, visible
 from lineage_sdk.collector.api.dependencies import (
     NodeLimit,
     ReadGrant,
@@ -127,9 +128,15 @@ ScopeRun = Annotated[
 ]
 
 
-def _history(state: ApiState) -> LineageHistoryProtocol:
-    """The query store as a history store (the sql, document and graph stores are)."""
-    store = state.catalog()
+def _catalog(state: ApiState, grant: Grant) -> LineageCatalogProtocol:
+    """The query store as ``grant`` sees it."""
+    return visible(state.catalog(), grant)
+
+
+def _history(state: ApiState, grant: Grant) -> LineageHistoryProtocol:
+    """The query store as a history store (the sql, document and graph stores are), as
+    ``grant`` sees it."""
+    store = _catalog(state, grant)
     if not isinstance(store, LineageHistoryProtocol):
         raise ApiError(
             501,
@@ -137,6 +144,11 @@ def _history(state: ApiState) -> LineageHistoryProtocol:
             f"the query store {state.query_name!r} keeps no event history to answer this",
         )
     return store
+
+
+def _both(store: LineageHistoryProtocol) -> LineageCatalogProtocol:
+    """A history store as the catalog it also is (``_history`` answers the query store)."""
+    return cast(LineageCatalogProtocol, store)
 
 
 def _instant(value: str | None, name: str) -> datetime | None:
@@ -175,48 +187,32 @@ def _reply(data: Any, grant: Grant, status_code: int = 200) -> Response:
     return JSONBody(scrub(data, grant), status_code=status_code)
 
 
-def _of_readable_jobs(events: list[dict[str, Any]], grant: Grant) -> list[dict[str, Any]]:
-    """The events whose job (a DatasetEvent: dataset) lies in a readable namespace."""
-    if grant.reads_all:
-        return events
-    return [e for e in events if grant.may_read(event_job_namespace(e) or "")]
-
-
 def _dataset_events(
     state: ApiState, namespace: str, dataset: str, grant: Grant
 ) -> list[dict[str, Any]]:
-    """The events of the runs that touched a dataset, of readable jobs only (a version written
-    by a hidden job is not shown); 404 when it is not recorded at all, or not readable."""
-    if not grant.may_read(namespace):
-        raise ApiError(404, "not_found", "no dataset is recorded under this name")
-    store = _history(state)
+    """The events of the runs that touched a dataset (of readable jobs: a version written by a
+    hidden job is not shown); 404 when it is not recorded (or hidden)."""
+    store = _history(state, grant)
     events = answer(lambda: queries.dataset_events(store, namespace, dataset))
     if not events and not answer(
-        lambda: queries.exists(state.catalog(), "DATASET", namespace, dataset)
+        lambda: queries.exists(_both(store), "DATASET", namespace, dataset)
     ):
         raise ApiError(404, "not_found", "no dataset is recorded under this name")
-    return _of_readable_jobs(events, grant)
+    return events
 
 
 def _job_events(state: ApiState, namespace: str, job: str, grant: Grant) -> list[dict[str, Any]]:
-    if not grant.may_read(namespace):
-        raise ApiError(404, "not_found", "no job is recorded under this name")
-    store = _history(state)
+    store = _history(state, grant)
     events = answer(lambda: store.events_of_job(namespace, job))
-    if not events and not answer(lambda: queries.exists(state.catalog(), "JOB", namespace, job)):
+    if not events and not answer(lambda: queries.exists(_both(store), "JOB", namespace, job)):
         raise ApiError(404, "not_found", "no job is recorded under this name")
     return events
 
 
 def _run_events(state: ApiState, run_id: str, grant: Grant) -> list[dict[str, Any]]:
-    """A run's events; 404 (worded as for an unknown run) when its job is not readable."""
-    store = state.catalog()
-    events = answer(lambda: queries.run_events(store, run_id))
-    if not grant.reads_all and any(
-        not grant.may_read(event_job_namespace(e) or "") for e in events
-    ):
-        raise ApiError(404, "not_found", f"no events are recorded for run {run_id!r}"[:300])
-    return events
+    """A run's events; 404 when it has none the key may read."""
+    store = _catalog(state, grant)
+    return answer(lambda: queries.run_events(store, run_id))
 
 
 def _scope_events(
@@ -230,24 +226,17 @@ def _scope_events(
     run_id: str,
 ) -> list[dict[str, Any]]:
     """The events of run ``run_id``'s scope (its own, its parents' and its children's, up to
-    ``as_of``) that describe the job (its run events) or the dataset (the events of the runs that
-    named it, of readable jobs only); 404 naming the run when there are none. A run of an
-    unreadable job is worded as an unknown run, as ``_run_events`` words it."""
+    ``as_of``) the key may read that describe the job (its run events) or the dataset (the events
+    of the runs that named it); 404 naming the run when there are none (a job or dataset of a
+    hidden namespace is named by none)."""
     what = "job" if kind == "JOB" else "dataset"
-    if not grant.may_read(namespace):
-        raise ApiError(404, "not_found", f"no {what} is recorded under this name")
-    history = _history(state)
+    history = _history(state, grant)
     scope = answer(lambda: queries.run_scope(history, run_id, as_of=as_of))
-    if kind == "JOB":
-        events = of_job(scope, namespace, name)
-    else:
-        events = _of_readable_jobs(of_dataset(scope, namespace, name), grant)
+    pick = of_job if kind == "JOB" else of_dataset
+    events = pick(scope, namespace, name) if grant.may_read(namespace) else []
     if events:
         return events
-    own = [e for e in scope if (e.get("run") or {}).get("runId") == run_id]
     when = "" if as_of is None else f" up to {as_of.isoformat()}"
-    if not grant.reads_all and any(not grant.may_read(event_job_namespace(e) or "") for e in own):
-        raise ApiError(404, "not_found", f"no events are recorded for run {run_id!r}{when}"[:300])
     raise ApiError(
         404,
         "not_found",
@@ -269,9 +258,7 @@ def _job_history(
         return _scope_events(state, grant, "JOB", namespace, job, as_of=as_of, run_id=run_id)
     if as_of is None:
         return _job_events(state, namespace, job, grant)
-    if not grant.may_read(namespace):
-        raise ApiError(404, "not_found", "no job is recorded under this name")
-    history = _history(state)
+    history = _history(state, grant)
     events = answer(lambda: queries.job_events_up_to(history, namespace, job, as_of, static=False))
     if not events:
         raise ApiError(
@@ -303,10 +290,6 @@ def _dataset_history(
                 f"no dataset is recorded under this name up to {as_of.isoformat()}",
             )
     return events
-
-
-def _readable_names(names: list[str], grant: Grant) -> list[str]:
-    return names if grant.reads_all else [n for n in names if grant.may_read(n)]
 
 
 @router.get(
@@ -356,7 +339,7 @@ def get_lineage(
     except ValueError as exc:
         raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
     as_of = _instant(asOf, "asOf")
-    store = state.catalog()
+    store = _catalog(state, grant)
     readable = None if grant.reads_all else grant.may_read
     try:
         graph = answer(
@@ -386,12 +369,8 @@ def get_lineage(
 def get_namespaces(
     state: State, grant: ReadGrant, limit: Limit = 100, offset: Offset = 0
 ) -> Response:
-    store = state.catalog()
-    if grant.reads_all:
-        names: list[str] = answer(lambda: store.namespaces(limit=limit, offset=offset))
-    else:
-        every = answer(lambda: store.namespaces())
-        names = _paged(_readable_names(list(every), grant), limit, offset)
+    store = _catalog(state, grant)
+    names = answer(lambda: store.namespaces(limit=limit, offset=offset))
     return JSONBody({"namespaces": [marquez_events.namespace_data(n) for n in names]})
 
 
@@ -409,9 +388,7 @@ def get_jobs(
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Response:
-    if not grant.may_read(namespace):  # as an unknown namespace answers
-        return JSONBody({"jobs": [], "totalCount": 0})
-    store = state.catalog()
+    store = _catalog(state, grant)
     jobs = answer(lambda: store.jobs(namespace, limit=limit, offset=offset))
     body = [marquez.job_from_summary(j) for j in jobs]
     return _reply({"jobs": body, "totalCount": jobs.total}, grant)
@@ -432,9 +409,7 @@ def get_runs(
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> Response:
-    if not grant.may_read(namespace):  # as an unknown job answers
-        return JSONBody({"runs": [], "totalCount": 0})
-    store = state.catalog()
+    store = _catalog(state, grant)
     found = answer(lambda: queries.runs(store, namespace, job, limit=limit, offset=offset))
     return JSONBody({"runs": found, "totalCount": found.total})
 
@@ -495,9 +470,7 @@ def get_job_versions(
 def get_datasets(
     state: State, grant: ReadGrant, namespace: str, limit: Limit = 100, offset: Offset = 0
 ) -> Response:
-    if not grant.may_read(namespace):  # as an unknown namespace answers
-        return JSONBody({"datasets": [], "totalCount": 0})
-    store = state.catalog()
+    store = _catalog(state, grant)
     pairs = answer(lambda: store.datasets(namespace, limit=limit, offset=offset))
     body = [marquez.dataset_data(ns, nm) for ns, nm in pairs]
     return JSONBody({"datasets": body, "totalCount": pairs.total})
@@ -583,8 +556,6 @@ def get_job(
     runId: ScopeRun = None,
 ) -> Response:
     as_of = _instant(asOf, "asOf")
-    if not grant.may_read(namespace):
-        raise ApiError(404, "not_found", "no job is recorded under this name")
     if runId is not None:
         scoped = _scope_events(state, grant, "JOB", namespace, job, as_of=as_of, run_id=runId)
         found = history_job(scoped, namespace, job, as_of)
@@ -592,7 +563,7 @@ def get_job(
             raise ApiError(404, "not_found", "no job is recorded under this name")
         return _reply(found, grant)
     if as_of is not None:
-        history = _history(state)
+        history = _history(state, grant)
         events = answer(lambda: queries.job_events_up_to(history, namespace, job, as_of))
         past = history_job(events, namespace, job, as_of)
         if past is None:
@@ -600,7 +571,7 @@ def get_job(
                 404, "not_found", f"no job is recorded under this name up to {as_of.isoformat()}"
             )
         return _reply(past, grant)
-    store = state.catalog()
+    store = _catalog(state, grant)
     runs = answer(lambda: store.runs_of_job(namespace, job, limit=10))
     graph = answer(lambda: store.lineage(node_id("JOB", namespace, job), depth=0))
     root = graph.nodes.get(graph.root)
@@ -640,9 +611,9 @@ def get_job(
     responses=error_responses(401, 404, 503),
 )
 def get_namespace(state: State, grant: ReadGrant, namespace: str) -> Response:
-    store = state.catalog()
+    store = _catalog(state, grant)
     names = answer(lambda: store.namespaces())
-    if namespace not in names or not grant.may_read(namespace):
+    if namespace not in names:
         raise ApiError(404, "not_found", "no job or dataset is recorded in this namespace")
     return JSONBody(marquez_events.namespace_data(namespace))
 
@@ -704,8 +675,8 @@ def get_run_events(state: State, grant: ReadGrant, id: RunId) -> Response:
     responses=error_responses(401, 503),
 )
 def get_sources(state: State, grant: ReadGrant, limit: Limit = 100, offset: Offset = 0) -> Response:
-    store = state.catalog()
-    names = _readable_names(answer(lambda: _dataset_namespaces(store)), grant)
+    store = _catalog(state, grant)
+    names = answer(lambda: _dataset_namespaces(store))
     page = _paged(names, limit, offset)
     return JSONBody({"sources": [marquez_events.source_data(n) for n in page]})
 
@@ -718,8 +689,8 @@ def get_sources(state: State, grant: ReadGrant, limit: Limit = 100, offset: Offs
     responses=error_responses(401, 404, 503),
 )
 def get_source(state: State, grant: ReadGrant, source: str) -> Response:
-    store = state.catalog()
-    found = grant.may_read(source) and answer(lambda: store.datasets(source, limit=1))
+    store = _catalog(state, grant)
+    found = answer(lambda: store.datasets(source, limit=1))
     if not found:
         raise ApiError(404, "not_found", "no dataset is recorded in a namespace of this name")
     return JSONBody(marquez_events.source_data(source))
@@ -748,7 +719,7 @@ def _event_log(
     limit: int,
     offset: int,
 ) -> Response:
-    store = _history(state)
+    store = _history(state, grant)
     since, until, ascending = _instant(after, "after"), _instant(before, "before"), _ascending(sort)
 
     def ask(ns: str | None, size: int, skip: int) -> Page[dict[str, Any]]:
@@ -757,13 +728,11 @@ def _event_log(
         )
 
     if grant.reads_all or namespace is not None:
-        if namespace is not None and not grant.may_read(namespace):
-            return JSONBody({"events": [], "totalCount": 0})  # as an unknown namespace answers
         page = answer(lambda: ask(namespace, limit, offset))
         return _reply({"events": page, "totalCount": page.total}, grant)
     # A key that reads some namespaces: the log of each (one query each, up to the page's
     # end), merged in the store's order (event time, then event id).
-    readable = _readable_names(list(answer(lambda: _all_namespaces(state))), grant)
+    readable = list(answer(lambda: _both(store).namespaces()))
     merged: list[tuple[datetime, str, dict[str, Any]]] = []
     total = 0
     for ns in readable:
@@ -775,10 +744,6 @@ def _event_log(
     merged.sort(key=lambda item: item[:2], reverse=not ascending)
     events = [event for _, _, event in merged[offset : offset + limit]]
     return _reply({"events": events, "totalCount": total}, grant)
-
-
-def _all_namespaces(state: ApiState) -> Page[str]:
-    return state.catalog().namespaces()
 
 
 SortDirection = Annotated[
@@ -870,14 +835,12 @@ def _event_time(event: dict[str, Any]) -> datetime | None:
 def _updated_at(
     state: ApiState, grant: Grant, kind: NodeType, namespace: str, name: str
 ) -> datetime | None:
-    store = _history(state)
+    store = _history(state, grant)
     events = (
         store.events_of_job(namespace, name)
         if kind == "JOB"
         else [
-            e
-            for e in _of_readable_jobs(store.events_of_dataset(namespace, name), grant)
-            if names_dataset(e, namespace, name)
+            e for e in store.events_of_dataset(namespace, name) if names_dataset(e, namespace, name)
         ]
     )
     times = [t for t in (_event_time(e) for e in events) if t is not None]
@@ -920,7 +883,7 @@ def search(
         raise ApiError(422, "invalid_parameter", f"sort must be name or updated_at, got {sort!r}")
     since, until = _instant(after, "after"), _instant(before, "before")
     literal, pattern = _search_pattern(q)
-    store = state.catalog()
+    store = _catalog(state, grant)
     hits = answer(lambda: store.search(literal, limit=100_000))
     found = sorted(
         {
@@ -929,7 +892,6 @@ def search(
             if pattern.search(nm)
             and (kind is None or t == kind)
             and (namespace is None or ns == namespace)
-            and grant.may_read(ns)
         },
         key=lambda h: (h[2], h[1], h[0]),
     )
@@ -980,12 +942,12 @@ def get_run_lineage_upstream(
     ] = 20,
     nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
 ) -> Response:
-    history = _history(state)
+    history = _history(state, grant)
     events = _run_events(state, runId, grant)
 
     def readable_writers(namespace: str, name: str) -> list[dict[str, Any]]:
         # A producer in a hidden namespace is not named, and the walk does not pass through it.
-        return _of_readable_jobs(queries.dataset_events(history, namespace, name), grant)
+        return queries.dataset_events(history, namespace, name)
 
     return _reply(
         answer(
