@@ -34,7 +34,11 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow, pytest.mark.timeout(150)]
 PRODUCER = str(Path(__file__).resolve().parent / "cluster_producer.py")
 RUNS = 1500  # START and COMPLETE each: 3,000 events
 RATE = 150.0
-KILL_AFTER_S = 4.0
+
+
+def _recorded(ids: Path) -> int:
+    """How many runs the producer has recorded so far (one run id a line)."""
+    return len(ids.read_text().split()) if ids.exists() else 0
 
 
 def _stored(db: Path) -> list[tuple[str, str]]:
@@ -105,10 +109,14 @@ def test_producer_and_collector_fail_over_when_their_node_dies(tmp_path: Path) -
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
             )
-            time.sleep(KILL_AFTER_S)
+            # Kill once both ends are under way, by what they did rather than a fixed sleep: a
+            # rabbitmqctl call on a loaded machine can take longer than the whole stream.
+            wait_until(lambda: _recorded(ids) >= RUNS // 10, 30, 0.1, "the producer's first runs")
             connected = first.ctl("list_connections", "name").split()
             assert connected, "neither client is connected to the first node"
-            stored_before = len(_stored(db)) if db.exists() else 0
+            wait_until(lambda: db.exists() and len(_stored(db)) > 0, 30, 0.1, "a first store")
+            stored_before = len(_stored(db))
+            recorded_before = _recorded(ids)
             first.kill()  # SIGKILL: the node both clients are connected to
 
             try:
@@ -132,6 +140,7 @@ def test_producer_and_collector_fail_over_when_their_node_dies(tmp_path: Path) -
             assert len(rows) == len(set(rows)) == len(expected)
             assert set(rows) == expected
             assert 0 < stored_before < len(expected), "the node was not killed mid-stream"
+            assert recorded_before < RUNS, "the producer had finished before the kill"
             live = others[0].url
             assert _depth(live, topology.dead_letter_queue) == 0
             assert _depth(live, topology.queue) == 0
