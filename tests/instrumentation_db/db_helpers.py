@@ -17,7 +17,10 @@ from memory_capture import CapturedEvents
 PG_ADMIN = "host=127.0.0.1 port=5432 dbname=test"
 PG_NAMESPACE = "postgres://127.0.0.1:5432"
 
-__all__ = ["PG_ADMIN", "PG_NAMESPACE", "Captured", "by_name", "run_instrumented"]
+__all__ = ["IDENTITY", "PG_ADMIN", "PG_NAMESPACE", "Captured", "by_name", "run_instrumented"]
+
+# ``transformations`` of an input field copied as is (``INSERT ... SELECT c.x``)
+IDENTITY = [{"type": "DIRECT", "subtype": "IDENTITY", "masking": False}]
 
 
 class Captured(CapturedEvents):

@@ -19,13 +19,17 @@ from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
 from lineage_sdk import track_lineage
 from lineage_sdk.models.dataset import LineageDataset
 
-from .db_helpers import PG_NAMESPACE, by_name, run_instrumented
+from .db_helpers import IDENTITY, PG_NAMESPACE, by_name, run_instrumented
 
 pytestmark = pytest.mark.postgres
 
 SCHEMA_URL = _sql.SCHEMA_FACET_URL
 LINEAGE_URL = _sql.COLUMN_LINEAGE_FACET_URL
 PRODUCER = "https://example.com/p"
+
+
+def _field(db: str, table: str, column: str) -> dict[str, str]:
+    return {"namespace": PG_NAMESPACE, "name": f"{db}.public.{table}", "field": column}
 
 
 def _dsn(pg_db: str) -> str:
@@ -61,14 +65,14 @@ def test_two_statements_writing_one_table_merge_their_facets(pg_db, captured, in
     fields = output["facets"]["columnLineage"]["fields"]
     assert set(fields) == {"order_id", "amount", "customer"}
     assert fields["order_id"]["inputFields"] == [
-        {"namespace": PG_NAMESPACE, "name": f"{db}.public.orders", "field": "id"},
-        {"namespace": PG_NAMESPACE, "name": f"{db}.public.customers", "field": "id"},
+        {**_field(db, "orders", "id"), "transformations": IDENTITY},
+        {**_field(db, "customers", "id"), "transformations": IDENTITY},
     ]
     assert fields["amount"]["inputFields"] == [
-        {"namespace": PG_NAMESPACE, "name": f"{db}.public.orders", "field": "amount"}
+        {**_field(db, "orders", "amount"), "transformations": IDENTITY}
     ]
     assert fields["customer"]["inputFields"] == [
-        {"namespace": PG_NAMESPACE, "name": f"{db}.public.customers", "field": "name"}
+        {**_field(db, "customers", "name"), "transformations": IDENTITY}
     ]
     assert [f["name"] for f in output["facets"]["schema"]["fields"]] == [
         "order_id",

@@ -10,7 +10,7 @@ from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
 from lineage_instrumentation.db.sqlalchemy_events import SQLAlchemyInstrumentor, _after
 from lineage_sdk import track_lineage
 
-from .db_helpers import PG_NAMESPACE, by_name
+from .db_helpers import IDENTITY, PG_NAMESPACE, by_name
 
 pytestmark = pytest.mark.postgres
 
@@ -44,7 +44,12 @@ def test_insert_select_join_gives_inputs_output_and_column_lineage(pg_db, captur
     output = outputs[f"{db}.public.order_report"]
     fields = output["facets"]["columnLineage"]["fields"]
     assert fields["customer"]["inputFields"] == [
-        {"namespace": PG_NAMESPACE, "name": f"{db}.public.customers", "field": "name"}
+        {
+            "namespace": PG_NAMESPACE,
+            "name": f"{db}.public.customers",
+            "field": "name",
+            "transformations": IDENTITY,
+        }
     ]
     assert {f["field"] for f in fields["amount"]["inputFields"]} == {"amount"}
     assert fields["order_id"]["inputFields"][0]["name"] == f"{db}.public.orders"

@@ -10,7 +10,7 @@ from lineage_instrumentation.db.sqlalchemy_events import SQLAlchemyInstrumentor
 from lineage_instrumentation.db.sqlite import Sqlite3Instrumentor
 from lineage_sdk import track_lineage
 
-from .db_helpers import by_name
+from .db_helpers import IDENTITY, by_name
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_sqlite_file_statements_join_the_run(db_file, captured, instrumented):
     [out] = complete["outputs"]
     assert (out["namespace"], out["name"]) == (namespace, "main.totals")
     assert out["facets"]["columnLineage"]["fields"]["id"]["inputFields"] == [
-        {"namespace": namespace, "name": "main.items", "field": "id"}
+        {"namespace": namespace, "name": "main.items", "field": "id", "transformations": IDENTITY}
     ]
     Sqlite3Instrumentor().uninstrument()
     assert sqlite3.connect is original
