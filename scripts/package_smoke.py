@@ -126,6 +126,8 @@ def check_wheel(wheel: Path) -> int:
     missing = sorted((expected | set(MUST_SHIP)) - names)
     if missing:
         raise SmokeFailed(f"the wheel lacks {len(missing)} package file(s): {', '.join(missing)}")
+    if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
+        raise SmokeFailed("the wheel lacks the LICENSE file (pyproject's license-files)")
     name = re.search(r"^Name: (.+)$", metadata, re.MULTILINE)
     if name is None or name.group(1).strip() != DIST_NAME:
         raise SmokeFailed(f"the wheel's metadata names {name and name.group(1)!r}, not {DIST_NAME}")
