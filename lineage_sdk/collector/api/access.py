@@ -27,6 +27,7 @@ Each key holds a :class:`Grant`: the namespaces it may write and read.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -35,11 +36,13 @@ import secrets
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 import orjson
 
 from lineage_sdk.collector.columns import parse_column_node
+from lineage_sdk.collector.records import build_record
 from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -50,14 +53,25 @@ from lineage_sdk.collector.store import (
     LineageRecord,
     Page,
     RawEvent,
+    RunSummary,
 )
-from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.exceptions import ConfigError, InvalidEventError
+from lineage_sdk.models.run_state import (
+    TERMINAL_STATES,
+    StateKey,
+    heartbeat_interval,
+    pick_interval,
+    pick_link,
+    state_key,
+)
 
 __all__ = [
     "KEY_PREFIX",
     "LEGACY_KEY_NAME",
     "OPEN",
+    "PASS_THROUGH",
     "AccessPolicy",
+    "ClosedAttribute",
     "Grant",
     "NamespaceScope",
     "VisibleView",
@@ -475,6 +489,18 @@ class VisibleView:
     store class, so building a view per request costs nothing), so the capability checks the
     reads make (``isinstance(store, LineageHistoryProtocol)``, ``getattr(store, "child_runs")``)
     find what the store has, no more.
+
+    It is closed by default: an attribute is read through its filter (``_FILTERS``), or as the
+    store's own when :data:`PASS_THROUGH` names it as safe; any other one (a method added to a
+    store later, the stores' writes, counts and connections) raises :class:`ClosedAttribute`
+    when called (a method: capability checks still find it) or read (anything else), which the
+    API answers as a 500 with no detail. Nothing reaches a key unfiltered by being forgotten.
+
+    A run's state and times are the store's fold of every event of its id, whatever job sent
+    it; a run id a hidden job used too (a key may file its own run under a hidden run's id) would
+    show the hidden events' state and times. So every run summary a view hands out
+    (``runs_of_job``, ``jobs``, ``latest_runs``, a graph walk's ``latestRun``) is folded again
+    from the readable events of the run wherever the run has others.
     """
 
     def __init__(self, store: object, grant: Grant) -> None:
@@ -482,7 +508,9 @@ class VisibleView:
         self.grant = grant
 
     def __getattr__(self, name: str) -> Any:  # what the class does not name (instance data)
-        return getattr(self._store, name)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _unfiltered(name, getattr(self._store, name))
 
     def sees(self, event: Mapping[str, Any]) -> bool:
         """Whether the event is filed under a namespace the grant may read."""
@@ -507,7 +535,40 @@ class _Delegated:
         value = getattr(view._store, self.name)
         if self.wrap is not None and callable(value):
             return self.wrap(view, value)
+        return _unfiltered(self.name, value)
+
+
+def _unfiltered(name: str, value: Any) -> Any:
+    """A store attribute no filter reads: itself when known to be safe, else closed (a method
+    raising when called, so capability checks still find it; anything else, when read)."""
+    if name in PASS_THROUGH:
         return value
+    if callable(value):
+        return _closed(name)
+    raise ClosedAttribute(name)
+
+
+class ClosedAttribute(RuntimeError):
+    """A store attribute a restricted key's view neither filters nor knows to be safe (the API
+    answers it as a 500 with no detail: a bug to fix, never an answer)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"the store attribute {name!r} is neither filtered nor known to be safe for a key "
+            "that reads some namespaces only: add it to access._FILTERS or access.PASS_THROUGH"
+        )
+
+
+def _closed(name: str) -> Callable[..., Any]:
+    def closed(*_args: Any, **_kwargs: Any) -> Any:
+        raise ClosedAttribute(name)
+
+    closed.__name__ = name
+    return closed
+
+
+#: The store attributes a view hands out as they are: they say nothing of what is recorded.
+PASS_THROUGH: frozenset[str] = frozenset({"name"})
 
 
 _VIEW_CLASSES: dict[type[Any], type[VisibleView]] = {}
@@ -653,21 +714,171 @@ def _names_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[...
     return read
 
 
+def _visible_run(
+    view: VisibleView,
+    run_id: str,
+    *,
+    namespace: str,
+    name: str,
+    as_of: datetime | None = None,
+) -> RunSummary | None:
+    """The run as the readable events of its id state it (up to ``as_of``), or None when it
+    has no other events (the store's own fold then says nothing more): its state, the time
+    that decided it, its start and end, its parent and its heartbeat interval, by the stores'
+    rule (:mod:`lineage_sdk.models.run_state`)."""
+    events = view._store.events_of_run(run_id)  # type: ignore[attr-defined]
+    if all(view.sees(e) for e in events):
+        return None
+    best: StateKey | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    parents: list[str | None] = []
+    beats: list[float | None] = []
+    for event in events:
+        if not view.sees(event):
+            continue
+        try:
+            rec = build_record(event)
+        except (InvalidEventError, KeyError, TypeError, ValueError):
+            continue  # stored events were validated; an odd one is left out, as in history
+        if as_of is not None and rec.event_time > as_of:
+            continue
+        parents.append(rec.parent_run_id)
+        beats.append(heartbeat_interval(event))
+        key = state_key(rec.event_type, rec.event_time, rec.event_id)
+        if key is None:
+            continue
+        best = key if best is None or key > best else best
+        if key[2] == "START" and (started is None or rec.event_time < started):
+            started = rec.event_time
+        if key[2] in TERMINAL_STATES and (ended is None or rec.event_time > ended):
+            ended = rec.event_time
+    return RunSummary(
+        run_id=run_id,
+        job_namespace=namespace,
+        job_name=name,
+        state=None if best is None else best[2],
+        started_at=started,
+        ended_at=ended,
+        parent_run_id=pick_link(parents),
+        state_time=None if best is None else best[1],
+        heartbeat_s=pick_interval(beats),
+    )
+
+
+def _seen_summary(view: VisibleView, summary: RunSummary) -> RunSummary:
+    found = _visible_run(
+        view, summary.run_id, namespace=summary.job_namespace, name=summary.job_name
+    )
+    return summary if found is None else found
+
+
+def _runs_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``runs_of_job``: nothing of a hidden namespace; each run as its readable events state it."""
+    listing = _listing_filter(view, method)
+
+    def read(namespace: str, *args: Any, **kwargs: Any) -> Page[RunSummary]:
+        page = listing(namespace, *args, **kwargs)
+        return Page([_seen_summary(view, r) for r in page], page.total)
+
+    return read
+
+
+def _jobs_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``jobs``: nothing of a hidden namespace; each latest run as its readable events state it."""
+    listing = _listing_filter(view, method)
+
+    def read(*args: Any, **kwargs: Any) -> Page[Any]:
+        page = listing(*args, **kwargs)
+        jobs = [
+            dataclasses.replace(j, latest_run=_seen_summary(view, j.latest_run))
+            if getattr(j, "latest_run", None) is not None
+            else j
+            for j in page
+        ]
+        return Page(jobs, page.total)
+
+    return read
+
+
+def _latest_runs_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``latest_runs(jobs)``: of the readable jobs, each run as its readable events state it."""
+
+    def read(jobs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        jobs = [j for j in jobs if view.readable(j[0])]
+        if not jobs:
+            return {}
+        return {key: _seen_summary(view, run) for key, run in method(jobs).items()}
+
+    return read
+
+
+def _children_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``child_runs(run_id)``: the children with a readable event (a child filed under a hidden
+    namespace is not there; the callers read each child's events through the view anyway)."""
+
+    def read(run_id: str) -> list[str]:
+        return [c for c in method(run_id) if any(map(view.sees, view._store.events_of_run(c)))]  # type: ignore[attr-defined]
+
+    return read
+
+
+def _graph_runs_filter(rooted: Callable[..., Any]) -> Callable[..., Any]:
+    """A graph walk's job nodes may carry their latest run (``latestRun``, the store's fold of
+    every event of its id): each of a readable job is folded again from the readable events of
+    its run (up to ``as_of``) where the run has others (a read of the run's events per job node;
+    a node without it is asked of the view's ``latest_runs`` by ``queries.lineage``)."""
+
+    def make(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
+        walk = rooted(view, method)
+
+        @functools.wraps(method)  # its signature: ``takes_node_limit`` reads it
+        def read(node: str, *args: Any, **kwargs: Any) -> Any:
+            graph = walk(node, *args, **kwargs)
+            for item in getattr(graph, "nodes", {}).values():
+                run = item.data.get("latestRun") if item.type == "JOB" else None
+                if not isinstance(run, Mapping) or not isinstance(run.get("runId"), str):
+                    continue
+                if not view.readable(item.namespace):
+                    continue  # pruned by the callers
+                found = _visible_run(
+                    view,
+                    run["runId"],
+                    namespace=item.namespace,
+                    name=item.name,
+                    as_of=kwargs.get("as_of"),
+                )
+                if found is not None:  # in RunFold.latest_run's shape, as the stores put it
+                    item.data["latestRun"] = {
+                        "runId": found.run_id,
+                        "state": found.state,
+                        "stateTime": found.state_time,
+                        "heartbeatS": found.heartbeat_s,
+                    }
+            return graph
+
+        return read
+
+    return make
+
+
 _FILTERS: dict[str, Callable[[VisibleView, Callable[..., Any]], Callable[..., Any]]] = {
     "events_of_run": _events_filter,
     "events_of_job": _named_filter,
     "events_of_dataset": _named_filter,
     "static_events": _static_filter,
-    "lineage": _rooted_filter(lambda node: LineageGraph(root=node)),
-    "lineage_as_of": _rooted_filter(lambda _node: None),
+    "lineage": _graph_runs_filter(_rooted_filter(lambda node: LineageGraph(root=node))),
+    "lineage_as_of": _graph_runs_filter(_rooted_filter(lambda _node: None)),
     "column_lineage": _rooted_filter(lambda node: ColumnGraph(root=node)),
     "job_events_up_to": _pairs_filter,
     "iter_raw_events": _raw_filter,
     "lineage_events": _log_filter,
     "namespaces": _namespaces_filter,
-    "jobs": _listing_filter,
+    "jobs": _jobs_filter,
     "datasets": _listing_filter,
-    "runs_of_job": _listing_filter,
+    "runs_of_job": _runs_filter,
+    "latest_runs": _latest_runs_filter,
+    "child_runs": _children_filter,
     "search": _hits_filter,
     "has_node": _node_filter,
     "dataset_namespaces": _names_filter,
