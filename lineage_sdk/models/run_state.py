@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -33,7 +34,9 @@ __all__ = [
     "STALE_AFTER_HEARTBEATS",
     "STATE_RANK",
     "TERMINAL_STATES",
+    "StateFold",
     "StateKey",
+    "fold_states",
     "heartbeat_interval",
     "is_stale",
     "pick_interval",
@@ -67,6 +70,43 @@ def state_key(event_type: str | None, event_time: datetime, event_id: str) -> St
     if state is None:
         return None
     return (STATE_RANK[state], event_time, state, event_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StateFold:
+    """What a run's state-changing events state together: the winning key, the earliest START
+    and the latest terminal time."""
+
+    best: StateKey | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+    @property
+    def state(self) -> str | None:
+        return None if self.best is None else self.best[2]
+
+    @property
+    def state_time(self) -> datetime | None:
+        """The time of the event that decided the state."""
+        return None if self.best is None else self.best[1]
+
+
+def fold_states(events: Iterable[tuple[str | None, datetime, str]]) -> StateFold:
+    """Fold ``(event type, event time, event id)`` of a run's events, in any order, by the rules
+    above (events that change no state are passed over)."""
+    best: StateKey | None = None
+    started: datetime | None = None
+    ended: datetime | None = None
+    for event_type, event_time, event_id in events:
+        key = state_key(event_type, event_time, event_id)
+        if key is None:
+            continue
+        best = key if best is None or key > best else best
+        if key[2] == "START" and (started is None or event_time < started):
+            started = event_time
+        if key[2] in TERMINAL_STATES and (ended is None or event_time > ended):
+            ended = event_time
+    return StateFold(best, started, ended)
 
 
 def pick_link(values: Iterable[str | None]) -> str | None:

@@ -57,12 +57,10 @@ from lineage_sdk.collector.store import (
 )
 from lineage_sdk.exceptions import ConfigError, InvalidEventError
 from lineage_sdk.models.run_state import (
-    TERMINAL_STATES,
-    StateKey,
+    fold_states,
     heartbeat_interval,
     pick_interval,
     pick_link,
-    state_key,
 )
 
 __all__ = [
@@ -729,11 +727,9 @@ def _visible_run(
     events = view._store.events_of_run(run_id)  # type: ignore[attr-defined]
     if all(view.sees(e) for e in events):
         return None
-    best: StateKey | None = None
-    started: datetime | None = None
-    ended: datetime | None = None
     parents: list[str | None] = []
     beats: list[float | None] = []
+    stated: list[tuple[str | None, datetime, str]] = []
     for event in events:
         if not view.sees(event):
             continue
@@ -745,23 +741,17 @@ def _visible_run(
             continue
         parents.append(rec.parent_run_id)
         beats.append(heartbeat_interval(event))
-        key = state_key(rec.event_type, rec.event_time, rec.event_id)
-        if key is None:
-            continue
-        best = key if best is None or key > best else best
-        if key[2] == "START" and (started is None or rec.event_time < started):
-            started = rec.event_time
-        if key[2] in TERMINAL_STATES and (ended is None or rec.event_time > ended):
-            ended = rec.event_time
+        stated.append((rec.event_type, rec.event_time, rec.event_id))
+    fold = fold_states(stated)
     return RunSummary(
         run_id=run_id,
         job_namespace=namespace,
         job_name=name,
-        state=None if best is None else best[2],
-        started_at=started,
-        ended_at=ended,
+        state=fold.state,
+        started_at=fold.started_at,
+        ended_at=fold.ended_at,
         parent_run_id=pick_link(parents),
-        state_time=None if best is None else best[1],
+        state_time=fold.state_time,
         heartbeat_s=pick_interval(beats),
     )
 

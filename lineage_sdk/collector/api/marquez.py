@@ -28,12 +28,10 @@ from lineage_sdk.collector.store import (
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.run_state import (
     STALE,
-    TERMINAL_STATES,
-    StateKey,
+    fold_states,
     heartbeat_interval,
     is_stale,
     pick_interval,
-    state_key,
 )
 
 __all__ = [
@@ -139,31 +137,21 @@ def run_from_events(run_id: str, events: Sequence[Mapping[str, Any]]) -> dict[st
             continue
         timed.append((when, compute_event_id(event), event))
     timed.sort(key=lambda item: item[:2])
-    best: StateKey | None = None
-    started: datetime | None = None
-    ended: datetime | None = None
     run_facets: dict[str, Any] = {}
     heartbeat: float | None = None
-    for when, event_id, event in timed:
+    for _, _, event in timed:
         heartbeat = pick_interval((heartbeat, heartbeat_interval(event)))
-        kind = event.get("eventType")
         run = event.get("run")
         facets = run.get("facets") if isinstance(run, Mapping) else None
         if isinstance(facets, Mapping):
             run_facets.update(facets)
-        key = state_key(kind if isinstance(kind, str) else None, when, event_id)
-        if key is None:
-            continue
-        if best is None or key > best:
-            best = key
-        if key[2] == "START" and (started is None or when < started):
-            started = when
-        if key[2] in TERMINAL_STATES and (ended is None or when > ended):
-            ended = when
-    state = None if best is None else best[2]
-    result = _run(run_id, state, started, ended)
+    fold = fold_states(
+        (kind if isinstance(kind := event.get("eventType"), str) else None, when, event_id)
+        for when, event_id, event in timed
+    )
+    result = _run(run_id, fold.state, fold.started_at, fold.ended_at)
     result["facets"] = run_facets
-    return add_liveness(result, state, None if best is None else best[1], heartbeat)
+    return add_liveness(result, fold.state, fold.state_time, heartbeat)
 
 
 def _node_run(data: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -157,7 +157,7 @@ from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
 from lineage_sdk.models.run_state import (
     TERMINAL_STATES,
-    StateKey,
+    fold_states,
     heartbeat_interval,
     pick_interval,
     pick_link,
@@ -2387,28 +2387,16 @@ def _run_summary(
 ) -> RunSummary:
     """One run of a job as its events state it (the rules of ``lineage_sdk.models.run_state``,
     as ``runs_of_job`` folds them)."""
-    best: StateKey | None = None
-    started: datetime | None = None
-    ended: datetime | None = None
-    for d in docs:
-        t = _raw_time(d)
-        key = state_key(d.get("eventType"), t, d["_id"])
-        if key is None:
-            continue
-        best = key if best is None or key > best else best
-        if key[2] == "START" and (started is None or t < started):
-            started = t
-        if key[2] in TERMINAL_STATES and (ended is None or t > ended):
-            ended = t
+    fold = fold_states((d.get("eventType"), _raw_time(d), d["_id"]) for d in docs)
     return RunSummary(
         run_id=run_id,
         job_namespace=namespace,
         job_name=name,
-        state=None if best is None else best[2],
-        started_at=started,
-        ended_at=ended,
+        state=fold.state,
+        started_at=fold.started_at,
+        ended_at=fold.ended_at,
         parent_run_id=pick_link(d.get("parentRunId") for d in docs),
-        state_time=None if best is None else best[1],
+        state_time=fold.state_time,
         heartbeat_s=pick_interval(d.get("heartbeatS") for d in docs),
     )
 
