@@ -23,7 +23,9 @@ import yaml
 from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from lineage_sdk.collector.api.access import hash_key
 from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.collector.stores.sql import SqlStore
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests/api"
@@ -398,6 +400,18 @@ def access_store(request: Any, folder: Path) -> Iterator[Any]:
         if runner is not None:
             runner.drop()
         store.close()
+
+
+# The issue-30 probe's keys: an admin, and teams A and B that each write their own namespace
+# and read it and one shared namespace (the attacker tests replay their requests).
+ADMIN = "lsk_admin-0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+KEY_A = "lsk_team-a-1a2b3c4d5e6f708192a3b4c5d6e7f809"
+KEY_B = "lsk_team-b-9f8e7d6c5b4a392817f6e5d4c3b2a1f0"
+SHARED = "pg://db:5432"
+KEYS = {
+    "a": ApiKeyConfig(key_hash=hash_key(KEY_A), write=["team_a"], read=["team_a", SHARED]),
+    "b": ApiKeyConfig(key_hash=hash_key(KEY_B), write=["team_b"], read=["team_b", SHARED]),
+}
 
 
 @contextlib.contextmanager

@@ -28,7 +28,19 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import Served, access_api, client_of, column_facet, run_event, schema_facet
+from api_helpers import (
+    ADMIN,
+    KEY_A,
+    KEY_B,
+    KEYS,
+    SHARED,
+    Served,
+    access_api,
+    client_of,
+    column_facet,
+    run_event,
+    schema_facet,
+)
 
 from lineage_sdk.collector.api.access import AccessPolicy, hash_key, write_refusal
 from lineage_sdk.collector.api.server import api_settings
@@ -37,14 +49,6 @@ from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.config import load_config
 from lineage_sdk.exceptions import ConfigError
 
-ADMIN = "lsk_admin-0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-KEY_A = "lsk_team-a-1a2b3c4d5e6f708192a3b4c5d6e7f809"
-KEY_B = "lsk_team-b-9f8e7d6c5b4a392817f6e5d4c3b2a1f0"
-SHARED = "pg://db:5432"
-KEYS = {
-    "a": ApiKeyConfig(key_hash=hash_key(KEY_A), write=["team_a"], read=["team_a", SHARED]),
-    "b": ApiKeyConfig(key_hash=hash_key(KEY_B), write=["team_b"], read=["team_b", SHARED]),
-}
 RUN_A = str(uuid.UUID(int=0xA1, version=4))
 RUN_B = str(uuid.UUID(int=0xB1, version=4))
 UNKNOWN_RUN = str(uuid.UUID(int=0xC1, version=4))  # as long as RUN_B: answers compare by bytes

@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import Served, access_api, client_of, run_event
+from api_helpers import ADMIN, KEY_A, KEY_B, KEYS, SHARED, Served, access_api, client_of, run_event
 
 from lineage_sdk.collector.api.access import (
     _FILTERS,
@@ -38,21 +38,11 @@ from lineage_sdk.collector.api.access import (
     AccessPolicy,
     ClosedAttribute,
     VisibleView,
-    hash_key,
     visible,
 )
-from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.collector.store import LineageHistoryProtocol, RawEventSource
 from lineage_sdk.collector.stores.sql import SqlStore
 
-ADMIN = "lsk_admin-0f1e2d3c4b5a69788796a5b4c3d2e1f0"
-KEY_A = "lsk_team-a-1a2b3c4d5e6f708192a3b4c5d6e7f809"
-KEY_B = "lsk_team-b-9f8e7d6c5b4a392817f6e5d4c3b2a1f0"
-SHARED = "pg://db:5432"
-KEYS = {
-    "a": ApiKeyConfig(key_hash=hash_key(KEY_A), write=["team_a"], read=["team_a", SHARED]),
-    "b": ApiKeyConfig(key_hash=hash_key(KEY_B), write=["team_b"], read=["team_b", SHARED]),
-}
 P_A = str(uuid.UUID(int=0xA1, version=4))  # A's run with B's hidden child
 P_X = str(uuid.UUID(int=0xA2, version=4))  # A's run without children: the control
 C_B = str(uuid.UUID(int=0xB1, version=4))  # B's child run
