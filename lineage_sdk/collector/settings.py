@@ -64,7 +64,7 @@ class StoreConfig(Section):
         default="sql",
         description=(
             "Store the collector writes to: logging | sql | openlineage_http | document | graph |"
-            " composite, or a plugin's name."
+            " memory | composite, or a plugin's name."
         ),
     )
     backends: list[str] = Field(

@@ -369,8 +369,8 @@ class Served:
 @contextlib.contextmanager
 def access_store(request: Any, folder: Path) -> Iterator[Any]:
     """An open store of the kind ``request.param`` names (sql on SQLite in ``folder``,
-    document on the session's MongoDB-wire server, graph on its FalkorDB), each in a collection
-    or graph of its own, dropped afterwards."""
+    document on the session's MongoDB-wire server, graph on its FalkorDB, memory through its
+    entry point's factory), each in a collection or graph of its own, dropped afterwards."""
     from servers import FalkorDBRespRunner
 
     from lineage_sdk.collector.settings import ConnectionConfig
@@ -379,7 +379,12 @@ def access_store(request: Any, folder: Path) -> Iterator[Any]:
 
     runner = None
     store: Any
-    if request.param == "sql":
+    if request.param == "memory":
+        from lineage_sdk.collector.stores.memory import memory_store
+        from lineage_sdk.config.schema import LineageConfig
+
+        store = memory_store(LineageConfig())
+    elif request.param == "sql":
         store = SqlStore(f"sqlite:///{folder / 'lineage.db'}")
     elif request.param == "graph":
         falkordb = request.getfixturevalue("falkordb")

@@ -114,7 +114,7 @@ def _b_events() -> list[dict[str, Any]]:
     return [*child, *secret]
 
 
-@pytest.fixture(scope="module", params=["sql", "document", "graph"])
+@pytest.fixture(scope="module", params=["sql", "document", "graph", "memory"])
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:

@@ -88,7 +88,7 @@ def _graph_events() -> list[dict[str, Any]]:
     return events
 
 
-@pytest.fixture(scope="module", params=["sql", "document", "graph"])
+@pytest.fixture(scope="module", params=["sql", "document", "graph", "memory"])
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:

@@ -1,7 +1,7 @@
 """Marquez's read API, complete: every GET of shared/marquez/openapi.yml an event store can answer,
-over real HTTP, from each query store (sql on SQLite, document on SecantusDB, graph on FalkorDB),
-each answer validated against its operation in openapi.yml, the three stores answering alike, and
-Marquez's write endpoints refused with 405.
+over real HTTP, from each query store (sql on SQLite, document on SecantusDB, graph on FalkorDB,
+memory), each answer validated against its operation in openapi.yml, the stores answering alike,
+and Marquez's write endpoints refused with 405.
 
 One API per store for the module, loaded once with a small known history (tests only read it)."""
 
@@ -27,13 +27,15 @@ from servers import FalkorDBRespRunner, free_port
 
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.api.routes.writes import WRITE_ENDPOINTS
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import BaseLineageStore
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.collector.stores.sql import SqlStore
 
-STORES = ("sql", "document", "graph")
+STORES = ("sql", "document", "graph", "memory")
 NS = "warehouse"
 PG = "postgres://db.example:5432"
 SPEC = "https://openlineage.io/spec"
@@ -116,6 +118,8 @@ def history() -> list[dict[str, Any]]:
 
 
 def _store(kind: str, request: pytest.FixtureRequest, tmp: Any) -> BaseLineageStore:
+    if kind == "memory":
+        return EngineStore(MemoryBackend())
     if kind == "sql":
         return SqlStore(f"sqlite:///{tmp / 'lineage.db'}")
     tag = f"t_{uuid.uuid4().hex[:12]}"
@@ -142,7 +146,8 @@ def open_apis(
     tmp_path_factory: pytest.TempPathFactory,
     events: list[dict[str, Any]],
 ) -> Iterator[dict[str, httpx.Client]]:
-    """An API per store (sql, document, graph), each holding ``events``; dropped afterwards."""
+    """An API per store (sql, document, graph, memory), each holding ``events``; dropped
+    afterwards."""
     clients: dict[str, httpx.Client] = {}
     opened: list[tuple[BaseLineageStore, ApiServer, httpx.Client]] = []
     try:
@@ -243,7 +248,7 @@ def test_the_three_stores_answer_alike(apis):
         kind: [client.get(url, params=params).json() for _, url, params in reads(client)]
         for kind, client in apis.items()
     }
-    for kind in ("document", "graph"):
+    for kind in ("document", "graph", "memory"):
         calls = reads(apis["sql"])
         for (op, url, _), mine, sqls in zip(calls, answers[kind], answers["sql"], strict=True):
             assert mine == sqls, (kind, op, url)

@@ -1,6 +1,6 @@
 """List routes page in the store: ``limit``/``offset`` pick the right items, and ``totalCount`` is
 the size of the whole answer, not of the page. Asked of every store that answers the read API
-(sql on SQLite, graph on FalkorDB), over real HTTP."""
+(sql on SQLite, graph on FalkorDB, memory), over real HTTP."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from api_helpers import run_event, validate_marquez, validate_openapi_response
 from servers import FalkorDBServer, falkordb_server
 
 from lineage_sdk.collector.api import ApiServer, create_app
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.store import BaseLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.collector.stores.sql import SqlStore
 
 NS = "paged"
@@ -28,8 +30,14 @@ def falkordb() -> Iterator[FalkorDBServer]:
         yield server
 
 
-@pytest.fixture(params=["sql", "graph"])
+@pytest.fixture(params=["sql", "graph", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[BaseLineageStore]:
+    if request.param == "memory":
+        memory = EngineStore(MemoryBackend())
+        memory.open()
+        yield memory
+        memory.close()
+        return
     if request.param == "sql":
         sql = SqlStore(f"sqlite:///{tmp_path / 'lineage.db'}")
         sql.open()

@@ -1,6 +1,6 @@
 """Static lineage (OpenLineage JobEvent and DatasetEvent) through the HTTP read API, from every
-query store: SQLite and PostgreSQL (sql), SecantusDB (document) and FalkorDB (graph). Each answer
-is validated against Marquez's OpenAPI document, and the four stores answer alike (and alike
+query store: SQLite and PostgreSQL (sql), SecantusDB (document), FalkorDB (graph) and memory. Each
+answer is validated against Marquez's OpenAPI document, and the stores answer alike (and alike
 again when the events arrive in the opposite order).
 
 ``load`` runs once (reads ``raw.a``, writes ``stg.b``: observed edges) and a JobEvent declares
@@ -35,7 +35,7 @@ RUNS = {n: str(uuid.UUID(int=0x5750 + i, version=4)) for i, n in enumerate(("spa
 LAKE = "s3://lake"  # where Spark writes the table's files
 HIVE = "hive://metastore:9083"  # the table's catalog: the canonical name (type TABLE)
 # "reversed": SQLite again, fed the same events in the opposite order (arrival-order independence).
-KINDS = ("sql", "postgres", "document", "graph", "reversed")
+KINDS = ("sql", "postgres", "document", "graph", "memory", "reversed")
 
 
 def _facet(name: str, **fields: Any) -> dict[str, Any]:
@@ -163,8 +163,8 @@ def serve_stores(
     kinds: Sequence[str],
     batch: Callable[[str], list[dict[str, Any]]],
 ) -> dict[str, httpx.Client]:
-    """An API per store kind (sql, postgres, document, graph; "reversed" is SQLite), each fed
-    ``batch(kind)`` in one POST; everything is closed and dropped by ``stack``."""
+    """An API per store kind (sql, postgres, document, graph, memory; "reversed" is SQLite), each
+    fed ``batch(kind)`` in one POST; everything is closed and dropped by ``stack``."""
     clients: dict[str, httpx.Client] = {}
     for kind in kinds:
         store: BaseLineageStore

@@ -447,3 +447,47 @@ def test_the_document_store_reports_a_missing_collection_without_creating_it(mon
     finally:
         store.drop()
         store.close()
+
+
+# -- the memory store: serve with no database ------------------------------------------------------
+
+
+def test_serve_on_the_memory_store_needs_no_database(tmp_path, vhost):
+    """``backend = "memory"``: check reaches it, and serve stores and answers with no database
+    file or server anywhere."""
+    env = _env(tmp_path, vhost.url, LINEAGE_STORE_BACKEND="memory")
+    del env["LINEAGE_STORE_SQL_URL"]
+    assert _cli("topology", "declare", env=env, cwd=tmp_path).returncode == 0
+    checked = _cli("check", env=env, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "memory" in _table(checked)
+    port = _free_port()
+    serve, log = _started(["serve", "--port", str(port)], env, tmp_path)
+    base = f"http://127.0.0.1:{port}/api/v1"
+    event = {
+        "eventType": "COMPLETE",
+        "eventTime": "2026-12-04T10:00:00Z",
+        "run": {"runId": "0190aaaa-0000-7000-8000-000000000001"},
+        "job": {"namespace": "mem", "name": "load"},
+        "inputs": [{"namespace": "mem", "name": "raw"}],
+        "outputs": [{"namespace": "mem", "name": "clean"}],
+        "producer": "https://example.com/test",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+    }
+    try:
+        _lines_until(serve, log, "Uvicorn running on")
+        post = urllib.request.Request(
+            f"{base}/lineage",
+            data=orjson.dumps(event),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(post, timeout=10) as answer:
+            assert answer.status == 201
+        with urllib.request.urlopen(f"{base}/lineage?nodeId=dataset:mem:clean", timeout=10) as got:
+            graph = orjson.loads(got.read())["graph"]
+    finally:
+        _stop(serve)
+    edges = {(e["origin"], e["destination"]) for node in graph for e in node["outEdges"]}
+    assert edges == {("dataset:mem:raw", "job:mem:load"), ("job:mem:load", "dataset:mem:clean")}
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".err")) == []

@@ -26,10 +26,13 @@ from servers import (
     postgres_schema,
 )
 
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 
 @pytest.fixture(scope="session")
@@ -118,13 +121,19 @@ def graph_store(graph_target: GraphTarget) -> Iterator[Neo4jLineageStore]:
         store.close()
 
 
-@pytest.fixture(params=["document", "graph"])
-def query_store(request: pytest.FixtureRequest) -> DocumentLineageStore | Neo4jLineageStore:
-    """The same questions asked of both stores."""
-    store: DocumentLineageStore | Neo4jLineageStore = request.getfixturevalue(
-        f"{request.param}_store"
-    )
-    return store
+@pytest.fixture
+def memory_store() -> Iterator[EngineStore]:
+    """The memory backend under the engine (what entry point ``memory`` makes)."""
+    store = EngineStore(MemoryBackend())
+    store.open()
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["document", "graph", "memory"])
+def query_store(request: pytest.FixtureRequest) -> Any:
+    """The same questions asked of every querying store."""
+    return request.getfixturevalue(f"{request.param}_store")
 
 
 @pytest.fixture(scope="module")
@@ -134,22 +143,43 @@ def pg_database() -> Iterator[str]:
         yield url
 
 
+def _drop_tables(url: str, prefix: str) -> None:
+    """Drop the tables whose names start with ``prefix`` (as the database lists them)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        metadata = sa.MetaData()
+        metadata.reflect(engine, only=lambda name, _: name.startswith(prefix))
+        metadata.drop_all(engine)
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture
 def make_store(
     tmp_path: Path, pg_database: str, mongo: MongoTarget, graph_target: GraphTarget
 ) -> Iterator[StoreFactory]:
-    """``make_store(kind)``: a fresh, open, empty store (sqlite, postgres, document or graph),
-    removed after the test."""
+    """``make_store(kind)``: a fresh, open, empty store (memory, sqlite, postgres, sqlite-rows and
+    postgres-rows (the engine over the sql backend), document or graph), removed after the test."""
     cleanups: list[Callable[[], None]] = []
 
     def make(kind: str) -> Any:
         store: Any
         extra: list[Callable[[], None]] = []  # run before the store is closed
-        if kind == "sqlite":
+        if kind == "memory":
+            store = EngineStore(MemoryBackend())
+        elif kind == "sqlite":
             store = SqlStore(f"sqlite:///{tmp_path}/{uid()}.db")
         elif kind == "postgres":
             store = SqlStore(pg_database, table_prefix=f"p{uid()}_")
             extra.append(lambda: store.metadata.drop_all(store.engine))
+        elif kind == "sqlite-rows":
+            store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/{uid()}.db"))
+        elif kind == "postgres-rows":
+            prefix = f"r{uid()}_"
+            store = EngineStore(SqlBackend(pg_database, table_prefix=prefix))
+            extra.append(lambda: _drop_tables(pg_database, prefix))
         elif kind == "document":
             store = DocumentLineageStore(
                 ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),

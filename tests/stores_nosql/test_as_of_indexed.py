@@ -27,6 +27,7 @@ from test_history import _corpus as history_corpus
 
 from lineage_sdk.collector.api import marquez
 from lineage_sdk.collector.api.history import history_lineage
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.store import Direction
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore, parse_time
@@ -37,7 +38,7 @@ pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
 SQL_KINDS = ("sqlite", "postgres")
 #: The stores with their own ``lineage_as_of``.
-KINDS = (*SQL_KINDS, "document", "graph")
+KINDS = ("memory", *SQL_KINDS, "document", "graph")
 DIRECTIONS: tuple[Direction, ...] = ("both", "upstream", "downstream")
 
 
@@ -220,10 +221,17 @@ def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind:
 
 
 def job_edge_times(
-    store: SqlStore | DocumentLineageStore | Neo4jLineageStore,
+    store: SqlStore | DocumentLineageStore | Neo4jLineageStore | EngineStore,
 ) -> dict[tuple[str, str], Any]:
     """(job name, dataset name) -> the job edge's stored first time (None: unknown), either
     direction (the tests' names are unique across namespaces)."""
+    if isinstance(store, EngineStore):  # the backend's edge rows, through its contract
+        jobs = [row.key for row in store.backend.nodes("JOB")]
+        return {
+            (e.job[1], e.dataset[1]): e.first_seen
+            for io in ("in", "out")
+            for e in store.backend.edges("JOB", jobs, io)
+        }
     if isinstance(store, DocumentLineageStore):
         return {
             (d["jn"], d["dn"]): datetime(1970, 1, 1, tzinfo=UTC)

@@ -27,7 +27,7 @@ from lineage_sdk.collector.stores import graph as graph_store
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
-KINDS = ("sqlite", "postgres", "document", "graph")
+KINDS = ("memory", "sqlite", "postgres", "document", "graph")
 PARENT = "0190a000-0000-7000-8000-000000000000"
 FAR_FUTURE = BASE_TIME + timedelta(days=365)
 

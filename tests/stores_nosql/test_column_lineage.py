@@ -1,5 +1,6 @@
-"""Column lineage asked identically of every querying store: sql on SQLite and on PostgreSQL,
-document (MongoDB wire) and graph (FalkorDB), from the same events written in different orders."""
+"""Column lineage asked identically of every querying store: memory, sql on SQLite and on
+PostgreSQL, document (MongoDB wire) and graph (FalkorDB), from the same events written in
+different orders."""
 
 from __future__ import annotations
 
@@ -147,7 +148,7 @@ def sqlite_store(tmp_path) -> Iterator[SqlStore]:
     store.close()
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "document", "graph"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "document", "graph"])
 def any_store(request: pytest.FixtureRequest) -> Any:
     name = {"sqlite": "sqlite_store", "postgresql": "pg_store"}.get(request.param)
     return request.getfixturevalue(name or f"{request.param}_store")

@@ -1,6 +1,6 @@
 """History (issue 16, item 1): ``asOf`` and ``runId`` lineage, the same in every store.
 
-SQLite (sql), SecantusDB (document) and FalkorDB (graph), fed one small corpus::
+SQLite (sql), SecantusDB (document), FalkorDB (graph) and the memory backend, fed one small corpus::
 
     t=0   run r1: d0 -> [j1] -> d1
     t=10  run r2: d1 -> [j2] -> d2
@@ -105,9 +105,16 @@ def sql_store(tmp_path: Path) -> Iterator[SqlStore]:
 
 
 @pytest.fixture
-def stores(sql_store: Any, document_store: Any, graph_store: Any) -> dict[str, Any]:
-    """The three stores, each holding the corpus."""
-    loaded = {"sql": sql_store, "document": document_store, "graph": graph_store}
+def stores(
+    sql_store: Any, document_store: Any, graph_store: Any, memory_store: Any
+) -> dict[str, Any]:
+    """The four stores, each holding the corpus."""
+    loaded = {
+        "sql": sql_store,
+        "document": document_store,
+        "graph": graph_store,
+        "memory": memory_store,
+    }
     for store in loaded.values():
         store.write_batch(records(*_corpus()))
     return loaded
@@ -138,9 +145,10 @@ def test_every_store_answers_history_alike(stores: dict[str, Any]) -> None:
         answers = {name: _answers(store, node, **kwargs) for name, store in stores.items()}
         assert answers["document"] == answers["sql"], (node, kwargs)
         assert answers["graph"] == answers["sql"], (node, kwargs)
+        assert answers["memory"] == answers["sql"], (node, kwargs)
 
 
-@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+@pytest.mark.parametrize("name", ["sql", "document", "graph", "memory"])
 def test_as_of_reads_the_past(stores: dict[str, Any], name: str) -> None:
     store = stores[name]
     # Before j3 existed: the walk downstream of d2 stops there; j3 itself is unknown.
@@ -181,7 +189,7 @@ def test_as_of_reads_the_past(stores: dict[str, Any], name: str) -> None:
             assert _shape(past) == _shape(plain), (node, direction)
 
 
-@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+@pytest.mark.parametrize("name", ["sql", "document", "graph", "memory"])
 def test_run_id_is_the_run_with_its_parent_and_children(stores: dict[str, Any], name: str) -> None:
     store = stores[name]
     # r2 (j2) and its child r4 (j3); not j1, whose runs are neither.
@@ -205,7 +213,7 @@ def test_run_id_is_the_run_with_its_parent_and_children(stores: dict[str, Any], 
         history_lineage(store, "job:ns:j3", run_id=R4, as_of=at_(25))
 
 
-@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+@pytest.mark.parametrize("name", ["sql", "document", "graph", "memory"])
 def test_column_lineage_as_of(stores: dict[str, Any], name: str) -> None:
     store = stores[name]
     field = "datasetField:ns:c1:x"
@@ -220,7 +228,7 @@ def test_column_lineage_as_of(stores: dict[str, Any], name: str) -> None:
         past = history_columns(store, node, as_of=now, depth=5, with_downstream=True)
         assert (past.roots, past.fields, past.edges) == (plain.roots, plain.fields, plain.edges)
     same = {k: history_columns(s, "dataset:ns:c1", as_of=at_(25)).edges for k, s in stores.items()}
-    assert same["sql"] == same["document"] == same["graph"]
+    assert same["sql"] == same["document"] == same["graph"] == same["memory"]
 
 
 def test_declared_edges_count_from_their_job_event_on(stores: dict[str, Any]) -> None:
@@ -253,6 +261,7 @@ def test_job_as_of_is_the_same_in_every_store(stores: dict[str, Any]) -> None:
     for name, seconds in (("j1", 15), ("j1", 25), ("j4", 45), ("j3", 29)):
         answers = {key: job(store, name, seconds) for key, store in stores.items()}
         assert answers["document"] == answers["sql"] == answers["graph"], (name, seconds)
+        assert answers["memory"] == answers["sql"], (name, seconds)
     sql = stores["sql"]
     early, late = job(sql, "j1", 15), job(sql, "j1", 25)
     assert early is not None and late is not None
@@ -289,6 +298,7 @@ def test_job_events_up_to_bounds_by_time_on_the_index(stores: dict[str, Any]) ->
             ), name
             answers[name] = [event_id for event_id, _ in got]
         assert answers["document"] == answers["sql"] == answers["graph"], seconds
+        assert answers["memory"] == answers["sql"], seconds
     # t=1 is r1's COMPLETE: inclusive; 1 µs before it, only r1's START.
     sql = stores["sql"]
     assert len(sql.job_events_up_to([("ns", "j1")], at_(1))) == 2
@@ -304,7 +314,7 @@ def test_child_runs_by_each_store_index(stores: dict[str, Any]) -> None:
         assert store.child_runs("no-such-run") == [], name
 
 
-@pytest.mark.parametrize("name", ["sql", "document", "graph"])
+@pytest.mark.parametrize("name", ["sql", "document", "graph", "memory"])
 def test_run_scope_reads_runs_not_every_event(
     stores: dict[str, Any], name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -338,6 +348,7 @@ def test_job_and_columns_of_a_run_are_the_same_in_every_store(stores: dict[str, 
     for name, run_id in (("j1", R1), ("j1", R3), ("j3", R2), ("j2", R4), ("j1", R2)):
         answers = {key: job(store, name, run_id) for key, store in stores.items()}
         assert answers["document"] == answers["sql"] == answers["graph"], (name, run_id)
+        assert answers["memory"] == answers["sql"], (name, run_id)
     sql = stores["sql"]
     first, later = job(sql, "j1", R1), job(sql, "j1", R3)
     assert first is not None and later is not None
@@ -352,7 +363,7 @@ def test_job_and_columns_of_a_run_are_the_same_in_every_store(stores: dict[str, 
     for key, store in stores.items():
         runs = [e["run"]["runId"] for e in store.events_of_job("ns", "jcol")]
         edges[key] = [history_columns(store, "dataset:ns:c1", run_id=r).edges for r in runs]
-    assert edges["sql"] == edges["document"] == edges["graph"]
+    assert edges["sql"] == edges["document"] == edges["graph"] == edges["memory"]
     assert [{src.field for _, src in found} for found in edges["sql"]] == [{"a"}, {"b"}]
     assert not history_columns(sql, "dataset:ns:c1", run_id=R1).roots
 

@@ -1,6 +1,6 @@
 """Live edges: START and RUNNING events make a job's edges and state at once, in every query store,
-and a heartbeating run that went silent reads STALE, identically in sql (SQLite and PostgreSQL),
-document and graph, without anything stored changing.
+and a heartbeating run that went silent reads STALE, identically in memory, sql (SQLite and
+PostgreSQL), document and graph, without anything stored changing.
 
 Events are written straight into each store (``write_batch``); the answers are read through the
 same functions the HTTP API serves them with (``collector.api.queries`` and ``marquez``).
@@ -19,9 +19,11 @@ from nosql_events import records, run_event
 from servers import GraphTarget, MongoTarget
 
 from lineage_sdk.collector.api import marquez, queries
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY, HEARTBEAT_FACET_SCHEMA_URL
 from lineage_sdk.models.run_state import STALE, heartbeat_interval, is_stale
@@ -59,6 +61,7 @@ def every_store(
     )
     graph = Neo4jLineageStore(runner=graph_target.runner(f"t_{suffix}"))
     stores = {
+        "memory": EngineStore(MemoryBackend()),
         "sqlite": SqlStore(f"sqlite:///{tmp_path}/live.db"),
         "postgresql": SqlStore(pg_url),
         "document": document,

@@ -15,7 +15,7 @@ from lineage_sdk.collector.store import NodeLookupProtocol
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
-STORES = ["sqlite", "postgres", "document", "graph"]
+STORES = ["memory", "sqlite", "postgres", "document", "graph"]
 
 
 @pytest.mark.parametrize("kind", STORES)

@@ -150,7 +150,7 @@ def run_import(store: LineageStoreProtocol, data: bytes, **kwargs: Any) -> Impor
 
 # ------------------------------------------------------------------------------------------- tests
 
-KINDS = ["sqlite", "postgres", "document", "graph"]
+KINDS = ["memory", "sqlite", "postgres", "document", "graph"]
 
 
 def test_round_trip_gives_identical_stores_and_answers(make_store: StoreFactory) -> None:
@@ -378,7 +378,8 @@ def test_export_command_filters_to_a_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("source_kind", "target_kind"), [("sqlite", "graph"), ("document", "postgres")]
+    ("source_kind", "target_kind"),
+    [("sqlite", "graph"), ("document", "postgres"), ("memory", "sqlite")],
 )
 def test_rebuild_interrupted_and_resumed_equals_uninterrupted(
     make_store: StoreFactory, tmp_path: Path, source_kind: str, target_kind: str

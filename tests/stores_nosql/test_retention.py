@@ -40,7 +40,7 @@ from lineage_sdk.exceptions import ConfigError
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mongodb, pytest.mark.neo4j]
 
-KINDS = ["sqlite", "postgres", "document", "graph"]
+KINDS = ["memory", "sqlite", "postgres", "document", "graph"]
 DAY = 86400.0
 NOW = BASE_TIME + timedelta(days=100)  # "now" of the retention runs: cutoff at day 10 for 90d
 
@@ -451,7 +451,7 @@ def test_stores_agree_after_retention_and_deletes(make_store: StoreFactory) -> N
         assert comparable(got) == reference, kind
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres", "document"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres", "document"])
 def test_retention_while_the_collector_writes(make_store: StoreFactory, kind: str) -> None:
     """Batches written during a retention all land, and the end state is what the events
     present derive (writes interleave with the short delete transactions)."""

@@ -20,7 +20,14 @@ from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.ingest import Ingestor
 from lineage_sdk.collector.api.middleware import KeysNotInUrls, SecurityHeaders
 from lineage_sdk.collector.api.responses import JSONBody
-from lineage_sdk.collector.api.routes import columns, ingest, operations, page, reads, writes
+from lineage_sdk.collector.api.routes import (
+    columns,
+    ingest,
+    operations,
+    page,
+    read_router,
+    writes,
+)
 from lineage_sdk.collector.api.state import DEFAULT_MAX_BODY_BYTES, ApiSettings, ApiState
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
@@ -127,7 +134,7 @@ def create_app(
     app.add_exception_handler(Exception, _unexpected)
 
     app.include_router(ingest.router)
-    app.include_router(reads.router)
+    app.include_router(read_router())
     app.include_router(columns.router)
     app.include_router(writes.router)
     app.include_router(operations.health_router)

@@ -1,0 +1,109 @@
+"""What the Marquez-compatible read routes share: paging parameters, the store as the request's
+key sees it, times, and the scrubbed reply.
+
+Each read route takes the request's :class:`~lineage_sdk.collector.api.access.Grant` and asks the
+store through the key's view (:func:`~lineage_sdk.collector.api.access.visible`), which holds only
+what the key may read: a hidden thing is not there, so it answers as an unknown one by the same
+code, with no special case in the routes. Lineage is pruned at unreadable nodes (``queries``), and
+every answer goes through :func:`~lineage_sdk.collector.api.access.scrub` (:func:`reply`).
+
+Answers come in Marquez's shapes (see ``marquez``); lists are paged by the query store, and
+``totalCount`` is the size of the whole answer, not of the page.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, cast
+
+from fastapi import Query, Response
+
+from lineage_sdk.collector.api import queries
+from lineage_sdk.collector.api.access import Grant, scrub, visible
+from lineage_sdk.collector.api.dependencies import answer
+from lineage_sdk.collector.api.errors import ApiError
+from lineage_sdk.collector.api.history import parse_instant
+from lineage_sdk.collector.api.responses import JSONBody
+from lineage_sdk.collector.api.state import ApiState
+from lineage_sdk.collector.records import parse_event_time
+from lineage_sdk.collector.store import LineageCatalogProtocol, LineageHistoryProtocol, Page
+from lineage_sdk.exceptions import InvalidEventError
+
+__all__ = [
+    "UUID_PATTERN",
+    "Limit",
+    "Offset",
+    "as_catalog",
+    "catalog",
+    "event_time",
+    "history",
+    "instant",
+    "paged",
+    "reply",
+    "run_events",
+]
+
+UUID_PATTERN = r"^[0-9A-Fa-f]{8}(-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}$"
+
+# Parameter types shared by the routes. A route module imports them by name: with postponed
+# annotations, FastAPI resolves a parameter's type in the globals of the route's module.
+Limit = Annotated[int, Query(ge=1, le=1000, description="Most results to return.")]
+Offset = Annotated[int, Query(ge=0, le=100_000, description="Results to skip.")]
+
+
+def catalog(state: ApiState, grant: Grant) -> LineageCatalogProtocol:
+    """The query store as ``grant`` sees it."""
+    return visible(state.catalog(), grant)
+
+
+def history(state: ApiState, grant: Grant) -> LineageHistoryProtocol:
+    """The query store as a history store (the sql, document and graph stores are), as
+    ``grant`` sees it; 501 when it keeps no event history."""
+    store = catalog(state, grant)
+    if not isinstance(store, LineageHistoryProtocol):
+        raise ApiError(
+            501,
+            "not_supported",
+            f"the query store {state.query_name!r} keeps no event history to answer this",
+        )
+    return store
+
+
+def as_catalog(store: LineageHistoryProtocol) -> LineageCatalogProtocol:
+    """A history store as the catalog it also is (:func:`history` answers the query store)."""
+    return cast(LineageCatalogProtocol, store)
+
+
+def instant(value: str | None, name: str) -> datetime | None:
+    """A query parameter's time: RFC 3339 (an offset or Z; none means UTC) or a plain date;
+    None when absent or blank, 422 when unreadable."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return parse_instant(value, name)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_parameter", str(exc)[:300]) from None
+
+
+def paged(items: list[Any], limit: int, offset: int) -> Page[Any]:
+    """One page of an answer made in full, with the whole answer's size as its total."""
+    return Page(items[offset : offset + limit], len(items))
+
+
+def reply(data: Any, grant: Grant, status_code: int = 200) -> Response:
+    """The answer as ``grant`` may see it."""
+    return JSONBody(scrub(data, grant), status_code=status_code)
+
+
+def run_events(state: ApiState, run_id: str, grant: Grant) -> list[dict[str, Any]]:
+    """A run's events; 404 when it has none the key may read."""
+    store = catalog(state, grant)
+    return answer(lambda: queries.run_events(store, run_id))
+
+
+def event_time(event: dict[str, Any]) -> datetime | None:
+    """An event's time, None when it has no readable one."""
+    try:
+        return parse_event_time(event.get("eventTime"))
+    except InvalidEventError:
+        return None

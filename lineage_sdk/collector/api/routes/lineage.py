@@ -1,0 +1,137 @@
+"""The lineage reads: the graph around a job or dataset (Marquez's getLineage) and a run's
+upstream run lineage (Marquez's getRunLineageUpstream), each bounded by ``nodeLimit``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Response
+
+from lineage_sdk.collector.api import marquez_events, queries
+from lineage_sdk.collector.api.dependencies import (
+    NodeLimit,
+    ReadGrant,
+    State,
+    answer,
+    read_auth,
+)
+from lineage_sdk.collector.api.errors import ApiError, error_responses
+from lineage_sdk.collector.api.history import HistoryUnsupported
+from lineage_sdk.collector.api.routes.common import (
+    UUID_PATTERN,
+    catalog,
+    history,
+    instant,
+    reply,
+    run_events,
+)
+from lineage_sdk.collector.api.schemas import LineageGraphModel, UpstreamRunLineageModel
+from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT
+
+__all__ = ["get_lineage", "get_run_lineage_upstream", "router"]
+
+router = APIRouter(dependencies=read_auth)
+
+
+@router.get(
+    "/api/v1/lineage",
+    response_model=LineageGraphModel,
+    tags=["Lineage"],
+    summary="The lineage graph around a job or dataset (Marquez's getLineage)",
+    responses=error_responses(400, 401, 404, 422, 501, 503),
+)
+def get_lineage(
+    state: State,
+    nodeId: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=20_000,
+            description="dataset:<namespace>:<name> or job:<namespace>:<name>",
+        ),
+    ],
+    grant: ReadGrant,
+    depth: Annotated[int, Query(ge=0, le=100, description="Job hops from the node.")] = 20,
+    direction: Annotated[
+        Literal["both", "upstream", "downstream"],
+        Query(description="lineage-sdk extension; Marquez always answers both."),
+    ] = "both",
+    asOf: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="lineage-sdk extension: the graph as the events up to this time "
+            "(inclusive; RFC 3339, or YYYY-MM-DD for that day's start) describe it.",
+        ),
+    ] = None,
+    runId: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=64,
+            description="lineage-sdk extension: the graph of this run's events, its parent "
+            "runs' and its child runs' (walked from nodeId).",
+        ),
+    ] = None,
+    nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
+) -> Response:
+    try:
+        queries.parse_node(nodeId)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
+    as_of = instant(asOf, "asOf")
+    store = catalog(state, grant)
+    readable = None if grant.reads_all else grant.may_read
+    try:
+        graph = answer(
+            lambda: queries.lineage(
+                store,
+                nodeId,
+                direction=direction,
+                depth=depth,
+                readable=readable,
+                as_of=as_of,
+                run_id=runId,
+                node_limit=nodeLimit,
+            )
+        )
+    except HistoryUnsupported as exc:
+        raise ApiError(501, "not_supported", str(exc)[:300]) from None
+    return reply(graph, grant)
+
+
+@router.get(
+    "/api/v1/runlineage/upstream",
+    response_model=UpstreamRunLineageModel,
+    tags=["Lineage"],
+    summary="A run and the runs that produced the dataset versions it read, recursively "
+    "(Marquez's getRunLineageUpstream)",
+    responses=error_responses(401, 404, 501, 503),
+)
+def get_run_lineage_upstream(
+    state: State,
+    grant: ReadGrant,
+    runId: Annotated[
+        str,
+        Query(min_length=1, max_length=64, pattern=UUID_PATTERN, description="The run's UUID."),
+    ],
+    depth: Annotated[
+        int, Query(ge=0, le=100, description="Producer hops from the run (0: the run alone).")
+    ] = 20,
+    nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
+) -> Response:
+    store = history(state, grant)
+    events = run_events(state, runId, grant)
+
+    def readable_writers(namespace: str, name: str) -> list[dict[str, Any]]:
+        # A producer in a hidden namespace is not named, and the walk does not pass through it.
+        return queries.dataset_events(store, namespace, name)
+
+    return reply(
+        answer(
+            lambda: marquez_events.upstream_run_lineage(
+                events, readable_writers, depth=depth, node_limit=nodeLimit
+            )
+        ),
+        grant,
+    )

@@ -1,0 +1,216 @@
+"""What an event means, as rows: the one derivation of edges, runs, column edges, nodes and
+mentions from OpenLineage events (every backend stores these rows; none derives its own).
+
+The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backend`):
+
+* **Nodes.** An event names its job, its parent job (the ``parent`` run facet), the datasets it
+  reads and writes, and a DatasetEvent's dataset: those are the known nodes (``has_node``,
+  search, lists). Datasets named only inside a ``columnLineage`` facet are not.
+* **Edges.** A job reads (``in``) its events' inputs and writes (``out``) their outputs, first
+  seen at the least event time that states the edge; a JobEvent's edges are also *declared*.
+  DatasetEvents state no edge.
+* **Runs.** One row per (run id, job its events name): first and last event time, the winning
+  state (:func:`~lineage_sdk.models.run_state.state_key`, rank 0 when no event states one,
+  which still dates the row), start, end, parent and root run, heartbeat interval.
+* **Column edges.** One row per (output field, input field, job) of the ``columnLineage``
+  facets (:func:`~lineage_sdk.collector.columns.column_edges`), the latest statement's info.
+* **Mentions.** One row per (event, node, role) but an event's own job (``events(jobs=...)``
+  finds those): what a node's history and a deletion read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from lineage_sdk.collector.backend import (
+    ColumnEdgeRow,
+    EdgeRow,
+    EventRow,
+    Key,
+    MentionRow,
+    NodeKind,
+    NodeRow,
+    Ranked,
+    Role,
+    Rows,
+    RunRow,
+)
+from lineage_sdk.collector.columns import column_edges, edge_rank
+from lineage_sdk.collector.records import build_record, format_time, state_rank
+from lineage_sdk.collector.store import FieldRef, LineageRecord, event_namespace
+from lineage_sdk.models.run_state import (
+    TERMINAL_STATES,
+    heartbeat_interval,
+    run_state,
+    state_key,
+)
+
+__all__ = ["derive", "event_json", "record_of", "run_rank"]
+
+
+def event_json(event: Mapping[str, Any]) -> str:
+    """The event as one line of JSON text, exactly as received (integers beyond 64 bits too)."""
+    try:
+        return orjson.dumps(event).decode()
+    except TypeError:
+        return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+
+
+def record_of(row: EventRow) -> LineageRecord:
+    """A stored event read back as the record the collector made of it."""
+    return build_record(orjson.loads(row.json), event_id=row.event_id)
+
+
+def run_rank(event_type: str | None, event_time: datetime, event_id: str) -> Ranked:
+    """The :class:`Ranked` state of one run event: the greatest rank is the run's state (rank 0,
+    no state, for events that change none: they still date the run)."""
+    key = state_key(event_type, event_time, event_id)
+    if key is None:
+        return Ranked(f"0|{format_time(event_time)}||{event_id}", None)
+    return Ranked(state_rank(key), key[2])
+
+
+def derive(records: Iterable[LineageRecord]) -> Rows:
+    """The rows of ``records`` (a redelivered event id counts once), each type joined by key, in
+    key order: writers taking row locks in one order never deadlock one another.
+
+    The joins are written out per row type (the collector's hot path: a generic
+    :func:`~lineage_sdk.collector.backend.merge` per row costs more than the old stores' whole
+    write); ``tests/backends/test_derive.py`` holds them equal to the generic rules."""
+    events: dict[str, EventRow] = {}
+    nodes: dict[tuple[NodeKind, Key], list[datetime]] = {}
+    edges: dict[tuple[Key, Key, str], list[datetime | None]] = {}
+    runs: dict[tuple[str, Key | None], list[Any]] = {}
+    columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]] = {}
+    mentions: list[MentionRow] = []
+    for rec in records:
+        eid = rec.event_id
+        if eid in events:
+            continue
+        at, run_id = rec.event_time, rec.run_id
+        job: Key | None = None
+        if rec.job_namespace is not None and rec.job_name is not None:
+            job = (rec.job_namespace, rec.job_name)
+        events[eid] = EventRow(
+            eid,
+            at,
+            rec.kind,
+            rec.event_type,
+            run_id,
+            job,
+            rec.parent_run_id,
+            event_namespace(rec.event),
+            event_json(rec.event),
+        )
+        named: list[tuple[NodeKind, Key, Role | None]] = []
+        if job is not None:
+            named.append(("JOB", job, None))  # a node, found by events(jobs=...): no mention
+        if rec.parent_job_namespace and rec.parent_job_name:
+            named.append(("JOB", (rec.parent_job_namespace, rec.parent_job_name), "parent"))
+        declared = at if rec.kind == "job" else None
+        for refs, io in ((rec.inputs, "in"), (rec.outputs, "out")):
+            for ref in refs:
+                dataset = (ref.namespace, ref.name)
+                if rec.kind == "dataset":
+                    named.append(("DATASET", dataset, "dataset"))
+                    continue
+                named.append(("DATASET", dataset, "input" if io == "in" else "output"))
+                if job is not None:
+                    edge = edges.get((job, dataset, io))
+                    if edge is None:
+                        edges[(job, dataset, io)] = [at, declared]
+                    else:
+                        edge[0] = _least(edge[0], at)
+                        edge[1] = _least(edge[1], declared)
+        for kind, key, role in named:
+            if role is not None:
+                mentions.append(MentionRow(eid, kind, key, role, at, run_id))
+            seen = nodes.get((kind, key))
+            if seen is None:
+                nodes[(kind, key)] = [at, at]
+            elif at < seen[0]:
+                seen[0] = at
+            elif at > seen[1]:
+                seen[1] = at
+        if run_id:
+            _join_run(runs, rec, job)
+        stated = column_edges(rec)
+        if stated:
+            rank = edge_rank(at, eid)
+            for (out, src), info in stated.items():
+                column = columns.get((out, src, job))
+                if column is None:
+                    columns[(out, src, job)] = [at, Ranked(rank, info)]
+                else:
+                    column[0] = min(column[0], at)
+                    if rank > column[1].rank:
+                        column[1] = Ranked(rank, info)
+    return Rows(
+        events=tuple(events[k] for k in sorted(events)),
+        edges=tuple(
+            EdgeRow(job, dataset, io, first, declared)  # type: ignore[arg-type]
+            for (job, dataset, io), (first, declared) in sorted(edges.items())
+        ),
+        runs=tuple(
+            RunRow(run_id, job, *values)
+            for (run_id, job), values in sorted(runs.items(), key=lambda kv: _none_last(kv[0]))
+        ),
+        columns=tuple(
+            ColumnEdgeRow(out, src, job, first, info)
+            for (out, src, job), (first, info) in sorted(
+                columns.items(), key=lambda kv: _none_last(kv[0])
+            )
+        ),
+        nodes=tuple(
+            NodeRow(kind, key, first, last, frozenset())
+            for (kind, key), (first, last) in sorted(nodes.items())
+        ),
+        mentions=tuple(sorted(mentions, key=lambda m: (m.event_id, m.kind, m.key, m.role))),
+    )
+
+
+def _least(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None:
+        return b
+    return a if b is None or a <= b else b
+
+
+def _join_run(
+    runs: dict[tuple[str, Key | None], list[Any]], rec: LineageRecord, job: Key | None
+) -> None:
+    """Join one event into its run row (the fields of :class:`RunRow` after its key)."""
+    at = rec.event_time
+    state = run_state(rec.event_type)
+    started = at if state == "START" else None
+    ended = at if state in TERMINAL_STATES else None
+    rank = run_rank(rec.event_type, at, rec.event_id)
+    parent, root = rec.parent_run_id or None, rec.root_run_id or None
+    beat = heartbeat_interval(rec.event)
+    key = (rec.run_id or "", job)
+    row = runs.get(key)
+    if row is None:
+        runs[key] = [at, at, rank, started, ended, parent, root, beat]
+        return
+    row[0] = min(row[0], at)
+    row[1] = max(row[1], at)
+    if rank.rank > row[2].rank:
+        row[2] = rank
+    row[3] = _least(row[3], started)
+    if ended is not None and (row[4] is None or ended > row[4]):
+        row[4] = ended
+    for i, link in ((5, parent), (6, root)):
+        if link is not None and (row[i] is None or link < row[i]):
+            row[i] = link
+    if beat is not None and (row[7] is None or beat > row[7]):
+        row[7] = beat
+
+
+def _none_last(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A key whose last part (a job) may be None: None after every job."""
+    *head, job = key
+    return (*head, job is None, job or ())

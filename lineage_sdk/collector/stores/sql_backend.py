@@ -1,0 +1,1092 @@
+"""The sql backend: the engine's rows in SQLite or PostgreSQL, on SQLAlchemy 2 Core.
+
+A :class:`~lineage_sdk.collector.backend.LineageBackend`: it stores and indexes rows and knows
+nothing of OpenLineage. One table per row type (``{prefix}ev``, ``edge``, ``run``, ``coledge``,
+``node``, ``mention``; names apart from today's sql store's, so both can share a database while
+the engine replaces it), each keyed by the row's ``key`` fields.
+
+Why the tables look like this:
+
+* A job or dataset key is stored as its names and a fixed-size hash of them
+  (:func:`~lineage_sdk.collector.stores.sql.name_key`; fields:
+  :func:`~lineage_sdk.collector.columns.field_key`): names may be 10,000 characters, which no
+  PostgreSQL btree indexes, so keys and lookups go by hash. Node order comes from an index on
+  the names' first 200 characters (a prefix sorts as its string does), the rest sorted on ties.
+* Text that answers are ordered or merged by (ids, names, ranks) is ``COLLATE "C"`` on
+  PostgreSQL: code point order, as Python compares, whatever the database's locale.
+* Mentions are keyed by position first (``event_time, event_id, kind, node_key, role``; the
+  time is the event's, and an event id names one content, so the key names one mention as the
+  row type's does): new rows land near the end of the key, not at random places as an event id
+  (a hash) first put them, which cuts what their commits write by about two thirds. A node's
+  mentions are read through a second index; a deletion goes by the removed events' positions.
+* ``append`` writes one compiled statement per row type (an ``executemany`` of plain tuples,
+  times pre-bound once per instant; on psycopg, events and mentions as one ``unnest`` of
+  binary column arrays): events and mentions ``ON CONFLICT DO NOTHING``, derived rows an upsert
+  whose ``SET`` applies each field's merge rule, read from the row type's metadata
+  (``min``/``max`` ignore NULL, ``ranked`` takes the rank's row, ``union`` ORs a bit set), and
+  whose ``WHERE`` skips rows the merge leaves unchanged (a redelivery writes nothing). Rows go
+  in key order, so concurrent writers on PostgreSQL lock in one order; a deadlock is retried.
+* Collections in filters travel as one parameter whatever their size: an array on PostgreSQL
+  (:func:`~lineage_sdk.collector.stores.sql._member`), an IN list up to SQLite's variable limit
+  and ``json_each`` beyond it.
+
+The choices the contract leaves open are the memory backend's
+(:mod:`lineage_sdk.collector.stores.memory`), and ``tests/stores_nosql/test_backend_answers.py``
+holds this backend to the same answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from operator import itemgetter
+from typing import Any, Literal, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection, Dialect, Engine
+
+from lineage_sdk.collector.backend import (
+    ColumnEdgeRow,
+    EdgeRow,
+    EventRow,
+    Io,
+    Key,
+    MentionRow,
+    NodeKind,
+    NodeRow,
+    Position,
+    Ranked,
+    Role,
+    Rows,
+    RunRow,
+    Touched,
+)
+from lineage_sdk.collector.columns import field_key
+from lineage_sdk.collector.store import EventKind, FieldRef, Page
+from lineage_sdk.collector.stores.sql import (
+    _CHUNK,
+    _DEADLOCK_RETRIES,
+    _WRITE_OPTION,
+    SqlStore,
+    UTCDateTime,
+    _deadlock,
+    _member,
+    _reason,
+    _Statement,
+    name_key,
+)
+from lineage_sdk.config.redaction import redact
+from lineage_sdk.exceptions import ConfigError, StoreError
+
+__all__ = ["SqlBackend"]
+
+_T = TypeVar("_T")
+_Bind = Callable[[datetime | None], Any]
+
+#: Characters of a namespace and a name in the node order index (4 bytes a character at most:
+#: two of them stay under PostgreSQL's btree row limit of 2,704 bytes).
+_PREFIX = 200
+_STORED_KINDS: tuple[NodeKind, NodeKind] = ("JOB", "DATASET")
+_HOLDS_BITS: dict[NodeKind, int] = {"JOB": 1, "DATASET": 2, "NAMESPACE": 4}
+_NO_JOB = ""  # the key column of a row without a job (key columns cannot be NULL)
+_TRANSIENT = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.TimeoutError,
+    sa_exc.DisconnectionError,
+)
+
+
+def _text() -> Any:
+    """Text compared in code point order on every dialect (SQLite's BINARY, PostgreSQL's C)."""
+    return sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+
+
+_HASH = sa.String(32)
+
+_key_hash = functools.lru_cache(maxsize=1 << 16)(name_key)
+_field_hash = functools.lru_cache(maxsize=1 << 16)(field_key)
+
+
+def _ns_hash(namespace: str) -> str:
+    return _key_hash(namespace, "")
+
+
+def _job_hash(job: Key | None) -> str:
+    return _NO_JOB if job is None else _key_hash(*job)
+
+
+def _key(namespace: str | None, name: str | None) -> Key | None:
+    return None if namespace is None or name is None else (namespace, name)
+
+
+def _prefix(column: Any) -> Any:
+    """The first characters of ``column``, as the node order index holds them (literal
+    arguments: a bound parameter would not match the index expression)."""
+    return sa.func.substr(column, sa.literal_column("1"), sa.literal_column(str(_PREFIX)))
+
+
+def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
+    def table(name: str, *items: Any, **options: Any) -> sa.Table:
+        return sa.Table(f"{prefix}{name}", metadata, *items, **options)
+
+    def index(name: str, *columns: Any) -> sa.Index:
+        return sa.Index(f"ix_{prefix}{name}", *columns)
+
+    # Columns are NOT NULL unless _NULLABLE names them (set below).
+    def time(name: str) -> sa.Column[Any]:
+        return sa.Column(name, UTCDateTime())
+
+    def text(name: str, *, key: bool = False) -> sa.Column[Any]:
+        return sa.Column(name, _text(), primary_key=key)
+
+    def hashed(name: str, *, key: bool = False) -> sa.Column[Any]:
+        return sa.Column(name, _HASH, primary_key=key)
+
+    ev = table(
+        "ev",
+        text("event_id", key=True),
+        time("event_time"),
+        sa.Column("kind", sa.String(8), nullable=False),
+        text("event_type"),
+        text("run_id"),
+        hashed("job_key"),
+        text("job_ns"),
+        text("job_name"),
+        text("parent_run_id"),
+        hashed("ns_key"),
+        text("namespace"),
+        sa.Column("json", sa.Text, nullable=False),
+        index("ev_time", "event_time", "event_id"),
+        index("ev_run", "run_id", "event_time"),
+        index("ev_job", "job_key", "event_time"),
+        index("ev_ns", "ns_key", "event_time"),
+    )
+    edge = table(
+        "edge",
+        hashed("job_key", key=True),
+        sa.Column("io", sa.String(3), primary_key=True),  # the key serves (job, io)
+        hashed("dataset_key", key=True),
+        text("job_ns"),
+        text("job_name"),
+        text("dataset_ns"),
+        text("dataset_name"),
+        time("first_seen"),
+        time("declared"),
+        index("edge_dataset", "dataset_key", "io"),
+    )
+    run = table(
+        "run",
+        text("run_id", key=True),
+        hashed("job_key", key=True),  # _NO_JOB: no job
+        text("job_ns"),
+        text("job_name"),
+        time("first_event"),
+        time("last_event"),
+        text("state_rank"),
+        text("state_value"),
+        time("started_at"),
+        time("ended_at"),
+        text("parent_run_id"),
+        text("root_run_id"),
+        sa.Column("heartbeat_s", sa.Float),
+        index("run_job", "job_key", "last_event"),
+        index("run_parent", "parent_run_id"),
+    )
+    coledge = table(
+        "coledge",
+        hashed("output_key", key=True),  # the key serves outputs
+        hashed("input_key", key=True),
+        hashed("job_key", key=True),  # _NO_JOB: stated by a DatasetEvent
+        hashed("output_dataset_key"),
+        hashed("input_dataset_key"),
+        text("output_ns"),
+        text("output_dataset"),
+        text("output_field"),
+        text("input_ns"),
+        text("input_dataset"),
+        text("input_field"),
+        text("job_ns"),
+        text("job_name"),
+        time("first_seen"),
+        text("info_rank"),
+        text("info_value"),
+        index("coledge_input", "input_key"),
+        index("coledge_output_ds", "output_dataset_key"),
+        index("coledge_input_ds", "input_dataset_key"),
+        index("coledge_job", "job_key"),
+    )
+    node = table(
+        "node",
+        sa.Column("kind", sa.String(9), primary_key=True),
+        hashed("node_key", key=True),
+        text("ns"),
+        text("name"),
+        time("first_seen"),
+        time("last_seen"),
+        sa.Column("holds", sa.Integer, nullable=False),  # bits of _HOLDS_BITS
+    )
+    index("node_order", node.c.kind, _prefix(node.c.ns), _prefix(node.c.name))
+    # Keyed by position first (see the module docstring); SQLite keeps the table in that b-tree
+    # itself. The names are the node row's, mapped back from the hashes a read asks for.
+    mention = table(
+        "mention",
+        text("event_id"),
+        sa.Column("kind", sa.String(9)),
+        hashed("node_key"),
+        sa.Column("role", sa.String(8)),
+        time("event_time"),
+        text("run_id"),
+        sa.PrimaryKeyConstraint("event_time", "event_id", "kind", "node_key", "role"),
+        index("mention_node", "kind", "node_key", "event_time"),
+        sqlite_with_rowid=False,
+    )
+    for t in (ev, edge, run, coledge, node, mention):
+        for c in t.columns:
+            c.nullable = not c.primary_key and c.name in _NULLABLE[t.name[len(prefix) :]]
+    return {t.name[len(prefix) :]: t for t in (ev, edge, run, coledge, node, mention)}
+
+
+#: The columns that may hold NULL, per table (every other column is NOT NULL).
+_NULLABLE: dict[str, frozenset[str]] = {
+    "ev": frozenset(
+        [
+            "event_type",
+            "run_id",
+            "job_key",
+            "job_ns",
+            "job_name",
+            "parent_run_id",
+            "ns_key",
+            "namespace",
+        ]
+    ),
+    "edge": frozenset({"declared"}),
+    "run": frozenset(
+        [
+            "job_ns",
+            "job_name",
+            "state_value",
+            "started_at",
+            "ended_at",
+            "parent_run_id",
+            "root_run_id",
+            "heartbeat_s",
+        ]
+    ),
+    "coledge": frozenset({"job_ns", "job_name", "info_value"}),
+    "node": frozenset(),
+    "mention": frozenset({"run_id"}),
+}
+
+
+# -- rows as table tuples (in table column order) and back ------------------------------------
+
+
+def _event_values(r: EventRow, t: _Bind) -> tuple[Any, ...]:
+    job, ns = r.job, r.namespace
+    return (
+        r.event_id,
+        t(r.event_time),
+        r.kind,
+        r.event_type,
+        r.run_id,
+        None if job is None else _key_hash(*job),
+        None if job is None else job[0],
+        None if job is None else job[1],
+        r.parent_run_id,
+        None if ns is None else _ns_hash(ns),
+        ns,
+        r.json,
+    )
+
+
+def _edge_values(r: EdgeRow, t: _Bind) -> tuple[Any, ...]:
+    return (
+        _key_hash(*r.job),
+        r.io,
+        _key_hash(*r.dataset),
+        *r.job,
+        *r.dataset,
+        t(r.first_seen),
+        t(r.declared),
+    )
+
+
+def _run_values(r: RunRow, t: _Bind) -> tuple[Any, ...]:
+    job = r.job
+    return (
+        r.run_id,
+        _job_hash(job),
+        None if job is None else job[0],
+        None if job is None else job[1],
+        t(r.first_event),
+        t(r.last_event),
+        r.state.rank,
+        r.state.value,
+        t(r.started_at),
+        t(r.ended_at),
+        r.parent_run_id,
+        r.root_run_id,
+        r.heartbeat_s,
+    )
+
+
+def _column_values(r: ColumnEdgeRow, t: _Bind) -> tuple[Any, ...]:
+    out, inp, job = r.output, r.input, r.job
+    return (
+        _field_hash(out),
+        _field_hash(inp),
+        _job_hash(job),
+        _key_hash(out.namespace, out.dataset),
+        _key_hash(inp.namespace, inp.dataset),
+        *out,
+        *inp,
+        None if job is None else job[0],
+        None if job is None else job[1],
+        t(r.first_seen),
+        r.info.rank,
+        r.info.value,
+    )
+
+
+def _holds_bits(holds: Iterable[NodeKind]) -> int:
+    bits = 0
+    for kind in holds:
+        bits |= _HOLDS_BITS[kind]
+    return bits
+
+
+def _holds_of(bits: int) -> frozenset[NodeKind]:
+    return frozenset(kind for kind, bit in _HOLDS_BITS.items() if bits & bit)
+
+
+def _node_values(r: NodeRow, t: _Bind) -> tuple[Any, ...]:
+    return (
+        r.kind,
+        _key_hash(*r.key),
+        *r.key,
+        t(r.first_seen),
+        t(r.last_seen),
+        _holds_bits(r.holds),
+    )
+
+
+def _mention_values(r: MentionRow, t: _Bind) -> tuple[Any, ...]:
+    return (r.event_id, r.kind, _key_hash(*r.key), r.role, t(r.event_time), r.run_id)
+
+
+def _event_row(r: Any) -> EventRow:
+    job = _key(r.job_ns, r.job_name)
+    return EventRow(
+        r.event_id,
+        r.event_time,
+        r.kind,
+        r.event_type,
+        r.run_id,
+        job,
+        r.parent_run_id,
+        r.namespace,
+        r.json,
+    )
+
+
+def _edge_row(r: Any) -> EdgeRow:
+    return EdgeRow(
+        (r.job_ns, r.job_name), (r.dataset_ns, r.dataset_name), r.io, r.first_seen, r.declared
+    )
+
+
+def _run_row(r: Any) -> RunRow:
+    return RunRow(
+        r.run_id,
+        _key(r.job_ns, r.job_name),
+        r.first_event,
+        r.last_event,
+        Ranked(r.state_rank, r.state_value),
+        r.started_at,
+        r.ended_at,
+        r.parent_run_id,
+        r.root_run_id,
+        r.heartbeat_s,
+    )
+
+
+def _column_row(r: Any) -> ColumnEdgeRow:
+    return ColumnEdgeRow(
+        FieldRef(r.output_ns, r.output_dataset, r.output_field),
+        FieldRef(r.input_ns, r.input_dataset, r.input_field),
+        _key(r.job_ns, r.job_name),
+        r.first_seen,
+        Ranked(r.info_rank, r.info_value),
+    )
+
+
+def _node_row(r: Any) -> NodeRow:
+    return NodeRow(r.kind, (r.ns, r.name), r.first_seen, r.last_seen, _holds_of(r.holds))
+
+
+def _mention_row(r: Any, keys: dict[str, Key]) -> MentionRow:
+    return MentionRow(r.event_id, r.kind, keys[r.node_key], r.role, r.event_time, r.run_id)
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """How one row type is written: its table, its tuple, and whether it merges."""
+
+    table: str
+    row: type
+    values: Callable[[Any, _Bind], tuple[Any, ...]]
+    merges: bool
+
+
+#: The order of writes: events first (the engine's deletion relies on an event's row being no
+#: later than its derived rows; in one transaction that holds), then what they derive.
+_KINDS: tuple[tuple[str, _Kind], ...] = (
+    ("events", _Kind("ev", EventRow, _event_values, merges=False)),
+    ("mentions", _Kind("mention", MentionRow, _mention_values, merges=False)),
+    ("edges", _Kind("edge", EdgeRow, _edge_values, merges=True)),
+    ("runs", _Kind("run", RunRow, _run_values, merges=True)),
+    ("columns", _Kind("coledge", ColumnEdgeRow, _column_values, merges=True)),
+    ("nodes", _Kind("node", NodeRow, _node_values, merges=True)),
+)
+
+
+def _merged(insert: Any, table: sa.Table, row: type, dialect: Dialect) -> Any:
+    """``insert`` as an upsert that joins a row into the stored one by ``row``'s merge rules
+    (:mod:`lineage_sdk.collector.backend`), updating only a row the join changes."""
+    x, sqlite = insert.excluded, dialect.name == "sqlite"
+    set_: dict[str, Any] = {}
+    changes: list[Any] = []
+    for f in fields(row):
+        rule = f.metadata.get("merge", "first")
+        if rule in ("min", "max"):
+            old, new = table.c[f.name], x[f.name]
+            better = new < old if rule == "min" else new > old
+            if sqlite:  # SQLite's scalar min/max answer NULL if an argument is NULL
+                pick = sa.func.min if rule == "min" else sa.func.max
+                set_[f.name] = pick(sa.func.coalesce(old, new), sa.func.coalesce(new, old))
+            else:  # LEAST/GREATEST ignore NULL
+                set_[f.name] = (sa.func.least if rule == "min" else sa.func.greatest)(old, new)
+            changes.append(sa.or_(better, sa.and_(old.is_(None), new.is_not(None))))
+        elif rule == "ranked":
+            rank, value = f"{f.name}_rank", f"{f.name}_value"
+            wins = x[rank] > table.c[rank]
+            set_[rank] = sa.case((wins, x[rank]), else_=table.c[rank])
+            set_[value] = sa.case((wins, x[value]), else_=table.c[value])
+            changes.append(wins)
+        elif rule == "union":
+            joined = table.c[f.name].op("|")(x[f.name])
+            set_[f.name] = joined
+            changes.append(joined != table.c[f.name])
+    return insert.on_conflict_do_update(
+        index_elements=[c.name for c in table.primary_key.columns],
+        set_=set_,
+        where=sa.or_(*changes),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """One row type's compiled statement, and the order its tuples are written in."""
+
+    statement: _Statement
+    order: Callable[[tuple[Any, ...]], Any]
+    #: One statement of column arrays (PostgreSQL, no merge) instead of an ``executemany``.
+    columnar: bool = False
+
+
+def _unnest(table: sa.Table, dialect: Dialect) -> _Statement:
+    """``table``'s insert of one array per column, ignoring stored keys: psycopg's
+    ``executemany`` costs more per row in the client than the server's insert does."""
+    quote = dialect.identifier_preparer.quote
+    types = {UTCDateTime: "timestamptz", sa.Float: "float8", sa.Integer: "int4"}
+    names = ", ".join(quote(c.name) for c in table.columns)
+    arrays = ", ".join(f"%b::{types.get(type(c.type), 'text')}[]" for c in table.columns)
+    # Identifiers from this module's metadata, quoted by the dialect; values are parameters.
+    sql = (
+        f"INSERT INTO {quote(table.name)} ({names}) SELECT * FROM unnest({arrays}) "  # noqa: S608
+        "ON CONFLICT DO NOTHING"
+    )
+    return _Statement(sql, tuple(c.key for c in table.columns), positional=True)
+
+
+def _page(
+    items: list[_T], limit: int | None, offset: int, count: bool, total: Callable[[], int]
+) -> Page[_T]:
+    if not count:
+        return Page(items)
+    return Page.sliced(items, offset=offset, limit=limit, count=total)
+
+
+def _check_page(limit: int | None, offset: int) -> None:
+    if offset < 0 or (limit is not None and limit < 0):
+        raise ValueError(f"limit {limit!r} and offset {offset!r} must not be negative")
+
+
+class _Times(dict[datetime | None, Any]):
+    """Times as bound, each converted once per batch (an event's time recurs in its derived
+    rows); a hit is one C-level lookup."""
+
+    def __init__(self, convert: Callable[[datetime], Any]) -> None:
+        super().__init__({None: None})
+        self._convert = convert
+
+    def __missing__(self, at: datetime) -> Any:
+        found = self[at] = self._convert(at)
+        return found
+
+
+def _utc(at: datetime) -> datetime:
+    """``at`` as :class:`UTCDateTime` binds it on PostgreSQL (aware, UTC)."""
+    return at if at.tzinfo is UTC else at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _sqlite_time(at: datetime) -> str:
+    """``at`` as :class:`UTCDateTime` stores it on SQLite (naive UTC text, microseconds always),
+    formatted directly: SQLAlchemy's two processors per value cost more than the insert."""
+    if at.tzinfo is not None and at.tzinfo is not UTC:
+        at = at.astimezone(UTC)
+    return at.replace(tzinfo=None).isoformat(" ", "microseconds")
+
+
+def _sqlite_functions(dbapi_conn: Any, _record: Any) -> None:
+    """``lineage_lower``: Python's ``str.lower`` (SQLite's ``lower`` folds ASCII only), so
+    ``text`` matches as the memory backend's does."""
+    dbapi_conn.create_function(
+        "lineage_lower", 1, lambda s: None if s is None else str(s).lower(), deterministic=True
+    )
+
+
+class SqlBackend:
+    """SQLite or PostgreSQL rows through one SQLAlchemy engine (see the module docstring)."""
+
+    name = "sql"
+
+    def __init__(self, url: str, *, table_prefix: str = "lineage_", echo: bool = False) -> None:
+        self._url = url
+        self._echo = echo
+        #: What ``lineage-collector check`` shows: the URL without its password.
+        self.address = redact(url)
+        self._metadata = sa.MetaData()
+        self._t = _tables(self._metadata, table_prefix)
+        self._engine: Engine | None = None
+        self._writes: dict[str, dict[str, _Write]] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def _db(self) -> Engine:
+        if self._engine is None:
+            raise StoreError(self.name, "store is not open")
+        return self._engine
+
+    def open(self) -> None:
+        if self._engine is not None:
+            return
+        try:
+            # The sql store's engine: SQLite's private file, WAL, pragmas and BEGIN IMMEDIATE
+            # for writes; PostgreSQL's pool and jit off.
+            engine = SqlStore(self._url, echo=self._echo)._create_engine()
+            if engine.dialect.name == "sqlite":
+                sa.event.listen(engine, "connect", _sqlite_functions)
+            elif engine.dialect.name != "postgresql":
+                engine.dispose()
+                raise StoreError(
+                    self.name, f"unsupported SQL dialect {engine.dialect.name!r}", permanent=True
+                )
+            self._engine = engine
+            try:
+                with engine.begin() as conn:
+                    self._metadata.create_all(conn, checkfirst=True)
+            except sa_exc.IntegrityError:
+                # Another collector created the tables at the same moment: they exist now.
+                with engine.begin() as conn:
+                    self._metadata.create_all(conn, checkfirst=True)
+        except (ConfigError, StoreError):
+            raise
+        except (sa_exc.SQLAlchemyError, ImportError, OSError) as exc:
+            self.close()
+            raise StoreError(self.name, f"cannot open {self.address}: {_reason(exc)}") from None
+
+    def check(self) -> None:
+        with self._reading() as conn:
+            conn.execute(sa.select(sa.literal(1)))
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None
+
+    # -- connections and errors ---------------------------------------------------------------
+
+    def _error(self, exc: sa_exc.SQLAlchemyError) -> StoreError:
+        if isinstance(exc, _TRANSIENT):
+            return StoreError(self.name, f"{self.address}: {_reason(exc)}")
+        # Integrity, data or programming errors repeat identically on every retry.
+        return StoreError(self.name, _reason(exc), permanent=True)
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        try:
+            with self._db.connect() as conn:
+                yield conn
+        except sa_exc.SQLAlchemyError as exc:
+            raise self._error(exc) from None
+
+    def _writing(self, work: Callable[[Connection], _T]) -> _T:
+        """``work`` in one write transaction (SQLite: the write lock taken at BEGIN), done again
+        when PostgreSQL breaks a deadlock by rolling it back."""
+        for attempt in range(_DEADLOCK_RETRIES + 1):
+            try:
+                with self._db.connect() as conn:
+                    conn.execution_options(**{_WRITE_OPTION: True})
+                    with conn.begin():
+                        return work(conn)
+            except sa_exc.OperationalError as exc:
+                if attempt < _DEADLOCK_RETRIES and _deadlock(exc):
+                    continue
+                raise self._error(exc) from None
+            except sa_exc.SQLAlchemyError as exc:
+                raise self._error(exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _compiled(self, dialect: Dialect) -> dict[str, _Write]:
+        """Each row type's statement, compiled once per dialect: ``executemany`` of plain tuples
+        leaves the database's own work alone (SQLAlchemy's per-row parameter processing costs
+        more than the insert)."""
+        found = self._writes.get(dialect.name)
+        if found is not None:
+            return found
+        insert: Any = pg_dialect.insert if dialect.name == "postgresql" else sqlite_dialect.insert
+        if not dialect.positional and dialect.name == "postgresql":
+            # psycopg takes %s with tuples as well as %(name)s with dicts: no dict per row.
+            positional: Any = type(dialect)
+            dialect = positional(paramstyle="format")
+        found = {}
+        for _, kind in _KINDS:
+            table = self._t[kind.table]
+            if kind.merges:
+                stmt = _merged(insert(table), table, kind.row, dialect)
+            else:
+                stmt = insert(table).on_conflict_do_nothing()
+            columns = tuple(c.key for c in table.columns)
+            compiled = stmt.compile(dialect=dialect, column_keys=list(columns))
+            positions = compiled.positiontup
+            if positions is None:  # named parameters (psycopg): bound as dicts
+                statement = _Statement(compiled.string, columns, positional=False)
+            else:
+                order = tuple(columns.index(key) for key in positions)
+                identity = order == tuple(range(len(columns)))
+                statement = _Statement(
+                    compiled.string, columns, positional=True, order=None if identity else order
+                )
+            key = itemgetter(*(columns.index(c.key) for c in table.primary_key.columns))
+            if dialect.driver == "psycopg" and not kind.merges:  # %b: psycopg's binary
+                found[kind.table] = _Write(_unnest(table, dialect), key, columnar=True)
+            else:
+                found[kind.table] = _Write(statement, key)
+        self._writes[dialect.name] = found
+        return found
+
+    def _write(self, conn: Connection, rows: Rows) -> None:
+        dialect = conn.dialect
+        writes = self._compiled(dialect)
+        bind = _Times(_sqlite_time if dialect.name == "sqlite" else _utc).__getitem__
+
+        ordered = dialect.name == "postgresql"  # SQLite has one writer at a time: no deadlock
+        for attr, kind in _KINDS:
+            items: tuple[Any, ...] = getattr(rows, attr)
+            if items:
+                write = writes[kind.table]
+                values = [kind.values(row, bind) for row in items]
+                if ordered:
+                    values.sort(key=write.order)
+                if write.columnar:
+                    arrays = tuple(list(column) for column in zip(*values, strict=True))
+                    conn.exec_driver_sql(write.statement.sql, arrays)
+                else:
+                    conn.exec_driver_sql(write.statement.sql, write.statement.bind(values))
+
+    @staticmethod
+    def _refuse_namespaces(rows: Rows) -> None:
+        """Checked before any write, so a refused batch leaves nothing half-written."""
+        if any(node.kind not in _STORED_KINDS for node in rows.nodes):
+            raise ValueError("NAMESPACE node rows are answered from JOB and DATASET rows")
+
+    def append(self, rows: Rows) -> None:
+        self._refuse_namespaces(rows)
+        if any(getattr(rows, attr) for attr, _ in _KINDS):
+            self._writing(lambda conn: self._write(conn, rows))
+
+    def delete(self, event_ids: Sequence[str]) -> list[EventRow]:
+        ids = sorted(set(event_ids))
+        if not ids:
+            return []
+        ev, mention = self._t["ev"], self._t["mention"]
+
+        def work(conn: Connection) -> list[EventRow]:
+            removed = [
+                _event_row(r)
+                for r in conn.execute(sa.select(ev).where(_within(conn, ev.c.event_id, ids)))
+            ]
+            gone = [r.event_id for r in removed]
+            # By position, the mention key's prefix (an event's mentions carry its time).
+            at = sa.tuple_(mention.c.event_time, mention.c.event_id)
+            for i in range(0, len(removed), _CHUNK // 2):
+                chunk = [r.position for r in removed[i : i + _CHUNK // 2]]
+                conn.execute(sa.delete(mention).where(at.in_(chunk)))
+            if gone:
+                conn.execute(sa.delete(ev).where(_within(conn, ev.c.event_id, gone)))
+            removed.sort(key=lambda r: r.position)
+            return removed
+
+        return self._writing(work)
+
+    def replace(self, touched: Touched, rows: Rows) -> None:
+        self._refuse_namespaces(rows)
+        t = self._t
+        jobs = [_key_hash(*job) for job in touched.jobs]
+        datasets = [_key_hash(*dataset) for dataset in touched.datasets]
+        runs = sorted(touched.runs)
+
+        def work(conn: Connection) -> None:
+            if jobs:
+                conn.execute(sa.delete(t["edge"]).where(_within(conn, t["edge"].c.job_key, jobs)))
+            col = t["coledge"].c
+            gone = []
+            if jobs:
+                gone.append(_within(conn, col.job_key, jobs))
+            if datasets:
+                gone.append(
+                    sa.and_(col.job_key == _NO_JOB, _within(conn, col.output_dataset_key, datasets))
+                )
+            if gone:
+                conn.execute(sa.delete(t["coledge"]).where(sa.or_(*gone)))
+            if runs:
+                conn.execute(sa.delete(t["run"]).where(_within(conn, t["run"].c.run_id, runs)))
+            node = t["node"].c
+            for kind, keys in (("JOB", jobs), ("DATASET", datasets)):
+                if keys:
+                    conn.execute(
+                        sa.delete(t["node"]).where(
+                            node.kind == kind, _within(conn, node.node_key, keys)
+                        )
+                    )
+            self._write(conn, rows)
+
+        self._writing(work)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def edges(
+        self,
+        end: Literal["JOB", "DATASET"],
+        keys: Collection[Key],
+        io: Io,
+        *,
+        until: datetime | None = None,
+    ) -> Iterable[EdgeRow]:
+        if end not in ("JOB", "DATASET"):
+            raise ValueError(f"edges end must be JOB or DATASET, not {end!r}")
+        if not keys:
+            return []
+        edge = self._t["edge"]
+        column = edge.c.job_key if end == "JOB" else edge.c.dataset_key
+        with self._reading() as conn:
+            query = sa.select(edge).where(
+                _within(conn, column, [_key_hash(*k) for k in keys]), edge.c.io == io
+            )
+            if until is not None:
+                query = query.where(edge.c.first_seen < until)
+            rows = [_edge_row(r) for r in conn.execute(query)]
+        rows.sort(key=lambda r: (r.job, r.dataset))
+        return rows
+
+    def nodes(
+        self,
+        kind: NodeKind,
+        *,
+        keys: Collection[Key] | None = None,
+        namespace: str | None = None,
+        text: str | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        count: bool = False,
+    ) -> Page[NodeRow]:
+        _check_page(limit, offset)
+        if kind == "NAMESPACE":
+            return self._namespaces(keys, namespace, text, until, limit, offset, count)
+        node = self._t["node"]
+        if keys is not None and not keys:
+            return Page([], 0)
+        with self._reading() as conn:
+            query = sa.select(node).where(node.c.kind == kind)
+            if keys is not None:
+                query = query.where(_within(conn, node.c.node_key, [_key_hash(*k) for k in keys]))
+            if namespace is not None:  # the prefix first: what the order index holds
+                query = query.where(_prefix(node.c.ns) == _prefix(sa.literal(namespace)))
+                query = query.where(node.c.ns == namespace)
+            if text is not None:
+                query = query.where(
+                    _lower(conn, node.c.name).contains(text.lower(), autoescape=True)
+                )
+            if until is not None:
+                query = query.where(node.c.first_seen < until)
+            order = (_prefix(node.c.ns), node.c.ns, _prefix(node.c.name), node.c.name)
+            return self._paged(conn, query, order, limit, offset, count, _node_row)
+
+    def _namespaces(
+        self,
+        keys: Collection[Key] | None,
+        namespace: str | None,
+        text: str | None,
+        until: datetime | None,
+        limit: int | None,
+        offset: int,
+        count: bool,
+    ) -> Page[NodeRow]:
+        """One row per namespace holding a JOB or DATASET row first seen before ``until``; its
+        name is "", so only an empty ``text`` matches it."""
+        names = None if keys is None else sorted({ns for ns, name in keys if name == ""})
+        if (names is not None and not names) or (text is not None and text.lower()):
+            return Page([], 0)
+        c = self._t["node"].c
+        holds = [
+            sa.func.max(sa.case((c.kind == kind, _HOLDS_BITS[kind]), else_=0)).label(kind)
+            for kind in _STORED_KINDS
+        ]
+        query = sa.select(
+            c.ns,
+            sa.func.min(c.first_seen).label("first_seen"),
+            sa.func.max(c.last_seen).label("last_seen"),
+            *holds,
+        ).where(c.kind.in_(_STORED_KINDS))
+        with self._reading() as conn:
+            if names is not None:
+                query = query.where(_within(conn, c.ns, names))
+            if namespace is not None:
+                query = query.where(c.ns == namespace)
+            if until is not None:
+                query = query.where(c.first_seen < until)
+            query = query.group_by(c.ns)
+
+            def row(r: Any) -> NodeRow:
+                bits = sum(getattr(r, kind) for kind in _STORED_KINDS)
+                return NodeRow("NAMESPACE", (r.ns, ""), r.first_seen, r.last_seen, _holds_of(bits))
+
+            return self._paged(conn, query, (c.ns,), limit, offset, count, row)
+
+    def runs(
+        self,
+        *,
+        jobs: Collection[Key] | None = None,
+        run_ids: Collection[str] | None = None,
+        parent: str | None = None,
+        until: datetime | None = None,
+        latest: int | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        count: bool = False,
+    ) -> Page[RunRow]:
+        if latest is not None and latest < 0:
+            raise ValueError(f"latest must not be negative, not {latest!r}")
+        _check_page(limit, offset)
+        run = self._t["run"]
+        job_keys = None if jobs is None else [_key_hash(*j) for j in jobs if j is not None]
+        if (job_keys is not None and not job_keys) or (run_ids is not None and not run_ids):
+            return Page([], 0)
+        with self._reading() as conn:
+            where: list[Any] = []
+            if job_keys is not None:
+                where.append(_within(conn, run.c.job_key, job_keys))
+            if run_ids is not None:
+                where.append(_within(conn, run.c.run_id, list(run_ids)))
+            if parent is not None:
+                where.append(run.c.parent_run_id == parent)
+            if latest is None:
+                if until is not None:
+                    where.append(run.c.first_event < until)
+                found: Any = run
+                query = sa.select(run).where(*where)
+            else:
+                found = self._latest(where, until, latest).subquery()
+                query = sa.select(found)
+            c = found.c
+            order = (
+                sa.func.coalesce(c.started_at, c.first_event).desc(),
+                c.run_id,
+                c.job_ns.is_(None),
+                c.job_ns,
+                c.job_name,
+            )
+            return self._paged(conn, query, order, limit, offset, count, _run_row)
+
+    def _latest(self, where: list[Any], until: datetime | None, latest: int) -> Any:
+        """Per job the ``latest`` runs of the greatest last event (before ``until``; ties: the
+        least run id), plus the runs spanning ``until``."""
+        run = self._t["run"]
+        ended = [*where] if until is None else [*where, run.c.last_event < until]
+        number = (
+            sa.func.row_number()
+            .over(partition_by=run.c.job_key, order_by=(run.c.last_event.desc(), run.c.run_id))
+            .label("n")
+        )
+        ranked = sa.select(run, number).where(*ended).subquery()
+        top = sa.select(*(ranked.c[c.name] for c in run.columns)).where(ranked.c.n <= latest)
+        if until is None:
+            return top
+        spanning = sa.select(run).where(
+            *where, run.c.first_event < until, run.c.last_event >= until
+        )
+        return sa.union_all(top, spanning)
+
+    def events(
+        self,
+        *,
+        ids: Collection[str] | None = None,
+        run_ids: Collection[str] | None = None,
+        jobs: Collection[Key] | None = None,
+        kinds: Collection[EventKind] | None = None,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: Position | None = None,
+        descending: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+        count: bool = False,
+    ) -> Page[EventRow]:
+        _check_page(limit, offset)
+        if any(f is not None and not f for f in (ids, run_ids, jobs, kinds)):
+            return Page([], 0)
+        c = self._t["ev"].c
+        with self._reading() as conn:
+            where: list[Any] = []
+            if ids is not None:
+                where.append(_within(conn, c.event_id, list(ids)))
+            if run_ids is not None:
+                where.append(_within(conn, c.run_id, list(run_ids)))
+            if jobs is not None:
+                where.append(_within(conn, c.job_key, [_key_hash(*j) for j in jobs]))
+            if kinds is not None:
+                where.append(c.kind.in_(sorted(set(kinds))))
+            if namespace is not None:
+                where += [c.ns_key == _ns_hash(namespace), c.namespace == namespace]
+            if since is not None:
+                where.append(c.event_time >= since)
+            if until is not None:
+                where.append(c.event_time < until)
+            if after is not None:
+                at, event_id = after
+                sooner = c.event_time < at if descending else c.event_time > at
+                where.append(sa.or_(sooner, sa.and_(c.event_time == at, c.event_id > event_id)))
+            query = sa.select(self._t["ev"]).where(*where)
+            order = (c.event_time.desc() if descending else c.event_time, c.event_id)
+            return self._paged(conn, query, order, limit, offset, count, _event_row)
+
+    def mentions(
+        self,
+        kind: NodeKind,
+        keys: Collection[Key],
+        *,
+        roles: Collection[Role] | None = None,
+        until: datetime | None = None,
+    ) -> Iterable[MentionRow]:
+        if not keys or (roles is not None and not roles):
+            return []
+        c = self._t["mention"].c
+        hashes = {_key_hash(*k): (k[0], k[1]) for k in keys}
+        with self._reading() as conn:
+            query = sa.select(self._t["mention"]).where(
+                c.kind == kind, _within(conn, c.node_key, list(hashes))
+            )
+            if roles is not None:
+                query = query.where(c.role.in_(sorted(set(roles))))
+            if until is not None:
+                query = query.where(c.event_time < until)
+            rows = [_mention_row(r, hashes) for r in conn.execute(query)]
+        rows.sort(key=lambda r: (r.event_time, r.event_id, r.key, r.role))
+        return rows
+
+    def column_edges(
+        self,
+        *,
+        outputs: Collection[FieldRef] | None = None,
+        inputs: Collection[FieldRef] | None = None,
+        datasets: Collection[Key] | None = None,
+        until: datetime | None = None,
+    ) -> Iterable[ColumnEdgeRow]:
+        if any(f is not None and not f for f in (outputs, inputs, datasets)):
+            return []
+        table = self._t["coledge"]
+        c = table.c
+        with self._reading() as conn:
+            query = sa.select(table)
+            if outputs is not None:
+                query = query.where(_within(conn, c.output_key, [_field_hash(f) for f in outputs]))
+            if inputs is not None:
+                query = query.where(_within(conn, c.input_key, [_field_hash(f) for f in inputs]))
+            if datasets is not None:
+                hashes = [_key_hash(*d) for d in datasets]
+                query = query.where(
+                    sa.or_(
+                        _within(conn, c.output_dataset_key, hashes),
+                        _within(conn, c.input_dataset_key, hashes),
+                    )
+                )
+            if until is not None:
+                query = query.where(c.first_seen < until)
+            rows = [_column_row(r) for r in conn.execute(query)]
+        rows.sort(key=lambda r: (r.output, r.input, r.job is None, r.job or ("", "")))
+        return rows
+
+    @staticmethod
+    def _paged(
+        conn: Connection,
+        query: Any,
+        order: Sequence[Any],
+        limit: int | None,
+        offset: int,
+        count: bool,
+        row: Callable[[Any], _T],
+    ) -> Page[_T]:
+        """One page of ``query`` in ``order``; with ``count``, the whole answer's size (counted
+        only when the page cannot tell it)."""
+        items: list[_T] = []
+        if limit != 0:
+            paged = query.order_by(*order).limit(limit).offset(offset or None)
+            items = [row(r) for r in conn.execute(paged)]
+
+        def total() -> int:
+            counted = sa.select(sa.func.count()).select_from(query.order_by(None).subquery())
+            return int(conn.execute(counted).scalar_one())
+
+        return _page(items, limit, offset, count, total)
+
+
+def _lower(conn: Connection, column: Any) -> Any:
+    """``column`` in lower case as Python folds it (SQLite: ``_sqlite_functions``; PostgreSQL:
+    ``lower`` under the database's own locale, not the column's C collation)."""
+    if conn.dialect.name == "sqlite":
+        return sa.func.lineage_lower(column, type_=sa.Text)
+    return sa.func.lower(sa.collate(column, "default"), type_=sa.Text)
+
+
+def _within(conn: Connection, column: Any, values: Collection[str]) -> Any:
+    """``column IN values`` as one parameter at any size (see the module docstring)."""
+    keys = sorted(set(values))
+    if conn.dialect.name != "sqlite" or len(keys) <= _CHUNK:
+        return _member(conn, column, keys)
+    each = sa.func.json_each(sa.bindparam(None, json.dumps(keys), type_=sa.Text))
+    return column.in_(sa.select(each.table_valued("value").c.value))
