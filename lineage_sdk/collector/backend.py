@@ -18,18 +18,21 @@ The promises every backend keeps (the conformance suite checks them):
   exclusive, always. On derived rows, ``until`` bounds ``first_seen`` (runs: ``first_event``).
 * **Filters.** A filter left at None does not filter; an empty collection matches nothing.
   Filters given together must all hold.
-* **Order.** ``events`` and ``mentions`` come by :data:`Position`; ``descending`` sorts by time
-  descending, ties still by event id ascending, and ``after`` (exclusive) keeps what follows the
-  position in the order asked, so paging loses nothing at equal times. ``nodes`` come by
-  (namespace, name); ``runs`` by ``(coalesce(started_at, first_event) desc, run_id, job)``, a
-  None job last. ``edges`` and ``column_edges`` answer sets: their order is free.
+* **Order.** ``events`` come by :data:`Position`; ``descending`` sorts by time descending, ties
+  still by event id ascending, and ``after`` (exclusive) keeps what follows the position in the
+  order asked, so paging loses nothing at equal times. ``nodes`` come by (namespace, name);
+  ``runs`` by ``(coalesce(started_at, first_event) desc, run_id, job)``, a None job last.
+  ``edges``, ``column_edges`` and ``mentions`` answer sets: their order is free.
 * **Pages.** ``limit=None`` is everything and ``limit=0`` nothing; ``count=True`` fills
   :attr:`Page.total` with the size of the whole answer (otherwise ``total`` is the page's
   length), so ``limit=0, count=True`` counts.
-* **Writes.** ``append`` is idempotent per event id and merges derived rows by their rules.
-  ``delete`` removes events and their mentions and returns the removed events. ``replace``
-  removes the derived rows of the touched keys and writes the given ones in their place, atomic
-  against ``append`` of the same keys.
+* **Writes.** ``append`` is idempotent per event id and merges derived rows by their rules; it
+  writes an event's row no later than its derived rows. ``delete`` removes events and the
+  mentions they are the source of (:class:`MentionRow`) and returns the removed events.
+  ``replace`` removes the derived rows of the touched keys and writes the given ones in their
+  place. It need not be atomic against ``append``: the engine reads the touched keys' events
+  again afterwards and appends the rows of any it did not derive
+  (:mod:`lineage_sdk.collector.engine.forget`).
 """
 
 from __future__ import annotations
@@ -178,18 +181,28 @@ class NodeRow:
 
 @dataclass(frozen=True, slots=True)
 class MentionRow:
-    """One event naming one node in one role: what a node's history and a deletion read."""
+    """A run naming a node in a role, first at ``first_seen`` (``source`` ``run``: the run id);
+    or an event without a run (a JobEvent or DatasetEvent) naming it (``source`` ``event``: the
+    event id). What a node's runs, its static events and a deletion read: one row per run, not
+    per event, as a run's events name the same datasets again and again.
 
-    event_id: str = field(metadata=_KEY)
+    A run's mentions are derived rows (``replace`` renews them with the run's); an event's are
+    the event's own and go with it (``delete``)."""
+
+    source: Literal["run", "event"] = field(metadata=_KEY)
+    source_id: str = field(metadata=_KEY)
     kind: NodeKind = field(metadata=_KEY)
     key: Key = field(metadata=_KEY)
     role: Role = field(metadata=_KEY)
-    event_time: datetime = field(metadata=_FIRST)
-    run_id: str | None = field(metadata=_FIRST)
+    first_seen: datetime = field(metadata=_MIN)
 
     @property
-    def position(self) -> Position:
-        return (self.event_time, self.event_id)
+    def run_id(self) -> str | None:
+        return self.source_id if self.source == "run" else None
+
+    @property
+    def event_id(self) -> str | None:
+        return self.source_id if self.source == "event" else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +220,8 @@ class Rows:
 @dataclass(frozen=True, slots=True)
 class Touched:
     """The keys whose derived rows a deletion changes: ``replace`` removes the edges and column
-    edges of ``jobs``, the runs of ``runs``, the nodes of ``jobs`` and ``datasets``, and the
-    column edges without a job whose output lies in ``datasets``."""
+    edges of ``jobs``, the runs and run mentions of ``runs``, the nodes of ``jobs`` and
+    ``datasets``, and the column edges without a job whose output lies in ``datasets``."""
 
     jobs: frozenset[Key] = frozenset()
     datasets: frozenset[Key] = frozenset()
@@ -416,7 +429,7 @@ class LineageBackend(Protocol):
         roles: Collection[Role] | None = None,
         until: datetime | None = None,
     ) -> Iterable[MentionRow]:
-        """The mentions of these nodes, by position."""
+        """The mentions of these nodes (``until`` bounds ``first_seen``)."""
 
     def column_edges(
         self,
@@ -429,8 +442,9 @@ class LineageBackend(Protocol):
         """Column edges by output field, input field, or a dataset on either side."""
 
     def delete(self, event_ids: Sequence[str]) -> list[EventRow]:
-        """Remove these events (absent ones are ignored) and their mentions; the removed."""
+        """Remove these events (absent ones are ignored) and the mentions whose source they are;
+        the removed events, by position."""
 
     def replace(self, touched: Touched, rows: Rows) -> None:
-        """Remove the derived rows of ``touched`` and write ``rows`` in their place, atomically
-        against an ``append`` of the same keys."""
+        """Remove the derived rows of ``touched`` and write ``rows`` in their place (not atomic
+        against ``append``: see Writes above)."""

@@ -26,6 +26,7 @@ from lineage_sdk.collector.backend import (
     Rows,
     RunRow,
     Touched,
+    key_of,
 )
 from lineage_sdk.collector.store import FieldRef, Page
 from lineage_sdk.collector.stores.memory import MemoryBackend
@@ -89,7 +90,13 @@ def column(out: FieldRef, inp: FieldRef, job: Any, s: float, rank: str = "a") ->
 
 
 def mention(event_id: str, kind: Any, key: Any, role: Any, s: float) -> MentionRow:
-    return MentionRow(event_id, kind, key, role, at(s), None)
+    """A run-less event's mention (a JobEvent's or a DatasetEvent's)."""
+    return MentionRow("event", event_id, kind, key, role, at(s))
+
+
+def run_mention(run_id: str, kind: Any, key: Any, role: Any, s: float) -> MentionRow:
+    """A run's mention: a derived row, its first time the least of its events'."""
+    return MentionRow("run", run_id, kind, key, role, at(s))
 
 
 def backend(*batches: Rows) -> MemoryBackend:
@@ -145,9 +152,17 @@ def test_append_is_idempotent_per_event_id_and_mention_key():
     store.append(Rows(events=(event("e2", 2, run="r9", job=J3, ns="ns"),)))
     assert list(store.events(ids=["e2"])) == [bare]
     assert list(store.events(run_ids=["r9"])) == [] and list(store.events(namespace="ns")) == []
-    m2 = MentionRow("e2", "JOB", J1, "parent", at(2), None)
-    store.append(Rows(mentions=(m2, MentionRow("e2", "JOB", J1, "parent", at(2), "r9"))))
-    assert list(store.mentions("JOB", [J1])) == [m, m2]
+    m2 = mention("e2", "JOB", J1, "parent", 2)
+    store.append(Rows(mentions=(m2, mention("e2", "JOB", J1, "parent", 3))))
+    assert sorted(store.mentions("JOB", [J1]), key=key_of) == [m, m2]
+    # A run's mention merges by its rule: the least first time, in any order.
+    for times in ((5, 4, 6), (6, 4, 5)):
+        runs = backend(
+            Rows(mentions=tuple(run_mention("r1", "DATASET", D1, "input", t) for t in times))
+        )
+        assert list(runs.mentions("DATASET", [D1])) == [
+            run_mention("r1", "DATASET", D1, "input", 4)
+        ]
 
 
 def test_run_rows_merge_by_their_rules_in_any_order():
@@ -212,6 +227,7 @@ def test_delete_returns_the_removed_events_and_removes_their_mentions():
                 mention("e1", "JOB", J1, "parent", 3),
                 mention("e2", "JOB", J1, "parent", 1),
                 mention("e1", "DATASET", D1, "input", 3),
+                run_mention("e1", "DATASET", D2, "input", 3),  # a run whose id is an event's
             ),
         )
     )
@@ -223,6 +239,8 @@ def test_delete_returns_the_removed_events_and_removes_their_mentions():
     assert list(store.events(since=at(0), until=at(10))) == [e3]
     assert list(store.mentions("JOB", [J1])) == []
     assert list(store.mentions("DATASET", [D1])) == []
+    # A run's mentions are derived rows: only replace renews them, never delete.
+    assert list(store.mentions("DATASET", [D2])) == [run_mention("e1", "DATASET", D2, "input", 3)]
     store.append(Rows(events=(e1,)))  # a deleted id can be written again
     assert ids(store.events()) == ["e3", "e1"]
 
@@ -235,10 +253,14 @@ def test_replace_removes_exactly_the_touched_rows_and_writes_the_new_ones():
     )
     e = event("e1", 1, run="r1", job=J1)
     m = mention("e1", "JOB", J1, "parent", 1)
+    of_r1, of_r2 = (
+        run_mention("r1", "DATASET", D1, "input", 1),
+        run_mention("r2", "DATASET", D1, "input", 1),
+    )
     store = backend(
         Rows(
             events=(e,),
-            mentions=(m,),
+            mentions=(m, of_r1, of_r2),
             edges=(
                 EdgeRow(J1, D1, "in", at(1), None),
                 EdgeRow(J1, D2, "out", at(1), None),
@@ -261,8 +283,15 @@ def test_replace_removes_exactly_the_touched_rows_and_writes_the_new_ones():
     )
     touched = Touched(jobs=frozenset({J1}), datasets=frozenset({D1}), runs=frozenset({"r1"}))
     fresh = EdgeRow(J1, D3, "in", at(4), None)
+    renewed = run_mention("r1", "DATASET", D2, "output", 3)
     store.replace(
-        touched, Rows(edges=(fresh,), runs=(run("r1", J1, 3, 4),), nodes=(node("JOB", J1, 3),))
+        touched,
+        Rows(
+            edges=(fresh,),
+            runs=(run("r1", J1, 3, 4),),
+            nodes=(node("JOB", J1, 3),),
+            mentions=(renewed,),
+        ),
     )
     assert [
         (r.job, r.dataset, r.io) for io in ("in", "out") for r in store.edges("JOB", JOBS, io)
@@ -281,6 +310,9 @@ def test_replace_removes_exactly_the_touched_rows_and_writes_the_new_ones():
     assert [(n.key, n.first_seen) for n in store.nodes("JOB")] == [(J1, at(3)), (J2, at(1))]
     assert [n.key for n in store.nodes("DATASET")] == [D2]
     assert list(store.events()) == [e] and list(store.mentions("JOB", [J1])) == [m]
+    # The touched run's mentions are renewed; another run's and an event's stay.
+    assert list(store.mentions("DATASET", [D1])) == [of_r2]
+    assert list(store.mentions("DATASET", [D2])) == [renewed]
 
 
 # -- filters and time bounds -----------------------------------------------------------------------

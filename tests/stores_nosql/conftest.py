@@ -29,7 +29,9 @@ from servers import (
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document import DocumentLineageStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.collector.stores.sql_backend import SqlBackend
@@ -160,8 +162,9 @@ def _drop_tables(url: str, prefix: str) -> None:
 def make_store(
     tmp_path: Path, pg_database: str, mongo: MongoTarget, graph_target: GraphTarget
 ) -> Iterator[StoreFactory]:
-    """``make_store(kind)``: a fresh, open, empty store (memory, sqlite, postgres, sqlite-rows and
-    postgres-rows (the engine over the sql backend), document or graph), removed after the test."""
+    """``make_store(kind)``: a fresh, open, empty store (memory, sqlite, postgres, document or
+    graph; sqlite-rows, postgres-rows, document-rows and graph-rows: the engine over the new
+    backends), removed after the test."""
     cleanups: list[Callable[[], None]] = []
 
     def make(kind: str) -> Any:
@@ -180,6 +183,19 @@ def make_store(
             prefix = f"r{uid()}_"
             store = EngineStore(SqlBackend(pg_database, table_prefix=prefix))
             extra.append(lambda: _drop_tables(pg_database, prefix))
+        elif kind == "document-rows":
+            document = DocumentBackend(
+                ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
+                collection_name=f"b_{uid()}",
+            )
+            store = EngineStore(document)
+            extra.append(document.drop)
+        elif kind == "graph-rows":
+            if graph_target.kind != "falkordb":
+                pytest.skip("needs a graph per store (FalkorDB)")
+            runner = graph_target.runner(f"gb_{uid()}")
+            store = EngineStore(GraphBackend(runner=runner))
+            extra.append(runner.drop)  # type: ignore[attr-defined]
         elif kind == "document":
             store = DocumentLineageStore(
                 ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),

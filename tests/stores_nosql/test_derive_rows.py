@@ -15,22 +15,21 @@ from test_backend_answers import RECORDS
 from lineage_sdk.collector.backend import Rows, key_of, merge
 from lineage_sdk.collector.engine import derive
 
-_TYPES = ("edges", "runs", "columns", "nodes")
+_TYPES = ("edges", "runs", "columns", "nodes", "mentions")
 
 
 def _by_key(rows: Rows) -> dict[str, dict[tuple[Any, ...], Any]]:
-    return {t: {key_of(r): r for r in getattr(rows, t)} for t in (*_TYPES, "events", "mentions")}
+    return {t: {key_of(r): r for r in getattr(rows, t)} for t in (*_TYPES, "events")}
 
 
 def _merged_one_by_one(records: list[Any]) -> dict[str, dict[tuple[Any, ...], Any]]:
-    """Each event derived alone, the rows joined by the generic rules; events and mentions
-    first-wins."""
-    out: dict[str, dict[tuple[Any, ...], Any]] = {t: {} for t in (*_TYPES, "events", "mentions")}
+    """Each event derived alone, the rows joined by the generic rules; events first-wins."""
+    out: dict[str, dict[tuple[Any, ...], Any]] = {t: {} for t in (*_TYPES, "events")}
     for record in records:
         for kind, rows in _by_key(derive([record])).items():
             for key, row in rows.items():
                 old = out[kind].get(key)
-                if kind in ("events", "mentions"):
+                if kind == "events":
                     out[kind].setdefault(key, row)
                 else:
                     out[kind][key] = row if old is None else merge(old, row)
@@ -53,3 +52,6 @@ def test_derive_sorts_rows_by_key_and_counts_an_event_once() -> None:
     assert [e.event_id for e in rows.events] == sorted(e.event_id for e in rows.events)
     assert [key_of(e) for e in rows.edges] == sorted(key_of(e) for e in rows.edges)
     assert len(rows.mentions) == len({key_of(m) for m in rows.mentions})
+    # one mention per run and dataset role, not per event: START and COMPLETE name them twice
+    runs = {r.run_id for r in RECORDS if r.run_id}
+    assert {m.source_id for m in rows.mentions if m.source == "run"} <= runs

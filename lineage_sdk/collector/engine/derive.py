@@ -14,8 +14,9 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
   which still dates the row), start, end, parent and root run, heartbeat interval.
 * **Column edges.** One row per (output field, input field, job) of the ``columnLineage``
   facets (:func:`~lineage_sdk.collector.columns.column_edges`), the latest statement's info.
-* **Mentions.** One row per (event, node, role) but an event's own job (``events(jobs=...)``
-  finds those): what a node's history and a deletion read.
+* **Mentions.** One row per (run, node, role), or per (event, node, role) for an event
+  without a run, but none for an event's own job (``events(jobs=...)`` finds those): what a
+  node's runs, its static events and a deletion read.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
     edges: dict[tuple[Key, Key, str], list[datetime | None]] = {}
     runs: dict[tuple[str, Key | None], list[Any]] = {}
     columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]] = {}
-    mentions: list[MentionRow] = []
+    mentions: dict[tuple[str, str, NodeKind, Key, Role], datetime] = {}
     for rec in records:
         eid = rec.event_id
         if eid in events:
@@ -127,9 +128,13 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                     else:
                         edge[0] = _least(edge[0], at)
                         edge[1] = _least(edge[1], declared)
+        source, source_id = ("run", run_id) if run_id else ("event", eid)
         for kind, key, role in named:
             if role is not None:
-                mentions.append(MentionRow(eid, kind, key, role, at, run_id))
+                mention = (source, source_id, kind, key, role)
+                first = mentions.get(mention)
+                if first is None or at < first:
+                    mentions[mention] = at
             seen = nodes.get((kind, key))
             if seen is None:
                 nodes[(kind, key)] = [at, at]
@@ -170,7 +175,10 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             NodeRow(kind, key, first, last, frozenset())
             for (kind, key), (first, last) in sorted(nodes.items())
         ),
-        mentions=tuple(sorted(mentions, key=lambda m: (m.event_id, m.kind, m.key, m.role))),
+        mentions=tuple(
+            MentionRow(*mention, first)  # type: ignore[arg-type]
+            for mention, first in sorted(mentions.items())
+        ),
     )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import orjson
 
-from lineage_sdk.collector.backend import EventRow, LineageBackend, Rows, Touched
+from lineage_sdk.collector.backend import EventRow, LineageBackend, MentionRow, Rows, Touched
 from lineage_sdk.collector.engine.derive import derive, record_of
 from lineage_sdk.collector.store import event_mentions
 
@@ -42,16 +42,22 @@ def touched_by(removed: Sequence[EventRow]) -> Touched:
 
 
 def _remaining(backend: LineageBackend, touched: Touched) -> dict[str, EventRow]:
-    """Every stored event that takes part in a row of a touched key."""
+    """Every stored event that takes part in a row of a touched key: the touched jobs' and
+    runs' events, and those of the runs (and run-less events) that name a touched dataset or
+    have a touched job as their parent."""
     found: dict[str, EventRow] = {}
+    runs: set[str] = set(touched.runs)
     ids: set[str] = set()
+    named: list[MentionRow] = []
     if touched.jobs:
         found.update((r.event_id, r) for r in backend.events(jobs=touched.jobs))
-        ids.update(m.event_id for m in backend.mentions("JOB", touched.jobs, roles=["parent"]))
+        named += backend.mentions("JOB", touched.jobs, roles=["parent"])
     if touched.datasets:
-        ids.update(m.event_id for m in backend.mentions("DATASET", touched.datasets))
-    if touched.runs:
-        found.update((r.event_id, r) for r in backend.events(run_ids=touched.runs))
+        named += backend.mentions("DATASET", touched.datasets)
+    for mention in named:
+        (runs if mention.source == "run" else ids).add(mention.source_id)
+    if runs:
+        found.update((r.event_id, r) for r in backend.events(run_ids=runs))
     ids.difference_update(found)
     if ids:
         found.update((r.event_id, r) for r in backend.events(ids=ids))
@@ -64,6 +70,7 @@ def _of_touched(rows: Rows, touched: Touched) -> Rows:
     return Rows(
         edges=tuple(e for e in rows.edges if e.job in jobs),
         runs=tuple(r for r in rows.runs if r.run_id in touched.runs),
+        mentions=tuple(m for m in rows.mentions if m.run_id in touched.runs),
         columns=tuple(
             c
             for c in rows.columns

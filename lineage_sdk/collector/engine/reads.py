@@ -324,7 +324,8 @@ class Engine:
         if jobs:
             rows.update((r.event_id, r) for r in b.events(jobs=list(jobs), kinds=["job"]))
         if datasets:
-            ids = {m.event_id for m in b.mentions("DATASET", list(datasets), roles=["dataset"])}
+            found = b.mentions("DATASET", list(datasets), roles=["dataset"])
+            ids = {m.source_id for m in found if m.source == "event"}
             if ids:
                 rows.update((r.event_id, r) for r in b.events(ids=ids))
         return _loads(sorted(rows.values(), key=lambda r: r.position))

@@ -6,25 +6,27 @@ One collection per row type, ``{name}_events``, ``_mentions``, ``_edges``, ``_ru
 their names; a time is integer microseconds since the epoch (a BSON date holds milliseconds,
 and the contract is exact to the µs), a :class:`Ranked` is two fields ``<name>_r`` and
 ``<name>_v``, and keys, sets and field references are arrays. Index fields beside them: ``xj``
-(the job's key text), ``xd``, ``xn`` (a mention's node), ``xo``/``xi``/``xod``/``xid`` (a
-column edge's fields and datasets), ``xns``/``xn``/``xl`` (a node's namespace, name and lower
-case name). Events also keep ``at``, their time as a BSON date, for people reading the data.
+(the job's key text), ``xd``, ``xn``/``xs`` (a mention's node and its source, ``["run",id]``
+or ``["event",id]``), ``xo``/``xi``/``xod``/``xid`` (a column edge's fields and datasets),
+``xns``/``xn``/``xl`` (a node's namespace, name and lower case name). Events also keep ``at``,
+their time as a BSON date, for people reading the data.
 
-**Writes.** ``append`` inserts events, then mentions, with ``insert_many(ordered=False)``:
-duplicate keys (E11000) are a redelivery, the first write wins. Then each derived row is one
-upsert whose update pipeline applies the field's merge rule (``$min``, ``$max``,
-``$setUnion``, and for ``ranked`` a ``$cond`` on the stored rank beside a ``$max`` of it), which
-the server runs atomically per document: any order of appends and any number of concurrent
-writers converge (lattice joins). An upsert that loses the insert race to another writer is
-retried as an update (``DocumentLineageStore._bulk_upsert``).
+**Writes.** ``append`` inserts events with ``insert_many(ordered=False)``: duplicate keys
+(E11000) are a redelivery, the first write wins. Then each derived row, mentions included, is
+one upsert applying the fields' merge rules (``$min``, ``$max``, ``$addToSet``, and for
+``ranked`` a ``$cond`` on the stored rank beside a ``$max`` of it), which the server runs
+atomically per document: any order of appends and any number of concurrent writers converge
+(lattice joins). An upsert that loses the insert race to another writer is retried as an update
+(``DocumentLineageStore._bulk_upsert``).
 
-**Replace is not a transaction.** It deletes the touched keys' derived rows, then writes the
-given rows as ``append`` does. An ``append`` of a touched key that lands after the delete merges
-with what ``replace`` writes (a join: nothing lost); one that lands before it is deleted with
-the old rows, but its event row was written before its derived rows, so the engine's re-read of
-the touched keys after ``replace`` (:mod:`lineage_sdk.collector.engine.forget`) finds the event
-and appends its rows again. That re-read, and events-before-derived-rows here, is what this
-backend relies on instead of the old store's lease.
+**Replace is not a transaction.** It deletes the touched keys' derived rows (a touched run's
+mentions among them, by ``xs``), then writes the given rows as ``append`` does. An ``append`` of
+a touched key that lands after the delete merges with what ``replace`` writes (a join: nothing
+lost); one that lands before it is deleted with the old rows, but its event row was written
+before its derived rows, so the engine's re-read of the touched keys after ``replace``
+(:mod:`lineage_sdk.collector.engine.forget`) finds the event and appends its rows again. That
+re-read, and events-before-derived-rows here, is what this backend relies on instead of the old
+store's lease.
 
 **Reads** answer the contract as :class:`~lineage_sdk.collector.stores.memory.MemoryBackend`
 does, and use its choices where the contract is silent (the Python-side folds are the
@@ -175,6 +177,16 @@ def _upsert(row: Any, extra: Mapping[str, Any]) -> Any:
     return UpdateOne(where, [{"$set": s}], upsert=True)
 
 
+def _stored(row: Any) -> _Doc:
+    """A row as inserted: :func:`_encode` without the None of ``min``/``max`` fields, which an
+    upsert leaves unset (a stored null would win every later ``$min``)."""
+    doc = _encode(row)
+    for f in fields(row):
+        if f.metadata.get("merge") in ("min", "max") and doc.get(f.name, 0) is None:
+            del doc[f.name]
+    return doc
+
+
 def _key_values(row: Any) -> list[Any]:
     return [getattr(row, f.name) for f in fields(row) if f.metadata.get("merge") == "key"]
 
@@ -238,7 +250,7 @@ class DocumentBackend:
                 [("xj", ASCENDING), at],
                 [("namespace", ASCENDING), at, eid],
             ],
-            "mentions": [[("xn", ASCENDING), at], [("event_id", ASCENDING)]],
+            "mentions": [[("xn", ASCENDING), ("first_seen", ASCENDING)], [("xs", ASCENDING)]],
             "edges": [[("io", ASCENDING), (end, ASCENDING)] for end in ("xj", "xd")],
             "runs": [[(f, ASCENDING)] for f in ("xj", "run_id", "parent_run_id")],
             "columns": [[(f, ASCENDING)] for f in ("xo", "xi", "xod", "xid", "xj")],
@@ -264,19 +276,20 @@ class DocumentBackend:
     # -- writes --------------------------------------------------------------------------------
 
     def append(self, rows: Rows) -> None:
-        """Events first (see the module docstring), then their mentions and derived rows. (One
-        thread per collection was no faster on SecantusDB, which serves writes one at a time:
-        13.2 s against 12.5 s for 5,000 events.)"""
+        """Events first (see the module docstring), then the derived rows, mentions among them.
+        (One thread per collection was no faster on SecantusDB, which serves writes one at a
+        time: 13.2 s against 12.5 s for 5,000 events, with a mention row per event then.)"""
         _refuse_namespaces(rows)
         events = [
             {"_id": r.event_id, **_encode(r), "at": r.event_time, "xj": _opt(r.job)}
             for r in rows.events
         ]
         self._insert("events", events)
-        mentions = [
-            {"_id": _k(*_key_values(m)), **_encode(m), "xn": _k(m.kind, m.key)}
-            for m in rows.mentions
-        ]
+        self._insert_or_join(
+            "mentions",
+            rows.mentions,
+            [{"xn": _k(m.kind, m.key), "xs": _k(m.source, m.source_id)} for m in rows.mentions],
+        )
         edges = [_upsert(e, {"xj": _k(*e.job), "xd": _k(*e.dataset)}) for e in rows.edges]
         runs = [_upsert(r, {"xj": _opt(r.job)}) for r in rows.runs]
         columns = [
@@ -296,16 +309,16 @@ class DocumentBackend:
             _upsert(n, {"xns": n.key[0], "xn": n.key[1], "xl": n.key[1].lower()})
             for n in rows.nodes
         ]
-        self._insert("mentions", mentions)
         for kind, ops in (("edges", edges), ("runs", runs), ("columns", columns), ("nodes", nodes)):
             self._upsert_all(kind, ops)
 
-    def _insert(self, kind: str, docs: list[_Doc]) -> None:
-        """Insert-if-absent: a duplicate ``_id`` is a redelivery and keeps the first write."""
+    def _insert(self, kind: str, docs: list[_Doc]) -> list[int]:
+        """Insert-if-absent: a duplicate ``_id`` keeps the first write (for an event, a
+        redelivery). The indexes in ``docs`` of those already there."""
         from pymongo.errors import BulkWriteError
 
         if not docs:
-            return
+            return []
         try:
             with self._errors(f"insert {kind}"):
                 self._coll(kind).insert_many(docs, ordered=False)
@@ -319,6 +332,20 @@ class DocumentBackend:
                 e.get("code") != DUPLICATE_KEY for e in errors
             ):
                 raise
+            return sorted(int(e["index"]) for e in errors)
+        return []
+
+    def _insert_or_join(self, kind: str, rows: Sequence[Any], extra: Sequence[_Doc]) -> None:
+        """Rows mostly new (one per run): inserted, and only those whose key is already there
+        upserted by their merge rules. The same join as upserting all (absent, a row is its own
+        join; a concurrent writer's insert makes ours a duplicate, then merged), at a fraction
+        of the cost on SecantusDB, where an upsert costs several inserts (see ``append``)."""
+        docs = [
+            {"_id": _k(*_key_values(row)), **_stored(row), **more}
+            for row, more in zip(rows, extra, strict=True)
+        ]
+        there = self._insert(kind, docs)
+        self._upsert_all(kind, [_upsert(rows[i], extra[i]) for i in there])
 
     def _upsert_all(self, kind: str, ops: list[Any]) -> None:
         if ops:
@@ -327,7 +354,9 @@ class DocumentBackend:
     def delete(self, event_ids: Sequence[str]) -> list[EventRow]:
         ids = sorted(set(event_ids))
         removed = [_decode(EventRow, d) for d in self._select("events", {}, "_id", ids)]
-        self._delete("mentions", "event_id", ids)
+        # The events' own mentions before the events: a retry after a failure between the two
+        # still finds the events (and returns them).
+        self._delete("mentions", "xs", [_k("event", i) for i in ids])
         self._delete("events", "_id", ids)
         removed.sort(key=lambda r: r.position)
         return removed
@@ -339,6 +368,7 @@ class DocumentBackend:
         self._delete("columns", "xj", jobs)
         self._delete("columns", "xod", [_k(*d) for d in touched.datasets], {"xj": None})
         self._delete("runs", "run_id", list(touched.runs))
+        self._delete("mentions", "xs", [_k("run", r) for r in touched.runs])
         nodes = [_k("JOB", j) for j in touched.jobs] + [_k("DATASET", d) for d in touched.datasets]
         self._delete("nodes", "_id", nodes)
         self.append(rows)
@@ -714,11 +744,9 @@ class DocumentBackend:
         if roles is not None:
             rest["role"] = {"$in": sorted(set(roles))}
         if until is not None:
-            rest["event_time"] = {"$lt": _micros(until)}
+            rest["first_seen"] = {"$lt": _micros(until)}
         docs = self._select("mentions", {}, "xn", [_k(kind, k) for k in keys], rest or None)
-        rows = [_decode(MentionRow, d) for d in docs]
-        rows.sort(key=lambda r: (r.event_time, r.event_id, r.key, r.role))
-        return rows
+        return [_decode(MentionRow, d) for d in docs]  # a set: order free
 
     def column_edges(
         self,

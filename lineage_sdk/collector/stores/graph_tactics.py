@@ -17,6 +17,7 @@ _INDEXED = (
     ("Run", "key", True),
     ("Event", "eventId", True),
     ("ColumnEdge", "key", True),
+    ("Mention", "key", True),
     ("Run", "runId", False),
     ("Run", "jobKey", False),
     ("Run", "parentRunId", False),
@@ -28,6 +29,8 @@ _INDEXED = (
     ("ColumnEdge", "outDs", False),
     ("ColumnEdge", "inDs", False),
     ("ColumnEdge", "jobKey", False),
+    ("Mention", "nodeKey", False),
+    ("Mention", "sourceId", False),
 )
 _NEO4J_SCHEMA = tuple(
     f"CREATE CONSTRAINT lineage_{lbl.lower()}_{p.lower()} IF NOT EXISTS "

@@ -12,7 +12,7 @@ plainest way; where the contract leaves a choice open, this module makes it, and
 * ``events(descending=True)`` orders by event time descending, ties by event id *ascending*
   (as the sql store's ``lineage_events``), and ``after`` then keeps what follows the position in
   that order: an earlier time, or the same time and a greater event id.
-* Ties that no promise orders come in key order: mentions of one event by (key, role), runs by
+* Ties that no promise orders come in key order: mentions by their key, runs by
   job after run id, and a None job after every job.
 * ``nodes("NAMESPACE")`` is computed from the JOB and DATASET rows first seen before ``until``;
   ``text`` matches the row's name, which is "" for a namespace. NAMESPACE rows are never
@@ -152,7 +152,7 @@ class MemoryBackend:
         )
         self._order: list[Position] = []  # every stored event's position, sorted
         self._mentions: _Table[MentionRow] = _Table(
-            node=lambda r: ((r.kind, r.key),), event=lambda r: (r.event_id,)
+            node=lambda r: ((r.kind, r.key),), source=lambda r: ((r.source, r.source_id),)
         )
         self._edges: _Table[EdgeRow] = _Table(
             job=lambda r: ((r.job, r.io),), dataset=lambda r: ((r.dataset, r.io),)
@@ -196,7 +196,7 @@ class MemoryBackend:
         with self._lock:
             removed: list[EventRow] = []
             for event_id in dict.fromkeys(event_ids):
-                for key in self._mentions.find("event", (event_id,)):
+                for key in self._mentions.find("source", (("event", event_id),)):
                     self._mentions.pop(key)
                 row = self._events.pop((event_id,))
                 if row is not None:
@@ -220,6 +220,8 @@ class MemoryBackend:
                 self._columns.pop(key)
             for key in self._runs.find("id", touched.runs):
                 self._runs.pop(key)
+            for key in self._mentions.find("source", [("run", run) for run in touched.runs]):
+                self._mentions.pop(key)
             touched_nodes: dict[NodeKind, frozenset[Key]] = {"JOB": jobs, "DATASET": datasets}
             for kind, keys in touched_nodes.items():
                 for node in keys:
@@ -233,7 +235,7 @@ class MemoryBackend:
             if self._events.put(event, first=True):
                 insort(self._order, event.position)
         for mention in rows.mentions:
-            self._mentions.put(mention, first=True)
+            self._mentions.put(mention)
         for edge in rows.edges:
             self._edges.put(edge)
         for run in rows.runs:
@@ -429,9 +431,9 @@ class MemoryBackend:
         rows = [
             r
             for r in rows
-            if (role_set is None or r.role in role_set) and (until is None or r.event_time < until)
+            if (role_set is None or r.role in role_set) and (until is None or r.first_seen < until)
         ]
-        rows.sort(key=lambda r: (r.event_time, r.event_id, r.key, r.role))
+        rows.sort(key=key_of)
         return rows
 
     def column_edges(

@@ -2,8 +2,8 @@
 
 A :class:`~lineage_sdk.collector.backend.LineageBackend`: it stores and indexes rows and knows
 nothing of OpenLineage. One table per row type (``{prefix}ev``, ``edge``, ``run``, ``coledge``,
-``node``, ``mention``; names apart from today's sql store's, so both can share a database while
-the engine replaces it), each keyed by the row's ``key`` fields.
+``node``, ``mention_by``; names apart from today's sql store's, so both can share a database
+while the engine replaces it), each keyed by the row's ``key`` fields.
 
 Why the tables look like this:
 
@@ -14,18 +14,20 @@ Why the tables look like this:
   the names' first 200 characters (a prefix sorts as its string does), the rest sorted on ties.
 * Text that answers are ordered or merged by (ids, names, ranks) is ``COLLATE "C"`` on
   PostgreSQL: code point order, as Python compares, whatever the database's locale.
-* Mentions are keyed by position first (``event_time, event_id, kind, node_key, role``; the
-  time is the event's, and an event id names one content, so the key names one mention as the
-  row type's does): new rows land near the end of the key, not at random places as an event id
-  (a hash) first put them, which cuts what their commits write by about two thirds. A node's
-  mentions are read through a second index; a deletion goes by the removed events' positions.
+* Mentions (one per run or run-less event naming a node in a role) are keyed by their source
+  first (``source, source_id, kind, node_key, role``), so ``delete`` and ``replace`` remove an
+  event's or a run's by a prefix of the key; a node's mentions are read through a second index
+  (``kind, node_key, first_seen``). The table is ``mention_by``, not the per-event ``mention``
+  of earlier development databases, which is left alone and unread.
 * ``append`` writes one compiled statement per row type (an ``executemany`` of plain tuples,
-  times pre-bound once per instant; on psycopg, events and mentions as one ``unnest`` of
-  binary column arrays): events and mentions ``ON CONFLICT DO NOTHING``, derived rows an upsert
-  whose ``SET`` applies each field's merge rule, read from the row type's metadata
-  (``min``/``max`` ignore NULL, ``ranked`` takes the rank's row, ``union`` ORs a bit set), and
-  whose ``WHERE`` skips rows the merge leaves unchanged (a redelivery writes nothing). Rows go
-  in key order, so concurrent writers on PostgreSQL lock in one order; a deadlock is retried.
+  times pre-bound once per instant; on psycopg, one ``unnest`` of binary column arrays, which
+  costs the client far less per row): events ``ON CONFLICT DO NOTHING``, derived rows
+  (mentions among them) an upsert whose ``SET`` applies each field's merge rule, read from the
+  row type's metadata (``min``/``max`` ignore NULL, ``ranked`` takes the rank's row, ``union``
+  ORs a bit set), and whose ``WHERE`` skips rows the merge leaves unchanged (a redelivery
+  writes nothing). One statement's upsert may not change a row twice on PostgreSQL, so rows of
+  one key are joined first. Rows go in key order, so concurrent writers on PostgreSQL lock in
+  one order; a deadlock is retried.
 * Collections in filters travel as one parameter whatever their size: an array on PostgreSQL
   (:func:`~lineage_sdk.collector.stores.sql._member`), an IN list up to SQLite's variable limit
   and ``json_each`` beyond it.
@@ -67,6 +69,7 @@ from lineage_sdk.collector.backend import (
     Rows,
     RunRow,
     Touched,
+    merge,
 )
 from lineage_sdk.collector.columns import field_key
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
@@ -234,18 +237,18 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sa.Column("holds", sa.Integer, nullable=False),  # bits of _HOLDS_BITS
     )
     index("node_order", node.c.kind, _prefix(node.c.ns), _prefix(node.c.name))
-    # Keyed by position first (see the module docstring); SQLite keeps the table in that b-tree
+    # Keyed by source first (see the module docstring); SQLite keeps the table in that b-tree
     # itself. The names are the node row's, mapped back from the hashes a read asks for.
     mention = table(
-        "mention",
-        text("event_id"),
+        "mention_by",
+        sa.Column("source", sa.String(5)),
+        text("source_id"),
         sa.Column("kind", sa.String(9)),
         hashed("node_key"),
         sa.Column("role", sa.String(8)),
-        time("event_time"),
-        text("run_id"),
-        sa.PrimaryKeyConstraint("event_time", "event_id", "kind", "node_key", "role"),
-        index("mention_node", "kind", "node_key", "event_time"),
+        time("first_seen"),
+        sa.PrimaryKeyConstraint("source", "source_id", "kind", "node_key", "role"),
+        index("mention_by_node", "kind", "node_key", "first_seen"),
         sqlite_with_rowid=False,
     )
     for t in (ev, edge, run, coledge, node, mention):
@@ -283,7 +286,7 @@ _NULLABLE: dict[str, frozenset[str]] = {
     ),
     "coledge": frozenset({"job_ns", "job_name", "info_value"}),
     "node": frozenset(),
-    "mention": frozenset({"run_id"}),
+    "mention_by": frozenset(),
 }
 
 
@@ -380,7 +383,7 @@ def _node_values(r: NodeRow, t: _Bind) -> tuple[Any, ...]:
 
 
 def _mention_values(r: MentionRow, t: _Bind) -> tuple[Any, ...]:
-    return (r.event_id, r.kind, _key_hash(*r.key), r.role, t(r.event_time), r.run_id)
+    return (r.source, r.source_id, r.kind, _key_hash(*r.key), r.role, t(r.first_seen))
 
 
 def _event_row(r: Any) -> EventRow:
@@ -434,7 +437,7 @@ def _node_row(r: Any) -> NodeRow:
 
 
 def _mention_row(r: Any, keys: dict[str, Key]) -> MentionRow:
-    return MentionRow(r.event_id, r.kind, keys[r.node_key], r.role, r.event_time, r.run_id)
+    return MentionRow(r.source, r.source_id, r.kind, keys[r.node_key], r.role, r.first_seen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,11 +450,11 @@ class _Kind:
     merges: bool
 
 
-#: The order of writes: events first (the engine's deletion relies on an event's row being no
-#: later than its derived rows; in one transaction that holds), then what they derive.
+#: The order of writes: events first (the contract: an event's row no later than its derived
+#: rows; in one transaction that holds), then what they derive.
 _KINDS: tuple[tuple[str, _Kind], ...] = (
     ("events", _Kind("ev", EventRow, _event_values, merges=False)),
-    ("mentions", _Kind("mention", MentionRow, _mention_values, merges=False)),
+    ("mentions", _Kind("mention_by", MentionRow, _mention_values, merges=True)),
     ("edges", _Kind("edge", EdgeRow, _edge_values, merges=True)),
     ("runs", _Kind("run", RunRow, _run_values, merges=True)),
     ("columns", _Kind("coledge", ColumnEdgeRow, _column_values, merges=True)),
@@ -499,13 +502,14 @@ class _Write:
 
     statement: _Statement
     order: Callable[[tuple[Any, ...]], Any]
-    #: One statement of column arrays (PostgreSQL, no merge) instead of an ``executemany``.
+    #: One statement of column arrays (psycopg) instead of an ``executemany``.
     columnar: bool = False
 
 
-def _unnest(table: sa.Table, dialect: Dialect) -> _Statement:
-    """``table``'s insert of one array per column, ignoring stored keys: psycopg's
-    ``executemany`` costs more per row in the client than the server's insert does."""
+def _unnest(table: sa.Table, dialect: Dialect, conflict: str = "DO NOTHING") -> _Statement:
+    """``table``'s insert of one array per column, ``conflict`` deciding what a stored key
+    does (an upsert's ``ON CONFLICT`` tail): psycopg's ``executemany`` costs more per row in
+    the client than the server's insert does."""
     quote = dialect.identifier_preparer.quote
     types = {UTCDateTime: "timestamptz", sa.Float: "float8", sa.Integer: "int4"}
     names = ", ".join(quote(c.name) for c in table.columns)
@@ -513,9 +517,28 @@ def _unnest(table: sa.Table, dialect: Dialect) -> _Statement:
     # Identifiers from this module's metadata, quoted by the dialect; values are parameters.
     sql = (
         f"INSERT INTO {quote(table.name)} ({names}) SELECT * FROM unnest({arrays}) "  # noqa: S608
-        "ON CONFLICT DO NOTHING"
+        f"ON CONFLICT {conflict}"
     )
     return _Statement(sql, tuple(c.key for c in table.columns), positional=True)
+
+
+def _distinct(
+    values: list[tuple[Any, ...]],
+    items: Sequence[Any],
+    key: Callable[[tuple[Any, ...]], Any],
+    kind: _Kind,
+    bind: _Bind,
+) -> list[tuple[Any, ...]]:
+    """``values`` with one tuple per key, rows of one key joined by their merge rules: one
+    statement's upsert may not change a row twice (PostgreSQL refuses it)."""
+    if len({key(v) for v in values}) == len(values):
+        return values
+    joined: dict[Any, Any] = {}
+    for row, v in zip(items, values, strict=True):
+        k = key(v)
+        old = joined.get(k)
+        joined[k] = row if old is None else merge(old, row)
+    return [kind.values(row, bind) for row in joined.values()]
 
 
 def _page(
@@ -691,8 +714,13 @@ class SqlBackend:
                     compiled.string, columns, positional=True, order=None if identity else order
                 )
             key = itemgetter(*(columns.index(c.key) for c in table.primary_key.columns))
-            if dialect.driver == "psycopg" and not kind.merges:  # %b: psycopg's binary
-                found[kind.table] = _Write(_unnest(table, dialect), key, columnar=True)
+            if dialect.driver == "psycopg":  # %b: psycopg's binary
+                # An upsert's tail (no parameters: the merge reads only columns) after VALUES.
+                _, on_conflict, tail = compiled.string.partition(" ON CONFLICT ")
+                if "%" in tail or (kind.merges and not on_conflict):
+                    raise AssertionError(f"unexpected upsert for {table.name}: {compiled.string}")
+                conflict = tail if kind.merges else "DO NOTHING"
+                found[kind.table] = _Write(_unnest(table, dialect, conflict), key, columnar=True)
             else:
                 found[kind.table] = _Write(statement, key)
         self._writes[dialect.name] = found
@@ -709,6 +737,8 @@ class SqlBackend:
             if items:
                 write = writes[kind.table]
                 values = [kind.values(row, bind) for row in items]
+                if write.columnar and kind.merges:
+                    values = _distinct(values, items, write.order, kind, bind)
                 if ordered:
                     values.sort(key=write.order)
                 if write.columnar:
@@ -732,7 +762,7 @@ class SqlBackend:
         ids = sorted(set(event_ids))
         if not ids:
             return []
-        ev, mention = self._t["ev"], self._t["mention"]
+        ev, mention = self._t["ev"], self._t["mention_by"]
 
         def work(conn: Connection) -> list[EventRow]:
             removed = [
@@ -740,12 +770,8 @@ class SqlBackend:
                 for r in conn.execute(sa.select(ev).where(_within(conn, ev.c.event_id, ids)))
             ]
             gone = [r.event_id for r in removed]
-            # By position, the mention key's prefix (an event's mentions carry its time).
-            at = sa.tuple_(mention.c.event_time, mention.c.event_id)
-            for i in range(0, len(removed), _CHUNK // 2):
-                chunk = [r.position for r in removed[i : i + _CHUNK // 2]]
-                conn.execute(sa.delete(mention).where(at.in_(chunk)))
-            if gone:
+            if gone:  # by (source, source_id), the mention key's prefix
+                conn.execute(_sourced(conn, mention, "event", gone))
                 conn.execute(sa.delete(ev).where(_within(conn, ev.c.event_id, gone)))
             removed.sort(key=lambda r: r.position)
             return removed
@@ -774,6 +800,7 @@ class SqlBackend:
                 conn.execute(sa.delete(t["coledge"]).where(sa.or_(*gone)))
             if runs:
                 conn.execute(sa.delete(t["run"]).where(_within(conn, t["run"].c.run_id, runs)))
+                conn.execute(_sourced(conn, t["mention_by"], "run", runs))
             node = t["node"].c
             for kind, keys in (("JOB", jobs), ("DATASET", datasets)):
                 if keys:
@@ -1005,19 +1032,16 @@ class SqlBackend:
     ) -> Iterable[MentionRow]:
         if not keys or (roles is not None and not roles):
             return []
-        c = self._t["mention"].c
+        table = self._t["mention_by"]
+        c = table.c
         hashes = {_key_hash(*k): (k[0], k[1]) for k in keys}
         with self._reading() as conn:
-            query = sa.select(self._t["mention"]).where(
-                c.kind == kind, _within(conn, c.node_key, list(hashes))
-            )
+            query = sa.select(table).where(c.kind == kind, _within(conn, c.node_key, list(hashes)))
             if roles is not None:
                 query = query.where(c.role.in_(sorted(set(roles))))
             if until is not None:
-                query = query.where(c.event_time < until)
-            rows = [_mention_row(r, hashes) for r in conn.execute(query)]
-        rows.sort(key=lambda r: (r.event_time, r.event_id, r.key, r.role))
-        return rows
+                query = query.where(c.first_seen < until)
+            return [_mention_row(r, hashes) for r in conn.execute(query)]
 
     def column_edges(
         self,
@@ -1081,6 +1105,14 @@ def _lower(conn: Connection, column: Any) -> Any:
     if conn.dialect.name == "sqlite":
         return sa.func.lineage_lower(column, type_=sa.Text)
     return sa.func.lower(sa.collate(column, "default"), type_=sa.Text)
+
+
+def _sourced(
+    conn: Connection, mention: sa.Table, source: Literal["run", "event"], ids: Collection[str]
+) -> Any:
+    """The deletion of the mentions whose source is one of ``ids``."""
+    c = mention.c
+    return sa.delete(mention).where(c.source == source, _within(conn, c.source_id, ids))
 
 
 def _within(conn: Connection, column: Any, values: Collection[str]) -> Any:

@@ -1,0 +1,73 @@
+"""Promises of the backend contract asked of every backend directly, below the engine
+(issue 31): what the conformance answers cannot tell apart, because the engine never sends it
+(a mention's first time merged across batches; which mentions a delete or a replace removes).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from lineage_sdk.collector.backend import EventRow, LineageBackend, MentionRow, Rows, Touched
+
+pytestmark = pytest.mark.mongodb  # make_store's fixtures start the session's servers
+
+KINDS = ["memory", "sqlite-rows", "postgres-rows", "document-rows", "graph-rows"]
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+D1, D2, J1 = ("ns", "d1"), ("ns", "d2"), ("ns", "j1")
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def event(event_id: str, seconds: float, run_id: str | None) -> EventRow:
+    kind = "run" if run_id else "dataset"
+    return EventRow(event_id, at(seconds), kind, None, run_id, None, None, "ns", "{}")  # type: ignore[arg-type]
+
+
+def by_run(run_id: str, key: Any, role: Any, seconds: float, kind: Any = "DATASET") -> MentionRow:
+    return MentionRow("run", run_id, kind, key, role, at(seconds))
+
+
+def by_event(event_id: str, key: Any, seconds: float) -> MentionRow:
+    return MentionRow("event", event_id, "DATASET", key, "dataset", at(seconds))
+
+
+def mentions(backend: LineageBackend, *keys: Any, **kwargs: Any) -> set[MentionRow]:
+    return set(backend.mentions("DATASET", list(keys), **kwargs))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_runs_mention_keeps_its_least_first_time_across_batches(make_store: Any, kind: str):
+    backend: LineageBackend = make_store(kind).backend
+    for seconds in (5, 3, 7, 3):
+        backend.append(Rows(mentions=(by_run("r1", D1, "input", seconds),)))
+    assert mentions(backend, D1) == {by_run("r1", D1, "input", 3)}
+    assert mentions(backend, D1, until=at(3)) == set()
+    assert mentions(backend, D1, until=at(3.000001)) == {by_run("r1", D1, "input", 3)}
+    assert mentions(backend, D1, roles=["output"]) == set()
+    assert set(backend.mentions("JOB", [D1])) == set()  # the kind is part of the key
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_delete_takes_an_events_mentions_and_replace_a_touched_runs(make_store: Any, kind: str):
+    backend: LineageBackend = make_store(kind).backend
+    run_event, static = event("e1", 1, "r1"), event("e2", 2, None)
+    kept = by_run("r2", D1, "input", 4)
+    backend.append(
+        Rows(
+            events=(run_event, static),
+            mentions=(by_run("r1", D1, "input", 1), kept, by_event("e2", D2, 2)),
+        )
+    )
+    assert backend.delete(["e2", "e1", "absent"]) == [run_event, static]
+    # The event's own mention goes with it; a run's is a derived row, renewed by replace only.
+    assert mentions(backend, D2) == set()
+    assert mentions(backend, D1) == {by_run("r1", D1, "input", 1), kept}
+    renewed = by_run("r1", D2, "output", 6)
+    backend.replace(Touched(runs=frozenset({"r1"})), Rows(mentions=(renewed,)))
+    assert mentions(backend, D1) == {kept}
+    assert mentions(backend, D2) == {renewed}
