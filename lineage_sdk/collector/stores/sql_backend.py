@@ -870,6 +870,12 @@ class SqlBackend:
                 )
             if until is not None:
                 query = query.where(node.c.first_seen < until)
+            if keys is not None and limit is None and offset == 0:
+                # A lookup by key (a walk's names): by the primary key, sorted here. With the
+                # ORDER BY, SQLite walks every node of the kind through the order index and sorts
+                # (100,000 events: 36 ms a lineage read against 6 ms for the old store's names).
+                found = sorted((_node_row(r) for r in conn.execute(query)), key=lambda r: r.key)
+                return Page(found, len(found))
             order = (_prefix(node.c.ns), node.c.ns, _prefix(node.c.name), node.c.name)
             return self._paged(conn, query, order, limit, offset, count, _node_row)
 
