@@ -37,7 +37,7 @@ The promises every backend keeps (the conformance suite checks them):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from itertools import islice
@@ -62,6 +62,7 @@ __all__ = [
     "RunRow",
     "Touched",
     "check_window",
+    "event_filter",
     "follows",
     "job_order",
     "key_of",
@@ -318,6 +319,40 @@ def follows(row: EventRow, after: Position, descending: bool) -> bool:
     if not descending:
         return row.position > after
     return row.event_time < after[0] or (row.event_time == after[0] and row.event_id > after[1])
+
+
+def event_filter(
+    *,
+    ids: Collection[str] | None = None,
+    run_ids: Collection[str] | None = None,
+    jobs: Collection[Key] | None = None,
+    kinds: Collection[EventKind] | None = None,
+    namespace: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    after: Position | None = None,
+    descending: bool = False,
+) -> Callable[[EventRow], bool]:
+    """``events``' filters as one test of a row, for a backend that checks rows in Python (a
+    filter it answered from an index may be left out)."""
+    id_set = None if ids is None else set(ids)
+    run_set = None if run_ids is None else set(run_ids)
+    job_set = None if jobs is None else set(jobs)
+    kind_set = None if kinds is None else frozenset(kinds)
+
+    def wanted(row: EventRow) -> bool:
+        return (
+            (kind_set is None or row.kind in kind_set)
+            and (namespace is None or row.namespace == namespace)
+            and (since is None or row.event_time >= since)
+            and (until is None or row.event_time < until)
+            and (after is None or follows(row, after, descending))
+            and (id_set is None or row.event_id in id_set)
+            and (run_set is None or row.run_id in run_set)
+            and (job_set is None or row.job in job_set)
+        )
+
+    return wanted
 
 
 def latest_of(rows: Iterable[RunRow], until: datetime | None, latest: int) -> list[RunRow]:

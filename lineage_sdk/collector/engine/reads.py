@@ -85,16 +85,9 @@ def _summary(run: RunRow, job: Key | None = None) -> RunSummary:
     )
 
 
-def _latest_per_job(rows: Iterable[RunRow]) -> dict[Key, RunRow]:
-    """Each job's latest run: the greatest last event, the least run id among equals."""
-    best: dict[Key, RunRow] = {}
-    for run in rows:
-        if run.job is None:
-            continue
-        old = best.get(run.job)
-        if old is None or (run.last_event, old.run_id) > (old.last_event, run.run_id):
-            best[run.job] = run
-    return best
+def _by_job(rows: Iterable[RunRow]) -> dict[Key, RunRow]:
+    """``runs(latest=1)``'s answer (one run per job, chosen by the backend) by job."""
+    return {run.job: run for run in rows if run.job is not None}
 
 
 class Engine:
@@ -185,7 +178,7 @@ class Engine:
             return {}
         if until is None:
             rows = self.backend.runs(jobs=jobs, latest=1)
-            return {job: _latest_entry(run) for job, run in _latest_per_job(rows).items()}
+            return {job: _latest_entry(run) for job, run in _by_job(rows).items()}
         return self._latest_runs_until(jobs, until)
 
     def _latest_runs_until(self, jobs: Sequence[Key], until: datetime) -> dict[Key, dict[str, Any]]:
@@ -235,7 +228,7 @@ class Engine:
         if not jobs:
             return {}
         rows = self.backend.runs(jobs=list(jobs), latest=1)
-        return {job: _summary(run, job) for job, run in _latest_per_job(rows).items()}
+        return {job: _summary(run, job) for job, run in _by_job(rows).items()}
 
     def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
         return _loads(self.backend.events(run_ids=[run_id]))
@@ -261,7 +254,7 @@ class Engine:
         b = self.backend
         page = b.nodes("JOB", namespace=namespace, limit=limit, offset=offset, count=True)
         keys = [r.key for r in page]
-        latest = _latest_per_job(b.runs(jobs=keys, latest=1)) if keys else {}
+        latest = _by_job(b.runs(jobs=keys, latest=1)) if keys else {}
         sides: dict[tuple[Key, str], list[Key]] = {}
         for io in ("in", "out"):
             for edge in b.edges("JOB", keys, io) if keys else ():

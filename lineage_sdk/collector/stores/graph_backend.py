@@ -62,7 +62,7 @@ from lineage_sdk.collector.backend import (
     Rows,
     RunRow,
     Touched,
-    follows,
+    event_filter,
     job_order,
     key_of,
     latest_of,
@@ -671,18 +671,17 @@ class GraphBackend:
         id_set = None if ids is None else set(ids)
         run_set = None if run_ids is None else set(run_ids)
         job_set = None if jobs is None else set(jobs)
-
-        def wanted(row: EventRow) -> bool:
-            return (
-                (kind_set is None or row.kind in kind_set)
-                and (namespace is None or row.namespace == namespace)
-                and (since is None or row.event_time >= since)
-                and (until is None or row.event_time < until)
-                and (after is None or follows(row, after, descending))
-                and (id_set is None or row.event_id in id_set)
-                and (run_set is None or row.run_id in run_set)
-                and (job_set is None or row.job in job_set)
-            )
+        wanted = event_filter(
+            ids=id_set,
+            run_ids=run_set,
+            jobs=job_set,
+            kinds=kind_set,
+            namespace=namespace,
+            since=since,
+            until=until,
+            after=after,
+            descending=descending,
+        )
 
         if id_set is not None or run_set is not None or job_set is not None:
             if id_set is not None:

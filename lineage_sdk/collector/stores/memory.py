@@ -43,7 +43,7 @@ from lineage_sdk.collector.backend import (
     Rows,
     RunRow,
     Touched,
-    follows,
+    event_filter,
     job_order,
     key_of,
     latest_of,
@@ -380,16 +380,15 @@ class MemoryBackend:
         offset: int = 0,
         count: bool = False,
     ) -> Page[EventRow]:
-        kind_set = None if kinds is None else frozenset(kinds)
-
-        def wanted(row: EventRow) -> bool:
-            return (
-                (kind_set is None or row.kind in kind_set)
-                and (namespace is None or row.namespace == namespace)
-                and (since is None or row.event_time >= since)
-                and (until is None or row.event_time < until)
-                and (after is None or follows(row, after, descending))
-            )
+        # ids, runs and jobs are answered from the indexes below; the row test checks the rest
+        wanted = event_filter(
+            kinds=kinds,
+            namespace=namespace,
+            since=since,
+            until=until,
+            after=after,
+            descending=descending,
+        )
 
         with self._lock:
             table = self._events.rows

@@ -69,6 +69,7 @@ from lineage_sdk.collector.backend import (
     Rows,
     RunRow,
     Touched,
+    check_window,
     merge,
 )
 from lineage_sdk.collector.columns import field_key
@@ -549,11 +550,6 @@ def _page(
     return Page.sliced(items, offset=offset, limit=limit, count=total)
 
 
-def _check_page(limit: int | None, offset: int) -> None:
-    if offset < 0 or (limit is not None and limit < 0):
-        raise ValueError(f"limit {limit!r} and offset {offset!r} must not be negative")
-
-
 class _Times(dict[datetime | None, Any]):
     """Times as bound, each converted once per batch (an event's time recurs in its derived
     rows); a hit is one C-level lookup."""
@@ -851,7 +847,7 @@ class SqlBackend:
         offset: int = 0,
         count: bool = False,
     ) -> Page[NodeRow]:
-        _check_page(limit, offset)
+        check_window(limit, offset)
         if kind == "NAMESPACE":
             return self._namespaces(keys, namespace, text, until, limit, offset, count)
         node = self._t["node"]
@@ -934,7 +930,7 @@ class SqlBackend:
     ) -> Page[RunRow]:
         if latest is not None and latest < 0:
             raise ValueError(f"latest must not be negative, not {latest!r}")
-        _check_page(limit, offset)
+        check_window(limit, offset)
         run = self._t["run"]
         job_keys = None if jobs is None else [_key_hash(*j) for j in jobs if j is not None]
         if (job_keys is not None and not job_keys) or (run_ids is not None and not run_ids):
@@ -1000,7 +996,7 @@ class SqlBackend:
         offset: int = 0,
         count: bool = False,
     ) -> Page[EventRow]:
-        _check_page(limit, offset)
+        check_window(limit, offset)
         if any(f is not None and not f for f in (ids, run_ids, jobs, kinds)):
             return Page([], 0)
         c = self._t["ev"].c
