@@ -25,7 +25,7 @@ from lineage_sdk.collector.backend import (
 )
 from lineage_sdk.collector.columns import ColumnEdge, ColumnRoot, walk_columns
 from lineage_sdk.collector.engine.forget import forget
-from lineage_sdk.collector.keyed import keyed_answer, remember_names, walk_keys
+from lineage_sdk.collector.keyed import keyed_answer, walk_keys
 from lineage_sdk.collector.records import state_rank_time
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -156,12 +156,11 @@ class Engine:
             rows = b.edges(end, keys, io, until=until)
             return [(r.job, r.dataset) for r in rows]
 
-        def names_of(node_type: NodeType, keys: list[Key]) -> dict[Key, Key]:
-            if not keys:
-                return {}
-            return {r.key: r.key for r in b.nodes(node_type, keys=keys)}
-
-        read_names = remember_names(names_of)
+        def read_names(node_type: NodeType, keys: list[Key]) -> dict[Key, Key]:
+            """A key is its names. Every walked key but the root came from an edge, whose
+            event made both ends' node rows, first seen no later than the edge; the root is
+            in the answer whether or not it was recorded. So no node row is read."""
+            return {k: k for k in keys}
 
         def read_jobs(jobs: set[Key]) -> tuple[dict[Key, Key], dict[Key, dict[str, Any]]]:
             names = read_names("JOB", list(jobs))
@@ -183,15 +182,17 @@ class Engine:
 
     def _latest_runs_until(self, jobs: Sequence[Key], until: datetime) -> dict[Key, dict[str, Any]]:
         """Each job's latest run before ``until``: the run of its latest run event by then (the
-        least run id among equal times), its state folded from that run's events by then.
+        least run id among equal times), its state as of then.
 
-        The backend answers the runs whose events all lie before ``until`` (their rows are
-        exact) and those spanning it, whose last event before ``until`` is read here."""
+        The backend answers the runs whose events all lie before ``until``, whose rows are
+        exact and answer as they are, and those spanning it: their last event before ``until``
+        and their state by then are folded here from their events before ``until``."""
         b = self.backend
         wanted = set(jobs)
         candidates = list(b.runs(jobs=jobs, until=until, latest=1))
-        spanning = [r for r in candidates if r.last_event >= until]
+        spanning = {r.run_id for r in candidates if r.last_event >= until}
         best: dict[Key, tuple[datetime, str]] = {}
+        ended: dict[tuple[Key, str], RunRow] = {}
 
         def offer(job: Key | None, at: datetime, run_id: str) -> None:
             if job is None or job not in wanted:
@@ -201,18 +202,21 @@ class Engine:
                 best[job] = (at, run_id)
 
         for run in candidates:
-            if run.last_event < until:
+            if run.last_event < until and run.job is not None:
+                ended[(run.job, run.run_id)] = run
                 offer(run.job, run.last_event, run.run_id)
-        if spanning:
-            for ev in b.events(run_ids={r.run_id for r in spanning}, until=until):
-                offer(ev.job, ev.event_time, ev.run_id or "")
         fold = RunFold()
-        chosen = {run_id for _, run_id in best.values()}
-        for ev in b.events(run_ids=chosen, until=until) if chosen else ():
+        for ev in b.events(run_ids=spanning, until=until) if spanning else ():
+            offer(ev.job, ev.event_time, ev.run_id or "")
             beating = HEARTBEAT_FACET_KEY in ev.json
             beat = heartbeat_interval(orjson.loads(ev.json)) if beating else None
             fold.add(ev.run_id or "", state_key(ev.event_type, ev.event_time, ev.event_id), beat)
-        return {job: fold.latest_run(run_id) for job, (_, run_id) in best.items()}
+        return {
+            job: _latest_entry(ended[(job, run_id)])
+            if run_id not in spanning
+            else fold.latest_run(run_id)
+            for job, (_, run_id) in best.items()
+        }
 
     # -- runs -----------------------------------------------------------------------------------
 
