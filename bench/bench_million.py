@@ -97,11 +97,11 @@ from servers import (
 
 from lineage_sdk.collector.api import ApiServer, create_app, queries
 from lineage_sdk.collector.api.history import parse_instant
-from lineage_sdk.collector.api.server import tune_gc
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events, import_events
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.settings import ConnectionConfig
+from lineage_sdk.collector.startup import tune_gc
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore

@@ -79,10 +79,10 @@ from _bench_common import load_average, postgres_database
 from servers import FalkorDBRespRunner, falkordb_server, secantus_server
 
 from lineage_sdk.collector.api import ApiServer, create_app
-from lineage_sdk.collector.api.server import tune_gc
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.settings import ConnectionConfig
+from lineage_sdk.collector.startup import tune_gc
 from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.sql import SqlStore

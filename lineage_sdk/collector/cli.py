@@ -214,7 +214,7 @@ def run(
     --wait-for-services. Once running, every failure is retried."""
     from lineage_sdk.collector.consumer import LineageCollector
     from lineage_sdk.collector.health import HealthServer
-    from lineage_sdk.collector.startup import connect_broker, open_stores
+    from lineage_sdk.collector.startup import connect_broker, open_stores, tune_gc
 
     _start_logging(config, log_level, log_format)
     collector = LineageCollector(config)
@@ -248,6 +248,7 @@ def run(
         signal.signal(signal.SIGTERM, _on_signal)
         signal.signal(signal.SIGINT, _on_signal)
         retention = _retention_task(collector.manager.stores, settings)
+        tune_gc()
         collector.run()
     finally:
         done.set()

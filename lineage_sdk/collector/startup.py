@@ -1,4 +1,5 @@
-"""Start-up of ``lineage-collector run`` and ``serve``: fail at once on what retrying cannot fix.
+"""Start-up of ``lineage-collector run`` and ``serve``: fail at once on what retrying cannot fix,
+and tune the process once it is up (:func:`tune_gc`).
 
 Before consuming (``run``) or listening (``serve``) the collector opens its stores and
 (``run``) connects to the broker and declares its queues, once. What it meets decides:
@@ -17,6 +18,7 @@ Once running, a lost broker or a failing store write is retried as always.
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import time
@@ -30,14 +32,40 @@ if TYPE_CHECKING:
     from lineage_sdk.collector.manager import LineageManager
 
 __all__ = [
+    "GC_THRESHOLDS",
     "StartupError",
     "connect_broker",
     "open_stores",
     "store_refusal",
+    "tune_gc",
     "wait_for",
 ]
 
 _log = logging.getLogger("lineage_sdk.collector")
+
+
+#: CPython's cyclic collector thresholds for the collector's processes (the default is (700, 10,
+#: 10)). Both allocate far more objects than survive, and reference counting frees nearly all:
+#:
+#: - ``serve``: a 1,000-node lineage answer allocates some hundred thousand objects; at the
+#:   default the collector ran over and over while one was built, and its older generations'
+#:   passes made the tail. Million-event SQLite store, ``serve`` in its own process, 200 depth-10
+#:   queries, same run: p95 130 ms at the default, 62-64 ms with these.
+#: - ``run``: a batch's derived rows live until the batch is written, long enough to be promoted
+#:   and to trigger full passes over everything the process holds. 20,000 events of the
+#:   ``bench_million`` shape written in batches of 200 into SQLite: 2.5-4.0 s of 9-12 s in the
+#:   collector at the default, none with these (the store before the engine: 0.1-0.5 of 6.0-6.5 s).
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
+def tune_gc() -> None:
+    """Collect cycles less often (:data:`GC_THRESHOLDS`), and leave what start-up allocated
+    (modules, the app, the stores) out of every later pass (``gc.freeze``)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 _FIRST_DELAY_S = 0.2
 _MAX_DELAY_S = 5.0
 # What a store's server answers when retrying cannot help: a database or role that does not

@@ -301,7 +301,7 @@ def test_the_api_process_collects_cycles_less_often() -> None:
 
     code = (
         "import gc\n"
-        "from lineage_sdk.collector.api.server import GC_THRESHOLDS, tune_gc\n"
+        "from lineage_sdk.collector.startup import GC_THRESHOLDS, tune_gc\n"
         "default = gc.get_threshold()\n"
         "tune_gc()\n"
         "assert gc.get_threshold() == GC_THRESHOLDS != default, (default, gc.get_threshold())\n"

@@ -10,7 +10,6 @@ applications that embed it.
 
 from __future__ import annotations
 
-import gc
 import ipaddress
 import logging
 import socket
@@ -27,6 +26,7 @@ from lineage_sdk.collector.api.access import AccessPolicy
 from lineage_sdk.collector.api.app import create_app
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.settings import ApiConfig, ApiKeyConfig
+from lineage_sdk.collector.startup import tune_gc
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 
@@ -37,7 +37,6 @@ __all__ = [
     "api_settings",
     "is_loopback",
     "serve",
-    "tune_gc",
 ]
 
 _log = logging.getLogger("lineage_sdk.collector.api")
@@ -73,22 +72,6 @@ def is_loopback(host: str) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped.is_loopback
     return address.is_loopback
-
-
-#: CPython's cyclic collector thresholds for the API process (the default is (700, 10, 10)). A
-#: 1,000-node lineage answer allocates some hundred thousand objects, nearly all freed by reference
-#: counting; at the default the collector ran over and over while one was built, and its older
-#: generations' passes made the tail. Measured on the million-event SQLite store, ``serve`` in its
-#: own process, 200 depth-10 queries, same run: p95 130 ms at the default, 62-64 ms with these.
-GC_THRESHOLDS = (100_000, 50, 100)
-
-
-def tune_gc() -> None:
-    """Collect cycles less often in the API process (:data:`GC_THRESHOLDS`), and leave what
-    start-up allocated (modules, the app) out of every later pass (``gc.freeze``)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def serve(

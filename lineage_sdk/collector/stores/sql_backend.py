@@ -8,9 +8,9 @@ while the engine replaces it), each keyed by the row's ``key`` fields.
 Why the tables look like this:
 
 * A job or dataset key is stored as its names and a fixed-size hash of them
-  (:func:`~lineage_sdk.collector.stores.sql.name_key`; fields:
-  :func:`~lineage_sdk.collector.columns.field_key`): names may be 10,000 characters, which no
-  PostgreSQL btree indexes, so keys and lookups go by hash. Node order comes from an index on
+  (:func:`~lineage_sdk.collector.stores.sql.name_key`; a field: its dataset's, then its
+  name's): names may be 10,000 characters, which no PostgreSQL btree indexes, so keys and
+  lookups go by hash. Node order comes from an index on
   the names' first 200 characters (a prefix sorts as its string does), the rest sorted on ties.
 * Text that answers are ordered or merged by (ids, names, ranks) is ``COLLATE "C"`` on
   PostgreSQL: code point order, as Python compares, whatever the database's locale.
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
@@ -73,7 +74,6 @@ from lineage_sdk.collector.backend import (
     check_window,
     merge,
 )
-from lineage_sdk.collector.columns import field_key
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
 from lineage_sdk.collector.stores.sql import (
     _CHUNK,
@@ -81,6 +81,7 @@ from lineage_sdk.collector.stores.sql import (
     _WRITE_OPTION,
     SqlStore,
     UTCDateTime,
+    _chunks,
     _deadlock,
     _member,
     _reason,
@@ -118,8 +119,27 @@ def _text() -> Any:
 
 _HASH = sa.String(32)
 
+#: A field key; ranges of it are read (code point order on PostgreSQL, whatever the locale).
+_FIELD_HASH = sa.String(48).with_variant(sa.String(48, collation="C"), "postgresql")
+
 _key_hash = functools.lru_cache(maxsize=1 << 16)(name_key)
-_field_hash = functools.lru_cache(maxsize=1 << 16)(field_key)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _field_hash(ref: FieldRef) -> str:
+    """A field's key: its dataset's key, then 64 bits of a hash of its name (see the coledge
+    table; two names of one dataset would need to collide in 64 bits to share a key)."""
+    name = hashlib.blake2b(ref.field.encode(), digest_size=8).hexdigest()
+    return _key_hash(ref.namespace, ref.dataset) + name
+
+
+def _fields_of(column: Any, dataset_keys: Sequence[str]) -> Any:
+    """``column`` (a field key) holds a field of one of the datasets: a key range each (two
+    parameters a dataset: callers pass at most :data:`_RANGES` datasets)."""
+    return sa.or_(*(column.between(k, k + "g") for k in dataset_keys))
+
+
+_RANGES = _CHUNK // 4  # datasets per statement of key ranges (both sides: four parameters each)
 
 
 def _ns_hash(namespace: str) -> str:
@@ -255,11 +275,13 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
     )
     coledge = table(
         "coledge",
-        hashed("output_key", key=True),  # the key serves outputs
-        hashed("input_key", key=True),
+        # A field's key is its dataset's key then its name's hash (_column_key): the key serves
+        # outputs and, by range, output datasets; one index serves inputs and input datasets.
+        # A dataset's fields share index pages, so an event's edges dirty few of them
+        # (separate dataset-key indexes made the sql backend's commit the largest write cost).
+        sa.Column("output_key", _FIELD_HASH, primary_key=True),
+        sa.Column("input_key", _FIELD_HASH, primary_key=True),
         hashed("job_key", key=True),  # _NO_JOB: stated by a DatasetEvent
-        hashed("output_dataset_key"),
-        hashed("input_dataset_key"),
         text("output_ns"),
         text("output_dataset"),
         text("output_field"),
@@ -272,8 +294,6 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         text("info_rank"),
         text("info_value"),
         index("coledge_input", "input_key"),
-        index("coledge_output_ds", "output_dataset_key"),
-        index("coledge_input_ds", "input_dataset_key"),
         index("coledge_job", "job_key"),
     )
     node = table(
@@ -399,8 +419,6 @@ def _column_values(r: ColumnEdgeRow, t: _Bind) -> tuple[Any, ...]:
         _field_hash(out),
         _field_hash(inp),
         _job_hash(job),
-        _key_hash(out.namespace, out.dataset),
-        _key_hash(inp.namespace, inp.dataset),
         *out,
         *inp,
         None if job is None else job[0],
@@ -829,15 +847,11 @@ class SqlBackend:
             if jobs:
                 conn.execute(sa.delete(t["edge"]).where(_within(conn, t["edge"].c.job_key, jobs)))
             col = t["coledge"].c
-            gone = []
             if jobs:
-                gone.append(_within(conn, col.job_key, jobs))
-            if datasets:
-                gone.append(
-                    sa.and_(col.job_key == _NO_JOB, _within(conn, col.output_dataset_key, datasets))
-                )
-            if gone:
-                conn.execute(sa.delete(t["coledge"]).where(sa.or_(*gone)))
+                conn.execute(sa.delete(t["coledge"]).where(_within(conn, col.job_key, jobs)))
+            for some in _chunks(sorted(set(datasets)), _RANGES):
+                stated = sa.and_(col.job_key == _NO_JOB, _fields_of(col.output_key, some))
+                conn.execute(sa.delete(t["coledge"]).where(stated))
             if runs:
                 conn.execute(sa.delete(t["run"]).where(_within(conn, t["run"].c.run_id, runs)))
                 conn.execute(_sourced(conn, t["mention_by"], "run", runs))
@@ -1170,17 +1184,16 @@ class SqlBackend:
                 query = query.where(_within(conn, c.output_key, [_field_hash(f) for f in outputs]))
             if inputs is not None:
                 query = query.where(_within(conn, c.input_key, [_field_hash(f) for f in inputs]))
-            if datasets is not None:
-                hashes = [_key_hash(*d) for d in datasets]
-                query = query.where(
-                    sa.or_(
-                        _within(conn, c.output_dataset_key, hashes),
-                        _within(conn, c.input_dataset_key, hashes),
-                    )
-                )
             if until is not None:
                 query = query.where(c.first_seen < until)
-            found = conn.execute(query).all()
+            if datasets is None:
+                found = conn.execute(query).all()
+            else:
+                found = []
+                hashes = sorted({_key_hash(*d) for d in datasets})
+                for some in _chunks(hashes, _RANGES):
+                    sides = sa.or_(_fields_of(c.output_key, some), _fields_of(c.input_key, some))
+                    found += conn.execute(query.where(sides)).all()
         return [  # a set: the contract leaves the order free
             ColumnEdgeRow(
                 FieldRef(ons, ods, of),
