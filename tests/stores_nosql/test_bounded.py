@@ -19,7 +19,15 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from nosql_events import BASE_TIME, StoreFactory, chain, column_lineage, records, run_event
+from nosql_events import (
+    BASE_TIME,
+    ROW_KINDS,
+    StoreFactory,
+    chain,
+    column_lineage,
+    records,
+    run_event,
+)
 
 from lineage_sdk.collector.api.history import history_columns, history_lineage
 from lineage_sdk.collector.store import ColumnGraph, Direction, LineageGraph
@@ -27,7 +35,7 @@ from lineage_sdk.collector.stores import graph as graph_store
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
-KINDS = ("memory", "sqlite", "postgres", "document", "graph")
+KINDS = ("memory", "sqlite", "postgres", "document", "graph", *ROW_KINDS)
 PARENT = "0190a000-0000-7000-8000-000000000000"
 FAR_FUTURE = BASE_TIME + timedelta(days=365)
 

@@ -21,6 +21,7 @@ from nosql_events import (
     BASE_TIME,
     HOSTILE_STRINGS,
     PRODUCER,
+    ROW_KINDS,
     SPEC,
     StoreFactory,
     chain,
@@ -150,7 +151,7 @@ def run_import(store: LineageStoreProtocol, data: bytes, **kwargs: Any) -> Impor
 
 # ------------------------------------------------------------------------------------------- tests
 
-KINDS = ["memory", "sqlite", "postgres", "document", "graph"]
+KINDS = ["memory", "sqlite", "postgres", "document", "graph", *ROW_KINDS]
 
 
 def test_round_trip_gives_identical_stores_and_answers(make_store: StoreFactory) -> None:

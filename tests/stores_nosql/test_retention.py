@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nosql_events import BASE_TIME, PRODUCER, SPEC, StoreFactory, column_lineage, run_event, uid
+from nosql_events import (
+    BASE_TIME,
+    PRODUCER,
+    ROW_KINDS,
+    SPEC,
+    StoreFactory,
+    column_lineage,
+    run_event,
+    uid,
+)
 from pymongo import MongoClient
 from servers import MongoTarget
 from typer.testing import CliRunner
@@ -40,7 +49,7 @@ from lineage_sdk.exceptions import ConfigError
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mongodb, pytest.mark.neo4j]
 
-KINDS = ["memory", "sqlite", "postgres", "document", "graph"]
+KINDS = ["memory", "sqlite", "postgres", "document", "graph", *ROW_KINDS]
 DAY = 86400.0
 NOW = BASE_TIME + timedelta(days=100)  # "now" of the retention runs: cutoff at day 10 for 90d
 
