@@ -461,34 +461,21 @@ def _mention_values(r: MentionRow, t: _Bind) -> tuple[Any, ...]:
     return (r.source, r.source_id, r.kind, _key_hash(*r.key), r.role, t(r.first_seen))
 
 
+# Rows read back from whole-table selects, unpacked by position (table column order): a named
+# access per field cost more than the query on a walk's thousand run rows.
+
+
 def _event_row(r: Any) -> EventRow:
-    job = _key(r.job_ns, r.job_name)
-    return EventRow(
-        r.event_id,
-        r.event_time,
-        r.kind,
-        r.event_type,
-        r.run_id,
-        job,
-        r.parent_run_id,
-        r.namespace,
-        r.json,
-    )
+    event_id, at, kind, event_type, run_id, _, job_ns, job_name, parent, _, namespace, body = r
+    job = _key(job_ns, job_name)
+    return EventRow(event_id, at, kind, event_type, run_id, job, parent, namespace, body)
 
 
 def _run_row(r: Any) -> RunRow:
-    return RunRow(
-        r.run_id,
-        _key(r.job_ns, r.job_name),
-        r.first_event,
-        r.last_event,
-        Ranked(r.state_rank, r.state_value),
-        r.started_at,
-        r.ended_at,
-        r.parent_run_id,
-        r.root_run_id,
-        r.heartbeat_s,
-    )
+    run_id, _, job_ns, job_name, first, last, rank, value, started, ended, parent, root, beat = r
+    state = Ranked(rank, value)
+    job = _key(job_ns, job_name)
+    return RunRow(run_id, job, first, last, state, started, ended, parent, root, beat)
 
 
 def _node_order(r: NodeRow) -> Key:
@@ -496,7 +483,8 @@ def _node_order(r: NodeRow) -> Key:
 
 
 def _node_row(r: Any) -> NodeRow:
-    return NodeRow(r.kind, (r.ns, r.name), r.first_seen, r.last_seen, _holds_of(r.holds))
+    kind, _, namespace, name, first, last, holds = r
+    return NodeRow(kind, (namespace, name), first, last, _HOLDS_OF[holds])
 
 
 def _mention_row(r: Any, keys: dict[str, Key]) -> MentionRow:
