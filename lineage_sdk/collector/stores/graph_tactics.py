@@ -24,6 +24,7 @@ _INDEXED = (
     ("Event", "runId", False),
     ("Event", "jobKey", False),
     ("Event", "eventTime", False),
+    ("Event", "kind", False),  # with jobKey: a job's JobEvents among its run events
     ("ColumnEdge", "outKey", False),
     ("ColumnEdge", "inKey", False),
     ("ColumnEdge", "outDs", False),
