@@ -53,6 +53,7 @@ __all__ = [
     "MongoTarget",
     "SecantusServer",
     "bolt_warmup",
+    "drop_tables",
     "falkordb_server",
     "free_port",
     "mongo_target",
@@ -471,3 +472,16 @@ def postgres_database(prefix: str) -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def drop_tables(url: str, prefix: str) -> None:
+    """Drop the tables whose names start with ``prefix`` (as the database lists them)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        metadata = sa.MetaData()
+        metadata.reflect(engine, only=lambda name, _: name.startswith(prefix))
+        metadata.drop_all(engine)
+    finally:
+        engine.dispose()

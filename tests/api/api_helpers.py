@@ -24,9 +24,13 @@ from jsonschema import Draft7Validator, Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from lineage_sdk.collector.api.access import hash_key
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
-from lineage_sdk.collector.settings import ApiKeyConfig
+from lineage_sdk.collector.settings import ApiKeyConfig, ConnectionConfig
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests/api"
 RUN_EVENT_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -366,20 +370,78 @@ class Served:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
 
+#: The engine over the new backends (issue 31), beside the old stores: :func:`row_store`'s kinds.
+ROW_KINDS = ("sql-rows", "document-rows", "graph-rows")
+#: Every kind :func:`access_store` makes (the access tests' stores).
+ACCESS_KINDS = ("sql", "document", "graph", "memory", *ROW_KINDS)
+
+
+def row_store(kind: str, request: Any, folder: Path) -> Any:
+    """The engine over a new backend, not yet opened: ``sql-rows`` on a SQLite file in
+    ``folder``, ``document-rows`` in collections of its own on the session's MongoDB-wire server,
+    ``graph-rows`` in a graph of its own on the FalkorDB fixture; :func:`drop_rows` removes them.
+    (``postgres-rows`` is :func:`postgres_rows`.)"""
+    from servers import FalkorDBRespRunner
+
+    tag = f"r{uuid.uuid4().hex[:12]}"
+    if kind == "sql-rows":
+        return EngineStore(SqlBackend(f"sqlite:///{folder / f'{tag}.db'}"))
+    if kind == "document-rows":
+        mongo = request.getfixturevalue("mongo")
+        connection = ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000)
+        return EngineStore(DocumentBackend(connection, collection_name=tag))
+    if kind == "graph-rows":
+        falkordb = request.getfixturevalue("falkordb")
+        runner = FalkorDBRespRunner("127.0.0.1", falkordb.redis_port, tag)
+        return EngineStore(GraphBackend(runner=runner))
+    raise ValueError(f"not a row kind: {kind}")
+
+
+def drop_rows(store: Any) -> None:
+    """Remove what a :func:`row_store` wrote on a shared server (its collections or its graph);
+    a SQLite file stays in its folder. Call it before the store is closed."""
+    from servers import FalkorDBRespRunner
+
+    backend = getattr(store, "backend", None)
+    if isinstance(backend, DocumentBackend):
+        backend.drop()
+    elif isinstance(backend, GraphBackend) and isinstance(backend.runner, FalkorDBRespRunner):
+        backend.runner.drop()
+
+
+@contextlib.contextmanager
+def postgres_rows(prefix: str) -> Iterator[Any]:
+    """The engine over the sql backend on a PostgreSQL database of its own (named after
+    ``prefix``), its tables under a table prefix of their own, not yet opened; afterwards the
+    store is closed, its tables dropped, then the database."""
+    from servers import drop_tables, postgres_database
+
+    with postgres_database(prefix) as url:
+        tables = f"r{uuid.uuid4().hex[:12]}_"
+        store = EngineStore(SqlBackend(url, table_prefix=tables))
+        try:
+            yield store
+        finally:
+            store.close()
+            drop_tables(url, tables)
+
+
 @contextlib.contextmanager
 def access_store(request: Any, folder: Path) -> Iterator[Any]:
     """An open store of the kind ``request.param`` names (sql on SQLite in ``folder``,
     document on the session's MongoDB-wire server, graph on its FalkorDB, memory through its
-    entry point's factory), each in a collection or graph of its own, dropped afterwards."""
+    entry point's factory; the engine over the new backends, :data:`ROW_KINDS`), each in a
+    collection or graph of its own, dropped afterwards."""
     from servers import FalkorDBRespRunner
 
-    from lineage_sdk.collector.settings import ConnectionConfig
     from lineage_sdk.collector.stores.document import DocumentLineageStore
     from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 
     runner = None
     store: Any
-    if request.param == "memory":
+    if request.param in ROW_KINDS:
+        store = row_store(request.param, request, folder)
+    elif request.param == "memory":
         from lineage_sdk.collector.stores.memory import memory_store
         from lineage_sdk.config.schema import LineageConfig
 
@@ -404,6 +466,7 @@ def access_store(request: Any, folder: Path) -> Iterator[Any]:
             store.collection.drop()
         if runner is not None:
             runner.drop()
+        drop_rows(store)
         store.close()
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import pytest
 from api_helpers import (
+    ACCESS_KINDS,
     ADMIN,
     KEY_A,
     KEY_B,
@@ -104,7 +105,7 @@ def _b_events() -> list[dict[str, Any]]:
     return [shared, *readers]
 
 
-@pytest.fixture(scope="module", params=["sql", "document", "graph", "memory"])
+@pytest.fixture(scope="module", params=ACCESS_KINDS)
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:

@@ -30,7 +30,18 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import ADMIN, KEY_A, KEY_B, KEYS, SHARED, Served, access_api, client_of, run_event
+from api_helpers import (
+    ACCESS_KINDS,
+    ADMIN,
+    KEY_A,
+    KEY_B,
+    KEYS,
+    SHARED,
+    Served,
+    access_api,
+    client_of,
+    run_event,
+)
 
 from lineage_sdk.collector.api.access import (
     _FILTERS,
@@ -114,7 +125,7 @@ def _b_events() -> list[dict[str, Any]]:
     return [*child, *secret]
 
 
-@pytest.fixture(scope="module", params=["sql", "document", "graph", "memory"])
+@pytest.fixture(scope="module", params=ACCESS_KINDS)
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import Served, access_api, client_of, run_cli, run_event
+from api_helpers import ACCESS_KINDS, Served, access_api, client_of, run_cli, run_event
 from typer.testing import CliRunner
 
 from lineage_sdk.collector.api import access as access_module
@@ -88,7 +88,7 @@ def _graph_events() -> list[dict[str, Any]]:
     return events
 
 
-@pytest.fixture(scope="module", params=["sql", "document", "graph", "memory"])
+@pytest.fixture(scope="module", params=ACCESS_KINDS)
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:

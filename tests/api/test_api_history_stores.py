@@ -1,7 +1,8 @@
 """History (issue 16, item 1) on the column-lineage, job, dataset and versions reads, through the
 HTTP API of every query store: SQLite and PostgreSQL (sql), SecantusDB (document), FalkorDB
-(graph) and memory. Every answer is validated against Marquez's OpenAPI document, and the stores
-give the same body for every question. The corpus, in ``hist`` (jobs) and ``lake`` (datasets)::
+(graph) and memory, and the engine over the new backends on the same servers. Every answer is
+validated against Marquez's OpenAPI document, and the stores give the same body for every
+question. The corpus, in ``hist`` (jobs) and ``lake`` (datasets)::
 
     t=0   run P  [orchestrate]                          (the parent of A and B)
     t=1   run A  lake:src  -> [extract] -> lake:stage    stage.id <- src.id     (child of P)
@@ -21,11 +22,11 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import column_facet, run_event, schema_facet, when
+from api_helpers import ROW_KINDS, column_facet, run_event, schema_facet, when
 from openapi_check import validate_operation
 from test_api_static import serve_stores
 
-KINDS = ("sql", "postgres", "document", "graph", "memory")
+KINDS = ("sql", "postgres", "document", "graph", "memory", *ROW_KINDS, "postgres-rows")
 P, A, B, C = (str(uuid.UUID(int=0x4157 + i, version=4)) for i in range(4))
 JOBS = "/api/v1/namespaces/hist/jobs"
 DATASETS = "/api/v1/namespaces/lake/datasets"

@@ -1,6 +1,6 @@
 """Marquez's read API, complete: every GET of shared/marquez/openapi.yml an event store can answer,
 over real HTTP, from each query store (sql on SQLite, document on SecantusDB, graph on FalkorDB,
-memory), each answer validated against its operation in openapi.yml, the stores answering alike,
+memory, and the engine over the new sql, document and graph backends), each answer validated against its operation in openapi.yml, the stores answering alike,
 and Marquez's write endpoints refused with 405.
 
 One API per store for the module, loaded once with a small known history (tests only read it)."""
@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from api_helpers import PRODUCER
+from api_helpers import PRODUCER, ROW_KINDS, drop_rows, row_store
 from jsonschema import ValidationError
 from openapi_check import OPERATION_CHECKS, operation, validate_operation
 from servers import FalkorDBRespRunner, free_port
@@ -35,7 +35,7 @@ from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.collector.stores.sql import SqlStore
 
-STORES = ("sql", "document", "graph", "memory")
+STORES = ("sql", "document", "graph", "memory", *ROW_KINDS)
 NS = "warehouse"
 PG = "postgres://db.example:5432"
 SPEC = "https://openlineage.io/spec"
@@ -120,6 +120,9 @@ def history() -> list[dict[str, Any]]:
 def _store(kind: str, request: pytest.FixtureRequest, tmp: Any) -> BaseLineageStore:
     if kind == "memory":
         return EngineStore(MemoryBackend())
+    if kind in ROW_KINDS:
+        rows: BaseLineageStore = row_store(kind, request, tmp)
+        return rows
     if kind == "sql":
         return SqlStore(f"sqlite:///{tmp / 'lineage.db'}")
     tag = f"t_{uuid.uuid4().hex[:12]}"
@@ -138,6 +141,8 @@ def _drop(store: BaseLineageStore) -> None:
         runner = store.runner
         if isinstance(runner, FalkorDBRespRunner):
             runner.drop()
+    else:
+        drop_rows(store)
 
 
 @contextlib.contextmanager
@@ -146,8 +151,7 @@ def open_apis(
     tmp_path_factory: pytest.TempPathFactory,
     events: list[dict[str, Any]],
 ) -> Iterator[dict[str, httpx.Client]]:
-    """An API per store (sql, document, graph, memory), each holding ``events``; dropped
-    afterwards."""
+    """An API per store (:data:`STORES`), each holding ``events``; dropped afterwards."""
     clients: dict[str, httpx.Client] = {}
     opened: list[tuple[BaseLineageStore, ApiServer, httpx.Client]] = []
     try:
@@ -248,7 +252,7 @@ def test_the_three_stores_answer_alike(apis):
         kind: [client.get(url, params=params).json() for _, url, params in reads(client)]
         for kind, client in apis.items()
     }
-    for kind in ("document", "graph", "memory"):
+    for kind in STORES[1:]:
         calls = reads(apis["sql"])
         for (op, url, _), mine, sqls in zip(calls, answers[kind], answers["sql"], strict=True):
             assert mine == sqls, (kind, op, url)

@@ -1,6 +1,7 @@
 """List routes page in the store: ``limit``/``offset`` pick the right items, and ``totalCount`` is
 the size of the whole answer, not of the page. Asked of every store that answers the read API
-(sql on SQLite, graph on FalkorDB, memory), over real HTTP."""
+(sql on SQLite, graph on FalkorDB, memory; the engine over the new sql, document and graph
+backends), over real HTTP."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from api_helpers import run_event, validate_marquez, validate_openapi_response
+from api_helpers import (
+    ROW_KINDS,
+    drop_rows,
+    row_store,
+    run_event,
+    validate_marquez,
+    validate_openapi_response,
+)
 from servers import FalkorDBServer, falkordb_server
 
 from lineage_sdk.collector.api import ApiServer, create_app
@@ -30,8 +38,15 @@ def falkordb() -> Iterator[FalkorDBServer]:
         yield server
 
 
-@pytest.fixture(params=["sql", "graph", "memory"])
+@pytest.fixture(params=["sql", "graph", "memory", *ROW_KINDS])
 def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[BaseLineageStore]:
+    if request.param in ROW_KINDS:
+        rows = row_store(request.param, request, tmp_path)
+        rows.open()
+        yield rows
+        drop_rows(rows)
+        rows.close()
+        return
     if request.param == "memory":
         memory = EngineStore(MemoryBackend())
         memory.open()

@@ -1,7 +1,8 @@
 """Static lineage (OpenLineage JobEvent and DatasetEvent) through the HTTP read API, from every
-query store: SQLite and PostgreSQL (sql), SecantusDB (document), FalkorDB (graph) and memory. Each
-answer is validated against Marquez's OpenAPI document, and the stores answer alike (and alike
-again when the events arrive in the opposite order).
+query store: SQLite and PostgreSQL (sql), SecantusDB (document), FalkorDB (graph) and memory, and
+the engine over the new backends on the same servers. Each answer is validated against Marquez's
+OpenAPI document, and the stores answer alike (and alike again when the events arrive in the
+opposite order).
 
 ``load`` runs once (reads ``raw.a``, writes ``stg.b``: observed edges) and a JobEvent declares
 that it reads ``raw.a`` and ``raw.extra``; ``plan`` never runs, a JobEvent declares it reads
@@ -18,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from api_helpers import PRODUCER, validate_openapi_response
+from api_helpers import PRODUCER, ROW_KINDS, postgres_rows, validate_openapi_response
 from openapi_check import validate_operation
 from servers import postgres_database
 from test_api_marquez import _drop, _q, _store
@@ -35,7 +36,7 @@ RUNS = {n: str(uuid.UUID(int=0x5750 + i, version=4)) for i, n in enumerate(("spa
 LAKE = "s3://lake"  # where Spark writes the table's files
 HIVE = "hive://metastore:9083"  # the table's catalog: the canonical name (type TABLE)
 # "reversed": SQLite again, fed the same events in the opposite order (arrival-order independence).
-KINDS = ("sql", "postgres", "document", "graph", "memory", "reversed")
+KINDS = ("sql", "postgres", "document", "graph", "memory", "reversed", *ROW_KINDS, "postgres-rows")
 
 
 def _facet(name: str, **fields: Any) -> dict[str, Any]:
@@ -163,13 +164,16 @@ def serve_stores(
     kinds: Sequence[str],
     batch: Callable[[str], list[dict[str, Any]]],
 ) -> dict[str, httpx.Client]:
-    """An API per store kind (sql, postgres, document, graph, memory; "reversed" is SQLite), each
-    fed ``batch(kind)`` in one POST; everything is closed and dropped by ``stack``."""
+    """An API per store kind (sql, postgres, document, graph, memory; "reversed" is SQLite; the
+    engine over the new backends: sql-rows, postgres-rows, document-rows, graph-rows), each fed
+    ``batch(kind)`` in one POST; everything is closed and dropped by ``stack``."""
     clients: dict[str, httpx.Client] = {}
     for kind in kinds:
         store: BaseLineageStore
         if kind == "postgres":
             store = stack.enter_context(_postgres_store())
+        elif kind == "postgres-rows":
+            store = stack.enter_context(postgres_rows("lineage_static_rows"))
         else:
             store = _store(
                 "sql" if kind == "reversed" else kind, request, tmp_path_factory.mktemp(kind)

@@ -21,6 +21,7 @@ from servers import (
     FalkorDBServer,
     GraphTarget,
     MongoTarget,
+    drop_tables,
     neo4j_from_env,
     postgres_database,
     postgres_schema,
@@ -145,19 +146,6 @@ def pg_database() -> Iterator[str]:
         yield url
 
 
-def _drop_tables(url: str, prefix: str) -> None:
-    """Drop the tables whose names start with ``prefix`` (as the database lists them)."""
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(url)
-    try:
-        metadata = sa.MetaData()
-        metadata.reflect(engine, only=lambda name, _: name.startswith(prefix))
-        metadata.drop_all(engine)
-    finally:
-        engine.dispose()
-
-
 @pytest.fixture
 def make_store(
     tmp_path: Path, pg_database: str, mongo: MongoTarget, graph_target: GraphTarget
@@ -182,7 +170,7 @@ def make_store(
         elif kind == "postgres-rows":
             prefix = f"r{uid()}_"
             store = EngineStore(SqlBackend(pg_database, table_prefix=prefix))
-            extra.append(lambda: _drop_tables(pg_database, prefix))
+            extra.append(lambda: drop_tables(pg_database, prefix))
         elif kind == "document-rows":
             document = DocumentBackend(
                 ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),

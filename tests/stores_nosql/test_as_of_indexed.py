@@ -2,9 +2,10 @@
 store (``job_io.first_seen``), the document store (``firstSeenUs`` in ``<collection>_edges``) and
 the graph store (``firstSeen`` on CONSUMES/PRODUCES) walks the job edges first seen by then, and
 must answer exactly what history's generic path (the fold of the raw events up to then) answers,
-on SQLite, PostgreSQL, SecantusDB and FalkorDB: every node, time,
-direction, depth and node limit tried here is asked both ways (``indexed=False`` forces the
-generic path) and the store's own walk is checked to have answered.
+on SQLite, PostgreSQL, SecantusDB and FalkorDB (and the engine's, over the memory backend and
+the new sql, document and graph backends on the same servers): every node, time, direction,
+depth and node limit tried here is asked both ways (``indexed=False`` forces the generic path)
+and the store's own walk is checked to have answered.
 
 Also: events arriving out of time order keep an edge's least time; a database from before
 ``first_seen``/``firstSeen`` (NULL: of unknown age) falls back to the generic path, and stays
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from nosql_events import BASE_TIME, StoreFactory, records, run_event
+from nosql_events import BASE_TIME, ROW_KINDS, StoreFactory, records, run_event
 from sqlalchemy.dialects import postgresql, sqlite
 from test_bounded import _corpus as bounded_corpus
 from test_bounded import _late_fan
@@ -37,8 +38,8 @@ from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
 SQL_KINDS = ("sqlite", "postgres")
-#: The stores with their own ``lineage_as_of``.
-KINDS = ("memory", *SQL_KINDS, "document", "graph")
+#: The stores with their own ``lineage_as_of`` (the engine's, over each backend, among them).
+KINDS = ("memory", *SQL_KINDS, "document", "graph", *ROW_KINDS)
 DIRECTIONS: tuple[Direction, ...] = ("both", "upstream", "downstream")
 
 

@@ -71,3 +71,22 @@ def test_delete_takes_an_events_mentions_and_replace_a_touched_runs(make_store: 
     backend.replace(Touched(runs=frozenset({"r1"})), Rows(mentions=(renewed,)))
     assert mentions(backend, D1) == {kept}
     assert mentions(backend, D2) == {renewed}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pages_without_a_limit_and_past_any_answer(make_store: Any, kind: str) -> None:
+    """No limit lists every node and event; an offset or a limit of 2**32 and beyond is one:
+    FalkorDB takes SKIP and LIMIT modulo 2**32, and the graph backend's first "no limit" (2**62)
+    answered no row there."""
+    from lineage_sdk.collector.backend import NodeRow
+
+    backend: LineageBackend = make_store(kind).backend
+    nodes = tuple(NodeRow("JOB", ("ns", f"j{i}"), at(i), at(i), frozenset()) for i in range(3))
+    backend.append(Rows(events=(event("e1", 1, "r1"), event("e2", 2, None)), nodes=nodes))
+    assert [n.key for n in backend.nodes("JOB")] == [n.key for n in nodes]
+    assert [n.key for n in backend.nodes("JOB", namespace="ns")] == [n.key for n in nodes]
+    assert len(backend.nodes("JOB", limit=(1 << 32) + 1)) == 3
+    assert len(backend.nodes("JOB", offset=1 << 32)) == 0
+    assert [e.event_id for e in backend.events()] == ["e1", "e2"]
+    assert [e.event_id for e in backend.events(limit=(1 << 32) + 1)] == ["e1", "e2"]
+    assert list(backend.events(offset=(1 << 32) + 1)) == []

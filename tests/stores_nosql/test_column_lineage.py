@@ -1,6 +1,6 @@
 """Column lineage asked identically of every querying store: memory, sql on SQLite and on
-PostgreSQL, document (MongoDB wire) and graph (FalkorDB), from the same events written in
-different orders."""
+PostgreSQL, document (MongoDB wire) and graph (FalkorDB), and the engine over the new sql,
+document and graph backends, from the same events written in different orders."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from nosql_events import COLUMN_SCHEMA, PRODUCER, records, run_event
+from nosql_events import COLUMN_SCHEMA, PRODUCER, ROW_KINDS, StoreFactory, records, run_event
 from servers import postgres_schema
 
 from lineage_sdk.collector.columns import edge_info, marquez_column_graph, parse_column_node
@@ -148,8 +148,10 @@ def sqlite_store(tmp_path) -> Iterator[SqlStore]:
     store.close()
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql", "document", "graph"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "document", "graph", *ROW_KINDS])
 def any_store(request: pytest.FixtureRequest) -> Any:
+    if request.param in ROW_KINDS:  # the engine over a new backend, fresh (make_store)
+        return request.getfixturevalue("make_store")(request.param)
     name = {"sqlite": "sqlite_store", "postgresql": "pg_store"}.get(request.param)
     return request.getfixturevalue(name or f"{request.param}_store")
 
@@ -241,7 +243,11 @@ NEW_WINS = {"transformations": [{"masking": False, "subtype": "TRANSFORMATION", 
 
 
 def test_the_answers_are_identical_across_stores(
-    sqlite_store: SqlStore, pg_store: SqlStore, document_store: Any, graph_store: Any
+    sqlite_store: SqlStore,
+    pg_store: SqlStore,
+    document_store: Any,
+    graph_store: Any,
+    make_store: StoreFactory,
 ) -> None:
     """The same events, in a different order and batching for each store: one answer."""
     ns = f"ns-{uuid.uuid4().hex[:8]}"
@@ -253,7 +259,8 @@ def test_the_answers_are_identical_across_stores(
         (f"job:{ns}:mart", 3, False),
     ]
     answers = []
-    stores = (sqlite_store, pg_store, document_store, graph_store)
+    rows = [make_store(kind) for kind in ROW_KINDS]
+    stores = (sqlite_store, pg_store, document_store, graph_store, *rows)
     for seed, store in enumerate(stores):
         write_shuffled(store, events, seed)
         answers.append(

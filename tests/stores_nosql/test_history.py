@@ -1,6 +1,7 @@
 """History (issue 16, item 1): ``asOf`` and ``runId`` lineage, the same in every store.
 
-SQLite (sql), SecantusDB (document), FalkorDB (graph) and the memory backend, fed one small corpus::
+SQLite (sql), SecantusDB (document), FalkorDB (graph), the memory backend, and the engine over the
+new sql (SQLite, PostgreSQL), document and graph backends, fed one small corpus::
 
     t=0   run r1: d0 -> [j1] -> d1
     t=10  run r2: d1 -> [j2] -> d2
@@ -11,13 +12,21 @@ SQLite (sql), SecantusDB (document), FalkorDB (graph) and the memory backend, fe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from nosql_events import BASE_TIME, PRODUCER, column_lineage, records, run_event
+from nosql_events import (
+    BASE_TIME,
+    PRODUCER,
+    ROW_KINDS,
+    StoreFactory,
+    column_lineage,
+    records,
+    run_event,
+)
 
 from lineage_sdk.collector.api import marquez, queries
 from lineage_sdk.collector.api.history import (
@@ -104,20 +113,44 @@ def sql_store(tmp_path: Path) -> Iterator[SqlStore]:
     store.close()
 
 
+#: Every store: the four, and the engine over each new backend (``make_store``'s row kinds).
+NAMES = ("sql", "document", "graph", "memory", *ROW_KINDS)
+
+
+class _Loaded(Mapping[str, Any]):
+    """The stores by name, each made and fed the corpus when first asked for (a test of one store
+    makes only that one; iterating makes them all)."""
+
+    def __init__(self, make: Callable[[str], Any]) -> None:
+        self._make = make
+        self._made: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._made:
+            if name not in NAMES:
+                raise KeyError(name)
+            store = self._make(name)
+            store.write_batch(records(*_corpus()))
+            self._made[name] = store
+        return self._made[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(NAMES)
+
+    def __len__(self) -> int:
+        return len(NAMES)
+
+
 @pytest.fixture
-def stores(
-    sql_store: Any, document_store: Any, graph_store: Any, memory_store: Any
-) -> dict[str, Any]:
-    """The four stores, each holding the corpus."""
-    loaded = {
-        "sql": sql_store,
-        "document": document_store,
-        "graph": graph_store,
-        "memory": memory_store,
-    }
-    for store in loaded.values():
-        store.write_batch(records(*_corpus()))
-    return loaded
+def stores(request: pytest.FixtureRequest, make_store: StoreFactory) -> Mapping[str, Any]:
+    """Every store of :data:`NAMES`, each holding the corpus (made when a test first reads it)."""
+
+    def make(name: str) -> Any:
+        if name in ROW_KINDS:
+            return make_store(name)
+        return request.getfixturevalue(f"{name}_store")
+
+    return _Loaded(make)
 
 
 def _shape(graph: LineageGraph) -> tuple[set[str], set[tuple[str, str]]]:
@@ -140,16 +173,18 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def test_every_store_answers_history_alike(stores: dict[str, Any]) -> None:
+def test_every_store_answers_history_alike(stores: Mapping[str, Any]) -> None:
     for node, kwargs in CASES:
         answers = {name: _answers(store, node, **kwargs) for name, store in stores.items()}
         assert answers["document"] == answers["sql"], (node, kwargs)
         assert answers["graph"] == answers["sql"], (node, kwargs)
         assert answers["memory"] == answers["sql"], (node, kwargs)
+        for kind in ROW_KINDS:
+            assert answers[kind] == answers["sql"], (kind, node, kwargs)
 
 
-@pytest.mark.parametrize("name", ["sql", "document", "graph", "memory"])
-def test_as_of_reads_the_past(stores: dict[str, Any], name: str) -> None:
+@pytest.mark.parametrize("name", NAMES)
+def test_as_of_reads_the_past(stores: Mapping[str, Any], name: str) -> None:
     store = stores[name]
     # Before j3 existed: the walk downstream of d2 stops there; j3 itself is unknown.
     before, _ = history_lineage(store, "dataset:ns:d2", as_of=at_(25), direction="downstream")
@@ -189,8 +224,10 @@ def test_as_of_reads_the_past(stores: dict[str, Any], name: str) -> None:
             assert _shape(past) == _shape(plain), (node, direction)
 
 
-@pytest.mark.parametrize("name", ["sql", "document", "graph", "memory"])
-def test_run_id_is_the_run_with_its_parent_and_children(stores: dict[str, Any], name: str) -> None:
+@pytest.mark.parametrize("name", NAMES)
+def test_run_id_is_the_run_with_its_parent_and_children(
+    stores: Mapping[str, Any], name: str
+) -> None:
     store = stores[name]
     # r2 (j2) and its child r4 (j3); not j1, whose runs are neither.
     graph, _ = history_lineage(store, "job:ns:j2", run_id=R2)
@@ -213,8 +250,8 @@ def test_run_id_is_the_run_with_its_parent_and_children(stores: dict[str, Any], 
         history_lineage(store, "job:ns:j3", run_id=R4, as_of=at_(25))
 
 
-@pytest.mark.parametrize("name", ["sql", "document", "graph", "memory"])
-def test_column_lineage_as_of(stores: dict[str, Any], name: str) -> None:
+@pytest.mark.parametrize("name", NAMES)
+def test_column_lineage_as_of(stores: Mapping[str, Any], name: str) -> None:
     store = stores[name]
     field = "datasetField:ns:c1:x"
     early = history_columns(store, field, as_of=at_(15))
@@ -229,9 +266,10 @@ def test_column_lineage_as_of(stores: dict[str, Any], name: str) -> None:
         assert (past.roots, past.fields, past.edges) == (plain.roots, plain.fields, plain.edges)
     same = {k: history_columns(s, "dataset:ns:c1", as_of=at_(25)).edges for k, s in stores.items()}
     assert same["sql"] == same["document"] == same["graph"] == same["memory"]
+    assert all(same[kind] == same["sql"] for kind in ROW_KINDS), same
 
 
-def test_declared_edges_count_from_their_job_event_on(stores: dict[str, Any]) -> None:
+def test_declared_edges_count_from_their_job_event_on(stores: Mapping[str, Any]) -> None:
     store = stores["sql"]
     _, declared = history_lineage(store, "dataset:ns:d3", as_of=at_(50))
     assert ("dataset:ns:d3", "job:ns:j4") in declared
@@ -249,7 +287,7 @@ def test_bad_input_is_named() -> None:
         history_lineage(object(), "job:ns:j1", as_of=at_(0), depth=-1)
 
 
-def test_job_as_of_is_the_same_in_every_store(stores: dict[str, Any]) -> None:
+def test_job_as_of_is_the_same_in_every_store(stores: Mapping[str, Any]) -> None:
     """The job read's asOf (j1's inputs grow at t=20; j4 is only a JobEvent at t=40)."""
 
     def job(store: Any, name: str, seconds: float) -> dict[str, Any] | None:
@@ -262,6 +300,8 @@ def test_job_as_of_is_the_same_in_every_store(stores: dict[str, Any]) -> None:
         answers = {key: job(store, name, seconds) for key, store in stores.items()}
         assert answers["document"] == answers["sql"] == answers["graph"], (name, seconds)
         assert answers["memory"] == answers["sql"], (name, seconds)
+        for kind in ROW_KINDS:
+            assert answers[kind] == answers["sql"], (kind, name, seconds)
     sql = stores["sql"]
     early, late = job(sql, "j1", 15), job(sql, "j1", 25)
     assert early is not None and late is not None
@@ -278,7 +318,7 @@ def _event_key(event: dict[str, Any]) -> tuple[str, str, str]:
     return event["eventTime"], event["run"]["runId"], event["eventType"]
 
 
-def test_job_events_up_to_bounds_by_time_on_the_index(stores: dict[str, Any]) -> None:
+def test_job_events_up_to_bounds_by_time_on_the_index(stores: Mapping[str, Any]) -> None:
     """Each store's bounded read equals its events_of_job filtered by time (asOf inclusive, to
     the microsecond), and the three stores agree."""
     jobs = [("ns", "j1"), ("ns", "j2"), ("ns", "nosuch")]
@@ -299,6 +339,8 @@ def test_job_events_up_to_bounds_by_time_on_the_index(stores: dict[str, Any]) ->
             answers[name] = [event_id for event_id, _ in got]
         assert answers["document"] == answers["sql"] == answers["graph"], seconds
         assert answers["memory"] == answers["sql"], seconds
+        for kind in ROW_KINDS:
+            assert answers[kind] == answers["sql"], (kind, seconds)
     # t=1 is r1's COMPLETE: inclusive; 1 µs before it, only r1's START.
     sql = stores["sql"]
     assert len(sql.job_events_up_to([("ns", "j1")], at_(1))) == 2
@@ -306,7 +348,7 @@ def test_job_events_up_to_bounds_by_time_on_the_index(stores: dict[str, Any]) ->
     assert sql.job_events_up_to([], at_(100)) == []
 
 
-def test_child_runs_by_each_store_index(stores: dict[str, Any]) -> None:
+def test_child_runs_by_each_store_index(stores: Mapping[str, Any]) -> None:
     """r4 names r2 as its parent: each store finds it by its parent index, and only it."""
     for name, store in stores.items():
         assert store.child_runs(R2) == [R4], name
@@ -314,9 +356,9 @@ def test_child_runs_by_each_store_index(stores: dict[str, Any]) -> None:
         assert store.child_runs("no-such-run") == [], name
 
 
-@pytest.mark.parametrize("name", ["sql", "document", "graph", "memory"])
+@pytest.mark.parametrize("name", NAMES)
 def test_run_scope_reads_runs_not_every_event(
-    stores: dict[str, Any], name: str, monkeypatch: pytest.MonkeyPatch
+    stores: Mapping[str, Any], name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run's scope is read run by run (its own, its parents', its children's by the parent
     index), never by a scan of the store's events."""
@@ -341,7 +383,7 @@ def test_run_scope_reads_runs_not_every_event(
         run_scope_events(store, R4, as_of=at_(29))
 
 
-def test_job_and_columns_of_a_run_are_the_same_in_every_store(stores: dict[str, Any]) -> None:
+def test_job_and_columns_of_a_run_are_the_same_in_every_store(stores: Mapping[str, Any]) -> None:
     def job(store: Any, name: str, run_id: str) -> dict[str, Any] | None:
         return history_job(of_job(run_scope_events(store, run_id), "ns", name), "ns", name, None)
 
@@ -349,6 +391,8 @@ def test_job_and_columns_of_a_run_are_the_same_in_every_store(stores: dict[str, 
         answers = {key: job(store, name, run_id) for key, store in stores.items()}
         assert answers["document"] == answers["sql"] == answers["graph"], (name, run_id)
         assert answers["memory"] == answers["sql"], (name, run_id)
+        for kind in ROW_KINDS:
+            assert answers[kind] == answers["sql"], (kind, name, run_id)
     sql = stores["sql"]
     first, later = job(sql, "j1", R1), job(sql, "j1", R3)
     assert first is not None and later is not None
@@ -364,6 +408,7 @@ def test_job_and_columns_of_a_run_are_the_same_in_every_store(stores: dict[str, 
         runs = [e["run"]["runId"] for e in store.events_of_job("ns", "jcol")]
         edges[key] = [history_columns(store, "dataset:ns:c1", run_id=r).edges for r in runs]
     assert edges["sql"] == edges["document"] == edges["graph"] == edges["memory"]
+    assert all(edges[kind] == edges["sql"] for kind in ROW_KINDS), edges
     assert [{src.field for _, src in found} for found in edges["sql"]] == [{"a"}, {"b"}]
     assert not history_columns(sql, "dataset:ns:c1", run_id=R1).roots
 

@@ -96,7 +96,10 @@ _LABEL: dict[str, str] = {"JOB": "Job", "DATASET": "Dataset"}
 _REL: dict[str, str] = {"in": "READS", "out": "WRITES"}
 _US = timedelta(microseconds=1)
 _LAST = "~"  # sorts after every format_time text: "no upper bound"
-_ALL = 1 << 62  # LIMIT of "everything"
+#: The LIMIT of "everything", and the bound of any SKIP or LIMIT sent: FalkorDB (1.4.1, server
+#: 8.2.3) takes both modulo 2**32 (LIMIT 2**32 returns no row, LIMIT 2**62 none either, SKIP
+#: 2**32 skips none), and no answer here holds 2**31 rows.
+_ALL = (1 << 31) - 1
 
 
 # -- writes: one upsert per row type, its SET built from the merge rules ----------------------
@@ -715,7 +718,7 @@ class GraphBackend:
         page_of((), limit, offset, False)  # the arguments' check
         rows: list[NodeRow] = []
         if limit != 0:
-            page = {**params, "offset": offset, "limit": _ALL if limit is None else limit}
+            page = {**params, "offset": min(offset, _ALL), "limit": min(limit or _ALL, _ALL)}
             rows = [_node(kind, r) for r in self._run(_NODES_PAGE[kind], page)]
         total = int(self._run(_NODES_COUNT[kind], params)[0]["n"]) if count else len(rows)
         return Page(rows, total)
@@ -854,7 +857,7 @@ class GraphBackend:
                 page = list(islice(found, offset, stop))
             else:
                 at, at_id = (None, None) if after is None else (format_time(after[0]), after[1])
-                sliced = {"offset": offset, "limit": _ALL if limit is None else limit}
+                sliced = {"offset": min(offset, _ALL), "limit": min(limit or _ALL, _ALL)}
                 query = _EVENTS_PAGE[descending]
                 page = [
                     _event(r)
