@@ -85,6 +85,9 @@ def falkordb() -> Iterator[FalkorDBServer]:
         yield server
 
 
+# First: pytest-xdist's worker turns the groups into node ids in its own hook of this name,
+# registered after this file, so it would run first and find no group.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``-n 2 --dist loadgroup``, as ``./dev -s tests`` runs it), a module's
     tests stay on one worker, so module-scoped servers, browsers and dbt runs start once; the
