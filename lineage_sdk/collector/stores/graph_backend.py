@@ -499,8 +499,7 @@ def _column_params(r: ColumnEdgeRow) -> dict[str, Any]:
 def _column(row: Mapping[str, Any], fields: Mapping[str, FieldRef], known: str) -> ColumnEdgeRow:
     """A column edge read by :func:`_column_read`; ``fields`` the asked fields by key, when
     ``known`` names the side they are."""
-    t, jns = row["t"], row["jobNs"]
-    job = None if jns is None or row["jobName"] is None else (jns, row["jobName"])
+    t, job = row["t"], _job(row["jobNs"], row["jobName"])
     if known == "o":
         o, i = fields[t[:_K]], FieldRef(row["iNs"], row["iDs"], row["iField"])
     elif known == "i":

@@ -275,7 +275,7 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
     )
     coledge = table(
         "coledge",
-        # A field's key is its dataset's key then its name's hash (_column_key): the key serves
+        # A field's key is its dataset's key then its name's hash (_field_hash): the key serves
         # outputs and, by range, output datasets; one index serves inputs and input datasets.
         # A dataset's fields share index pages, so an event's edges dirty few of them
         # (separate dataset-key indexes made the sql backend's commit the largest write cost).
@@ -440,10 +440,6 @@ def _holds_bits(holds: Iterable[NodeKind]) -> int:
 _HOLDS_OF: dict[int, frozenset[NodeKind]] = {
     bits: frozenset(kind for kind, bit in _HOLDS_BITS.items() if bits & bit) for bits in range(8)
 }
-
-
-def _holds_of(bits: int) -> frozenset[NodeKind]:
-    return _HOLDS_OF[bits]
 
 
 def _node_values(r: NodeRow, t: _Bind) -> tuple[Any, ...]:
@@ -963,7 +959,7 @@ class SqlBackend:
 
             def row(r: Any) -> NodeRow:
                 bits = sum(getattr(r, kind) for kind in _STORED_KINDS)
-                return NodeRow("NAMESPACE", (r.ns, ""), r.first_seen, r.last_seen, _holds_of(bits))
+                return NodeRow("NAMESPACE", (r.ns, ""), r.first_seen, r.last_seen, _HOLDS_OF[bits])
 
             return self._paged(conn, query, (c.ns,), limit, offset, count, row)
 
@@ -1032,7 +1028,7 @@ class SqlBackend:
         ended = [] if until is None else [ranked.c.last_event < until]
         rows = (
             sa.select(ranked.c.run_id)
-            .where(ranked.c.job_key == keys.c.value, *_aliased(where, run, ranked), *ended)
+            .where(ranked.c.job_key == keys.c.value, *_aliased(where, ranked), *ended)
             .order_by(ranked.c.last_event.desc(), ranked.c.run_id)
             .limit(latest)
         )
@@ -1164,10 +1160,12 @@ class SqlBackend:
             return []
         table = self._t["coledge"]
         c = table.c
-        names = ("output_ns", "output_dataset", "output_field", "input_ns", "input_dataset")
-        wanted = (*names, "input_field", "job_ns", "job_name", "first_seen")
         with self._reading() as conn:
-            query = sa.select(*(c[name] for name in wanted), c.info_rank, c.info_value)
+            query = sa.select(
+                *(c.output_ns, c.output_dataset, c.output_field),
+                *(c.input_ns, c.input_dataset, c.input_field),
+                *(c.job_ns, c.job_name, c.first_seen, c.info_rank, c.info_value),
+            )
             if outputs is not None:
                 query = query.where(_within(conn, c.output_key, [_field_hash(f) for f in outputs]))
             if inputs is not None:
@@ -1237,16 +1235,16 @@ def _key_table(conn: Connection, keys: list[str]) -> Any:
     """``keys`` as a table of one column, ``value``, one parameter at any size."""
     if conn.dialect.name == "postgresql":
         array = sa.bindparam(None, keys, type_=pg_dialect.ARRAY(sa.Text))
-        return sa.func.unnest(array).table_valued("value").render_derived().alias("k")
+        return sa.func.unnest(array).table_valued("value").render_derived().alias()
     return (
         sa.func.json_each(sa.bindparam(None, json.dumps(keys), type_=sa.Text))
         .table_valued("value")
-        .alias("k")
+        .alias()
     )
 
 
-def _aliased(clauses: list[Any], table: sa.Table, alias: Any) -> list[Any]:
-    """``clauses`` on ``table`` restated on ``alias`` of it."""
+def _aliased(clauses: list[Any], alias: Any) -> list[Any]:
+    """``clauses`` on a table restated on ``alias`` of it."""
     adapter = ClauseAdapter(alias, equivalents=None)
     return [adapter.traverse(c) for c in clauses]
 
@@ -1258,5 +1256,4 @@ def _within(conn: Connection, column: Any, values: Collection[str]) -> Any:
         return _member(conn, column, keys)
     if len(keys) <= _CHUNK:  # one expanding parameter: SQLAlchemy coerces no key one by one
         return column.in_(sa.bindparam(None, keys, expanding=True))
-    each = sa.func.json_each(sa.bindparam(None, json.dumps(keys), type_=sa.Text))
-    return column.in_(sa.select(each.table_valued("value").c.value))
+    return column.in_(sa.select(_key_table(conn, keys).c.value))
