@@ -172,7 +172,7 @@ def bench(session: nox.Session) -> None:
 
 #: Benchmarks that take hours (bench_million loads a million events into every store): run only
 #: when named, as in ``./dev -s bench -- bench_million --stores sqlite``.
-BENCH_ON_REQUEST = {"bench_million.py", "bench_document_walk.py"}
+BENCH_ON_REQUEST = {"bench_million.py"}
 
 
 def _bench_runs(posargs: list[str]) -> list[tuple[str, list[str]]]:

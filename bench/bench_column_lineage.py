@@ -4,7 +4,9 @@
                                          [--stores sqlite,postgresql,graph] [--json PATH]
 
 For each store (the sql store on SQLite and on the PostgreSQL at 127.0.0.1:5432, in a database of
-its own that is dropped afterwards; the graph store on FalkorDB, started here):
+its own that is dropped afterwards; the graph store on FalkorDB, started here), each the engine
+(``EngineStore``) over its backend (``SqlBackend``, ``GraphBackend``), written by the bench and
+served by ``store.type`` ``sql`` or ``graph``:
 
 1. ``--events`` events are written straight through the store's ``write_batch`` in batches of 500
    (the collector's write path without the broker): 50 pipelines of 20 stages, START and COMPLETE
@@ -46,9 +48,10 @@ import httpx  # noqa: E402
 from _bench_common import postgres_database, serving  # noqa: E402
 from servers import FalkorDBRespRunner, bolt_warmup, falkordb_server  # noqa: E402
 
+from lineage_sdk.collector.engine import EngineStore  # noqa: E402
 from lineage_sdk.collector.records import build_record  # noqa: E402
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore  # noqa: E402
-from lineage_sdk.collector.stores.sql import SqlStore  # noqa: E402
+from lineage_sdk.collector.stores.graph_backend import GraphBackend  # noqa: E402
+from lineage_sdk.collector.stores.sql_backend import SqlBackend  # noqa: E402
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
 RUN_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -224,7 +227,7 @@ def report(label: str, build_s: float, events: int, figures: dict[str, Any]) -> 
 
 
 def run_sql(label: str, url: str, events: list[dict[str, Any]], args: Any, folder: Path) -> Any:
-    store = SqlStore(url)
+    store = EngineStore(SqlBackend(url))
     store.open()
     try:
         build_s = write_all(store, events)
@@ -242,7 +245,7 @@ def run_graph(events: list[dict[str, Any]], args: Any, folder: Path) -> Any:
     with falkordb_server(persistent=False) as falkor:
         # "falkordb" is the graph FalkorDB's Bolt endpoint serves.
         runner = FalkorDBRespRunner("127.0.0.1", falkor.redis_port, "falkordb", timeout_s=300)
-        store = Neo4jLineageStore(runner=runner)
+        store = EngineStore(GraphBackend(runner=runner))
         store.open()
         try:
             build_s = write_all(store, events)

@@ -15,10 +15,13 @@ Run ``r`` of all jobs falls in days ``20r .. 20r+20`` (100 days in all), jobs in
 whole graph (the later runs add events, not edges): a store loaded with a prefix has the full
 topology. The events are written once as NDJSON to ``--data`` (``events-N.ndjson``).
 
-Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps loaded stores):
+Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps loaded stores; a
+store loaded by the stores before the engine, in their own tables, is not read by the engine
+here: load it again, without ``--reuse``):
 
 * ``load``: each store (sql on SQLite and on PostgreSQL, document on SecantusDB, graph on FalkorDB
-  through its Redis protocol) is filled by ``import_events``, the path of ``lineage-collector
+  through its Redis protocol; each the engine, ``EngineStore``, over ``SqlBackend``,
+  ``DocumentBackend`` or ``GraphBackend``, as ``store.type`` opens it) is filled by ``import_events``, the path of ``lineage-collector
   import`` (decode, validation, the "already present" lookup, ``handle_lineage_events``): that is
   the import figure. The rate of the first ``--probe`` events is printed first; ``--load-limit``
   and ``--load-seconds`` stop early (a later ``--reuse`` run continues where it stopped).
@@ -38,9 +41,7 @@ Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps load
   without (the store walks unlimited, the API at its largest, 100,000), kept as its own figures.
 * ``catalogue``: the browsing reads over the store object (``namespaces``, a first and a middle
   page of 100 jobs and of 100 datasets, a ``search`` that matches and one that matches nothing,
-  so reads every name), each asked ``CATALOGUE_REPEATS`` times, the median reported. On the
-  document store ``GROUPED_BASELINE`` are asked once more the way the store answered before its
-  nodes collection (grouping the events), the same run's baseline.
+  so reads every name), each asked ``CATALOGUE_REPEATS`` times, the median reported.
 * ``retention``: on a copy (SQLite: the file; PostgreSQL: ``CREATE DATABASE .. TEMPLATE``;
   SecantusDB: its data directory, copied while the server is stopped, served by a second one;
   FalkorDB: ``GRAPH.COPY`` on the same server),
@@ -97,14 +98,15 @@ from servers import (
 
 from lineage_sdk.collector.api import ApiServer, create_app, queries
 from lineage_sdk.collector.api.history import parse_instant
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events, import_events
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.startup import tune_gc
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import StoreError
 
@@ -266,12 +268,22 @@ def pg_name(events: int) -> str:
     return "lineage_bench_1m" if events == 1_000_000 else f"lineage_bench_{events}"
 
 
-def secantus_store(server: SecantusServer, collection: str = "million") -> DocumentLineageStore:
+def secantus_store(server: SecantusServer, collection: str = "million") -> EngineStore:
     """The bench's document store on a SecantusDB server."""
-    return DocumentLineageStore(
-        ConnectionConfig(uri=server.uri, database="bench", timeout_ms=600_000),
-        collection_name=collection,
+    return EngineStore(
+        DocumentBackend(
+            ConnectionConfig(uri=server.uri, database="bench", timeout_ms=600_000),
+            collection_name=collection,
+        )
     )
+
+
+def sql_engine(store: EngineStore) -> sa.Engine:
+    """The SQLAlchemy engine of an open store over the sql backend (past its contract: a
+    bench's ``VACUUM ANALYZE`` and table digests)."""
+    backend = store.backend
+    assert isinstance(backend, SqlBackend)
+    return backend._db
 
 
 def on_bench_server(kind: str) -> bool:
@@ -309,32 +321,38 @@ class Stores:
     def open(self, kind: str) -> Any:
         store: Any
         if kind == "sqlite":
-            store = SqlStore(f"sqlite:///{self.data}/sqlite/lineage.db")
+            store = EngineStore(SqlBackend(f"sqlite:///{self.data}/sqlite/lineage.db"))
             (self.data / "sqlite").mkdir(exist_ok=True)
         elif kind == "postgres":
-            store = SqlStore(self.pg_url())
+            store = EngineStore(SqlBackend(self.pg_url()))
         elif kind == "document" and not on_bench_server(kind):
-            store = DocumentLineageStore(  # a real MongoDB: its database "lineage_bench"
-                ConnectionConfig(
-                    uri=os.environ[MONGODB_URI_ENV], database="lineage_bench", timeout_ms=600_000
-                ),
-                collection_name="million",
+            store = EngineStore(  # a real MongoDB: its database "lineage_bench"
+                DocumentBackend(
+                    ConnectionConfig(
+                        uri=os.environ[MONGODB_URI_ENV],
+                        database="lineage_bench",
+                        timeout_ms=600_000,
+                    ),
+                    collection_name="million",
+                )
             )
         elif kind == "graph" and (neo4j := neo4j_from_env()) is not None:
             uri, user, password, database = neo4j
-            store = Neo4jLineageStore(  # a real Neo4j, through the neo4j driver as deployed
-                ConnectionConfig(
-                    uri=uri,
-                    username=user,
-                    password=password,
-                    database=database,
-                    timeout_ms=3_600_000,
+            store = EngineStore(  # a real Neo4j, through the neo4j driver as deployed
+                GraphBackend(
+                    ConnectionConfig(
+                        uri=uri,
+                        username=user,
+                        password=password,
+                        database=database,
+                        timeout_ms=3_600_000,
+                    )
                 )
             )
         elif kind == "document":
             store = secantus_store(self.secantus_server())
         elif kind == "graph":
-            store = Neo4jLineageStore(runner=self.graph_runner("million"))
+            store = EngineStore(GraphBackend(runner=self.graph_runner("million")))
         else:
             raise SystemExit(f"unknown store {kind!r}: one of {', '.join(STORES)}")
         for _ in range(600):  # a restarted FalkorDB answers only once its snapshot is loaded
@@ -388,11 +406,11 @@ class Stores:
         if kind == "document":
             store = secantus_store(self.secantus_server(), name)
             store.open()
-            store.drop()
+            store.backend.drop()
         else:
             runner = self.graph_runner(name)
             runner.drop()
-            store = Neo4jLineageStore(runner=runner)
+            store = EngineStore(GraphBackend(runner=runner))
         store.open()
         self.opened.append(store)
         return store
@@ -609,11 +627,11 @@ def roundtrip(kind: str, stores: Stores, graph: Graph, results: Results, args: A
     if kind == "sqlite":
         path = stores.data / "sqlite" / "roundtrip.db"
         remove_sqlite(path)
-        copy = SqlStore(f"sqlite:///{path}")
+        copy = EngineStore(SqlBackend(f"sqlite:///{path}"))
         copy.open()
     elif kind == "postgres":
         _drop_pg(copy_name)
-        copy = SqlStore(stores.pg_url(copy_name))
+        copy = EngineStore(SqlBackend(stores.pg_url(copy_name)))
         copy.open()
     else:
         copy = stores.empty(kind, "million_roundtrip")
@@ -623,7 +641,7 @@ def roundtrip(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         import_s = time.perf_counter() - started
         print(f"  {kind}: imported {imported:,} events in {import_s:.0f} s", flush=True)
         started = time.perf_counter()
-        if isinstance(original, SqlStore):
+        if isinstance(original.backend, SqlBackend):
             left, right = table_digests(original), table_digests(copy)
             differ = sorted(name for name in left if left[name] != right.get(name))
             identical = not differ and left.keys() == right.keys()
@@ -666,9 +684,9 @@ def roundtrip(kind: str, stores: Stores, graph: Graph, results: Results, args: A
             if not args.keep:
                 _drop_pg(copy_name)
         elif kind == "document":
-            copy.drop()
+            copy.backend.drop()
         else:
-            copy.runner.drop()
+            copy.backend.runner.drop()
 
 
 #: Lineage answers compared between a store and its round-trip copy (the query phase's roots).
@@ -692,32 +710,29 @@ def answer(store: Any, params: dict[str, Any]) -> list[Any]:
 
 def derived_counts(store: Any) -> dict[str, int]:
     """What a document or graph store derived from its events, counted: each collection's
-    documents, or each label's nodes and each type's relationships."""
-    if isinstance(store, DocumentLineageStore):
-        events = store.collection.name  # the others are named after it: <events>_edges, ...
+    documents (the backend's row kinds), or each label's nodes and each type's relationships."""
+    backend = store.backend
+    if isinstance(backend, DocumentBackend):
         return {
-            c.name.removeprefix(events) or "events": int(c.estimated_document_count())
-            for c in (
-                store.collection,
-                store.edges,
-                store.adjacency,
-                store.nodes,
-                store.runs,
-                store.latest,
-            )
+            kind: int(backend._coll(kind).estimated_document_count())
+            for kind in ("events", "mentions", "edges", "runs", "columns", "nodes")
         }
-    rows = store.runner.run("MATCH (n) RETURN labels(n)[0] AS kind, count(n) AS n", None)
-    rows += store.runner.run("MATCH ()-[r]->() RETURN type(r) AS kind, count(r) AS n", None)
+    rows = backend.runner.run("MATCH (n) RETURN labels(n)[0] AS kind, count(n) AS n", None)
+    rows += backend.runner.run("MATCH ()-[r]->() RETURN type(r) AS kind, count(r) AS n", None)
     return {str(r["kind"]): int(r["n"]) for r in rows}
 
 
-def table_digests(store: SqlStore) -> dict[str, tuple[int, str]]:
-    """Each table of the sql store: (rows, sha256 of its rows in primary-key order)."""
+def table_digests(store: EngineStore) -> dict[str, tuple[int, str]]:
+    """Each table of the sql backend: (rows, sha256 of its rows in primary-key order, or in the
+    order of all its columns for a table without one)."""
     out: dict[str, tuple[int, str]] = {}
-    with store.engine.connect() as conn:
-        for name, table in sorted(store.t.items()):
+    backend = store.backend
+    assert isinstance(backend, SqlBackend)
+    with sql_engine(store).connect() as conn:
+        for name, table in sorted(backend._t.items()):
             digest, rows = hashlib.sha256(), 0
-            query = sa.select(table).order_by(*table.primary_key.columns)
+            order = list(table.primary_key.columns) or list(table.columns)
+            query = sa.select(table).order_by(*order)
             for row in conn.execution_options(yield_per=5000).execute(query):
                 digest.update(repr(tuple(row)).encode())
                 rows += 1
@@ -812,7 +827,7 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
         # query can be answered from an index alone (each key costs a heap visit). A
         # deployment's autovacuum does both after a bulk insert; here, the bench does.
         started = time.perf_counter()
-        with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        with sql_engine(store).connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(sa.text("VACUUM ANALYZE"))
         print(f"  VACUUM ANALYZE in {time.perf_counter() - started:.1f} s", flush=True)
     plan = query_plan(graph, args.seed)
@@ -940,7 +955,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
     store: Any
     if kind == "graph":
         graph_copy = stores.graph_copy("million_retention")
-        store = Neo4jLineageStore(runner=graph_copy)
+        store = EngineStore(GraphBackend(runner=graph_copy))
     elif kind == "document":  # a copy of SecantusDB's data directory, the server stopped meanwhile
         stores.stop_secantus()
         copy = stores.data / "secantus-retention"
@@ -958,7 +973,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         started = time.perf_counter()
         shutil.copyfile(stores.data / "sqlite" / "lineage.db", copy)
         print(f"  copied in {time.perf_counter() - started:.0f} s")
-        store = SqlStore(f"sqlite:///{copy}")
+        store = EngineStore(SqlBackend(f"sqlite:///{copy}"))
     else:
         name = f"{stores.pg_name}_retention"
         admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
@@ -968,7 +983,7 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
             conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{stores.pg_name}"'))
             print(f"  copied in {time.perf_counter() - started:.0f} s")
         admin.dispose()
-        store = SqlStore(POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}")
+        store = EngineStore(SqlBackend(POSTGRES_URL.rsplit("/", 1)[0] + f"/{name}"))
     store.open()
     try:
         fraction = args.retention * loaded / graph.events  # the oldest 10% of what is loaded
@@ -1011,9 +1026,6 @@ def retention(kind: str, stores: Stores, graph: Graph, results: Results, args: A
 # ---------------------------------------------------------------------------------------- catalogue
 
 CATALOGUE_REPEATS = 5
-#: The reads also asked by grouping the events on the document store (each takes minutes on
-#: SecantusDB at 200,000 events): all of them (namespaces), and the jobs alone.
-GROUPED_BASELINE = ("namespaces", "jobs_first_page")
 
 
 def catalogue(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) -> None:
@@ -1044,19 +1056,6 @@ def catalogue(kind: str, stores: Stores, graph: Graph, results: Results, args: A
         samples = [timed(ask) for _ in range(CATALOGUE_REPEATS)]
         fig[name] = statistics.median(ms for ms, _ in samples)
         print(f"  {kind} {name}: {fig[name]} ms (of {[ms for ms, _ in samples]})", flush=True)
-        if kind == "document" and name in GROUPED_BASELINE:
-            # The same read as before the nodes collection: grouping every event.
-            store._nodes_ready = lambda: False
-            try:
-                ms, before = timed(ask)
-            finally:
-                del store._nodes_ready
-            same = before == samples[0][1] and getattr(before, "total", 0) == getattr(
-                samples[0][1], "total", 0
-            )
-            fig[f"{name}_grouped"] = ms
-            fig[f"{name}_same"] = same
-            print(f"  {kind} {name} by grouping the events: {ms} ms, same answer: {same}")
     results.put(kind, "catalogue", fig)
 
 
@@ -1102,9 +1101,6 @@ def table(results: Results) -> str:
         "search_miss",
     ):
         rows.append((f"catalogue: {key} ms (median)", _get("catalogue", key)))
-        rows.append(
-            (f"catalogue: {key} ms, grouping the events", _get("catalogue", f"{key}_grouped"))
-        )
     for key, name in (
         ("removed", "retention: events removed"),
         ("removed_per_s", "retention: removed events/s"),

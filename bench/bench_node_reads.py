@@ -29,7 +29,8 @@ the p50 and p95 (the project reports performance as same-run ratios); the issue'
 absolute: p95 < 100 ms for the hot node. ``--seconds`` bounds the timed rounds of one store (at
 least ``--min-queries`` are taken), so a slow read costs minutes, not an hour.
 
-Stores: ``sqlite`` (a file in a temporary folder), ``postgres`` (a database of the bench's own on
+Stores, each the engine (``EngineStore``) over its backend as ``store.type`` opens it: ``sqlite``
+(a file in a temporary folder), ``postgres`` (a database of the bench's own on
 127.0.0.1:5432, created and dropped; ``VACUUM ANALYZE`` after the load, as a deployment's
 autovacuum would do: the shared server runs without it), ``document`` (SecantusDB, started here)
 and ``graph`` (FalkorDB, started here, through its native protocol).
@@ -79,13 +80,14 @@ from _bench_common import load_average, postgres_database
 from servers import FalkorDBRespRunner, falkordb_server, secantus_server
 
 from lineage_sdk.collector.api import ApiServer, create_app
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.startup import tune_gc
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 
 __all__ = ["READS", "STORES", "events", "main"]
@@ -220,19 +222,22 @@ def opened_store(kind: str, folder: Path) -> Iterator[Any]:
     store: Any
     with contextlib.ExitStack() as stack:
         if kind == "sqlite":
-            store = SqlStore(f"sqlite:///{folder}/nodes.db")
+            store = EngineStore(SqlBackend(f"sqlite:///{folder}/nodes.db"))
         elif kind == "postgres":
-            store = SqlStore(stack.enter_context(postgres_database("lineage_bench_nodes")))
+            url = stack.enter_context(postgres_database("lineage_bench_nodes"))
+            store = EngineStore(SqlBackend(url))
         elif kind == "document":
             server = stack.enter_context(secantus_server())
-            store = DocumentLineageStore(
-                ConnectionConfig(uri=server.uri, database="bench", timeout_ms=600_000),
-                collection_name="nodes",
+            store = EngineStore(
+                DocumentBackend(
+                    ConnectionConfig(uri=server.uri, database="bench", timeout_ms=600_000),
+                    collection_name="nodes",
+                )
             )
         elif kind == "graph":
             falkor = stack.enter_context(falkordb_server(persistent=False))
             runner = FalkorDBRespRunner("127.0.0.1", falkor.redis_port, "nodes", timeout_s=600)
-            store = Neo4jLineageStore(runner=runner)
+            store = EngineStore(GraphBackend(runner=runner))
         else:
             raise SystemExit(f"unknown store {kind!r}: one of {', '.join(STORES)}")
         store.open()
@@ -323,7 +328,8 @@ def run_store(kind: str, all_events: list[dict[str, Any]], args: argparse.Namesp
             flush=True,
         )
         if kind == "postgres":
-            with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            engine = store.backend._db  # the sql backend's own SQLAlchemy engine
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 conn.execute(sa.text("VACUUM ANALYZE"))
         tune_gc()
         with ApiServer(create_app(manager, max_body_bytes=64 << 20)) as server:

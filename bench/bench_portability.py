@@ -2,13 +2,14 @@
 
     python bench/bench_portability.py [--events 100000] [--backends sqlite,postgres] [--json PATH]
 
-For each backend, in one run and on the same events (an NDJSON file of SDK-shaped RunEvents,
+The stores are the engine over the sql backend (``EngineStore(SqlBackend(url))``, what
+``store.type: sql`` opens). For each backend, in one run and on the same events (an NDJSON file of SDK-shaped RunEvents,
 ~1 KB each, generated lazily so a million fit in flat memory):
 
 1. store A is filled: the file's lines decoded and validated as broker messages
    (``decode_message``) and written with the store's own ``write_batch`` in batches of 1,000;
 2. export against its baseline, alternated over two rounds: ``export_events`` from A to a file
-   (ordered by eventTime then id, NDJSON), and A's ``payload`` column streamed by one plain
+   (ordered by eventTime then id, NDJSON), and A's event JSON column streamed by one plain
    SQLAlchemy cursor (no ordering, no objects): what the database can give;
 3. import against its baseline, alternated chunk by chunk (10,000 lines, the first to go
    switching each time) over the exported file: ``import_events`` into an empty store B
@@ -42,10 +43,11 @@ import sqlalchemy as sa
 from _bench_common import postgres_database
 
 from lineage_sdk.collector.decode import JSON_CONTENT_TYPE, decode_message
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events, import_events
 from lineage_sdk.collector.service import LineageCollectorService
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
@@ -106,7 +108,7 @@ def report(label: str, n: int, seconds: float) -> float:
     return rate
 
 
-def write_lines(store: SqlStore, lines: list[bytes]) -> None:
+def write_lines(store: EngineStore, lines: list[bytes]) -> None:
     """The baseline: each line decoded and validated as one broker message (what import does
     too), then the store's own ``write_batch``, nothing else."""
     batch = []
@@ -130,12 +132,15 @@ def chunks(path: Path, size: int) -> Iterator[list[bytes]]:
             yield chunk
 
 
-def stream_payloads(store: SqlStore) -> int:
-    """The read baseline: the payload column through one plain streamed cursor, unordered."""
+def stream_payloads(store: EngineStore) -> int:
+    """The read baseline: the event table's JSON column through one plain streamed cursor,
+    unordered (the sql backend's own engine and table, reached past its contract)."""
+    backend = store.backend
+    assert isinstance(backend, SqlBackend)
     seen = 0
-    with store.engine.connect() as conn:
+    with backend._db.connect() as conn:
         rows = conn.execution_options(stream_results=True, yield_per=BATCH).execute(
-            sa.select(store.t["events"].c.payload)
+            sa.select(backend._t["ev"].c.json)
         )
         for _ in rows:
             seen += 1
@@ -143,7 +148,11 @@ def stream_payloads(store: SqlStore) -> int:
 
 
 def bench_backend(
-    name: str, stores: tuple[SqlStore, SqlStore, SqlStore], source: Path, n: int, work: Path
+    name: str,
+    stores: tuple[EngineStore, EngineStore, EngineStore],
+    source: Path,
+    n: int,
+    work: Path,
 ) -> dict[str, Any]:
     """A is filled and exported; the export is imported into B and, chunk by chunk in turns,
     written by the baseline into C, so both see the same load."""
@@ -168,7 +177,7 @@ def bench_backend(
                 count = export_events(a, fh, batch_size=BATCH)
             export_s += time.perf_counter() - started
             assert seen == count == n, (seen, count, n)
-        read = report(f"baseline read: payload column x{ROUNDS}", n * ROUNDS, read_s)
+        read = report(f"baseline read: JSON column x{ROUNDS}", n * ROUNDS, read_s)
         export = report(f"export: ordered NDJSON x{ROUNDS}", n * ROUNDS, export_s)
 
         service = LineageCollectorService(LineageManager(LineageConfig(), stores=[b]))
@@ -227,11 +236,13 @@ def main() -> None:
         print(f"{args.events:,} events, {source.stat().st_size / args.events:,.0f} bytes each")
         for backend in args.backends.split(","):
             if backend == "sqlite":
-                stores = tuple(SqlStore(f"sqlite:///{work}/{x}.db") for x in "abc")
+                stores = tuple(EngineStore(SqlBackend(f"sqlite:///{work}/{x}.db")) for x in "abc")
                 results["sqlite"] = bench_backend("sqlite", stores, source, args.events, work)  # type: ignore[arg-type]
             elif backend == "postgres":
                 with postgres_database("lineage_portbench") as url:
-                    stores = tuple(SqlStore(url, table_prefix=f"{x}_") for x in "abc")
+                    stores = tuple(
+                        EngineStore(SqlBackend(url, table_prefix=f"{x}_")) for x in "abc"
+                    )
                     results["postgres"] = bench_backend(
                         "postgres", stores, source, args.events, work
                     )  # type: ignore[arg-type]

@@ -2,7 +2,8 @@
 
     python bench/bench_retention.py [--events 100000] [--backends sqlite,postgres] [--json PATH]
 
-For each backend, in one run, on the events of ``bench_portability`` (START/COMPLETE pairs over
+The store is the engine over the sql backend (``EngineStore(SqlBackend(url))``, what
+``store.type: sql`` opens). For each backend, in one run, on the events of ``bench_portability`` (START/COMPLETE pairs over
 2,000 jobs in 20 layers, ~1 KB each, one event per millisecond):
 
 1. the store is filled with ``--events`` events (``write_batch``, batches of 1,000);
@@ -37,9 +38,10 @@ from _bench_common import postgres_database
 from bench_portability import START, events
 
 from lineage_sdk.collector.decode import JSON_CONTENT_TYPE, decode_message
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.retention import purge_older_than
 from lineage_sdk.collector.store import LineageRecord
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 BATCH = 1000
 AGE = timedelta(days=1)
@@ -60,7 +62,7 @@ def take(source: Iterator[LineageRecord], n: int) -> list[LineageRecord]:
 
 
 def write_loop(
-    store: SqlStore, batches: Iterator[list[LineageRecord]], until: Any
+    store: EngineStore, batches: Iterator[list[LineageRecord]], until: Any
 ) -> tuple[int, float]:
     """Write batches until ``until()`` is true or they run out: (events written, seconds)."""
     written = 0
@@ -79,7 +81,7 @@ def rate(label: str, n: int, seconds: float) -> float:
     return value
 
 
-def bench_backend(name: str, store: SqlStore, n: int) -> dict[str, Any]:
+def bench_backend(name: str, store: EngineStore, n: int) -> dict[str, Any]:
     print(f"\n{name}: {n:,} events, retention of the oldest {n // 10:,}", flush=True)
     store.open()
     try:
@@ -147,7 +149,7 @@ class Alongside:
 
 
 def retention_alongside(
-    store: SqlStore, reserve: Iterator[list[LineageRecord]], until: datetime, baseline: int
+    store: EngineStore, reserve: Iterator[list[LineageRecord]], until: datetime, baseline: int
 ) -> Alongside:
     """The writer alone (``baseline`` events), then the events before ``until`` removed in a
     thread while the writer goes on until the retention ends, then the writer alone again."""
@@ -171,7 +173,7 @@ def retention_alongside(
     return Alongside(before, during, after, removed["events"], removed["seconds"], ran_out)
 
 
-def _alone(store: SqlStore, reserve: Iterator[list[LineageRecord]], n: int) -> tuple[int, float]:
+def _alone(store: EngineStore, reserve: Iterator[list[LineageRecord]], n: int) -> tuple[int, float]:
     written = 0
     started = time.perf_counter()
     for batch in reserve:
@@ -196,11 +198,13 @@ def main() -> None:
         for backend in args.backends.split(","):
             if backend == "sqlite":
                 results["sqlite"] = bench_backend(
-                    "sqlite", SqlStore(f"sqlite:///{tmp}/retention.db"), args.events
+                    "sqlite", EngineStore(SqlBackend(f"sqlite:///{tmp}/retention.db")), args.events
                 )
             elif backend == "postgres":
                 with postgres_database("lineage_portbench") as url:
-                    results["postgres"] = bench_backend("postgres", SqlStore(url), args.events)
+                    results["postgres"] = bench_backend(
+                        "postgres", EngineStore(SqlBackend(url)), args.events
+                    )
             else:
                 sys.exit(f"unknown backend {backend!r}: sqlite or postgres")
     if args.json:

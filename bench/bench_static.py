@@ -1,6 +1,7 @@
 """What static lineage costs a lineage read: ``queries.lineage`` (the store's walk, then one
 ``static_events`` query for the answer's jobs to mark declared edges) against the same walk
-without the marks, interleaved in one run on one SQLite store.
+without the marks, interleaved in one run on one SQLite store (the engine over the sql
+backend, as ``store.type: sql`` opens it).
 
 The graph is ``bench_api``'s (20 layers of 100 jobs), with one JobEvent per job declaring its
 inputs and outputs. Run: ``python bench/bench_static.py --events 40000``.
@@ -17,8 +18,9 @@ from typing import Any
 from bench_api import LAYERS, PRODUCER, WIDTH, _dataset, events
 
 from lineage_sdk.collector.api import marquez, queries
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.records import build_record
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 JOB_EVENT = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent"
 
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--depth", type=int, default=10)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
-        store = SqlStore(f"sqlite:///{folder}/bench.db")
+        store = EngineStore(SqlBackend(f"sqlite:///{folder}/bench.db"))
         store.open()
         batch: list[Any] = []
         for event in [*events(args.events), *job_events()]:

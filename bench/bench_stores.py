@@ -1,5 +1,9 @@
 """Document and graph store throughput, and lineage latency over a 100,000-event graph.
 
+Every store is the engine (``EngineStore``) over a backend: ``DocumentBackend``,
+``GraphBackend`` and ``SqlBackend`` (SQLite), what ``store.type`` ``document``, ``graph`` and
+``sql`` open.
+
     python bench/bench_stores.py [--events 5000] [--graph-events 100000] [--json PATH]
                                  [--skip-collector] [--skip-lineage]
 
@@ -55,13 +59,15 @@ from bench_collector import URL, delete_queues, make_events, prefill, raw_pika  
 from servers import FalkorDBRespRunner, falkordb_server, secantus_server  # noqa: E402
 
 from lineage_sdk.collector.consumer import LineageCollector  # noqa: E402
+from lineage_sdk.collector.engine import EngineStore  # noqa: E402
 from lineage_sdk.collector.manager import LineageManager  # noqa: E402
 from lineage_sdk.collector.records import build_record  # noqa: E402
 from lineage_sdk.collector.settings import ConnectionConfig  # noqa: E402
 from lineage_sdk.collector.store import LineageRecord, node_id  # noqa: E402
-from lineage_sdk.collector.stores.document import DocumentLineageStore  # noqa: E402
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore, batch_statements  # noqa: E402
-from lineage_sdk.collector.stores.sql import SqlStore  # noqa: E402
+from lineage_sdk.collector.stores.document_backend import DocumentBackend  # noqa: E402
+from lineage_sdk.collector.stores.graph_backend import GraphBackend  # noqa: E402
+from lineage_sdk.collector.stores.graph_runner import GraphRunner  # noqa: E402
+from lineage_sdk.collector.stores.sql_backend import SqlBackend  # noqa: E402
 from lineage_sdk.collector.topology import Topology  # noqa: E402
 from lineage_sdk.config.schema import LineageConfig  # noqa: E402
 
@@ -116,12 +122,19 @@ def collector_rate(
         }
     )
 
-    def graph_creator(_cfg: LineageConfig) -> Neo4jLineageStore:
-        return Neo4jLineageStore(
-            runner=FalkorDBRespRunner("127.0.0.1", redis_port, graph_name, timeout_s=60)
+    def graph_creator(_cfg: LineageConfig) -> EngineStore:
+        return EngineStore(
+            GraphBackend(
+                runner=FalkorDBRespRunner("127.0.0.1", redis_port, graph_name, timeout_s=60)
+            )
         )
 
-    manager = LineageManager(config, creators={"graph": graph_creator})
+    def document_creator(_cfg: LineageConfig) -> EngineStore:
+        connection = ConnectionConfig(uri=mongo_uri, database="bench")
+        return EngineStore(DocumentBackend(connection, store["document"]["collection_name"]))
+
+    creators = {"graph": graph_creator, "document": document_creator}
+    manager = LineageManager(config, creators=creators)
     topo = Topology.from_config(config)
     conn = pika.BlockingConnection(pika.URLParameters(URL))
     ch = conn.channel()
@@ -150,12 +163,13 @@ def collector_rate(
         return len(bodies) / elapsed
     finally:
         collector.stop()
-        cleanup = LineageManager(config, creators={"graph": graph_creator})
+        cleanup = LineageManager(config, creators=creators)
         for s in cleanup.stores:
-            if isinstance(s, DocumentLineageStore):
-                s.collection.drop()
-            if isinstance(s, Neo4jLineageStore) and isinstance(s.runner, FalkorDBRespRunner):
-                s.runner.drop()
+            backend = s.backend if isinstance(s, EngineStore) else None
+            if isinstance(backend, DocumentBackend):
+                backend.drop()
+            if isinstance(backend, GraphBackend) and isinstance(backend.runner, FalkorDBRespRunner):
+                backend.runner.drop()
             s.close()
         delete_queues(ch, topo)
         ch.exchange_delete(topic)
@@ -181,40 +195,61 @@ def direct(store: Any, records: list[LineageRecord], server_pid: int | None) -> 
 
 
 def document_without_indexes(
-    mongo_uri: str, records: list[LineageRecord], server_pid: int | None
+    mongo_uri: str, records: list[LineageRecord], server_pid: int | None, indexed: EngineStore
 ) -> dict[str, float]:
-    """The same documents, inserted the same way, into a collection with only ``_id``: the server
-    cost of the store's secondary indexes is the difference."""
-    store = DocumentLineageStore(ConnectionConfig(uri=mongo_uri, database="bench"), "no_indexes")
-    docs = [store.to_document(r) for r in records]
+    """The same rows, written the same way (``write_batch``, the ``indexed`` store's tactics),
+    into collections with only ``_id`` (the backend is never opened, so it makes no index): the
+    server cost of the backend's secondary indexes is the difference."""
+    assert isinstance(indexed.backend, DocumentBackend)
+    connection = ConnectionConfig(uri=mongo_uri, database="bench")
+    backend = DocumentBackend(connection, "no_indexes", tactics=indexed.backend.tactics)
+    store = EngineStore(backend)
     try:
         with cpu_split(server_pid) as split:
-            for i in range(0, len(docs), 200):
-                store.collection.insert_many(docs[i : i + 200], ordered=False)
+            write_all(store, records)
         n = len(records)
         return {
             "events_per_s": n / split["wall_s"],
             "server_cpu_ms_per_event": split["server_cpu_s"] * 1000 / n,
         }
     finally:
-        store.collection.drop()
+        backend.drop()
         store.close()
 
 
-def packstream_figures(records: list[LineageRecord], batch: int = 200) -> dict[str, float]:
-    """µs per event the driver spends packing the graph store's statement parameters, with its
-    pure-Python codec and (when ``neo4j-rust-ext`` is installed) its Rust one, in one process.
+class _Recorder(GraphRunner):
+    """A graph runner that keeps every statement's parameters and sends nothing."""
+
+    def __init__(self) -> None:
+        self.parameters: list[dict[str, Any]] = []
+
+    def run(self, query: str, parameters: Any = None) -> list[dict[str, Any]]:
+        self.parameters.append(dict(parameters or {}))
+        return []
+
+    def verify(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def packstream_figures(
+    records: list[LineageRecord], tactics: Any, batch: int = 200
+) -> dict[str, float]:
+    """µs per event the driver spends packing the graph backend's statement parameters (the
+    engine's ``write_batch`` of ``records`` in batches of ``batch``, with ``tactics``, recorded
+    instead of sent), with its pure-Python codec and (when ``neo4j-rust-ext`` is installed) its
+    Rust one, in one process.
 
     Reaches into the driver's private ``neo4j._codec`` (a bench, not product code): the Python
     codec is always there as ``Packer._py_pack``; ``_rust_pack`` is None without the extension.
     """
     from neo4j._codec.packstream import v1
 
-    params = [
-        {"rows": rows}
-        for start in range(0, len(records), batch)
-        for _query, rows in batch_statements(records[start : start + batch])
-    ]
+    recorder = _Recorder()
+    write_all(EngineStore(GraphBackend(runner=recorder, tactics=tactics)), records, batch)
+    params = recorder.parameters
 
     def best_us(pack: Callable[[Any], object]) -> float:
         best = float("inf")
@@ -304,7 +339,7 @@ def main() -> None:
         "servers": {
             "document": "SecantusDB (MongoDB wire protocol, written in Python), started here",
             "graph": "FalkorDB (redis-server + falkordb.so), native protocol and Bolt",
-            "sql": "SQLite (sql store) in a temporary directory",
+            "sql": "SQLite (the engine over the sql backend) in a temporary directory",
         },
         "events": args.events,
         "targets": {
@@ -348,27 +383,29 @@ def main() -> None:
                 COMPOSITE_TARGET
             )
 
-        doc = DocumentLineageStore(ConnectionConfig(uri=mongo.uri, database="bench"), "direct")
+        doc_backend = DocumentBackend(ConnectionConfig(uri=mongo.uri, database="bench"), "direct")
+        doc = EngineStore(doc_backend)
         doc.open()
-        graph = Neo4jLineageStore(
+        graph_backend = GraphBackend(
             runner=FalkorDBRespRunner("127.0.0.1", falkor.redis_port, "direct", timeout_s=60)
         )
+        graph = EngineStore(graph_backend)
         graph.open()
-        sql = SqlStore(f"sqlite:///{tmp}/direct.db")
+        sql = EngineStore(SqlBackend(f"sqlite:///{tmp}/direct.db"))
         sql.open()
         try:
             figures["direct"] = {
                 "document": direct(doc, records, mongo_pid),
                 "document_secondary_indexes_off": document_without_indexes(
-                    mongo.uri, records, mongo_pid
+                    mongo.uri, records, mongo_pid, doc
                 ),
                 "graph": direct(graph, records, falkor_pid),
                 "sql": direct(sql, records, None),
             }
         finally:
-            doc.collection.drop()
+            doc_backend.drop()
             doc.close()
-            graph.runner.run("MATCH (n) DETACH DELETE n")
+            graph_backend.runner.run("MATCH (n) DETACH DELETE n")
             graph.close()
             sql.close()
         for name, f in figures["direct"].items():
@@ -392,7 +429,7 @@ def main() -> None:
                 f"(1 / {server_ms:.3f} ms of its CPU per event, with the store's indexes)"
             )
 
-        figures["packstream"] = pack = packstream_figures(records)
+        figures["packstream"] = pack = packstream_figures(records, graph_backend.tactics)
         rust = (
             f", Rust {pack['rust_us_per_event']:.1f} µs = {pack['rust_to_python']:.3f}x"
             if "rust_us_per_event" in pack
@@ -418,19 +455,20 @@ def lineage_figures(args: argparse.Namespace, falkor: Any, tmp: Path) -> dict[st
     print(f"lineage: {len(big)} events, 50 pipelines of 20 stages")
     # The big graph goes into "falkordb", the graph FalkorDB's Bolt endpoint serves, so the same
     # data is queried through the native protocol and through the neo4j driver.
-    native = Neo4jLineageStore(
+    native_backend = GraphBackend(
         runner=FalkorDBRespRunner("127.0.0.1", falkor.redis_port, "falkordb", timeout_s=120)
     )
+    native = EngineStore(native_backend)
     native.open()
-    sql = SqlStore(f"sqlite:///{tmp}/lineage.db")
+    sql = EngineStore(SqlBackend(f"sqlite:///{tmp}/lineage.db"))
     sql.open()
-    bolt = Neo4jLineageStore(ConnectionConfig(uri=falkor.bolt_uri, timeout_ms=10_000))
+    bolt = EngineStore(GraphBackend(ConnectionConfig(uri=falkor.bolt_uri, timeout_ms=10_000)))
     try:
         out["build_s"] = {
             "graph": timed("built the graph store", lambda: write_all(native, big, batch=500)),
             "sql": timed("built the sql store", lambda: write_all(sql, big, batch=500)),
         }
-        counts = native.runner.run("MATCH (n) RETURN labels(n)[0] AS l, count(n) AS c")
+        counts = native_backend.runner.run("MATCH (n) RETURN labels(n)[0] AS l, count(n) AS c")
         out["graph_nodes"] = {r["l"]: r["c"] for r in counts}
         print("  nodes: " + ", ".join(f"{k}={v}" for k, v in sorted(out["graph_nodes"].items())))
         bolt.open()
@@ -456,7 +494,7 @@ def lineage_figures(args: argparse.Namespace, falkor: Any, tmp: Path) -> dict[st
             out[f"depth10_met_{label}"] = latencies[label]["10"]["median_ms"] < DEPTH10_TARGET_MS
     finally:
         bolt.close()
-        native.runner.run("MATCH (n) DETACH DELETE n")
+        native_backend.runner.run("MATCH (n) DETACH DELETE n")
         native.close()
         sql.close()
     return out

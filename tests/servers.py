@@ -43,7 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lineage_sdk.collector.stores.graph import GraphRunner
+from lineage_sdk.collector.settings import ConnectionConfig
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
+from lineage_sdk.collector.stores.graph_runner import GraphRunner
 from lineage_sdk.exceptions import StoreError
 
 __all__ = [
@@ -429,6 +431,22 @@ class GraphTarget:
         if self.kind == "falkordb" and self.server is not None:
             return FalkorDBRespRunner("127.0.0.1", self.server.redis_port, graph or "falkordb")
         return None
+
+    def backend(self, graph: str) -> GraphBackend:
+        """A graph backend (not opened) on the graph ``graph`` of FalkorDB, or on the server's
+        own database through the neo4j driver (a real Neo4j: one database for every test)."""
+        runner = self.runner(graph)
+        if runner is not None:
+            return GraphBackend(runner=runner)
+        return GraphBackend(
+            ConnectionConfig(
+                uri=self.uri,
+                username=self.username,
+                password=self.password,
+                database=self.database,
+                timeout_ms=5000,
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------------- postgres

@@ -53,7 +53,6 @@ __all__ = [
     "kept_keys",
     "keyed_answer",
     "keyed_graph",
-    "remember_names",
     "walk_keys",
 ]
 
@@ -237,22 +236,6 @@ def cut_keys(
         {e for e in walk.edges if (e[0], e[1]) in kept and (e[2], e[3]) in kept},
     )
     return cut, True
-
-
-def remember_names(read_names: NameReader[K]) -> NameReader[K]:
-    """``read_names`` asking the source only once for a key (a walk's cut and its answer ask
-    for the same tied nodes)."""
-    known: dict[tuple[NodeType, K], tuple[str, str] | None] = {}
-
-    def read(node_type: NodeType, keys: list[K]) -> dict[K, tuple[str, str]]:
-        missing = [k for k in keys if (node_type, k) not in known]
-        if missing:
-            found = read_names(node_type, missing)
-            known.update(((node_type, k), found.get(k)) for k in missing)
-        pairs = ((k, known[(node_type, k)]) for k in keys)
-        return {k: names for k, names in pairs if names is not None}
-
-    return read
 
 
 def keyed_graph(

@@ -31,8 +31,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
 from lineage_sdk.collector.decode import (
     JSON_CONTENT_TYPE,
     PoisonMessage,
@@ -44,7 +42,6 @@ from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.store import (
     LineageRecord,
     LineageStoreProtocol,
-    RawEvent,
     RawEventSource,
 )
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -388,13 +385,6 @@ class RebuildReport:
     total_copied: int = 0
 
 
-def _parse_stored(event: RawEvent) -> Any:
-    try:
-        return orjson.loads(event.json)
-    except orjson.JSONDecodeError:  # integers beyond 64 bits, kept by the stdlib fallback
-        return json.loads(event.json)
-
-
 def rebuild_store(
     source: RawEventSource,
     target: LineageStoreProtocol,
@@ -442,7 +432,7 @@ def rebuild_store(
                 stopped = True
                 break
             try:
-                batch.append(validate_event(_parse_stored(event)))
+                batch.append(validate_event(event.data()))
             except (PoisonMessage, ValueError) as exc:
                 report.refused += 1
                 if on_refused is not None:

@@ -9,7 +9,7 @@ so unknown facets pass through untouched in ``record.event``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -25,8 +25,6 @@ __all__ = [
     "build_record",
     "compute_event_id",
     "format_time",
-    "latest_run_entry",
-    "latest_span",
     "parse_event_time",
     "parse_time",
     "state_rank",
@@ -78,29 +76,6 @@ def state_rank_time(rank: object) -> datetime | None:
         return None
     parts = rank.split("|")
     return parse_time(parts[1]) if len(parts) > 1 else None
-
-
-def latest_run_entry(run_id: str, rank: object, heartbeat: object) -> dict[str, Any]:
-    """A job's ``latestRun`` as ``queries.lineage`` puts it in a node's data, from a run's
-    stored aggregates: its :func:`state_rank` text and heartbeat interval."""
-    return {
-        "runId": run_id,
-        "state": rank.split("|")[2] if isinstance(rank, str) else None,
-        "stateTime": state_rank_time(rank),
-        "heartbeatS": heartbeat,
-    }
-
-
-def latest_span(spans: Iterable[tuple[str, Any]]) -> tuple[str, Any] | None:
-    """Of (run id, time of its latest event) pairs (times comparable; None: no event), the
-    latest run: the latest time, the least run id among equal times (None: none)."""
-    best: tuple[str, Any] | None = None
-    for run_id, last in spans:
-        if last is None:
-            continue
-        if best is None or last > best[1] or (last == best[1] and run_id < best[0]):
-            best = (run_id, last)
-    return best
 
 
 def parse_event_time(value: Any) -> datetime:

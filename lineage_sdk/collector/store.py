@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import abc
 import inspect
+import json
 import logging
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
+
+import orjson
 
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.symlinks import entry_name
@@ -737,6 +740,14 @@ class RawEvent:
     def position(self) -> tuple[datetime, str]:
         """Where this event lies in the stable order; pass it as ``after`` to read on from it."""
         return (self.event_time, self.event_id)
+
+    def data(self) -> Any:
+        """The event parsed (the standard library's parser where orjson refuses: integers beyond
+        64 bits, which the stores keep as they came)."""
+        try:
+            return orjson.loads(self.json)
+        except orjson.JSONDecodeError:
+            return json.loads(self.json)
 
 
 def event_namespace(event: Any) -> str | None:

@@ -29,7 +29,6 @@ from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.settings import ApiKeyConfig, ConnectionConfig
 from lineage_sdk.collector.stores.document_backend import DocumentBackend
 from lineage_sdk.collector.stores.graph_backend import GraphBackend
-from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/tests/api"
@@ -350,7 +349,7 @@ class Api:
 
     url: str
     client: httpx.Client
-    store: SqlStore
+    store: EngineStore
     manager: LineageManager
     config_path: Path
 
@@ -370,36 +369,41 @@ class Served:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
 
-#: The engine over the new backends (issue 31), beside the old stores: :func:`row_store`'s kinds.
-ROW_KINDS = ("sql-rows", "document-rows", "graph-rows")
-#: Every kind :func:`access_store` makes (the access tests' stores).
-ACCESS_KINDS = ("sql", "document", "graph", "memory", *ROW_KINDS)
+#: Every kind :func:`access_store` makes (the access tests' stores): the engine over the sql
+#: backend (SQLite), the document backend, the graph backend and the memory backend.
+ACCESS_KINDS = ("sql", "document", "graph", "memory")
 
 
-def row_store(kind: str, request: Any, folder: Path) -> Any:
-    """The engine over a new backend, not yet opened: ``sql-rows`` on a SQLite file in
-    ``folder``, ``document-rows`` in collections of its own on the session's MongoDB-wire server,
-    ``graph-rows`` in a graph of its own on the FalkorDB fixture; :func:`drop_rows` removes them.
-    (``postgres-rows`` is :func:`postgres_rows`.)"""
+def engine_store(kind: str, request: Any, folder: Path) -> EngineStore:
+    """The engine over a backend, not yet opened: ``sql`` on a SQLite file in ``folder``,
+    ``document`` in collections of its own on the session's MongoDB-wire server, ``graph`` in a
+    graph of its own on the FalkorDB fixture, ``memory`` through its entry point's factory;
+    :func:`drop_store` removes what it wrote on a shared server. (PostgreSQL is
+    :func:`postgres_store`.)"""
     from servers import FalkorDBRespRunner
 
-    tag = f"r{uuid.uuid4().hex[:12]}"
-    if kind == "sql-rows":
+    from lineage_sdk.collector.stores.memory import memory_store
+    from lineage_sdk.config.schema import LineageConfig
+
+    tag = f"t{uuid.uuid4().hex[:12]}"
+    if kind == "sql":
         return EngineStore(SqlBackend(f"sqlite:///{folder / f'{tag}.db'}"))
-    if kind == "document-rows":
+    if kind == "document":
         mongo = request.getfixturevalue("mongo")
         connection = ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000)
         return EngineStore(DocumentBackend(connection, collection_name=tag))
-    if kind == "graph-rows":
+    if kind == "graph":
         falkordb = request.getfixturevalue("falkordb")
         runner = FalkorDBRespRunner("127.0.0.1", falkordb.redis_port, tag)
         return EngineStore(GraphBackend(runner=runner))
-    raise ValueError(f"not a row kind: {kind}")
+    if kind == "memory":
+        return memory_store(LineageConfig())
+    raise ValueError(f"not a store kind: {kind}")
 
 
-def drop_rows(store: Any) -> None:
-    """Remove what a :func:`row_store` wrote on a shared server (its collections or its graph);
-    a SQLite file stays in its folder. Call it before the store is closed."""
+def drop_store(store: Any) -> None:
+    """Remove what an :func:`engine_store` wrote on a shared server (its collections or its
+    graph); a SQLite file stays in its folder. Call it before the store is closed."""
     from servers import FalkorDBRespRunner
 
     backend = getattr(store, "backend", None)
@@ -410,63 +414,29 @@ def drop_rows(store: Any) -> None:
 
 
 @contextlib.contextmanager
-def postgres_rows(prefix: str) -> Iterator[Any]:
+def postgres_store(prefix: str) -> Iterator[EngineStore]:
     """The engine over the sql backend on a PostgreSQL database of its own (named after
-    ``prefix``), its tables under a table prefix of their own, not yet opened; afterwards the
-    store is closed, its tables dropped, then the database."""
-    from servers import drop_tables, postgres_database
+    ``prefix``), not yet opened; afterwards the store is closed, then the database dropped."""
+    from servers import postgres_database
 
     with postgres_database(prefix) as url:
-        tables = f"r{uuid.uuid4().hex[:12]}_"
-        store = EngineStore(SqlBackend(url, table_prefix=tables))
+        store = EngineStore(SqlBackend(url))
         try:
             yield store
         finally:
             store.close()
-            drop_tables(url, tables)
 
 
 @contextlib.contextmanager
-def access_store(request: Any, folder: Path) -> Iterator[Any]:
-    """An open store of the kind ``request.param`` names (sql on SQLite in ``folder``,
-    document on the session's MongoDB-wire server, graph on its FalkorDB, memory through its
-    entry point's factory; the engine over the new backends, :data:`ROW_KINDS`), each in a
-    collection or graph of its own, dropped afterwards."""
-    from servers import FalkorDBRespRunner
-
-    from lineage_sdk.collector.stores.document import DocumentLineageStore
-    from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-
-    runner = None
-    store: Any
-    if request.param in ROW_KINDS:
-        store = row_store(request.param, request, folder)
-    elif request.param == "memory":
-        from lineage_sdk.collector.stores.memory import memory_store
-        from lineage_sdk.config.schema import LineageConfig
-
-        store = memory_store(LineageConfig())
-    elif request.param == "sql":
-        store = SqlStore(f"sqlite:///{folder / 'lineage.db'}")
-    elif request.param == "graph":
-        falkordb = request.getfixturevalue("falkordb")
-        runner = FalkorDBRespRunner("127.0.0.1", falkordb.redis_port, f"t_{uuid.uuid4().hex[:12]}")
-        store = Neo4jLineageStore(runner=runner)
-    else:
-        mongo = request.getfixturevalue("mongo")
-        store = DocumentLineageStore(
-            ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
-            collection_name=f"t_{uuid.uuid4().hex[:12]}",
-        )
+def access_store(request: Any, folder: Path) -> Iterator[EngineStore]:
+    """An open :func:`engine_store` of the kind ``request.param`` names (:data:`ACCESS_KINDS`),
+    in a collection or graph of its own, dropped afterwards."""
+    store = engine_store(request.param, request, folder)
     store.open()
     try:
         yield store
     finally:
-        if isinstance(store, DocumentLineageStore):
-            store.collection.drop()
-        if runner is not None:
-            runner.drop()
-        drop_rows(store)
+        drop_store(store)
         store.close()
 
 

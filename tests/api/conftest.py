@@ -1,5 +1,6 @@
-"""Fixtures for the API tests: the real SQL store (SQLite in tmp_path) behind a LineageManager,
-the real app under uvicorn on a free loopback port, and a loaded pipeline."""
+"""Fixtures for the API tests: the real sql store (the engine over the sql backend, SQLite in
+tmp_path) built from configuration by a LineageManager, the real app under uvicorn on a free
+loopback port, and a loaded pipeline."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ for _folder in (Path(__file__).resolve().parents[1], Path(__file__).resolve().pa
 from api_helpers import API_KEY, Api, pipeline  # noqa: E402
 
 from lineage_sdk.collector.api import ApiServer, create_app  # noqa: E402
+from lineage_sdk.collector.engine import EngineStore  # noqa: E402
 from lineage_sdk.collector.manager import LineageManager  # noqa: E402
-from lineage_sdk.collector.stores.sql import SqlStore  # noqa: E402
+from lineage_sdk.collector.stores.sql_backend import SqlBackend  # noqa: E402
 from lineage_sdk.config.schema import LineageConfig  # noqa: E402
 
 
@@ -40,7 +42,8 @@ def _sql_config(tmp_path: Path) -> tuple[LineageConfig, Path]:
 
 @pytest.fixture
 def make_api(tmp_path: Path) -> Iterator[Callable[..., Api]]:
-    """Start an API over a fresh SQLite store; keyword arguments go to create_app."""
+    """Start an API over a fresh SQLite store (the ``sql`` entry point); keyword arguments go to
+    create_app."""
     started: list[tuple[ApiServer, httpx.Client, LineageManager]] = []
 
     def factory(**kwargs: Any) -> Api:
@@ -52,7 +55,7 @@ def make_api(tmp_path: Path) -> Iterator[Callable[..., Api]]:
         client = httpx.Client(base_url=server.url, headers=headers, timeout=30)
         started.append((server, client, manager))
         store = manager.get_store()
-        assert isinstance(store, SqlStore)
+        assert isinstance(store, EngineStore) and isinstance(store.backend, SqlBackend)
         return Api(server.url, client, store, manager, toml)
 
     yield factory

@@ -30,9 +30,10 @@ from openlineage.client.transport.http import (
 )
 
 from lineage_sdk.collector.decode import decode_message
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 
 
@@ -247,7 +248,7 @@ def test_batch_of_only_bad_events_is_400_with_the_same_outcome_body(api):
 
 def test_store_down_answers_503_retriable_and_the_client_can_resend(api):
     events = [run_event("later", outputs=[("ns", "d")])]
-    api.store.close()  # the real store, really unavailable: its engine is gone
+    api.store.close()  # the real store, really unavailable: its connections are gone
     try:
         single = api.client.post("/api/v1/lineage", json=events[0])
         assert single.status_code == 503
@@ -286,7 +287,7 @@ def test_http_path_and_queue_path_store_identically(api, tmp_path):
     ]
     assert api.client.post("/api/v1/lineage/batch", json=events).status_code == 200
 
-    queue_store = SqlStore(f"sqlite:///{tmp_path}/queue.db")
+    queue_store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/queue.db"))
     manager = LineageManager(LineageConfig(), stores=[queue_store])
     manager.connect_sync()
     try:

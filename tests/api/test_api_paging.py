@@ -1,7 +1,6 @@
 """List routes page in the store: ``limit``/``offset`` pick the right items, and ``totalCount`` is
-the size of the whole answer, not of the page. Asked of every store that answers the read API
-(sql on SQLite, graph on FalkorDB, memory; the engine over the new sql, document and graph
-backends), over real HTTP."""
+the size of the whole answer, not of the page. Asked of the engine over every backend (sql on
+SQLite, document on SecantusDB, graph on FalkorDB, memory), over real HTTP."""
 
 from __future__ import annotations
 
@@ -11,9 +10,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from api_helpers import (
-    ROW_KINDS,
-    drop_rows,
-    row_store,
+    ACCESS_KINDS,
+    access_store,
     run_event,
     validate_marquez,
     validate_openapi_response,
@@ -22,10 +20,6 @@ from servers import FalkorDBServer, falkordb_server
 
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.engine import EngineStore
-from lineage_sdk.collector.store import BaseLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-from lineage_sdk.collector.stores.memory import MemoryBackend
-from lineage_sdk.collector.stores.sql import SqlStore
 
 NS = "paged"
 JOBS = [f"job{i}" for i in range(5)]  # job0 ran four times, the others once
@@ -38,40 +32,14 @@ def falkordb() -> Iterator[FalkorDBServer]:
         yield server
 
 
-@pytest.fixture(params=["sql", "graph", "memory", *ROW_KINDS])
-def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[BaseLineageStore]:
-    if request.param in ROW_KINDS:
-        rows = row_store(request.param, request, tmp_path)
-        rows.open()
-        yield rows
-        drop_rows(rows)
-        rows.close()
-        return
-    if request.param == "memory":
-        memory = EngineStore(MemoryBackend())
-        memory.open()
-        yield memory
-        memory.close()
-        return
-    if request.param == "sql":
-        sql = SqlStore(f"sqlite:///{tmp_path / 'lineage.db'}")
-        sql.open()
-        yield sql
-        sql.close()
-        return
-    server: FalkorDBServer = request.getfixturevalue("falkordb")
-    from servers import FalkorDBRespRunner
-
-    runner = FalkorDBRespRunner("127.0.0.1", server.redis_port, f"t_{uuid.uuid4().hex[:12]}")
-    graph = Neo4jLineageStore(runner=runner)
-    graph.open()
-    yield graph
-    runner.drop()
-    graph.close()
+@pytest.fixture(params=ACCESS_KINDS)
+def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[EngineStore]:
+    with access_store(request, tmp_path) as opened:
+        yield opened
 
 
 @pytest.fixture
-def client(store: BaseLineageStore) -> Iterator[httpx.Client]:
+def client(store: EngineStore) -> Iterator[httpx.Client]:
     """The API over ``store``, holding five jobs and five datasets in ``paged``, one job in
     ``other``, and four runs of job0 (newest last)."""
     with ApiServer(create_app(store)) as server, httpx.Client(base_url=server.url) as http:

@@ -20,7 +20,8 @@ from collector_helpers import (
     wait_until,
 )
 
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.collector.topology import Topology
 
 pytestmark = pytest.mark.rabbitmq
@@ -151,7 +152,7 @@ def test_each_kind_of_bad_message_is_parked_with_its_reason(make_config):
     assert sorted(p.headers["x-lineage-batch-index"] for p, _ in by_case["mixed batch"]) == [1, 2]
     runid_error = next(p.headers["x-lineage-error"] for p, _ in by_case["non-uuid runId"])
     assert "runId" in runid_error
-    store = SqlStore(config.section("store.sql").url)
+    store = EngineStore(SqlBackend(config.section("store.sql").url))
     store.open()
     try:
         assert store.count_events() == len(expected_good)

@@ -135,8 +135,13 @@ def test_lineage_instrument_refuses_a_misspelt_instrumentor_and_exporter(tmp_pat
     assert marker.exists()
 
 
-def test_check_reports_missing_queues_passively_and_declare_creates_them(tmp_path, vhost: Vhost):
-    env = _env(tmp_path, vhost.url)
+def test_check_reports_missing_queues_passively_and_declare_creates_them(
+    tmp_path, tmp_path_factory: pytest.TempPathFactory, vhost: Vhost
+):
+    # The store's row shows its address: a database path without this test's name in it, so
+    # "missing" below can only be a part's state.
+    db = tmp_path_factory.mktemp("store") / "lineage.db"
+    env = _env(tmp_path, vhost.url, LINEAGE_STORE_SQL_URL=f"sqlite:///{db}")
     topic = env["LINEAGE_COLLECTOR_TOPIC"]
     _cli("store", "init", env=env, cwd=tmp_path).check_returncode()  # only the broker is missing
     result = _cli("check", env=env, cwd=tmp_path)
@@ -162,7 +167,7 @@ def test_check_reports_missing_sql_tables_without_creating_them(tmp_path, vhost:
         result = _cli("check", env=env, cwd=tmp_path)
         assert result.returncode == 1, result.stdout + result.stderr
         table = _table(result)
-        assert "store sql │ missing │ missing table lineage_events" in table
+        assert "store sql │ missing │ missing table lineage_ev" in table
         assert "create with `lineage-collector store init`" in table
         engine = sa.create_engine(url)
         try:
@@ -171,7 +176,8 @@ def test_check_reports_missing_sql_tables_without_creating_them(tmp_path, vhost:
             init = _cli("store", "init", env=env, cwd=tmp_path)
             assert init.returncode == 0, init.stderr
             with engine.connect() as conn:
-                assert "lineage_events" in sa.inspect(conn).get_table_names()
+                tables = sa.inspect(conn).get_table_names()
+            assert "lineage_ev" in tables and "lineage_events" not in tables  # the engine's
         finally:
             engine.dispose()
         again = _cli("check", env=env, cwd=tmp_path)
@@ -432,20 +438,24 @@ def test_host_refusal_is_a_sentence(tmp_path, vhost):
 
 @pytest.mark.mongodb
 def test_the_document_store_reports_a_missing_collection_without_creating_it(mongo):
+    from lineage_sdk.collector.engine import EngineStore
     from lineage_sdk.collector.settings import ConnectionConfig
-    from lineage_sdk.collector.stores.document import DocumentLineageStore
+    from lineage_sdk.collector.stores.document_backend import DocumentBackend
 
     name = f"t_probe_{secrets.token_hex(6)}"
-    store = DocumentLineageStore(
+    backend = DocumentBackend(
         ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000), name
     )
+    store = EngineStore(backend)
+    kinds = ("events", "mentions", "edges", "runs", "columns", "nodes")
     try:
-        assert store.missing() == [f"collection {name}"]
-        assert name not in store.collection.database.list_collection_names()  # read-only
+        assert store.missing() == [f"collection {name}_{kind}" for kind in kinds]
+        listed = backend.connector.database.list_collection_names()
+        assert not [c for c in listed if c.startswith(name)]  # read-only
         store.open()
         assert store.missing() == []
     finally:
-        store.drop()
+        backend.drop()
         store.close()
 
 

@@ -57,7 +57,7 @@ def _recorded(ids: Path) -> int:
 
 def _stored(db: Path) -> list[tuple[str, str]]:
     with contextlib.closing(sqlite3.connect(db)) as conn:
-        return list(conn.execute("SELECT run_id, event_type FROM lineage_events"))
+        return list(conn.execute("SELECT run_id, event_type FROM lineage_ev"))
 
 
 def _depth(url: str, queue: str) -> int:

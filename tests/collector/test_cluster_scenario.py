@@ -117,7 +117,7 @@ def test_fleet_survives_the_queue_leaders_death_and_a_collectors(
     def stored_count() -> int:
         try:
             with engine.connect() as conn:
-                query = sa.text("SELECT count(*) FROM lineage_events")
+                query = sa.text("SELECT count(*) FROM lineage_ev")
                 return int(conn.execute(query).scalar_one())
         except sa.exc.DBAPIError:
             return 0  # the collectors have not created the tables yet
@@ -226,7 +226,7 @@ def test_fleet_survives_the_queue_leaders_death_and_a_collectors(
                 rows = [
                     (str(run_id), str(kind))
                     for run_id, kind in conn.execute(
-                        sa.text("SELECT run_id, event_type FROM lineage_events")
+                        sa.text("SELECT run_id, event_type FROM lineage_ev")
                     )
                 ]
             assert len(rows) == len(set(rows)) == len(expected)

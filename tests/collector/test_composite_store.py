@@ -176,7 +176,9 @@ def test_an_empty_composite_is_refused():
 
 
 def test_manager_close_ends_the_composite_writer_threads(tmp_path):
+    from lineage_sdk.collector.engine import EngineStore
     from lineage_sdk.collector.manager import LineageManager
+    from lineage_sdk.collector.stores.sql_backend import SqlBackend
     from lineage_sdk.config.schema import LineageConfig
 
     def writers() -> list[threading.Thread]:
@@ -189,7 +191,11 @@ def test_manager_close_ends_the_composite_writer_threads(tmp_path):
             "sql": {"url": f"sqlite:///{tmp_path / 'c.db'}"},
         }
     )
-    manager = LineageManager(config)
+    # the sql store is the engine over the sql backend, as the product builds it
+    manager = LineageManager(
+        config,
+        creators={"sql": lambda c: EngineStore(SqlBackend(c.section("store.sql").url))},
+    )
     manager.connect_sync()
     before = set(writers())
     manager.get_store().write_batch([])  # the second store is written on a writer thread

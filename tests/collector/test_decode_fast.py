@@ -20,8 +20,9 @@ import sqlalchemy as sa
 from collector_helpers import BATCH_CONTENT_TYPE, PRODUCER, run_event
 
 from lineage_sdk.collector.decode import PoisonMessage, decode_message
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.records import build_record
-from lineage_sdk.collector.stores.sql import SqlStore, UTCDateTime
+from lineage_sdk.collector.stores.sql_backend import SqlBackend, UTCDateTime
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models import event_id, parse_event
 
@@ -182,22 +183,23 @@ def test_unusual_but_valid_content_is_accepted() -> None:
 
 
 def test_sql_store_binds_times_as_sqlalchemy_does(tmp_path: Path) -> None:
-    store = SqlStore(f"sqlite:///{tmp_path}/t.db")
+    backend = SqlBackend(f"sqlite:///{tmp_path}/t.db")
+    store = EngineStore(backend)
     store.open()
     try:
         event = _with(_GOOD, ("eventTime",), "2025-03-01T01:02:03.5+02:00")
         [record] = decode_message(orjson.dumps(event), "application/json").records
         store.write_batch([record])
-        with store.engine.connect() as conn:
-            raw = conn.exec_driver_sql("SELECT event_time FROM lineage_events").scalar_one()
-            started = conn.exec_driver_sql("SELECT state_time FROM lineage_runs").scalar_one()
-        dialect = store.engine.dialect
+        with backend._db.connect() as conn:
+            raw = conn.exec_driver_sql("SELECT event_time FROM lineage_ev").scalar_one()
+            started = conn.exec_driver_sql("SELECT first_event FROM lineage_run").scalar_one()
+        dialect = backend._db.dialect
         bind = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
         assert bind is not None
         assert raw == started == bind(record.event_time) == "2025-02-28 23:02:03.500000"
-        runs = store.t["runs"]
-        with store.engine.connect() as conn:
-            state_time = conn.execute(sa.select(runs.c.state_time)).scalar_one()
-        assert state_time == datetime(2025, 2, 28, 23, 2, 3, 500000, tzinfo=UTC)
+        run = backend._t["run"]
+        with backend._db.connect() as conn:
+            first_event = conn.execute(sa.select(run.c.first_event)).scalar_one()
+        assert first_event == datetime(2025, 2, 28, 23, 2, 3, 500000, tzinfo=UTC)
     finally:
         store.close()

@@ -18,8 +18,9 @@ from collector_helpers import (
     wait_until,
 )
 
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 pytestmark = pytest.mark.rabbitmq
 
@@ -50,7 +51,7 @@ def test_single_and_batch_messages_reach_every_store_once(
             message="events in the HTTP sink",
         )
         wait_until(lambda: collector.metrics.messages_consumed._value.get() >= 205, 10)
-    store = SqlStore(config.section("store.sql").url)
+    store = EngineStore(SqlBackend(config.section("store.sql").url))
     store.open()
     try:
         assert store.count_events() == 300
@@ -83,7 +84,7 @@ def test_redelivered_duplicates_leave_one_copy(make_config):
     with running(config) as collector:
         publish(config.collector_topic, [*bodies, *bodies[:25]])
         wait_until(lambda: collector.metrics.messages_consumed._value.get() >= 65, 20)
-    store = SqlStore(config.section("store.sql").url)
+    store = EngineStore(SqlBackend(config.section("store.sql").url))
     store.open()
     try:
         assert store.count_events() == 40
@@ -108,7 +109,7 @@ def test_several_collectors_share_one_queue(make_config):
         )
         assert first.metrics.messages_consumed._value.get() > 0
         assert second.metrics.messages_consumed._value.get() > 0
-    store = SqlStore(config.section("store.sql").url)
+    store = EngineStore(SqlBackend(config.section("store.sql").url))
     store.open()
     try:
         assert store.count_events() == 2000
@@ -131,7 +132,8 @@ def test_handle_lineage_event_accepts_models_and_dicts(make_config):
         with pytest.raises(InvalidEventError, match="runId"):
             service.handle_lineage_event_sync({**raw[0], "run": {"runId": "nope"}})
         store = manager.get_store()
-        assert isinstance(store, SqlStore) and store.count_events() == 2
+        assert isinstance(store, EngineStore) and isinstance(store.backend, SqlBackend)
+        assert store.count_events() == 2
 
 
 @pytest.mark.parametrize("events_per_message", [1, 20])
@@ -155,7 +157,7 @@ def test_events_from_the_sdk_rabbitmq_exporter(make_config, tmp_path, events_per
             assert exporter.force_flush(30)
         finally:
             exporter.shutdown(10)
-        store = SqlStore(config.section("store.sql").url)
+        store = EngineStore(SqlBackend(config.section("store.sql").url))
         store.open()
         try:
             wait_until(lambda: store.count_events() >= 500, 30, message="exported events stored")

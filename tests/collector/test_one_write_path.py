@@ -16,9 +16,10 @@ import pytest
 from collector_helpers import dumps, json_props, many_events, publish, running, wait_until
 
 from lineage_sdk.collector.api import ApiServer, create_app
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 
 
@@ -65,7 +66,7 @@ def test_the_consumer_awaits_the_service_on_its_own_loop(make_config, calls: Cal
     assert not collector.service.is_connected and not collector.manager.is_connected
     assert {thread for thread, _ in calls.awaited} == {"test-collector"}
     assert set(calls.written_on) == {"test-collector"}  # on its private loop: no thread switch
-    store = SqlStore(config.section("store.sql").url)
+    store = EngineStore(SqlBackend(config.section("store.sql").url))
     store.open()
     try:
         assert store.count_events() == 40
@@ -89,4 +90,5 @@ def test_the_http_ingest_awaits_the_service_on_the_servers_loop(
         loop_threads = {thread for thread, _ in calls.awaited}
         assert len(loop_threads) == 1 and not loop_threads & set(calls.written_on)
         store = manager.get_store()
-        assert isinstance(store, SqlStore) and store.count_events() == 3
+        assert isinstance(store, EngineStore) and isinstance(store.backend, SqlBackend)
+        assert store.count_events() == 3

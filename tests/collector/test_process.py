@@ -25,7 +25,10 @@ from collector_helpers import (
     wait_until,
 )
 
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.records import build_record
+from lineage_sdk.collector.stores.memory import MemoryBackend
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.collector.topology import Topology
 
 pytestmark = pytest.mark.rabbitmq
@@ -59,7 +62,7 @@ def _start(env: dict[str, str], tmp_path: Path, *args: str) -> subprocess.Popen[
 
 
 def _count(url: str) -> int:
-    store = SqlStore(url)
+    store = EngineStore(SqlBackend(url))
     try:
         store.open()
         return store.count_events()
@@ -191,18 +194,28 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert kills == 3
-    store = SqlStore(config.section("store.sql").url)
+    backend = SqlBackend(config.section("store.sql").url)
+    store = EngineStore(backend)
     store.open()
     try:
         import sqlalchemy as sa
 
-        with store.engine.connect() as conn:
-            ids = conn.execute(sa.select(store.t["events"].c.event_id)).scalars().all()
-            runs = conn.execute(sa.select(sa.func.count()).select_from(store.t["runs"])).scalar()
-            io = conn.execute(sa.select(sa.func.count()).select_from(store.t["run_io"])).scalar()
+        ev, run, mention = backend._t["ev"], backend._t["run"], backend._t["mention_by"]
+        with backend._db.connect() as conn:
+            ids = conn.execute(sa.select(ev.c.event_id)).scalars().all()
+            runs = conn.execute(sa.select(sa.func.count()).select_from(run)).scalar()
+            run_ids = conn.execute(sa.select(sa.func.count(sa.distinct(run.c.run_id)))).scalar()
+            io = conn.execute(  # a run's datasets: its mentions as input or output
+                sa.select(sa.func.count())
+                .select_from(mention)
+                .where(mention.c.source == "run", mention.c.role.in_(["input", "output"]))
+            ).scalar()
         assert len(ids) == len(set(ids)) == 20_000
         assert set(ids) == {event_id(e) for e in events}
-        assert runs == 10_000
+        assert run_ids == 10_000
+        # The engine keys a run row by run id and job: each run here names two jobs (its START's
+        # and its COMPLETE's), each pair stored once.
+        assert runs == len({(e["run"]["runId"], e["job"]["name"]) for e in events}) == 20_000
         expected_io = {
             (e["run"]["runId"], d["name"], role)
             for e in events
@@ -210,7 +223,19 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
             for d in e[role]
         }
         assert io == len(expected_io)  # each run-dataset edge once
-        assert all(r.state == "COMPLETE" for r in store.runs_of_job("tests", "crash3", limit=50))
+        # Every run folded from all its events: as the memory backend answers for the same events.
+        crash3 = store.runs_of_job("tests", "crash3", limit=50)
+        reference = EngineStore(MemoryBackend())
+        reference.open()
+        reference.write_batch([build_record(e) for e in events])
+        assert crash3 == reference.runs_of_job("tests", "crash3", limit=50)
+        completed = {
+            e["run"]["runId"]
+            for e in events
+            if e["job"]["name"] == "crash3" and e["eventType"] == "COMPLETE"
+        }
+        assert any(r.run_id in completed for r in crash3)
+        assert all(r.state == "COMPLETE" for r in crash3 if r.run_id in completed)
     finally:
         store.close()
     assert queue_depth(topo.dead_letter_queue) == 0

@@ -31,8 +31,9 @@ from collector_helpers import (
 from vhosts import session_vhost
 
 from lineage_sdk.collector.dlq import DeadLetterQueue
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.migration import HOLDING_SUFFIX, migrate_topology
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.collector.topology import MIGRATE_COMMAND, Topology, TopologyMismatch
 from lineage_sdk.exceptions import LineageError
 
@@ -202,17 +203,18 @@ def test_an_interrupted_migration_resumes_without_loss(make_config, tmp_path):
         assert not _queue_exists(holding)
         assert queue_depth(topo.queue) == 300
         with running(config):
-            store = SqlStore(f"sqlite:///{tmp_path}/lineage.db")
+            store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/lineage.db"))
             store.open()
             try:
                 wait_until(lambda: store.count_events() == 300, 60, message="300 stored")
             finally:
                 store.close()
-        store = SqlStore(f"sqlite:///{tmp_path}/lineage.db")
+        backend = SqlBackend(f"sqlite:///{tmp_path}/lineage.db")
+        store = EngineStore(backend)
         store.open()
         try:
-            with store.engine.connect() as conn:
-                ids = conn.execute(sa.select(store.t["events"].c.event_id)).scalars().all()
+            with backend._db.connect() as conn:
+                ids = conn.execute(sa.select(backend._t["ev"].c.event_id)).scalars().all()
             assert len(ids) == 300 and set(ids) == {event_id(e) for e in events}
         finally:
             store.close()
@@ -234,7 +236,7 @@ def test_classic_queues_still_work_when_configured(make_config, tmp_path):
         wait_until(
             lambda: collector.metrics.events_consumed._value.get() >= 50, 30, message="consumed"
         )
-    store = SqlStore(f"sqlite:///{tmp_path}/lineage.db")
+    store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/lineage.db"))
     store.open()
     try:
         assert store.count_events() == 50

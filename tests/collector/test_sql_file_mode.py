@@ -1,5 +1,5 @@
-"""The SQLite store file is private: created 0600 whatever the umask, and so are its WAL files
-(lineage names tables, jobs and owners; issue 13, item 3)."""
+"""The SQLite store file (the engine over the sql backend) is private: created 0600 whatever the
+umask, and so are its WAL files (lineage names tables, jobs and owners; issue 13, item 3)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from pathlib import Path
 from collector_helpers import run_event
 
 from lineage_sdk.collector.decode import validate_event
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 
 def test_sqlite_file_and_wal_are_created_0600(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
-        store = SqlStore(f"sqlite:///{tmp_path}/lineage.db")
+        store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/lineage.db"))
         store.open()
         try:
             store.write_batch([validate_event(run_event(job="j", outputs=[("db", "t")]))])

@@ -1,5 +1,5 @@
-"""The sql store on SQLite and PostgreSQL: idempotent writes, convergent run state, lineage
-queries and the catalog, with hostile names."""
+"""The sql store (the engine over the sql backend) on SQLite and PostgreSQL: idempotent writes,
+convergent run state, lineage queries and the catalog, with hostile names."""
 
 from __future__ import annotations
 
@@ -12,26 +12,28 @@ import pytest
 import sqlalchemy as sa
 from collector_helpers import PRODUCER, run_event
 
+from lineage_sdk.collector.backend import EventRow, Rows
 from lineage_sdk.collector.decode import validate_event
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.store import LineageCatalogProtocol, LineageQueryProtocol
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.exceptions import StoreError
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store(request, tmp_path: Path) -> Iterator[SqlStore]:
+def store(request, tmp_path: Path) -> Iterator[EngineStore]:
     if request.param == "sqlite":
         url = f"sqlite:///{tmp_path}/lineage.db"
     else:
         url = request.getfixturevalue("pg_url")
-    s = SqlStore(url)
+    s = EngineStore(SqlBackend(url))
     s.open()
     s.open()  # opening again (another start) is harmless
     yield s
     s.close()
 
 
-def _write(store: SqlStore, *events) -> None:
+def _write(store: EngineStore, *events) -> None:
     store.write_batch([validate_event(e) for e in events])
 
 
@@ -77,7 +79,7 @@ def test_parent_runs_are_linked(store):
     assert summary.parent_run_id == parent
 
 
-def _chain(store: SqlStore) -> None:
+def _chain(store: EngineStore) -> None:
     # raw -> ingest -> staged -> transform -> mart -> report -> dashboard, plus a side input
     _write(
         store,
@@ -193,21 +195,26 @@ def test_dataset_and_job_events_are_stored(store):
 
 
 def test_unreachable_database_is_a_transient_store_error(tmp_path):
-    s = SqlStore("postgresql+psycopg://u:hunter2@127.0.0.1:1/x")
+    s = EngineStore(SqlBackend("postgresql+psycopg://u:hunter2@127.0.0.1:1/x"))
     with pytest.raises(StoreError) as info:
         s.open()
     assert not info.value.permanent
     assert "hunter2" not in str(info.value)
 
 
+def _backend(store: EngineStore) -> SqlBackend:
+    assert isinstance(store.backend, SqlBackend)
+    return store.backend
+
+
 @pytest.mark.postgres
 def test_postgres_connections_run_without_jit(pg_url):
     """Walk queries are short lookups; JIT compiling them (a planner misled by missing
     statistics) cost 37 ms each at a million events, so the store turns it off per connection."""
-    store = SqlStore(pg_url)
+    store = EngineStore(SqlBackend(pg_url))
     store.open()
     try:
-        with store.engine.connect() as conn:
+        with _backend(store)._db.connect() as conn:
             assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
             conn.rollback()  # the setting is the session's, not a transaction's
             assert conn.exec_driver_sql("SHOW jit").scalar() == "off"
@@ -215,20 +222,21 @@ def test_postgres_connections_run_without_jit(pg_url):
         store.close()
 
 
-def _indexes_after_reopening(store: SqlStore, *ddl: str) -> set[str]:
-    """Run ``ddl`` on a store holding one event (an older release's database), reopen it, and
-    list the events table's indexes then; what it holds is checked untouched."""
+def _indexes_after_reopening(store: EngineStore, *ddl: str) -> set[str]:
+    """Run ``ddl`` on a store holding one event (an older database), reopen it, and list the
+    events table's indexes then; what it holds is checked untouched."""
     _write(store, run_event(job="j", inputs=[("ns", "a")], outputs=[("ns", "b")]))
-    with store.engine.begin() as conn:
+    backend = _backend(store)
+    with backend._db.begin() as conn:
         for statement in ddl:
             conn.exec_driver_sql(statement)
-    url = store.engine.url.render_as_string(hide_password=False)
+    url = backend._db.url.render_as_string(hide_password=False)
     store.close()
-    reopened = SqlStore(url)
+    reopened = EngineStore(SqlBackend(url))
     reopened.open()
     try:
-        with reopened.engine.connect() as conn:
-            names = {ix["name"] for ix in sa.inspect(conn).get_indexes(reopened.t["events"].name)}
+        with _backend(reopened)._db.connect() as conn:
+            names = {ix["name"] for ix in sa.inspect(conn).get_indexes(backend._t["ev"].name)}
         assert reopened.count_raw_events() == 1
         assert reopened.runs_of_job("tests", "j")
         return names
@@ -239,38 +247,26 @@ def _indexes_after_reopening(store: SqlStore, *ddl: str) -> set[str]:
 def test_an_older_database_gets_the_missing_index_at_open(store):
     """A database made before the event-time index (export, rebuild and retention page by it)
     gets it when a collector opens it; what it holds is untouched."""
-    index = f"ix_{store.prefix}events_time"
+    index = f"ix_{_backend(store)._t['ev'].name}_time"
     assert index in _indexes_after_reopening(store, f"DROP INDEX {index}")
 
 
-def test_an_older_database_trades_a_superseded_index_for_its_wider_successor(store):
-    """The (job, time) events index of earlier releases becomes (job, time, run id), so a job's
-    latest run is read from the index alone: a collector opening an older database builds the
-    new one and drops the old (writes pay for every index); what it holds is untouched."""
-    old, new = f"ix_{store.prefix}events_job", f"ix_{store.prefix}events_job_run"
-    events = store.t["events"].name
-    names = _indexes_after_reopening(
-        store, f"DROP INDEX {new}", f"CREATE INDEX {old} ON {events} (job_key, event_time)"
-    )
-    assert new in names and old not in names
+def _event_row(event_id: str, run_id: str) -> EventRow:
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    return EventRow(event_id, at, "run", "COMPLETE", run_id, ("ns", "j"), None, "ns", "{}")
 
 
 def test_key_lists_holding_a_comma_or_an_empty_key_are_matched_exactly(store):
     """On PostgreSQL keys travel as one comma-joined text split by the server; a key holding a
     comma, or an empty key, cannot, and the list goes as an array instead: the same rows."""
-    jobs = store.t["jobs"]
-    rows = [("a,b", "n", "comma"), ("", "n", "empty"), ("a", "n", "plain"), ("b", "n", "other")]
-    with store.engine.begin() as conn:
-        conn.execute(
-            jobs.insert(),
-            [dict(zip(("job_key", "namespace", "name"), r, strict=True)) for r in rows],
-        )
-    with store.engine.connect() as conn:
-        assert store._names(conn, "jobs", ["a,b", "", "zz"]) == {
-            "a,b": ("n", "comma"),
-            "": ("n", "empty"),
-        }
-        assert store._names(conn, "jobs", ["a", "b", "zz"]) == {
-            "a": ("n", "plain"),
-            "b": ("n", "other"),
-        }
+    backend = _backend(store)
+    ids = ["a,b", "", "a", "b"]
+    backend.append(Rows(events=tuple(_event_row(i, f"run {i}" if i else "") for i in ids)))
+
+    def found(**asked: list[str]) -> set[str]:
+        return {row.event_id for row in backend.events(**asked)}
+
+    assert found(ids=["a,b", "", "zz"]) == {"a,b", ""}
+    assert found(ids=["a", "b", "zz"]) == {"a", "b"}
+    assert found(run_ids=["run a,b", "", "zz"]) == {"a,b", ""}
+    assert found(run_ids=["run a", "run b", "zz"]) == {"a", "b"}

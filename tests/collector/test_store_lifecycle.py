@@ -1,8 +1,9 @@
 """The LineageManager is the one owner of store lifecycles: every store, including each leaf of a
 composite, is opened once and closed once, whoever else is asked to open or close.
 
-Real stores: the sql store on a SQLite file (counted through a thin subclass) next to a small
-store registered in-process under its own name, both built by the manager from configuration.
+Real stores: the sql store (the engine over the sql backend) on a SQLite file (counted through
+a thin subclass) next to a small store registered in-process under its own name, both built by
+the manager from configuration.
 """
 
 from __future__ import annotations
@@ -16,20 +17,22 @@ from pathlib import Path
 import pytest
 from collector_helpers import many_events
 
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord, LineageStoreProtocol
 from lineage_sdk.collector.stores.composite import CompositeStore
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import StoreError
 
 
-class CountingSqlStore(SqlStore):
-    """The real sql store, counting the lifecycle calls it receives."""
+class CountingSqlStore(EngineStore):
+    """The real sql store (the engine over the sql backend), counting the lifecycle calls it
+    receives."""
 
     def __init__(self, url: str) -> None:
-        super().__init__(url)
+        super().__init__(SqlBackend(url))
         self.calls: list[str] = []
 
     def open(self) -> None:
@@ -108,7 +111,7 @@ def test_each_leaf_of_a_composite_is_opened_once_and_closed_once(tmp_path):
     asyncio.run(service.handle_lineage_events(many_events(10)))
     sql = built["sql"]
     memory = built["memory"]
-    assert isinstance(sql, SqlStore) and isinstance(memory, MemoryStore)
+    assert isinstance(sql, EngineStore) and isinstance(memory, MemoryStore)
     assert sql.count_events() == 10 and len(memory.event_ids) == 10
 
     # The composite's own open and close are its writer pool's: the leaves stay open.

@@ -17,8 +17,9 @@ from collector_helpers import RABBIT_URL, many_events, queue_depth, running, wai
 
 from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.transport.unrouted import holding_queue
 
@@ -54,7 +55,7 @@ def _queue_type(queue: str) -> str:
 
 
 def _stored(url: str) -> int:
-    store = SqlStore(url)
+    store = EngineStore(SqlBackend(url))
     store.open()
     try:
         return store.count_events()

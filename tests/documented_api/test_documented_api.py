@@ -24,11 +24,14 @@ from documented_helpers import DOCUMENTED_TOML, EXCHANGE, ExchangeReader, GraphS
 from servers import secantus_server
 
 from lineage_sdk import BaseService, LineageProducer, track_lineage
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.store import LineageStoreProtocol
 from lineage_sdk.collector.stores.document import DocumentLineageStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
 from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.config import load_config
 from lineage_sdk.models import LineageDataset, LineageEvent
 from lineage_sdk.transport.unrouted import holding_queue, unrouted_exchange
@@ -91,10 +94,14 @@ async def test_get_store_is_the_composite_of_document_and_graph_writing_to_both(
         store = manager.get_store()
         assert isinstance(store, LineageStoreProtocol)
         document, graph = leaves(manager)
+        # The documented names, each the engine over its backend.
         assert type(document) is DocumentLineageStore and type(graph) is Neo4jLineageStore
+        assert isinstance(document, EngineStore) and isinstance(graph, EngineStore)
+        assert type(document.backend) is DocumentBackend and type(graph.backend) is GraphBackend
         assert isinstance(document, LineageStoreProtocol)
         assert isinstance(graph, LineageStoreProtocol)
-        assert document.collection.name == "audit_lineage_events"
+        # collection_name names the backend's collections: <name>_events, _runs, ...
+        assert document.backend._coll("events").name == "audit_lineage_events_events"
 
         event = run_event(unique("documented.get_store"))
         await LineageCollectorService(manager).handle_lineage_event(event)

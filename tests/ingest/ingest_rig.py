@@ -1,8 +1,8 @@
 """Every store behind one manager, and how to read an event back from each, exactly as stored.
 
-A :class:`StoreRig` holds a sql store (SQLite), a logging store (its lines captured), a document
-store (its own collection) and a graph store (its own FalkorDB graph, through the Redis
-protocol) behind a :class:`LineageManager`, which writes them as a composite: the answer to an
+A :class:`StoreRig` holds the engine over the sql backend (SQLite), a logging store (its lines
+captured), the engine over the document backend (collections of its own) and over the graph
+backend (its own FalkorDB graph, through the Redis protocol) behind a :class:`LineageManager`, which writes them as a composite: the answer to an
 HTTP post, or the ack of a broker message, comes only once every store has written the event.
 """
 
@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import sqlalchemy as sa
 from servers import FalkorDBRespRunner, FalkorDBServer, MongoTarget
 
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.settings import ConnectionConfig
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.collector.stores.logging import LoggingLineageStore
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 
 __all__ = ["StoreRig", "store_rig"]
@@ -47,32 +47,22 @@ class StoreRig:
 
     config: LineageConfig
     manager: LineageManager
-    sql: SqlStore
-    document: DocumentLineageStore
-    graph: Neo4jLineageStore
+    sql: EngineStore
+    document: EngineStore
+    graph: EngineStore
     log: _Lines = field(default_factory=_Lines)
 
     def stored(self, event_id: str) -> dict[str, Any]:
         """store name -> the event that store holds under ``event_id`` (absent if none).
 
-        The sql store's payload is compared as text: it must be the JSON as sent.
+        The sql store's event is compared as text: it must be the JSON as sent.
         """
         found: dict[str, Any] = {}
-        events = self.sql.t["events"]
-        with self.sql.engine.connect() as conn:
-            payload = conn.execute(
-                sa.select(events.c.payload).where(events.c.event_id == event_id)
-            ).scalar_one_or_none()
-        if payload is not None:
-            found["sql"] = payload
-        doc = self.document.collection.find_one({"_id": event_id}, {"raw": 1})
-        if doc is not None:
-            found["document"] = json.loads(doc["raw"])
-        rows = self.graph.runner.run(
-            "MATCH (e:Event {eventId: $id}) RETURN e.json AS json", {"id": event_id}
-        )
-        if rows:
-            found["graph"] = json.loads(rows[0]["json"])
+        for name, store in (("sql", self.sql), ("document", self.document), ("graph", self.graph)):
+            rows = list(store.backend.events(ids=[event_id]))
+            if rows:
+                (row,) = rows
+                found[name] = row.json if name == "sql" else json.loads(row.json)
         for line in self.log.lines:
             logged = orjson.loads(line)
             if logged["event_id"] == event_id:
@@ -99,15 +89,16 @@ def store_rig(
     config = LineageConfig.model_validate(
         {"store": {"backend": "sql", "sql": {"url": f"sqlite:///{tmp}/{tag}.db"}}, **(extra or {})}
     )
-    sql = SqlStore(f"sqlite:///{tmp}/{tag}.db")
+    sql = EngineStore(SqlBackend(f"sqlite:///{tmp}/{tag}.db"))
     logger_name = f"lineage.events.ingest_test.{tag}"
     logging_store = LoggingLineageStore(logger_name)
-    document = DocumentLineageStore(
+    documents = DocumentBackend(
         ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
         collection_name=f"t_{tag}",
     )
+    document = EngineStore(documents)
     runner = FalkorDBRespRunner("127.0.0.1", falkordb.redis_port, f"t_{tag}")
-    graph = Neo4jLineageStore(runner=runner)
+    graph = EngineStore(GraphBackend(runner=runner))
     manager = LineageManager(config, stores=[sql, logging_store, document, graph])
     rig = StoreRig(config, manager, sql, document, graph)
     logger = logging.getLogger(logger_name)
@@ -119,7 +110,7 @@ def store_rig(
         yield rig
     finally:
         with contextlib.suppress(Exception):
-            document.collection.drop()
+            documents.drop()
         runner.drop()
         manager.close_sync()
         logger.removeHandler(rig.log)

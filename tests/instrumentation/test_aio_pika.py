@@ -20,9 +20,10 @@ from leftovers import suite_name
 from lineage_instrumentation.aio_pika import AioPikaInstrumentor
 from lineage_instrumentation.db.psycopg3 import PsycopgInstrumentor
 from lineage_sdk import LineageDataset, current_run, track_lineage
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.records import build_record
 from lineage_sdk.collector.store import node_id
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.exporters import InMemoryExporter
@@ -133,8 +134,9 @@ def events_by_run(captured: Captured, job: str) -> dict[str, list[dict[str, Any]
 
 
 def graph_edges(events: list[dict[str, Any]], tmp_path: Path, root: str) -> set[tuple[str, str]]:
-    """The lineage graph around ``root`` as the collector's SQL store answers it."""
-    store = SqlStore(f"sqlite:///{tmp_path}/lineage.db")
+    """The lineage graph around ``root`` as the collector's sql store (the engine over the sql
+    backend) answers it."""
+    store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/lineage.db"))
     store.open()
     try:
         store.write_batch([build_record(e) for e in events])

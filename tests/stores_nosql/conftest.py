@@ -1,4 +1,5 @@
-"""Session-scoped servers for the document and graph stores, and fresh, isolated stores per test.
+"""Session-scoped servers for the document and graph backends, and fresh, isolated stores per
+test: every store here is the engine (:class:`EngineStore`) over a backend, ``.backend`` it.
 
 Servers come from tests/servers.py through the session fixtures ``mongo`` and ``falkordb`` of
 tests/conftest.py: SecantusDB and FalkorDB started on free loopback ports, or a real MongoDB /
@@ -29,12 +30,9 @@ from servers import (
 
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.settings import ConnectionConfig
-from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.collector.stores.document_backend import DocumentBackend
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
 from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.collector.stores.memory import MemoryBackend
-from lineage_sdk.collector.stores.sql import SqlStore
 from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 
@@ -57,10 +55,11 @@ def bolt_target(falkordb: FalkorDBServer) -> GraphTarget:
 
 
 @pytest.fixture(scope="session")
-def bolt_store(bolt_target: GraphTarget) -> Iterator[Neo4jLineageStore]:
-    """One store (one neo4j driver) over FalkorDB's Bolt for the session: FalkorDB may stall a new
-    connection after a client disconnects, so the Bolt smoke tests share one long-lived driver."""
-    store = Neo4jLineageStore(ConnectionConfig(uri=bolt_target.uri, timeout_ms=5000))
+def bolt_store(bolt_target: GraphTarget) -> Iterator[EngineStore]:
+    """The engine over one graph backend (one neo4j driver) on FalkorDB's Bolt for the session:
+    FalkorDB may stall a new connection after a client disconnects, so the Bolt smoke tests
+    share one long-lived driver. ``.backend`` is the :class:`GraphBackend`."""
+    store = EngineStore(GraphBackend(ConnectionConfig(uri=bolt_target.uri, timeout_ms=5000)))
     store.open()
     yield store
     store.close()
@@ -71,56 +70,41 @@ def mongo_connection(target: MongoTarget, *, timeout_ms: int = 5000) -> Connecti
 
 
 @pytest.fixture
-def document_store(mongo: MongoTarget) -> Iterator[DocumentLineageStore]:
-    """A store on a collection of its own, dropped afterwards."""
-    import uuid
-
-    store = DocumentLineageStore(
-        mongo_connection(mongo), collection_name=f"t_{uuid.uuid4().hex[:12]}"
-    )
+def document_store(mongo: MongoTarget) -> Iterator[EngineStore]:
+    """The engine over a document backend on collections of its own (prefix ``t_<random>``),
+    dropped afterwards; ``.backend`` is the :class:`DocumentBackend`."""
+    backend = DocumentBackend(mongo_connection(mongo), collection_name=f"t_{uid()}")
+    store = EngineStore(backend)
     store.open()
     try:
         yield store
     finally:
-        store.drop()
+        backend.drop()
         store.close()
 
 
-def _wipe(store: Neo4jLineageStore) -> None:
-    store.runner.run("MATCH (n) DETACH DELETE n")
+def _wipe(backend: GraphBackend) -> None:
+    backend.runner.run("MATCH (n) DETACH DELETE n")
 
 
 @pytest.fixture
-def graph_store(graph_target: GraphTarget) -> Iterator[Neo4jLineageStore]:
-    """A store on an empty graph: a graph of its own on FalkorDB; on a real Neo4j, the (throwaway!)
-    database is wiped before and after."""
-    import uuid
-
-    if graph_target.kind == "falkordb":
-        runner = graph_target.runner(f"t_{uuid.uuid4().hex[:12]}")
-        store = Neo4jLineageStore(runner=runner)
-    else:
-        store = Neo4jLineageStore(
-            ConnectionConfig(
-                uri=graph_target.uri,
-                username=graph_target.username,
-                password=graph_target.password,
-                database=graph_target.database,
-                timeout_ms=5000,
-            )
-        )
-        store.open()
-        _wipe(store)
+def graph_store(graph_target: GraphTarget) -> Iterator[EngineStore]:
+    """The engine over a graph backend on an empty graph: a graph of its own on FalkorDB; on a
+    real Neo4j, the (throwaway!) database is wiped before and after. ``.backend`` is the
+    :class:`GraphBackend`."""
+    backend = graph_target.backend(f"t_{uid()}")
+    store = EngineStore(backend)
     store.open()
+    drop = getattr(backend.runner, "drop", None)  # a FalkorDB graph of its own
+    if drop is None:
+        _wipe(backend)
     try:
         yield store
     finally:
-        runner = store.runner
-        drop = getattr(runner, "drop", None)
         if drop is not None:
             drop()
         else:
-            _wipe(store)
+            _wipe(backend)
         store.close()
 
 
@@ -134,9 +118,10 @@ def memory_store() -> Iterator[EngineStore]:
 
 
 @pytest.fixture(params=["document", "graph", "memory"])
-def query_store(request: pytest.FixtureRequest) -> Any:
+def query_store(request: pytest.FixtureRequest) -> EngineStore:
     """The same questions asked of every querying store."""
-    return request.getfixturevalue(f"{request.param}_store")
+    store: EngineStore = request.getfixturevalue(f"{request.param}_store")
+    return store
 
 
 @pytest.fixture(scope="module")
@@ -150,51 +135,36 @@ def pg_database() -> Iterator[str]:
 def make_store(
     tmp_path: Path, pg_database: str, mongo: MongoTarget, graph_target: GraphTarget
 ) -> Iterator[StoreFactory]:
-    """``make_store(kind)``: a fresh, open, empty store (memory, sqlite, postgres, document or
-    graph; sqlite-rows, postgres-rows, document-rows and graph-rows: the engine over the new
-    backends), removed after the test."""
+    """``make_store(kind)``: a fresh, open, empty store, the engine over a backend of its own,
+    removed after the test. Kinds (:data:`nosql_events.STORE_KINDS`): ``memory`` (the reference
+    backend), ``sqlite`` (a SQLite file), ``postgres`` (tables of their own prefix in the
+    module's database), ``document`` (collections of their own prefix) and ``graph`` (a FalkorDB
+    graph of its own; skipped on a real Neo4j, which has one database)."""
     cleanups: list[Callable[[], None]] = []
 
-    def make(kind: str) -> Any:
-        store: Any
+    def make(kind: str) -> EngineStore:
+        backend: Any
         extra: list[Callable[[], None]] = []  # run before the store is closed
         if kind == "memory":
-            store = EngineStore(MemoryBackend())
+            backend = MemoryBackend()
         elif kind == "sqlite":
-            store = SqlStore(f"sqlite:///{tmp_path}/{uid()}.db")
+            backend = SqlBackend(f"sqlite:///{tmp_path}/{uid()}.db")
         elif kind == "postgres":
-            store = SqlStore(pg_database, table_prefix=f"p{uid()}_")
-            extra.append(lambda: store.metadata.drop_all(store.engine))
-        elif kind == "sqlite-rows":
-            store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/{uid()}.db"))
-        elif kind == "postgres-rows":
-            prefix = f"r{uid()}_"
-            store = EngineStore(SqlBackend(pg_database, table_prefix=prefix))
+            prefix = f"p{uid()}_"
+            backend = SqlBackend(pg_database, table_prefix=prefix)
             extra.append(lambda: drop_tables(pg_database, prefix))
-        elif kind == "document-rows":
-            document = DocumentBackend(
-                ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
-                collection_name=f"b_{uid()}",
-            )
-            store = EngineStore(document)
-            extra.append(document.drop)
-        elif kind == "graph-rows":
-            if graph_target.kind != "falkordb":
-                pytest.skip("needs a graph per store (FalkorDB)")
-            runner = graph_target.runner(f"gb_{uid()}")
-            store = EngineStore(GraphBackend(runner=runner))
-            extra.append(runner.drop)  # type: ignore[attr-defined]
         elif kind == "document":
-            store = DocumentLineageStore(
-                ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
-                collection_name=f"port_{uid()}",
-            )
-            extra.append(lambda: store.drop())
-        else:
+            backend = DocumentBackend(mongo_connection(mongo), collection_name=f"port_{uid()}")
+            extra.append(backend.drop)
+        elif kind == "graph":
             if graph_target.kind != "falkordb":
                 pytest.skip("needs a graph per store (FalkorDB)")
-            store = Neo4jLineageStore(runner=graph_target.runner(f"port_{uid()}"))
-            extra.append(lambda: store.runner.drop())
+            runner = graph_target.runner(f"port_{uid()}")
+            backend = GraphBackend(runner=runner)
+            extra.append(runner.drop)  # type: ignore[union-attr]
+        else:
+            raise ValueError(f"no store kind {kind!r}")
+        store = EngineStore(backend)
         store.open()
         cleanups.append(store.close)
         cleanups.extend(extra)  # cleanups run last first

@@ -2,10 +2,12 @@
 
 Used by ``test_collector_*.py``. Everything is real: the shared broker (with a unique exchange and
 queues, deleted afterwards), the SDK's RabbitMQ exporter as the publisher, the MongoDB-wire and
-graph servers of ``tests/servers.py`` and SQLite in a temporary directory. The graph store reaches
-FalkorDB through :class:`servers.FalkorDBRespRunner` (FalkorDB's Bolt endpoint cannot carry real
-events, see docs/stores.md), injected with ``LineageManager(creators=...)``; with
-``LINEAGE_TEST_NEO4J_URI`` set, the store's own neo4j driver is used instead.
+graph servers of ``tests/servers.py`` and SQLite in a temporary directory. Each of the three
+stores is the engine over its backend (``EngineStore(DocumentBackend | GraphBackend |
+SqlBackend)``), built from the rig's configuration by creators injected with
+``LineageManager(creators=...)``: the graph backend reaches FalkorDB through
+:class:`servers.FalkorDBRespRunner` (FalkorDB's Bolt endpoint cannot carry real events, see
+docs/stores.md); with ``LINEAGE_TEST_NEO4J_URI`` set, the backend's own neo4j driver is used.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from typing import Any
 
 import orjson
 import pika
-import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))  # collector_helpers
 
@@ -34,12 +35,13 @@ from servers import GraphTarget
 from lineage_exporters.rabbitmq import RabbitMQExporter
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
 from lineage_sdk.collector.consumer import LineageCollector
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.settings import ConnectionConfig
-from lineage_sdk.collector.store import LineageStoreProtocol
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
+from lineage_sdk.collector.stores.graph_runner import GraphRunner
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.models import event_id as model_event_id
@@ -51,12 +53,15 @@ __all__ = [
     "collector_rig",
     "expected_graph",
     "graph_counts",
+    "graph_runner",
     "graph_snapshot",
     "parked",
     "queue_depths",
     "running",
     "sample_value",
     "store_id",
+    "stored_ids",
+    "stored_json",
     "wait_until",
 ]
 
@@ -75,8 +80,8 @@ class CollectorRig:
     graph_name: str
     tmp_path: Path
     mongo_timeout_ms: int = 5000
-    _readers: list[LineageStoreProtocol] = field(default_factory=list)
-    _waiters: tuple[DocumentLineageStore, Neo4jLineageStore] | None = None
+    _readers: list[EngineStore] = field(default_factory=list)
+    _waiters: tuple[EngineStore, EngineStore] | None = None
 
     @property
     def topic(self) -> str:
@@ -87,42 +92,46 @@ class CollectorRig:
         return Topology.from_config(self.config)
 
     def manager(self) -> LineageManager:
-        """A manager building the configured stores; the graph one on this rig's graph."""
-
-        def graph_creator(config: LineageConfig) -> Neo4jLineageStore:
-            runner = self.graph.runner(self.graph_name)
-            if runner is not None:
-                return Neo4jLineageStore(runner=runner)
-            return Neo4jLineageStore.from_config(config)
-
-        return LineageManager(self.config, creators={"graph": graph_creator})
-
-    # -- readers
-
-    def document(self) -> DocumentLineageStore:
-        store = DocumentLineageStore(
-            ConnectionConfig(uri=self.mongo_uri, database=DATABASE, timeout_ms=5000),
-            collection_name=self.config.section("store.document").collection_name,
+        """A manager building the configured stores, each the engine over its backend: the
+        document one on this rig's server and collections, the graph one on this rig's graph,
+        the sql one on ``[lineage.store.sql] url``."""
+        return LineageManager(
+            self.config,
+            creators={
+                "document": lambda config: self._document(),
+                "graph": lambda config: self._graph(),
+                "sql": lambda config: EngineStore(SqlBackend(config.section("store.sql").url)),
+            },
         )
-        store.open()
-        self._readers.append(store)
-        return store
 
-    def graph_store(self) -> Neo4jLineageStore:
+    def _document(self) -> EngineStore:
+        connection = ConnectionConfig(
+            uri=self.mongo_uri, database=DATABASE, timeout_ms=self.mongo_timeout_ms
+        )
+        name = self.config.section("store.document").collection_name
+        return EngineStore(DocumentBackend(connection, collection_name=name))
+
+    def _graph(self) -> EngineStore:
         runner = self.graph.runner(self.graph_name)
         if runner is not None:
-            store = Neo4jLineageStore(runner=runner)
-        else:
-            store = Neo4jLineageStore(_graph_connection(self.graph))
+            return EngineStore(GraphBackend(runner=runner))
+        return EngineStore(GraphBackend(_graph_connection(self.graph)))
+
+    # -- readers: stores of their own on what the collector wrote
+
+    def _reader(self, store: EngineStore) -> EngineStore:
         store.open()
         self._readers.append(store)
         return store
 
-    def sql(self) -> SqlStore:
-        store = SqlStore(self.config.section("store.sql").url)
-        store.open()
-        self._readers.append(store)
-        return store
+    def document(self) -> EngineStore:
+        return self._reader(self._document())
+
+    def graph_store(self) -> EngineStore:
+        return self._reader(self._graph())
+
+    def sql(self) -> EngineStore:
+        return self._reader(EngineStore(SqlBackend(self.config.section("store.sql").url)))
 
     def readers(self) -> dict[str, Any]:
         return {"document": self.document(), "graph": self.graph_store(), "sql": self.sql()}
@@ -162,16 +171,19 @@ class CollectorRig:
 
     # -- checks
 
-    def sql_ids(self, sql: SqlStore) -> Counter[str]:
-        with sql.engine.connect() as conn:
-            rows = conn.execute(sa.select(sql.t["events"].c.event_id)).scalars().all()
-        return Counter(rows)
+    def sql_ids(self, sql: EngineStore) -> Counter[str]:
+        return stored_ids(sql)
 
-    def document_ids(self, document: DocumentLineageStore) -> Counter[str]:
-        return Counter(d["_id"] for d in document.collection.find({}, {"_id": 1}))
+    def document_ids(self, document: EngineStore) -> Counter[str]:
+        return stored_ids(document)
 
     def wait_stored(
-        self, sql: SqlStore, count: int, timeout: float = 45.0, *, graph_events: int | None = None
+        self,
+        sql: EngineStore,
+        count: int,
+        timeout: float = 45.0,
+        *,
+        graph_events: int | None = None,
     ) -> None:
         """Until every store of the composite holds ``count`` events (the graph ``graph_events``
         where it is known to hold fewer, e.g. after a crash). The composite writes its stores
@@ -185,8 +197,8 @@ class CollectorRig:
             try:
                 return (
                     sql.count_events() >= count
-                    and document.collection.count_documents({}) >= count
-                    and int(graph.runner.run(GRAPH_COUNTS["Event"])[0]["c"]) >= graph_wanted
+                    and document.count_events() >= count
+                    and graph.count_events() >= graph_wanted
                 )
             except Exception:  # a server restarting: ask again
                 return False
@@ -278,16 +290,34 @@ def _cleanup(rig: CollectorRig) -> None:
         finally:
             conn.close()
     with contextlib.suppress(Exception):
-        document = rig.document()
-        document.collection.drop()
+        document = rig.document().backend
+        assert isinstance(document, DocumentBackend)
+        document.drop()
     with contextlib.suppress(Exception):
-        graph = rig.graph_store()
-        drop = getattr(graph.runner, "drop", None)
+        runner = graph_runner(rig.graph_store())
+        drop = getattr(runner, "drop", None)
         if drop is not None:
             drop()
         else:  # a real Neo4j: the (throwaway) database is wiped, as in conftest.py
-            graph.runner.run("MATCH (n) DETACH DELETE n")
+            runner.run("MATCH (n) DETACH DELETE n")
     rig.close()
+
+
+def stored_ids(store: EngineStore) -> Counter[str]:
+    """How many times each event id is stored: every event row the backend holds."""
+    return Counter(row.event_id for row in store.backend.events())
+
+
+def stored_json(store: EngineStore) -> dict[str, str]:
+    """Each stored event's JSON text, by event id (what was received, to compare with what was
+    sent)."""
+    return {row.event_id: row.json for row in store.backend.events()}
+
+
+def graph_runner(store: EngineStore) -> GraphRunner:
+    backend = store.backend
+    assert isinstance(backend, GraphBackend)
+    return backend.runner
 
 
 def parked(collector: LineageCollector) -> float:
@@ -323,73 +353,70 @@ GRAPH_COUNTS = {
     "Dataset": "MATCH (n:Dataset) RETURN count(n) AS c",
     "Run": "MATCH (n:Run) RETURN count(n) AS c",
     "Event": "MATCH (n:Event) RETURN count(n) AS c",
-    "Field": "MATCH (n:Field) RETURN count(n) AS c",
-    "INSTANCE_OF": "MATCH ()-[r:INSTANCE_OF]->() RETURN count(r) AS c",
-    "READ": "MATCH ()-[r:READ]->() RETURN count(r) AS c",
-    "WROTE": "MATCH ()-[r:WROTE]->() RETURN count(r) AS c",
-    "CHILD_OF": "MATCH ()-[r:CHILD_OF]->() RETURN count(r) AS c",
-    "CONSUMES": "MATCH ()-[r:CONSUMES]->() RETURN count(r) AS c",
-    "PRODUCES": "MATCH ()-[r:PRODUCES]->() RETURN count(r) AS c",
-    "HAS_FIELD": "MATCH ()-[r:HAS_FIELD]->() RETURN count(r) AS c",
-    "DERIVED_FROM": "MATCH ()-[r:DERIVED_FROM]->() RETURN count(r) AS c",
+    "Mention": "MATCH (n:Mention) RETURN count(n) AS c",
+    "ColumnEdge": "MATCH (n:ColumnEdge) RETURN count(n) AS c",
+    "READS": "MATCH ()-[r:READS]->() RETURN count(r) AS c",
+    "WRITES": "MATCH ()-[r:WRITES]->() RETURN count(r) AS c",
 }
 
 
-def graph_counts(store: Neo4jLineageStore) -> dict[str, int]:
-    """Nodes per label and relationships per type."""
-    return {name: int(store.runner.run(q)[0]["c"]) for name, q in GRAPH_COUNTS.items()}
+def graph_counts(store: EngineStore) -> dict[str, int]:
+    """Vertices per label and relationships per type of the graph backend."""
+    runner = graph_runner(store)
+    return {name: int(runner.run(q)[0]["c"]) for name, q in GRAPH_COUNTS.items()}
 
 
 def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """The projection computed independently from the events (the model in docs/stores.md)."""
+    """The graph backend's model computed independently from run events (the model in
+    lineage_sdk/collector/stores/graph_backend.py): a Job per job and parent job, a Dataset per
+    input and output, a Run per (run, job), an Event per event, a Mention per (run, dataset,
+    role) and (run, parent job), a ColumnEdge per (output field, input field, job), a READS or
+    WRITES per (job, dataset)."""
     jobs: set[Any] = set()
     datasets: set[Any] = set()
     runs: set[Any] = set()
-    fields: set[Any] = set()
+    mentions: set[Any] = set()
+    columns: set[Any] = set()
     rels: dict[str, set[Any]] = collections.defaultdict(set)
     for e in events:
         job = (e["job"]["namespace"], e["job"]["name"])
         run = e["run"]["runId"]
         jobs.add(job)
-        runs.add(run)
-        rels["INSTANCE_OF"].add((run, job))
+        runs.add((run, job))
         parent = e["run"].get("facets", {}).get("parent")
         if parent:
-            runs.add(parent["run"]["runId"])
-            jobs.add((parent["job"]["namespace"], parent["job"]["name"]))
-            rels["CHILD_OF"].add((run, parent["run"]["runId"]))
-        for side, run_rel, job_rel in (
-            ("inputs", "READ", "CONSUMES"),
-            ("outputs", "WROTE", "PRODUCES"),
-        ):
+            parent_job = (parent["job"]["namespace"], parent["job"]["name"])
+            jobs.add(parent_job)
+            mentions.add((run, "JOB", parent_job, "parent"))
+        for side, rel, role in (("inputs", "READS", "input"), ("outputs", "WRITES", "output")):
             for ds in e[side]:
                 key = (ds["namespace"], ds["name"])
                 datasets.add(key)
-                rels[run_rel].add((run, key))
-                rels[job_rel].add((job, key))
+                rels[rel].add((job, key))
+                mentions.add((run, "DATASET", key, role))
                 cl = ds.get("facets", {}).get("columnLineage")
                 for out, spec in (cl or {}).get("fields", {}).items():
-                    fields.add((*key, out))
                     for src in spec["inputFields"]:
                         source = (src["namespace"], src["name"], src["field"])
-                        fields.add(source)
-                        rels["DERIVED_FROM"].add(((*key, out), source))
-    rels["HAS_FIELD"] = fields
+                        columns.add(((*key, out), source, job))
     return {
         "Job": len(jobs),
         "Dataset": len(datasets),
         "Run": len(runs),
-        "Event": len(events),
-        "Field": len(fields),
-        **{name: len(rels[name]) for name in GRAPH_COUNTS if name.isupper()},
+        "Event": len({store_id(orjson.dumps(e)) for e in events}),
+        "Mention": len(mentions),
+        "ColumnEdge": len(columns),
+        "READS": len(rels["READS"]),
+        "WRITES": len(rels["WRITES"]),
     }
 
 
-def graph_snapshot(store: Neo4jLineageStore) -> tuple[list[Any], list[Any]]:
+def graph_snapshot(store: EngineStore) -> tuple[list[Any], list[Any]]:
     """The whole graph as comparable data: every node's labels and properties, every relationship
     with its ends (no internal ids), sorted."""
-    nodes = store.runner.run("MATCH (n) RETURN labels(n) AS labels, properties(n) AS props")
-    rels = store.runner.run(
+    runner = graph_runner(store)
+    nodes = runner.run("MATCH (n) RETURN labels(n) AS labels, properties(n) AS props")
+    rels = runner.run(
         "MATCH (a)-[r]->(b) RETURN labels(a) AS a, properties(a) AS ap, type(r) AS t,"
         " labels(b) AS b, properties(b) AS bp"
     )

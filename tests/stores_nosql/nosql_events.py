@@ -22,8 +22,10 @@ BASE_TIME = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 # ``make_store(kind)`` of tests/stores_nosql/conftest.py: a fresh store of a kind.
 StoreFactory = Callable[[str], Any]
-#: ``make_store`` kinds of the engine over the new backends (issue 31), beside today's stores.
-ROW_KINDS = ("sqlite-rows", "postgres-rows", "document-rows", "graph-rows")
+#: ``make_store`` kinds held to the reference: the engine over each backend but memory.
+BACKEND_KINDS = ("sqlite", "postgres", "document", "graph")
+#: Every ``make_store`` kind, the reference (the engine over the memory backend) first.
+STORE_KINDS = ("memory", *BACKEND_KINDS)
 
 # Unusual but valid content: must be stored and read back exactly, never interpreted.
 HOSTILE_STRINGS = [

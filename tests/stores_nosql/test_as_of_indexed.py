@@ -1,26 +1,24 @@
-"""``asOf`` lineage from a store's time-stamped job edges (issue 16): ``lineage_as_of`` of the sql
-store (``job_io.first_seen``), the document store (``firstSeenUs`` in ``<collection>_edges``) and
-the graph store (``firstSeen`` on CONSUMES/PRODUCES) walks the job edges first seen by then, and
-must answer exactly what history's generic path (the fold of the raw events up to then) answers,
-on SQLite, PostgreSQL, SecantusDB and FalkorDB (and the engine's, over the memory backend and
-the new sql, document and graph backends on the same servers): every node, time, direction,
-depth and node limit tried here is asked both ways (``indexed=False`` forces the generic path)
-and the store's own walk is checked to have answered.
+"""``asOf`` lineage from a backend's time-stamped job edges (issue 16): the engine's
+``lineage_as_of`` walks the job edges first seen by then (each edge row's ``first_seen``), and
+must answer exactly what history's generic path (the fold of the raw events up to then)
+answers, over every backend: memory, sql on SQLite and on PostgreSQL, document (SecantusDB) and
+graph (FalkorDB). Every node, time, direction, depth and node limit tried here is asked both
+ways (``indexed=False`` forces the generic path) and the engine's own walk is checked to have
+answered.
 
-Also: events arriving out of time order keep an edge's least time; a database from before
-``first_seen``/``firstSeen`` (NULL: of unknown age) falls back to the generic path, and stays
-there for the edges it cannot date.
+Also: events arriving out of time order keep an edge's (and a run's mention's) least time, and
+the sql backend's upserts say so in both dialects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from nosql_events import BASE_TIME, ROW_KINDS, StoreFactory, records, run_event
+from nosql_events import BASE_TIME, STORE_KINDS, StoreFactory, records, run_event
 from sqlalchemy.dialects import postgresql, sqlite
 from test_bounded import _corpus as bounded_corpus
 from test_bounded import _late_fan
@@ -28,18 +26,16 @@ from test_history import _corpus as history_corpus
 
 from lineage_sdk.collector.api import marquez
 from lineage_sdk.collector.api.history import history_lineage
+from lineage_sdk.collector.backend import EdgeRow, MentionRow
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.store import Direction
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore, parse_time
-from lineage_sdk.collector.stores.sql import SqlStore, name_key
+from lineage_sdk.collector.stores.sql_backend import _merged, _tables
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
-SQL_KINDS = ("sqlite", "postgres")
-#: The stores with their own ``lineage_as_of`` (the engine's, over each backend, among them).
-KINDS = ("memory", *SQL_KINDS, "document", "graph", *ROW_KINDS)
+#: The engine over every backend (its ``lineage_as_of`` from the backend's dated edges).
+KINDS = STORE_KINDS
 DIRECTIONS: tuple[Direction, ...] = ("both", "upstream", "downstream")
 
 
@@ -58,13 +54,13 @@ def answer(store: Any, node: str, *, indexed: bool, **ask: Any) -> Any:
 
 
 def assert_indexed_is_generic(
-    store: SqlStore | Neo4jLineageStore,
+    store: EngineStore,
     nodes: Iterable[str],
     times: Iterable[float],
     asks: Iterable[tuple[int, int | None]],
 ) -> int:
-    """Every asked ``asOf`` answer of the store's own walk equals the generic path's, and the
-    store's walk answered it (not a fallback); ``asks``: (depth, node limit) pairs. Returns
+    """Every asked ``asOf`` answer of the engine's own walk equals the generic path's, and the
+    engine's walk answered it (not a fallback); ``asks``: (depth, node limit) pairs. Returns
     how many answers were compared."""
     compared = 0
     for node in nodes:
@@ -184,15 +180,9 @@ def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind:
     assert seen[("j", "extra")] == at_(15)
     assert seen[("k", "late")] == at_(70)
     assert seen[("m", "fine")] == at_(80.0007)
-    if isinstance(store, SqlStore):
-        run_t = store.t["run_io"]
-        with store.engine.connect() as conn:
-            (extra,) = conn.execute(
-                sa.select(run_t.c.first_seen).where(
-                    run_t.c.run_id == run_a, run_t.c.dataset_key == name_key("ns", "extra")
-                )
-            ).scalars()
-        assert extra == at_(15)
+    # the run's own mention of "extra" keeps its least time too (the backend's mention rows)
+    (extra,) = store.backend.mentions("DATASET", [("ns", "extra")], roles=["input"])
+    assert (extra.source, extra.source_id, extra.first_seen) == ("run", run_a, at_(15))
 
     def latest(node: str, seconds: float) -> dict[str, Any]:
         graph = store.lineage_as_of(node, depth=0, as_of=at_(seconds))
@@ -221,111 +211,31 @@ def test_out_of_order_events_keep_the_least_time(make_store: StoreFactory, kind:
     assert assert_indexed_is_generic(store, nodes, times, asks) > 200
 
 
-def job_edge_times(
-    store: SqlStore | DocumentLineageStore | Neo4jLineageStore | EngineStore,
-) -> dict[tuple[str, str], Any]:
-    """(job name, dataset name) -> the job edge's stored first time (None: unknown), either
-    direction (the tests' names are unique across namespaces)."""
-    if isinstance(store, EngineStore):  # the backend's edge rows, through its contract
-        jobs = [row.key for row in store.backend.nodes("JOB")]
-        return {
-            (e.job[1], e.dataset[1]): e.first_seen
-            for io in ("in", "out")
-            for e in store.backend.edges("JOB", jobs, io)
-        }
-    if isinstance(store, DocumentLineageStore):
-        return {
-            (d["jn"], d["dn"]): datetime(1970, 1, 1, tzinfo=UTC)
-            + timedelta(microseconds=d["firstSeenUs"])
-            for d in store.edges.find({"jns": {"$exists": True}})
-        }
-    if isinstance(store, SqlStore):
-        io_t, jobs, datasets = (store.t[name] for name in ("job_io", "jobs", "datasets"))
-        query = (
-            sa.select(jobs.c.name, datasets.c.name, io_t.c.first_seen)
-            .select_from(io_t)
-            .join(jobs, jobs.c.job_key == io_t.c.job_key)
-            .join(datasets, datasets.c.dataset_key == io_t.c.dataset_key)
-        )
-        with store.engine.connect() as conn:
-            return {(j, d): t for j, d, t in conn.execute(query)}
-    found = store.runner.run(
-        "MATCH (j:Job)-[e:CONSUMES|PRODUCES]->(d:Dataset) "
-        "RETURN j.name AS j, d.name AS d, e.firstSeen AS t",
-        None,
-    )
-    return {(r["j"], r["d"]): parse_time(r["t"]) for r in found}
+def job_edge_times(store: EngineStore) -> dict[tuple[str, str], Any]:
+    """(job name, dataset name) -> the job edge's stored first time, either direction (the
+    tests' names are unique across namespaces): the backend's edge rows, through its contract."""
+    jobs = [row.key for row in store.backend.nodes("JOB")]
+    return {
+        (e.job[1], e.dataset[1]): e.first_seen
+        for io in ("in", "out")
+        for e in store.backend.edges("JOB", jobs, io)
+    }
 
 
-def _from_before_first_seen(
-    store: SqlStore | Neo4jLineageStore,
-) -> SqlStore | Neo4jLineageStore:
-    """The store's database made one from before ``first_seen``: for sql, the column dropped
-    and the store opened again (which adds it, NULL); for the graph, the property removed."""
-    if isinstance(store, Neo4jLineageStore):
-        store.runner.run("MATCH ()-[e:CONSUMES|PRODUCES]->() SET e.firstSeen = null", None)
-        return store
-    with store.engine.begin() as conn:
-        for table in ("run_io", "job_io"):
-            conn.exec_driver_sql(f"ALTER TABLE {store.t[table].name} DROP COLUMN first_seen")
-    reopened = SqlStore(store.url, table_prefix=store.prefix)
-    reopened.open()
-    return reopened
-
-
-@pytest.mark.parametrize("kind", [*SQL_KINDS, "graph"])  # the document store's: its own file
-def test_a_database_from_before_first_seen_falls_back(make_store: StoreFactory, kind: str) -> None:
-    """Edges of unknown age (sql: the column added at open, NULL in the old rows; graph: no
-    property): an asOf walk that meets such an edge leaves the answer to the generic path,
-    which still answers right; an old edge stated again stays of unknown age (its NULL is
-    kept), a new edge is dated."""
-    old = make_store(kind)
-    corpus = history_corpus()
-    old.write_batch(records(*corpus))
-    store = _from_before_first_seen(old)
-    try:
-        assert set(job_edge_times(store).values()) == {None}
-        assert store.lineage_as_of("dataset:ns:d1", as_of=at_(25)) is None
-        assert store.lineage_as_of("job:ns:j2", depth=0, as_of=at_(25)) is None
-        nodes = ["dataset:ns:d1", "job:ns:j2", "dataset:ns:lonely", "job:ns:nowhere"]
-        for node in nodes:
-            for seconds in (0, 15, 25, 45):
-                for direction in DIRECTIONS:
-                    ask = {"as_of": at_(seconds), "direction": direction}
-                    fallback = answer(store, node, indexed=True, **ask)
-                    assert fallback == answer(store, node, indexed=False, **ask), (node, ask)
-                    assert fallback == answer(old, node, indexed=False, **ask), (node, ask)
-        # j1 reads d0 again (old edge: stays unknown) and a new dataset (dated)
-        store.write_batch(
-            records(
-                run_event(job="j1", inputs=[("ns", "d0"), ("ns", "fresh")], seconds=60),
-                run_event(job="jnew", inputs=[("ns", "fresh")], seconds=61),
-            )
-        )
-        times = job_edge_times(store)
-        assert times[("j1", "d0")] is None
-        assert times[("j1", "fresh")] == at_(60)
-        assert store.lineage_as_of("job:ns:j1", depth=0, as_of=at_(70)) is None
-        fresh = store.lineage_as_of("job:ns:jnew", depth=0, as_of=at_(70))
-        assert fresh is not None and "dataset:ns:fresh" in fresh.nodes
-        ask = {"as_of": at_(70), "direction": "both"}
-        got = answer(store, "job:ns:j1", indexed=True, **ask)
-        assert got == answer(store, "job:ns:j1", indexed=False, **ask)
-    finally:
-        if store is not old:
-            store.close()
-
-
-def test_first_seen_in_the_statements_and_the_schema() -> None:
-    """Both dialects' upserts keep the least time and never overwrite NULL (pure SQL text)."""
-    store = SqlStore("sqlite://")
-    for dialect in (sqlite.dialect(), postgresql.dialect()):
-        for table in ("run_io", "job_io"):
-            sql = str(store._statements(dialect)[table].compile(dialect=dialect))
-            assert "DO UPDATE SET first_seen = excluded.first_seen" in sql, sql
-            assert f"WHERE excluded.first_seen < lineage_{table}.first_seen" in sql, sql
-    assert ("job_io", "first_seen") in SqlStore._ADDED_COLUMNS
-    assert ("run_io", "first_seen") in SqlStore._ADDED_COLUMNS
+def test_first_seen_in_the_sql_backends_upserts() -> None:
+    """Both dialects' upserts of the dated rows (job edges, mentions) keep the least
+    ``first_seen`` and update a stored row only when the new time is earlier (pure SQL text)."""
+    tables = _tables(sa.MetaData(), "lineage_")
+    dialects: list[tuple[Any, Any, str]] = [
+        (sqlite.dialect(), sqlite.insert, "min(coalesce(lineage_{t}.first_seen, "),
+        (postgresql.dialect(), postgresql.insert, "least(lineage_{t}.first_seen, "),
+    ]
+    for dialect, insert, least in dialects:
+        for name, row in (("edge", EdgeRow), ("mention_by", MentionRow)):
+            table = tables[name]
+            sql = str(_merged(insert(table), table, row, dialect).compile(dialect=dialect))
+            assert f"first_seen = {least.format(t=name)}" in sql, sql
+            assert f"excluded.first_seen < lineage_{name}.first_seen" in sql, sql
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -334,7 +244,7 @@ def test_a_run_id_named_by_two_jobs_answers_as_the_fold(
 ) -> None:
     """One run id in the events of two jobs (the fold counts each job's own events only, so a
     store must not answer a job's latest run from the shared run's aggregates): every answer
-    equals the fold's. The graph store leaves such an answer to the fold (None)."""
+    equals the fold's, and the engine answers it from the backend's rows itself."""
     store = make_store(kind)
     shared = "0190b000-0000-7000-8000-00000000abcd"
     events = [
@@ -355,19 +265,11 @@ def test_a_run_id_named_by_two_jobs_answers_as_the_fold(
                 ), (node, seconds, direction)
                 compared += 1
     assert compared == len(_nodes(events)) * 7 * 3
-    if isinstance(
-        store, Neo4jLineageStore
-    ):  # at 4 s ja ran its own run last; at 6 s, jb the shared one
-        assert store.lineage_as_of("job:ns:ja", depth=0, as_of=at_(4)) is not None
-        assert store.lineage_as_of("job:ns:jb", depth=0, as_of=at_(6)) is None
-
-
-def test_graph_runs_without_their_span_answer_from_their_events(make_store: StoreFactory) -> None:
-    """Run nodes written before ``firstEventAt``/``lastEventAt`` existed: the graph store's
-    ``asOf`` reads those runs' events instead of their span, and answers as the fold does."""
-    store = make_store("graph")
-    corpus = history_corpus()
-    store.write_batch(records(*corpus))
-    store.runner.run("MATCH (x:Run) SET x.firstEventAt = null, x.lastEventAt = null", None)
-    times = [-1, 0, 4.999, 5, 11, 21, 30.5, 39.999, 40]
-    assert assert_indexed_is_generic(store, _nodes(corpus), times, [(20, None)]) > 100
+    # the engine answers these itself: at 4 s ja ran its own run last; at 6 s, jb the shared one
+    latest = {
+        job: store.lineage_as_of(f"job:ns:{job}", depth=0, as_of=at_(seconds))
+        .nodes[f"job:ns:{job}"]
+        .data["latestRun"]["runId"]
+        for job, seconds in (("ja", 4), ("jb", 6))
+    }
+    assert latest["jb"] == shared and latest["ja"] != shared, latest

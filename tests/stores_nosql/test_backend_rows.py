@@ -9,12 +9,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from nosql_events import STORE_KINDS
 
 from lineage_sdk.collector.backend import EventRow, LineageBackend, MentionRow, Rows, Touched
 
 pytestmark = pytest.mark.mongodb  # make_store's fixtures start the session's servers
 
-KINDS = ["memory", "sqlite-rows", "postgres-rows", "document-rows", "graph-rows"]
+KINDS = STORE_KINDS
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 D1, D2, J1 = ("ns", "d1"), ("ns", "d2"), ("ns", "j1")
 

@@ -1,6 +1,7 @@
 """Bounded queries (issue 16, item 8): every graph read takes a node limit, stops its walk early
 and answers the same nearest-first cut in every store (SQLite, PostgreSQL, SecantusDB, FalkorDB)
-and in history (``asOf``/``runId``).
+and in history (``asOf``/``runId``): the engine over every backend (memory, the reference;
+SQLite and PostgreSQL, SecantusDB, FalkorDB).
 
 The corpus is a seeded, layered graph with what makes a cut easy to get wrong: jobs writing two
 datasets of one layer (a node's edges back to nodes already found), jobs reading two layers back
@@ -21,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 from nosql_events import (
     BASE_TIME,
-    ROW_KINDS,
+    STORE_KINDS,
     StoreFactory,
     chain,
     column_lineage,
@@ -31,11 +32,10 @@ from nosql_events import (
 
 from lineage_sdk.collector.api.history import history_columns, history_lineage
 from lineage_sdk.collector.store import ColumnGraph, Direction, LineageGraph
-from lineage_sdk.collector.stores import graph as graph_store
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
-KINDS = ("memory", "sqlite", "postgres", "document", "graph", *ROW_KINDS)
+KINDS = STORE_KINDS
 PARENT = "0190a000-0000-7000-8000-000000000000"
 FAR_FUTURE = BASE_TIME + timedelta(days=365)
 
@@ -158,7 +158,7 @@ def test_every_store_cuts_alike_and_as_specified(stores: dict[str, Any]) -> None
                 }
                 shapes = {k: _shape(g) for k, g in full.items()}
                 assert len(set(shapes.values())) == 1, (node, direction, depth, shapes)
-                reference = full["sqlite"]
+                reference = full["memory"]
                 assert not reference.truncated
                 for limit in _limits(len(reference.nodes)):
                     want = _expected(reference, direction, limit)
@@ -174,7 +174,7 @@ def test_every_store_cuts_alike_and_as_specified(stores: dict[str, Any]) -> None
 
 def test_truncated_at_the_boundary(stores: dict[str, Any]) -> None:
     node = "dataset:ns:d3_1"
-    size = len(stores["sqlite"].lineage(node, depth=20).nodes)
+    size = len(stores["memory"].lineage(node, depth=20).nodes)
     assert size > 10
     for store in stores.values():
         assert store.lineage(node, depth=20, node_limit=size).truncated is False
@@ -202,10 +202,10 @@ def test_history_cuts_as_the_stores_do(stores: dict[str, Any], mode: str) -> Non
             for k, s in stores.items()
         }
         assert len({_shape(g) for g in full.values()}) == 1
-        reference = full["sqlite"]
+        reference = full["memory"]
         if mode == "as_of":  # every event counts: the history answer is the store's
             assert _shape(reference) == _shape(
-                stores["sqlite"].lineage(node, direction=direction, depth=20)
+                stores["memory"].lineage(node, direction=direction, depth=20)
             )
         assert len(reference.nodes) > 3
         for limit in _limits(len(reference.nodes)):
@@ -318,7 +318,7 @@ def test_column_lineage_cuts_alike(stores: dict[str, Any], node: str) -> None:
             stores["sqlite"], node, as_of=FAR_FUTURE, depth=20, with_downstream=with_downstream
         )
         assert len({_column_shape(g) for g in full.values()}) == 1
-        reference = full["sqlite"]
+        reference = full["memory"]
         assert len(reference.fields) > 4
         for limit in _limits(len(reference.fields)):
             want = _column_expected(reference, with_downstream, limit)
@@ -344,7 +344,8 @@ def test_column_lineage_cuts_alike(stores: dict[str, Any], node: str) -> None:
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_the_sql_walk_stops_early(make_store: StoreFactory, kind: str) -> None:
     """A 60-job chain: unbounded, the walk reads one level per statement all the way down; with
-    node_limit=3 it stops after the level that found a fourth node (and one edges-only step)."""
+    node_limit=3 it stops after the level that found a fourth node (and one edges-only step).
+    Counted on the sql backend's own SQLAlchemy engine."""
     store = make_store(kind)
     store.write_batch(records(*chain("c", 60)))
     statements: list[str] = []
@@ -353,7 +354,8 @@ def test_the_sql_walk_stops_early(make_store: StoreFactory, kind: str) -> None:
         if not str(args[2]).startswith("BEGIN"):  # SQLite's transaction start: no read
             statements.append(str(args[2]))
 
-    sa.event.listen(store.engine, "before_cursor_execute", count)
+    engine = store.backend._engine
+    sa.event.listen(engine, "before_cursor_execute", count)
     try:
         full = store.lineage("dataset:c:d0", direction="downstream", depth=100)
         unbounded = len(statements)
@@ -361,46 +363,30 @@ def test_the_sql_walk_stops_early(make_store: StoreFactory, kind: str) -> None:
         cut = store.lineage("dataset:c:d0", direction="downstream", depth=100, node_limit=3)
         bounded = len(statements)
     finally:
-        sa.event.remove(store.engine, "before_cursor_execute", count)
+        sa.event.remove(engine, "before_cursor_execute", count)
     assert len(full.nodes) == 121 and not full.truncated
     assert set(cut.nodes) == {"dataset:c:d0", "job:c:j1", "dataset:c:d1"} and cut.truncated
     assert unbounded >= 120 and bounded <= 8, (unbounded, bounded)
 
 
-@pytest.mark.parametrize("kind", ["document", "graph"])
-def test_the_document_and_graph_walks_stop_early(
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_walk_stops_early(
     make_store: StoreFactory, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same chain: each step of these walks is one query to the server (counted on the way
-    through, every query still answered by the server), so the count says where the walk stopped.
-    The reads of names and latest runs that follow the walk are not counted."""
+    """The same chain: each step of the engine's walk is one ``edges`` read of the backend (one
+    query to the server on every backend but memory; counted on the way through, every read
+    still answered by the backend), so the count says where the walk stopped. The reads of
+    latest runs that follow the walk are not counted."""
     store = make_store(kind)
     store.write_batch(records(*chain("c", 60)))
     calls: list[str] = []
-    if kind == "document":
-        real = store._adjacent
+    real = store.backend.edges
 
-        def counted(*args: Any) -> Any:
-            calls.append("_adjacent")
-            return real(*args)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append("edges")
+        return real(*args, **kwargs)
 
-        monkeypatch.setattr(store, "_adjacent", counted)
-    else:
-        real_transaction = store.runner.transaction
-        steps = set(graph_store._EDGE_STEPS.values())
-
-        def transaction(work: Any) -> Any:
-            def counted_work(run: Any) -> Any:
-                def counted_run(*args: Any, **kwargs: Any) -> Any:
-                    if args[0] in steps:
-                        calls.append("step")
-                    return run(*args, **kwargs)
-
-                return work(counted_run)
-
-            return real_transaction(counted_work)
-
-        monkeypatch.setattr(store.runner, "transaction", transaction)
+    monkeypatch.setattr(store.backend, "edges", counted)
     full = store.lineage("dataset:c:d0", direction="downstream", depth=100)
     unbounded = len(calls)
     calls.clear()

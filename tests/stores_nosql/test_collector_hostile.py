@@ -16,9 +16,12 @@ import pytest
 from nosql_collector import (
     CollectorRig,
     collector_rig,
+    graph_runner,
     parked,
     queue_depths,
     running,
+    stored_ids,
+    stored_json,
     wait_settled,
 )
 from nosql_events import HOSTILE_KEYS, HOSTILE_STRINGS, facet, run_event, uid
@@ -27,6 +30,7 @@ from servers import GraphTarget, MongoTarget
 import lineage_sdk
 from lineage_sdk import LineageDataset, configure, track_lineage
 from lineage_sdk.collector.store import node_id
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.sdk.events import encode_event
 from lineage_sdk.sdk.exporters import InMemoryExporter
@@ -34,6 +38,8 @@ from lineage_sdk.sdk.exporters import InMemoryExporter
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.mongodb, pytest.mark.neo4j]
 
 LONG = "y" * 10_000
+#: The document backend's collections (lineage_sdk/collector/stores/document_backend.py).
+DOCUMENT_COLLECTIONS = ("events", "mentions", "edges", "runs", "columns", "nodes")
 assert any(len(s) >= 10_000 for s in HOSTILE_STRINGS)
 
 
@@ -142,26 +148,30 @@ def test_hostile_names_and_facets_arrive_exactly_in_every_store(rig: CollectorRi
             ("$db", 'sch"ema.`ta.ble`'),
         }, name
 
-    # Document store: raw copies exact, and no stored key can act as an operator or a path.
-    document = stores["document"]
-    for doc in document.collection.find({}, {"raw": 1, "event": 1}):
-        assert canonical(orjson.loads(doc["raw"])) in {*expected, *sdk_payloads}
-        _assert_inert_keys(doc["event"])
-    assert document.collection.count_documents({}) == len(events) + len(sdk_payloads)
-    # Graph: names and facets as properties, exactly; nothing was executed from the data.
-    graph = stores["graph"]
-    job_names = {r["n"] for r in graph.runner.run("MATCH (j:Job) RETURN j.name AS n")}
+    # Every store: each event stored once, its stored JSON exactly the event sent.
+    for name, store in stores.items():
+        ids = stored_ids(store)
+        assert set(ids.values()) == {1} and len(ids) == len(events) + len(sdk_payloads), name
+        got = sorted(canonical(orjson.loads(text)) for text in stored_json(store).values())
+        assert got == sorted([*expected, *sdk_payloads]), name
+    # Document store: no stored key, in any of its collections, can act as an operator or path.
+    document = stores["document"].backend
+    assert isinstance(document, DocumentBackend)
+    assert document._coll("events").count_documents({}) == len(events) + len(sdk_payloads)
+    for kind in DOCUMENT_COLLECTIONS:
+        for doc in document._coll(kind).find({}):
+            _assert_inert_keys(doc)
+    # Graph: names as properties, exactly; nothing was executed from the data.
+    runner = graph_runner(stores["graph"])
+    job_names = {r["n"] for r in runner.run("MATCH (j:Job) RETURN j.name AS n")}
     assert job_names == {*HOSTILE_STRINGS, *(e["job"]["name"] for e in sdk_events)}
     for text in HOSTILE_STRINGS:
-        (row,) = graph.runner.run(
-            "MATCH (d:Dataset {namespace: $ns, name: $n}) RETURN d.facets AS f",
+        (row,) = runner.run(
+            "MATCH (d:Dataset {namespace: $ns, name: $n}) RETURN d.name AS n",
             {"ns": "out", "n": text},
         )
-        assert orjson.loads(row["f"]) == events[0]["outputs"][0]["facets"] | {
-            "`x`": facet(v=text),
-            "%2E": facet(**{"a.$b": text}),
-        }
-    assert graph.runner.run("MATCH (n:Pwned) RETURN count(n) AS c")[0]["c"] == 0
+        assert row["n"] == text
+    assert runner.run("MATCH (n:Pwned) RETURN count(n) AS c")[0]["c"] == 0
     # Sql store: the catalog lists the hostile names exactly.
     sql = stores["sql"]
     assert {nm for _, nm in sql.datasets("out", limit=1000)} == {

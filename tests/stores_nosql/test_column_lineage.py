@@ -1,6 +1,6 @@
-"""Column lineage asked identically of every querying store: memory, sql on SQLite and on
-PostgreSQL, document (MongoDB wire) and graph (FalkorDB), and the engine over the new sql,
-document and graph backends, from the same events written in different orders."""
+"""Column lineage asked identically of the engine over every backend: memory (the reference),
+sql on SQLite and on PostgreSQL, document (MongoDB wire) and graph (FalkorDB), from the same
+events written in different orders."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from nosql_events import COLUMN_SCHEMA, PRODUCER, ROW_KINDS, StoreFactory, records, run_event
+from nosql_events import COLUMN_SCHEMA, PRODUCER, records, run_event
 from servers import postgres_schema
 
 from lineage_sdk.collector.columns import edge_info, marquez_column_graph, parse_column_node
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.store import ColumnGraph, FieldRef, LineageQueryProtocol
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
@@ -129,10 +130,11 @@ def pipeline(ns: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def pg_store() -> Iterator[SqlStore]:
-    """The sql store on PostgreSQL, in a schema of its own, dropped afterwards."""
+def pg_store() -> Iterator[EngineStore]:
+    """The engine over the sql backend on PostgreSQL, in a schema of its own (shared by the
+    module's tests), dropped afterwards."""
     with postgres_schema("lineage_cols") as url:
-        store = SqlStore(url)
+        store = EngineStore(SqlBackend(url))
         store.open()
         try:
             yield store
@@ -141,17 +143,20 @@ def pg_store() -> Iterator[SqlStore]:
 
 
 @pytest.fixture
-def sqlite_store(tmp_path) -> Iterator[SqlStore]:
-    store = SqlStore(f"sqlite:///{tmp_path / 'lineage.db'}")
+def sqlite_store(tmp_path: Any) -> Iterator[EngineStore]:
+    """The engine over the sql backend on a SQLite file of its own."""
+    store = EngineStore(SqlBackend(f"sqlite:///{tmp_path / 'lineage.db'}"))
     store.open()
     yield store
     store.close()
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql", "document", "graph", *ROW_KINDS])
+#: Every backend under the engine, the reference (memory) first.
+STORES = ["memory", "sqlite", "postgresql", "document", "graph"]
+
+
+@pytest.fixture(params=STORES)
 def any_store(request: pytest.FixtureRequest) -> Any:
-    if request.param in ROW_KINDS:  # the engine over a new backend, fresh (make_store)
-        return request.getfixturevalue("make_store")(request.param)
     name = {"sqlite": "sqlite_store", "postgresql": "pg_store"}.get(request.param)
     return request.getfixturevalue(name or f"{request.param}_store")
 
@@ -243,13 +248,14 @@ NEW_WINS = {"transformations": [{"masking": False, "subtype": "TRANSFORMATION", 
 
 
 def test_the_answers_are_identical_across_stores(
-    sqlite_store: SqlStore,
-    pg_store: SqlStore,
-    document_store: Any,
-    graph_store: Any,
-    make_store: StoreFactory,
+    memory_store: EngineStore,
+    sqlite_store: EngineStore,
+    pg_store: EngineStore,
+    document_store: EngineStore,
+    graph_store: EngineStore,
 ) -> None:
-    """The same events, in a different order and batching for each store: one answer."""
+    """The same events, in a different order and batching for each store: the reference's
+    (memory's) answer."""
     ns = f"ns-{uuid.uuid4().hex[:8]}"
     events = pipeline(ns)
     questions = [
@@ -259,8 +265,7 @@ def test_the_answers_are_identical_across_stores(
         (f"job:{ns}:mart", 3, False),
     ]
     answers = []
-    rows = [make_store(kind) for kind in ROW_KINDS]
-    stores = (sqlite_store, pg_store, document_store, graph_store, *rows)
+    stores = (memory_store, sqlite_store, pg_store, document_store, graph_store)
     for seed, store in enumerate(stores):
         write_shuffled(store, events, seed)
         answers.append(
@@ -270,7 +275,7 @@ def test_the_answers_are_identical_across_stores(
     assert all(answer[1] for answer in answers[0])  # none of them empty
 
 
-def test_node_ids_and_bad_input(sqlite_store: SqlStore) -> None:
+def test_node_ids_and_bad_input(sqlite_store: EngineStore) -> None:
     assert parse_column_node(f"datasetField:{PG}:db.s.t:col") == ("FIELD", PG, "db.s.t", "col")
     assert parse_column_node("dataset:ns:a:b") == ("DATASET", "ns", "a:b", None)
     assert parse_column_node("job:ns:j") == ("JOB", "ns", "j", None)
@@ -281,7 +286,7 @@ def test_node_ids_and_bad_input(sqlite_store: SqlStore) -> None:
         sqlite_store.column_lineage("dataset:ns:t", depth=-1)
 
 
-def test_marquez_shape_lists_inputs_and_flow_edges(sqlite_store: SqlStore) -> None:
+def test_marquez_shape_lists_inputs_and_flow_edges(sqlite_store: EngineStore) -> None:
     sqlite_store.write_batch(records(*pipeline("shape")))
     body = marquez_column_graph(sqlite_store.column_lineage(fid("mart.daily", "orders"), depth=1))
     nodes = {n["id"]: n for n in body["graph"]}
@@ -298,7 +303,7 @@ def test_marquez_shape_lists_inputs_and_flow_edges(sqlite_store: SqlStore) -> No
     ]
 
 
-def test_malformed_facets_are_skipped_not_raised(sqlite_store: SqlStore) -> None:
+def test_malformed_facets_are_skipped_not_raised(sqlite_store: EngineStore) -> None:
     """Ingest checks no facet: whatever a producer put there, the event is stored, and only the
     well-formed edges are kept."""
     good = {"namespace": PG, "name": "src", "field": "a", "transformations": [{"type": "DIRECT"}]}

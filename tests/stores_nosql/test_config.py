@@ -1,24 +1,37 @@
-"""Building the stores from configuration: entry points, connection names, secrets kept out."""
+"""Building the stores from configuration: entry points, connection names, secrets kept out.
+
+What a user configures: ``[lineage.store] backend = "document" | "graph" | "sql"`` and the named
+connections; the manager builds the store through the entry point of that name, an
+:class:`~lineage_sdk.collector.engine.EngineStore` over the matching backend.
+"""
 
 from __future__ import annotations
 
 import logging
 from importlib.metadata import entry_points
+from typing import Any
 
 import pytest
 
+from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.settings import ConnectionConfig
-from lineage_sdk.collector.stores import document, graph, sql
+from lineage_sdk.collector.stores.document import DocumentLineageStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
+from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config import load_config
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 
-def config(**connections):
+def config(backend: str = "document", **connections: Any) -> LineageConfig:
     return LineageConfig.model_validate(
         {
             "store": {
-                "backend": "document",
+                "backend": backend,
                 "document": {"document_connection_name": "audit", "collection_name": "events"},
                 "graph": {"graph_connection_name": "impact"},
             },
@@ -27,69 +40,94 @@ def config(**connections):
     )
 
 
-def test_entry_points_point_at_the_store_classes():
+def built(cfg: LineageConfig) -> EngineStore:
+    """The store the manager builds for ``cfg`` (not opened), through its entry point."""
+    (store,) = LineageManager(cfg).build()
+    assert isinstance(store, EngineStore), store
+    return store
+
+
+def test_entry_points_make_the_engine_over_each_backend() -> None:
     eps = {ep.name: ep for ep in entry_points(group="lineage_sdk.stores")}
-    assert eps["document"].load() is document.DocumentLineageStore
-    assert eps["graph"].load() is graph.Neo4jLineageStore
+    # The documented names (docs/data-lineage-api.md) are the engine over each backend.
+    assert eps["document"].load() is DocumentLineageStore
+    assert eps["graph"].load() is Neo4jLineageStore
+    assert eps["sql"].load() is SqlStore
+    for store in (DocumentLineageStore, Neo4jLineageStore, SqlStore):
+        assert issubclass(store, EngineStore)
 
 
-def test_create_store_uses_the_named_connections():
-    cfg = config(
-        audit={"uri": "mongodb://127.0.0.1:1/auditdb"}, impact={"uri": "bolt://127.0.0.1:1"}
-    )
-    doc = document.DocumentLineageStore.from_config(cfg)
-    assert doc.name == "document" and doc.collection.name == "events"
-    assert doc.collection.database.name == "auditdb"
+def test_create_store_uses_the_named_connections() -> None:
+    connections = {
+        "audit": {"uri": "mongodb://127.0.0.1:1/auditdb"},
+        "impact": {"uri": "bolt://127.0.0.1:1"},
+    }
+    doc = built(config("document", **connections))
+    assert doc.name == "document" and isinstance(doc.backend, DocumentBackend)
+    events = doc.backend._coll("events")  # the collection prefix is collection_name
+    assert events.name == "events_events" and events.database.name == "auditdb"
     doc.close()
-    assert graph.Neo4jLineageStore.from_config(cfg).name == "graph"
+    graph = built(config("graph", **connections))
+    assert graph.name == "graph" and isinstance(graph.backend, GraphBackend)
+    graph.close()
 
 
 @pytest.mark.parametrize(
-    ("creator", "key", "default"),
+    ("backend", "key", "default"),
     [
-        (
-            document.DocumentLineageStore.from_config,
-            "document_connection_name",
-            "mongodb://127.0.0.1:27017",
-        ),
-        (graph.Neo4jLineageStore.from_config, "graph_connection_name", "bolt://127.0.0.1:7687"),
+        ("document", "document_connection_name", "mongodb://127.0.0.1:27017"),
+        ("graph", "graph_connection_name", "bolt://127.0.0.1:7687"),
     ],
 )
-def test_a_missing_connection_assumes_the_drivers_local_address(creator, key, default, caplog):
+def test_a_missing_connection_assumes_the_drivers_local_address(
+    backend: str, key: str, default: str, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="lineage_sdk.collector"):
-        store = creator(config(other={"uri": "x://y"}))
+        store = built(config(backend, other={"uri": "x://y"}))
     store.close()
-    assert store.address.startswith(f"{'audit' if 'document' in key else 'impact'}: {default}")
+    assert store.address.startswith(f"{'audit' if backend == 'document' else 'impact'}: {default}")
     assert "(assumed: no [lineage.connections." in store.address
     (line,) = [r.getMessage() for r in caplog.records]
     assert key in line and default in line
     assert "LINEAGE_CONNECTIONS_AUDIT_URI" in line or "LINEAGE_CONNECTIONS_IMPACT_URI" in line
 
 
-def test_a_connection_name_resolves_from_its_environment_variable(monkeypatch):
+def test_a_connection_name_resolves_from_its_environment_variable() -> None:
     cfg = load_config(
         environ={
             "LINEAGE_STORE_BACKEND": "document",
             "LINEAGE_CONNECTIONS_DEFAULT_MONGO_URI": "mongodb://auditor:pw-S3CRET@db.example:27017/audit",
         }
     )
-    store = document.DocumentLineageStore.from_config(cfg)
+    store = built(cfg)
     store.close()
+    assert isinstance(store.backend, DocumentBackend)
     assert store.address == "default_mongo: mongodb://auditor:***@db.example:27017/audit"
 
 
-def test_the_sql_store_still_refuses_a_missing_connection():
-    cfg = LineageConfig.model_validate({"store": {"sql": {"connection_name": "warehouse"}}})
+def test_the_sql_store_still_refuses_a_missing_connection() -> None:
+    cfg = LineageConfig.model_validate(
+        {"store": {"backend": "sql", "sql": {"connection_name": "warehouse"}}}
+    )
     with pytest.raises(ConfigError) as info:
-        sql.SqlStore.from_config(cfg)
+        LineageManager(cfg).build()
     assert info.value.key == "store.sql.connection_name" and "defined: none" in str(info.value)
 
 
-def test_unreachable_servers_raise_store_error_without_the_password():
+def test_the_sql_store_is_the_engine_over_the_sql_backend(tmp_path: Any) -> None:
+    cfg = LineageConfig.model_validate(
+        {"store": {"backend": "sql", "sql": {"url": f"sqlite:///{tmp_path}/c.db"}}}
+    )
+    store = built(cfg)
+    assert store.name == "sql" and isinstance(store.backend, SqlBackend)
+    store.close()
+
+
+def test_unreachable_servers_raise_store_error_without_the_password() -> None:
     conn = ConnectionConfig(
         uri="mongodb://127.0.0.1:1/db", username="u", password="s3cret-pw", timeout_ms=200
     )
-    store = document.DocumentLineageStore(conn)
+    store = EngineStore(DocumentBackend(conn))
     with pytest.raises(StoreError) as info:
         store.check()
     assert "s3cret-pw" not in str(info.value) and not info.value.permanent
@@ -97,17 +135,19 @@ def test_unreachable_servers_raise_store_error_without_the_password():
     gconn = ConnectionConfig(
         uri="bolt://127.0.0.1:1", username="neo4j", password="s3cret-pw", timeout_ms=200
     )
-    gstore = graph.Neo4jLineageStore(gconn)
+    gstore = EngineStore(GraphBackend(gconn))
     with pytest.raises(StoreError) as ginfo:
         gstore.open()
     assert "s3cret-pw" not in str(ginfo.value) and not ginfo.value.permanent
     gstore.close()
 
 
-def test_bad_uris_are_config_errors_without_the_password():
+def test_bad_uris_are_config_errors_without_the_password() -> None:
+    store = EngineStore(DocumentBackend(ConnectionConfig(uri="mongodb://u:s3cret@/")))
     with pytest.raises(ConfigError) as info:
-        _ = document.DocumentLineageStore(ConnectionConfig(uri="mongodb://u:s3cret@/")).collection
+        store.open()
     assert "s3cret" not in str(info.value)
+    gstore = EngineStore(GraphBackend(ConnectionConfig(uri="ftp://u:s3cret@host:7687")))
     with pytest.raises(ConfigError) as ginfo:
-        _ = graph.Neo4jLineageStore(ConnectionConfig(uri="ftp://u:s3cret@host:7687")).runner
+        gstore.open()
     assert "s3cret" not in str(ginfo.value)

@@ -1,9 +1,10 @@
-"""The engine over the document backend answers every read as the sql store does (issue 31).
+"""The engine over the document backend answers every read as the memory backend does (issue 31).
 
 The corpus, the reads and the three write orders are test_backend_answers.py's; here the
 backend under test is :class:`DocumentBackend` on the session's MongoDB-wire server (SecantusDB,
 with its tactics picked by ``buildInfo``, or a real mongod from LINEAGE_TEST_MONGODB_URI), each
-store on collections of its own, dropped afterwards.
+store on collections of its own, dropped afterwards. The reference is the memory backend under
+the engine (``EngineStore(MemoryBackend())``), the backend every other is held to.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.records import compute_event_id
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document_backend import DocumentBackend, DocumentTactics
+from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.collector.stores.secantus import SECANTUS
 
 pytestmark = pytest.mark.mongodb
@@ -64,10 +66,17 @@ def document_backend(
         backend.close()
 
 
+def _memory() -> EngineStore:
+    """The reference: a fresh, open engine store over the memory backend."""
+    store = EngineStore(MemoryBackend())
+    store.open()
+    return store
+
+
 def _differ(got: dict[str, Any], reference: dict[str, Any]) -> str:
     assert got.keys() == reference.keys()
     differ = [key for key in reference if got[key] != reference[key]]
-    return "\n".join(f"{k}:\n  document {got[k]}\n  sql      {reference[k]}" for k in differ[:5])
+    return "\n".join(f"{k}:\n  document {got[k]}\n  memory   {reference[k]}" for k in differ[:5])
 
 
 def test_tactics_follow_the_server(mongo: MongoTarget) -> None:
@@ -82,24 +91,24 @@ def test_tactics_follow_the_server(mongo: MongoTarget) -> None:
 
 
 @pytest.mark.parametrize("how", ["in order", "shuffled", "twice"])
-def test_document_answers_as_the_sql_store(
-    make_store: Any, document_backend: Callable[[], EngineStore], how: str
+def test_document_answers_as_the_memory_backend(
+    document_backend: Callable[[], EngineStore], how: str
 ) -> None:
-    reference = answers(_written(make_store("sqlite"), "in order"))
+    reference = answers(_written(_memory(), "in order"))
     got = answers(_written(document_backend(), how))
     differ = _differ(got, reference)
     assert not differ, differ
 
 
-def test_document_forgets_as_the_sql_store(
-    make_store: Any, document_backend: Callable[[], EngineStore]
+def test_document_forgets_as_the_memory_backend(
+    document_backend: Callable[[], EngineStore],
 ) -> None:
-    """After deleting every third event, each store answers as one fed the others only (the
-    check of test_backend_answers.test_memory_forgets_as_the_sql_store)."""
+    """After deleting every third event, each store answers as one fed the others only, and
+    the document backend's answers are the memory backend's."""
     gone = [compute_event_id(e) for e in EVENTS[::3]]
     kept = [r for r in RECORDS if r.event_id not in set(gone)]
     after: dict[str, Any] = {}
-    for kind, make in (("sqlite", lambda: make_store("sqlite")), ("document", document_backend)):
+    for kind, make in (("memory", _memory), ("document", document_backend)):
         store = _written(make(), "shuffled")
         assert store.delete_events(gone) == len(gone)
         assert store.delete_events(gone) == 0
@@ -107,15 +116,15 @@ def test_document_forgets_as_the_sql_store(
         fresh = make()
         fresh.write_batch(kept)
         assert answers(fresh) == after[kind], kind
-    differ = _differ(after["document"], after["sqlite"])
+    differ = _differ(after["document"], after["memory"])
     assert not differ, differ
 
 
-def test_concurrent_writers_converge(make_store: Any, mongo: MongoTarget) -> None:
+def test_concurrent_writers_converge(mongo: MongoTarget) -> None:
     """Four writers append the corpus at once, each in its own order and batches, into one
     backend (as a fleet of collectors would): the merge rules are joins, so the answers are the
-    sql store's for the corpus written once."""
-    reference = answers(_written(make_store("sqlite"), "in order"))
+    memory backend's for the corpus written once."""
+    reference = answers(_written(_memory(), "in order"))
     backend = DocumentBackend(mongo_connection(mongo), collection_name=f"b_{uid()}")
     store = EngineStore(backend)
     store.open()
@@ -136,14 +145,14 @@ def test_concurrent_writers_converge(make_store: Any, mongo: MongoTarget) -> Non
         backend.close()
 
 
-def test_forgets_beside_a_writer(make_store: Any, mongo: MongoTarget) -> None:
+def test_forgets_beside_a_writer(mongo: MongoTarget) -> None:
     """A deletion while another writer appends events of the same keys: ``replace`` is no
     transaction here, so this holds by the engine's re-read after it (events are written before
-    their rows). The answers are those of the sql store fed the kept events only."""
+    their rows). The answers are those of the memory backend fed the kept events only."""
     gone = {compute_event_id(e) for e in EVENTS[::3]}
     kept = [r for r in RECORDS if r.event_id not in gone]
     early, late = kept[::2], kept[1::2]
-    reference = make_store("sqlite")
+    reference = _memory()
     reference.write_batch(kept)
     backend = DocumentBackend(mongo_connection(mongo), collection_name=f"b_{uid()}")
     store = EngineStore(backend)

@@ -1,19 +1,20 @@
-"""The document store's catalogue (namespaces, jobs, datasets, search) reads its nodes collection
-on an index, page by page, and answers exactly what grouping every event answers: the nodes are
-kept by the writes, removed by deletions, and derived at ``open`` for a database from before
-them (until then the reads group the events)."""
+"""The document backend's catalogue (namespaces, jobs, datasets, search) reads its nodes
+collection on an index, page by page, and answers exactly what the memory backend answers: the
+nodes are joined by the writes and derived again by deletions (SecantusDB, or a real mongod)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from nosql_events import records, run_event
-from pymongo import monitoring
-from test_as_of_document import _Commands, reopened
-from test_document_store import _plan_stages
+from test_as_of_document import Documents, _plan_stages, collection, documents, listening, memory
 from test_retention import _static
 
-from lineage_sdk.collector.stores.document import DocumentLineageStore
+from lineage_sdk.collector.engine import EngineStore
+
+pytestmark = pytest.mark.mongodb
+__all__ = ["documents"]  # the fixture, imported for the tests below
 
 
 def _corpus() -> list[dict[str, Any]]:
@@ -52,7 +53,7 @@ def _corpus() -> list[dict[str, Any]]:
     return events
 
 
-def _answers(store: DocumentLineageStore) -> dict[str, Any]:
+def _answers(store: EngineStore) -> dict[str, Any]:
     """Every catalogue answer the test compares, with the totals of the pages."""
     out: dict[str, Any] = {}
     for limit, offset in ((1000, 0), (7, 0), (7, 5), (5, 70), (1, 31)):
@@ -73,41 +74,34 @@ def _answers(store: DocumentLineageStore) -> dict[str, Any]:
     return out
 
 
-def _nodes_of(store: DocumentLineageStore) -> set[tuple[str, str, str]]:
-    return {(d["kind"], d["ns"], d["n"]) for d in store.nodes.find({"kind": {"$exists": True}})}
+def _nodes_of(store: EngineStore) -> set[tuple[str, str, str]]:
+    return {(d["kind"], d["xns"], d["xn"]) for d in collection(store, "nodes").find({})}
 
 
-def test_the_catalogue_reads_its_nodes_on_an_index(document_store: DocumentLineageStore) -> None:
-    document_store.write_batch(records(*_corpus()))
-    listener = _Commands()
-    monitoring.register(listener)
-    store = reopened(document_store)  # a client created after the listener: it reports
+def test_the_catalogue_reads_its_nodes_on_an_index(documents: Documents) -> None:
+    document_store = documents.new()
+    batch = records(*_corpus())
+    document_store.write_batch(batch)
+    listener, store = listening(documents, document_store)
     try:
         listener.on = True
         answers = _answers(store)
         listener.on = False
-        db = store.collection.database
-        # every read of the catalogue itself (not the jobs' edges and latest runs) opens on the
-        # nodes' index; none groups the events
-        node_reads = [(c, f) for c, f in listener.filters if c == store.nodes.name and "kind" in f]
-        sort = [("kind", 1), ("ns", 1), ("n", 1)]
-        plans = [db[c].find(f).sort(sort).explain() for c, f in node_reads]
-        # the fallback: the same answers by grouping the events, as before the nodes
-        store.nodes.delete_one({"_id": "backfill"})
-        listener.names.clear()
-        listener.on = True
-        grouped = _answers(store)
-        listener.on = False
     finally:
         listener.on = False
-        store.close()
+    nodes = collection(store, "nodes")
+    # every read of the catalogue itself (not the jobs' edges and latest runs) opens on the
+    # nodes' index; none reads the events
+    node_reads = [f for c, f in listener.filters if c == nodes.name and "kind" in f]
+    sort = [("xns", 1), ("xn", 1)]
+    plans = [nodes.find(f).sort(sort).explain() for f in node_reads]
+    assert f"{documents.name(store)}_events" not in {c for c, _ in listener.filters}
     # (mongod also takes the order from the index; SecantusDB sorts what the index found)
     assert node_reads and all(
         "IXSCAN" in _plan_stages(p) and "COLLSCAN" not in _plan_stages(p) for p in plans
     ), plans
-    assert all("'lineage_node'" in repr(p) for p in plans), plans
-    assert "aggregate" in listener.names  # (the fallback did group the events)
-    assert answers == grouped
+    assert all("kind_1_xns_1_xn_1" in repr(p) for p in plans), plans
+    assert answers == _answers(memory(batch))
     # the answers themselves, spot-checked
     assert answers["namespaces 1000 0"] == (
         ["db0", "db1", "lake", "ns0", "ns1", "ns2", "orch", "static", "wh"],
@@ -121,70 +115,29 @@ def test_the_catalogue_reads_its_nodes_on_an_index(document_store: DocumentLinea
         ("JOB", "static", "declared"),
         ("DATASET", "static", "only_declared"),
     ]
+    # jobs, inputs, outputs, the rest (child, nightly; JobEvent's two, DatasetEvent's one)
+    assert len(_nodes_of(store)) == 30 + 30 + 30 + 2 + 2 + 1
 
 
-def test_an_older_database_gets_its_nodes_at_open(document_store: DocumentLineageStore) -> None:
-    """A database from before the nodes: its reads group the events (the same answers), open
-    derives the nodes exactly, and a backfill stopped halfway resumes at the next open."""
-    events = _corpus()
-    document_store.write_batch(records(*events))
-    want_nodes, want = _nodes_of(document_store), _answers(document_store)
-    # jobs, inputs, outputs, the rest, and the namespaces
-    assert len(want_nodes) == 30 + 30 + 30 + 2 + 2 + 1 + 9
-    document_store.nodes.drop()
-    assert _answers(document_store) == want  # grouped, until the backfill has run
-    again = reopened(document_store)
-    try:
-        assert _nodes_of(again) == want_nodes
-        assert _answers(again) == want
-    finally:
-        again.close()
-    # one stopped after the first 10 events (in _id order) goes on from there at the next open
-    document_store.nodes.drop()
-    ids = sorted(d["_id"] for d in document_store.collection.find({}, {"_id": 1}))
-    document_store.nodes.insert_one({"_id": "backfill", "done": False, "after": ids[9]})
-    resumed = reopened(document_store)
-    try:
-        later = {e.event_id for e in records(*events) if e.event_id > ids[9]}
-        named = {
-            node
-            for doc in document_store.collection.find({"_id": {"$in": sorted(later)}})
-            for node in _named(doc)
-        }
-        assert _nodes_of(resumed) == named != want_nodes
-    finally:
-        resumed.close()
-
-
-def _named(doc: dict[str, Any]) -> set[tuple[str, str, str]]:
-    """What an event document names, as the test reads it (job, parent job, datasets, and
-    their namespaces)."""
-    found = {("DATASET", d["namespace"], d["name"]) for d in doc.get("datasets", [])}
-    for field in ("job", "parentJob"):
-        if field in doc:
-            found.add(("JOB", doc[field]["namespace"], doc[field]["name"]))
-    return found | {("NAMESPACE", ns, "") for _, ns, _ in found}
-
-
-def test_a_deletion_removes_the_nodes_no_event_names(document_store: DocumentLineageStore) -> None:
+def test_a_deletion_removes_the_nodes_no_event_names(documents: Documents) -> None:
     """Deleting events removes the nodes only they named, keeps those another event names, and a
     node written again after the deletion is back."""
-    events = _corpus()
-    recs = records(*events)
-    document_store.write_batch(recs)
+    store = documents.new()
+    recs = records(*_corpus())
+    store.write_batch(recs)
     gone = [r.event_id for r in recs if r.job_name in ("Job00", "child")]
-    document_store.delete_events(gone)
+    store.delete_events(gone)
     kept = [r for r in recs if r.event_id not in gone]
-    assert _nodes_of(document_store) == {
-        node for doc in (document_store.to_document(r) for r in kept) for node in _named(doc)
-    }
-    names = _nodes_of(document_store)
+    fresh = documents.new()
+    fresh.write_batch(kept)
+    assert _nodes_of(store) == _nodes_of(fresh)
+    assert _answers(store) == _answers(memory(kept))
+    names = _nodes_of(store)
     assert ("JOB", "ns0", "Job00") not in names and ("JOB", "orch", "nightly") not in names
     assert ("DATASET", "db0", "table_0") in names  # the JobEvent names it too
     assert ("DATASET", "wh", "Out00") not in names
-    assert ("NAMESPACE", "orch", "") not in names  # its only job is gone
-    assert "orch" not in document_store.namespaces() and "ns0" in document_store.namespaces()
-    assert document_store.search("nightly") == []
-    document_store.write_batch([r for r in recs if r.job_name == "child"])
-    assert document_store.search("nightly") == [("JOB", "orch", "nightly")]
-    assert "orch" in document_store.namespaces()
+    assert "orch" not in store.namespaces() and "ns0" in store.namespaces()  # orch's only job
+    assert store.search("nightly") == []
+    store.write_batch([r for r in recs if r.job_name == "child"])
+    assert store.search("nightly") == [("JOB", "orch", "nightly")]
+    assert "orch" in store.namespaces()

@@ -1,7 +1,7 @@
-"""The document store's run summaries (``<collection>_runs``) and jobs' latest-run pointers
-(``<collection>_latest``): kept by the writes in any order, derived again by deletions and, for a
-database from before them, by ``open``; ``latest_runs`` answers from them what the events' fold
-answers, in a few queries however many events the runs hold (SecantusDB, or a real mongod)."""
+"""The document backend's run rows (``<collection>_runs``, one per run and job): joined by the
+writes in any order and by concurrent writers, derived again by deletions; ``latest_runs`` and
+``runs_of_job`` answer from them what the memory backend answers, in one query of the runs
+however many events the runs hold (SecantusDB, or a real mongod)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,15 @@ from typing import Any
 
 import pytest
 from nosql_events import records, run_event
-from pymongo import monitoring
-from test_as_of_document import _Commands, reopened
+from test_as_of_document import Documents, collection, documents, listening, memory
 from test_graph_latest_run import PARENT, SHARED, TIED, _corpus
 
-from lineage_sdk.collector.stores.document import DocumentLineageStore
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 
 pytestmark = pytest.mark.mongodb
+__all__ = ["documents"]  # the fixture, imported for the tests below
 
 JOBS = [("ns", n) for n in ("a", "b", "c", "child", "orchestrator", "once", "nothing")]
-
-
-def _from_events(store: DocumentLineageStore) -> dict[Any, Any]:
-    return store._latest_runs_from_events(JOBS)
 
 
 def _splits(events: list[dict[str, Any]]) -> list[tuple[list[dict[str, Any]], list[int]]]:
@@ -38,101 +33,54 @@ def _splits(events: list[dict[str, Any]]) -> list[tuple[list[dict[str, Any]], li
     return out
 
 
-def test_the_summaries_and_pointers_are_the_fold_of_the_events_whatever_the_order(
-    document_store: DocumentLineageStore,
-) -> None:
-    """Batches alternate between two store objects on the same collections (two collectors):
-    neither knows what the other wrote, so the server's compare decides."""
+def test_the_runs_are_the_fold_of_the_events_whatever_the_order(documents: Documents) -> None:
+    """Batches alternate between two stores on the same collections (two collectors): neither
+    knows what the other wrote, so the server's joins decide."""
     events = _corpus()
-    reference = None
+    reference = memory(records(*events))
+    want = reference.latest_runs(JOBS)
+    want_runs = {job: reference.runs_of_job(*job) for job in JOBS}
+    previous = None
     for order, cuts in _splits(events):
-        document_store.drop()
-        document_store.open()
-        other = reopened(document_store)
+        store = documents.new()
+        other = documents.again(store)
         batches = (order[i:j] for i, j in zip([0, *cuts], [*cuts, len(order)], strict=True))
         for n, batch in enumerate(batches):
-            (other if n % 2 else document_store).write_batch(records(*batch))
-        other.close()
-        latest = document_store.latest_runs(JOBS)
-        assert latest == _from_events(document_store), order
+            (other if n % 2 else store).write_batch(records(*batch))
+        latest = store.latest_runs(JOBS)
+        assert latest == want, order
+        assert {job: store.runs_of_job(*job) for job in JOBS} == want_runs, order
         assert latest[("ns", "a")].run_id == TIED[1]  # the least id of the two ending at 50 s
         assert latest[("ns", "c")].run_id == SHARED
         assert ("ns", "orchestrator") not in latest  # a parent named, never run
         assert latest[("ns", "child")].parent_run_id == PARENT
-        assert reference is None or latest == reference
-        reference = latest
+        assert previous is None or latest == previous
+        previous = latest
 
 
-def test_deletion_derives_summaries_and_pointers_again(
-    document_store: DocumentLineageStore,
-) -> None:
-    document_store.write_batch(records(*_corpus()))
-    latest = document_store.latest_runs(JOBS)[("ns", "a")].run_id
+def test_deletion_derives_the_runs_again(documents: Documents) -> None:
+    store = documents.new()
+    batch = records(*_corpus())
+    store.write_batch(batch)
+    latest = store.latest_runs(JOBS)[("ns", "a")].run_id
 
     def ids(query: dict[str, Any]) -> list[str]:
-        return [d["_id"] for d in document_store.collection.find(query, {"_id": 1})]
+        return [d["_id"] for d in collection(store, "events").find(query, {"_id": 1})]
 
-    # the latest run of a, whole: its pointer moves to the other run ending at 50 s
-    assert document_store.delete_events(ids({"runId": latest})) == 2
-    after = document_store.latest_runs(JOBS)
-    assert after == _from_events(document_store)
+    # the latest run of a, whole: a's latest is the other run ending at 50 s
+    gone = set(ids({"run_id": latest}))
+    assert store.delete_events(sorted(gone)) == 2
+    after = store.latest_runs(JOBS)
+    assert after == memory([r for r in batch if r.event_id not in gone]).latest_runs(JOBS)
     assert after[("ns", "a")].run_id == TIED[0]
-    # part of a run: the shared run loses c's COMPLETE, its summary is b's START alone
-    document_store.delete_events(ids({"runId": SHARED, "eventType": "COMPLETE"}))
-    after = document_store.latest_runs(JOBS)
-    assert after == _from_events(document_store)
+    # part of a run: the shared run loses c's COMPLETE, its row is b's START alone
+    shared = ids({"run_id": SHARED, "event_type": "COMPLETE"})
+    gone.update(shared)
+    store.delete_events(shared)
+    after = store.latest_runs(JOBS)
+    assert after == memory([r for r in batch if r.event_id not in gone]).latest_runs(JOBS)
     assert after[("ns", "b")].state == "START" and ("ns", "c") not in after
-    assert document_store.runs.count_documents({"run": latest}) == 0
-
-
-def test_a_database_from_before_them_answers_alike_and_open_derives_them(
-    document_store: DocumentLineageStore,
-) -> None:
-    document_store.write_batch(records(*_corpus()))
-    before = document_store.latest_runs(JOBS)
-    document_store.runs.drop()
-    document_store.latest.drop()
-    assert document_store.latest_runs(JOBS) == before  # folded from the events meanwhile
-    store = reopened(document_store)
-    try:
-        assert store._ready(store.runs) and store._ready(store.latest)
-        assert store.latest_runs(JOBS) == before
-        assert store.runs.count_documents({"run": {"$exists": True}}) == 9 - 2  # 7 runs
-    finally:
-        store.close()
-
-
-def test_latest_runs_cost_a_few_queries_however_many_heartbeats(
-    document_store: DocumentLineageStore,
-) -> None:
-    """A streaming consumer's run with 400 heartbeats: its job's latest run is read in four
-    queries (two readiness markers, the pointer, the summary), and no event is read."""
-    run_id = "0190c000-0000-7000-8000-0000000000dd"
-    beat = {HEARTBEAT_FACET_KEY: {"_producer": "p", "_schemaURL": "s", "intervalS": 30}}
-    events = [run_event(job="stream", run_id=run_id, event_type="START", seconds=0)]
-    events += [
-        run_event(job="stream", run_id=run_id, event_type="RUNNING", seconds=s, run_facets=beat)
-        for s in range(30, 12_001, 30)
-    ]
-    document_store.write_batch(records(*events))
-    listener = _Commands()
-    monitoring.register(listener)
-    store = reopened(document_store)
-    try:
-        listener.on = True
-        latest = store.latest_runs([("ns", "stream")])
-        listener.on = False
-    finally:
-        listener.on = False
-        store.close()
-    run = latest[("ns", "stream")]
-    assert run.run_id == run_id and run.state == "RUNNING" and run.heartbeat_s == 30
-    assert run == document_store._latest_runs_from_events([("ns", "stream")])[("ns", "stream")]
-    assert listener.names == ["find"] * 4
-    assert {collection for collection, _ in listener.filters} == {
-        f"{document_store._collection_name}_runs",
-        f"{document_store._collection_name}_latest",
-    }
+    assert collection(store, "runs").count_documents({"run_id": latest}) == 0
 
 
 def _stream(job: str, run_id: str, beats: int) -> list[dict[str, Any]]:
@@ -146,19 +94,40 @@ def _stream(job: str, run_id: str, beats: int) -> list[dict[str, Any]]:
     return events
 
 
-def test_runs_of_a_job_are_read_from_summaries_and_equal_the_fold_of_its_events(
-    document_store: DocumentLineageStore,
+def test_latest_runs_cost_one_query_however_many_heartbeats(documents: Documents) -> None:
+    """A streaming consumer's run with 400 heartbeats: its job's latest run is read in one
+    query of the runs, and no event is read."""
+    run_id = "0190c000-0000-7000-8000-0000000000dd"
+    events = _stream("stream", run_id, 400)
+    document_store = documents.new()
+    document_store.write_batch(records(*events))
+    listener, store = listening(documents, document_store)
+    try:
+        listener.on = True
+        latest = store.latest_runs([("ns", "stream")])
+        listener.on = False
+    finally:
+        listener.on = False
+    run = latest[("ns", "stream")]
+    assert run.run_id == run_id and run.state == "RUNNING" and run.heartbeat_s == 30
+    assert latest == memory(records(*events)).latest_runs([("ns", "stream")])
+    assert len(listener.names) == 1 and listener.names[0] in ("find", "aggregate")
+    assert {collection for collection, _ in listener.filters} == {f"{documents.name(store)}_runs"}
+
+
+def test_runs_of_a_job_are_read_from_the_runs_and_equal_the_fold_of_its_events(
+    documents: Documents,
 ) -> None:
-    """Every page of every job's runs equals the fold of the job's events (a database whose
-    summaries are not derived yet), a run two jobs name included: each job's run folds its own
-    events only. A job whose runs no other job names is read without touching the events."""
+    """Every page of every job's runs equals the memory backend's, a run two jobs name
+    included: each job's run folds its own events only. Every page is one read of the runs,
+    none of the events."""
     stream = "0190c000-0000-7000-8000-0000000000ee"
-    document_store.write_batch(records(*_corpus(), *_stream("stream", stream, 200)))
+    batch = records(*_corpus(), *_stream("stream", stream, 200))
+    document_store = documents.new()
+    document_store.write_batch(batch)
     jobs = [*JOBS, ("ns", "stream")]
     shapes = [(100, 0), (1, 0), (1, 1), (2, 1), (5, 3)]
-    listener = _Commands()
-    monitoring.register(listener)
-    store = reopened(document_store)  # a client sees the listeners registered before it
+    listener, store = listening(documents, document_store)
     try:
         listener.on = True
         summed = {
@@ -175,15 +144,11 @@ def test_runs_of_a_job_are_read_from_summaries_and_equal_the_fold_of_its_events(
         listener.on = False
     finally:
         listener.on = False
-        store.close()
-    assert listener.names == ["find", "find"]  # the readiness marker and the job's runs
-    assert {collection for collection, _ in every_read} == {
-        f"{document_store._collection_name}_runs",
-        document_store._collection_name,  # the shared run's events, for b and c alone
-    }
-    document_store.runs.drop()  # as a database from before the summaries reads them
+    assert len(listener.names) == 1 and listener.names[0] in ("find", "aggregate")
+    assert {collection for collection, _ in every_read} == {f"{documents.name(store)}_runs"}
+    reference = memory(batch)
     folded = {
-        (job, shape): document_store.runs_of_job(*job, limit=shape[0], offset=shape[1])
+        (job, shape): reference.runs_of_job(*job, limit=shape[0], offset=shape[1])
         for job in jobs
         for shape in shapes
     }

@@ -1,9 +1,10 @@
-"""The engine over the graph backend answers every read as the sql store does (issue 31).
+"""The engine over the graph backend answers every read as the memory backend does (issue 31).
 
 The same corpus and reads as test_backend_answers.py (the memory backend's), asked of
 ``EngineStore(GraphBackend(...))`` on FalkorDB through its Redis protocol, a graph of its own per
 store, dropped afterwards (a smaller check runs over its Bolt endpoint). Written in order, shuffled in small batches, twice over in reverse, and after
-deleting every third event, each answer must equal the sql store's (SQLite).
+deleting every third event, each answer must equal the memory backend's under the engine
+(``EngineStore(MemoryBackend())``, the reference every backend is held to).
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.records import compute_event_id
 from lineage_sdk.collector.store import node_id
 from lineage_sdk.collector.stores.falkordb import FALKORDB
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore, Neo4jRunner
 from lineage_sdk.collector.stores.graph_backend import GraphBackend
+from lineage_sdk.collector.stores.graph_runner import Neo4jRunner
+from lineage_sdk.collector.stores.memory import MemoryBackend
 
-pytestmark = pytest.mark.mongodb  # make_store's fixtures start the session's servers
+pytestmark = pytest.mark.neo4j
 
 GraphFactory = Callable[[], EngineStore]
 
@@ -50,16 +52,21 @@ def make_graph(graph_target: GraphTarget) -> Iterator[GraphFactory]:
         store.close()
 
 
+def _memory() -> EngineStore:
+    """The reference: a fresh, open engine store over the memory backend."""
+    store = EngineStore(MemoryBackend())
+    store.open()
+    return store
+
+
 def _differ(got: dict[str, Any], reference: dict[str, Any]) -> str:
     keys = [k for k in reference if got.get(k) != reference[k]]
-    return "\n".join(f"{k}:\n  graph {got.get(k)}\n  sql   {reference[k]}" for k in keys[:5])
+    return "\n".join(f"{k}:\n  graph  {got.get(k)}\n  memory {reference[k]}" for k in keys[:5])
 
 
 @pytest.mark.parametrize("how", ["in order", "shuffled", "twice"])
-def test_graph_answers_as_the_sql_store(
-    make_store: Any, make_graph: GraphFactory, how: str
-) -> None:
-    reference = answers(_written(make_store("sqlite"), "in order"))
+def test_graph_answers_as_the_memory_backend(make_graph: GraphFactory, how: str) -> None:
+    reference = answers(_written(_memory(), "in order"))
     store = make_graph()
     assert store.backend.tactics is FALKORDB  # type: ignore[attr-defined]  # the probe's pick
     got = answers(_written(store, how))
@@ -67,11 +74,11 @@ def test_graph_answers_as_the_sql_store(
     assert got == reference, _differ(got, reference)
 
 
-def test_graph_forgets_as_the_sql_store(make_store: Any, make_graph: GraphFactory) -> None:
+def test_graph_forgets_as_the_memory_backend(make_graph: GraphFactory) -> None:
     """After deleting every third event, each store answers as one fed the others only."""
     gone = [compute_event_id(e) for e in EVENTS[::3]]
     kept = [r for r in RECORDS if r.event_id not in set(gone)]
-    reference = _written(make_store("sqlite"), "shuffled")
+    reference = _written(_memory(), "shuffled")
     assert reference.delete_events(gone) == len(gone)
     expected = answers(reference)
     store = _written(make_graph(), "shuffled")
@@ -84,15 +91,14 @@ def test_graph_forgets_as_the_sql_store(make_store: Any, make_graph: GraphFactor
     assert answers(fresh) == got
 
 
-@pytest.mark.neo4j
-def test_graph_backend_over_bolt(make_store: Any, bolt_store: Neo4jLineageStore) -> None:
+def test_graph_backend_over_bolt(bolt_store: EngineStore) -> None:
     """The same backend through the official neo4j driver over FalkorDB's Bolt endpoint. Its
     Bolt layer crashes on parameters past ~4 KB and mangles quotes (see tests/servers.py), so
-    this writes small, plain events one per batch, on the session's one driver, and compares a
-    few answers with the sql store's; the corpus above runs through the Redis protocol."""
-    assert isinstance(bolt_store.runner, Neo4jRunner)
-    backend = GraphBackend(runner=bolt_store.runner)
-    backend.open()  # the driver is the session's: not closed here
+    this writes small, plain events one per batch, on the session's one driver (the session's store,
+    opened by the fixture), and compares a few answers with the memory backend's; the corpus
+    above runs through the Redis protocol."""
+    backend = bolt_store.backend
+    assert isinstance(backend, GraphBackend) and isinstance(backend.runner, Neo4jRunner)
     assert backend.tactics is FALKORDB  # the dialect probe, over Bolt
     ns = f"gb{uid()}"
     run = "0b0b0b0b-0000-4000-8000-00000000000b"
@@ -103,18 +109,19 @@ def test_graph_backend_over_bolt(make_store: Any, bolt_store: Neo4jLineageStore)
         run_event(job="j2", namespace=ns, run_id=run, event_type="COMPLETE",
                   outputs=[(ns, "d2")], seconds=3),
     ]  # fmt: skip
-    graph, sql = EngineStore(backend), make_store("sqlite")
+    graph, memory = bolt_store, _memory()
     for rec in records(*events, *reversed(events)):
         graph.write_batch([rec])
-        sql.write_batch([rec])
-    for store in (graph, sql):
+        memory.write_batch([rec])
+    for store in (graph, memory):
         assert store.has_node("DATASET", ns, "d2")
     up = [
-        s.lineage(node_id("DATASET", ns, "d2"), direction="upstream", depth=3) for s in (graph, sql)
+        s.lineage(node_id("DATASET", ns, "d2"), direction="upstream", depth=3)
+        for s in (graph, memory)
     ]
     assert up[0].nodes.keys() == up[1].nodes.keys() and len(up[0].nodes) == 5
-    assert graph.events_of_run(run) == sql.events_of_run(run) == events[1:]
-    assert graph.runs_of_job(ns, "j2") == sql.runs_of_job(ns, "j2")
-    assert graph.jobs(ns) == sql.jobs(ns)
+    assert graph.events_of_run(run) == memory.events_of_run(run) == events[1:]
+    assert graph.runs_of_job(ns, "j2") == memory.runs_of_job(ns, "j2")
+    assert graph.jobs(ns) == memory.jobs(ns)
     assert graph.delete_events([records(events[0])[0].event_id]) == 1
     assert not graph.has_node("JOB", ns, "j1") and graph.has_node("DATASET", ns, "d1")

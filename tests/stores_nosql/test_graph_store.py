@@ -1,11 +1,12 @@
-"""The graph store's projection, convergence, hostile input and catalog (FalkorDB or Neo4j)."""
+"""The engine over the graph backend (FalkorDB or Neo4j): the graph it projects, convergence,
+hostile input and the catalog."""
 
 from __future__ import annotations
 
 import itertools
-import json
 
 import pytest
+from nosql_collector import expected_graph, graph_counts, graph_runner, graph_snapshot
 from nosql_events import (
     HOSTILE_KEYS,
     HOSTILE_STRINGS,
@@ -16,35 +17,33 @@ from nosql_events import (
     uid,
 )
 
+from lineage_sdk.collector.api.marquez import run_from_events
 from lineage_sdk.collector.store import LineageCatalogProtocol, node_id
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
+from lineage_sdk.collector.stores.graph_runner import detect_dialect
 
 pytestmark = pytest.mark.neo4j
 
-
-def snapshot(store):
-    """The whole graph as comparable data (no internal ids)."""
-    nodes = store.runner.run("MATCH (n) RETURN labels(n) AS labels, properties(n) AS props")
-    rels = store.runner.run(
-        "MATCH (a)-[r]->(b) RETURN labels(a) AS a, properties(a) AS ap, type(r) AS t,"
-        " labels(b) AS b, properties(b) AS bp"
-    )
-
-    def key(props):
-        return json.dumps(dict(props), sort_keys=True)
-
-    return (
-        sorted((sorted(n["labels"]), key(n["props"])) for n in nodes),
-        sorted((sorted(r["a"]), key(r["ap"]), r["t"], sorted(r["b"]), key(r["bp"])) for r in rels),
-    )
+#: Every label of the graph backend's model (lineage_sdk/collector/stores/graph_backend.py).
+LABELS = {"Job", "Dataset", "Run", "Event", "Mention", "ColumnEdge"}
 
 
 def count(store, query, **params):
-    return store.runner.run(query, params)[0]["c"]
+    return graph_runner(store).run(query, params)[0]["c"]
+
+
+def wipe(store):
+    graph_runner(store).run("MATCH (n) DETACH DELETE n")
 
 
 def test_graph_store_implements_the_catalog(graph_store):
     assert isinstance(graph_store, LineageCatalogProtocol)
-    assert graph_store.dialect in {"neo4j", "opencypher"}
+    backend = graph_store.backend
+    assert isinstance(backend, GraphBackend)
+    # The server's dialect, probed at open, picks the backend's tactics.
+    dialect = detect_dialect(backend.runner)
+    assert dialect in {"neo4j", "opencypher"}
+    assert backend.tactics.name == ("neo4j" if dialect == "neo4j" else "falkordb")
 
 
 def test_projection_nodes_and_relationships(graph_store):
@@ -68,59 +67,57 @@ def test_projection_nodes_and_relationships(graph_store):
     events[1]["outputs"][0]["facets"] = {"columnLineage": cl}
     graph_store.write_batch(records(*events))
     s = graph_store
+    # Every vertex and relationship of the model, counted independently from the events.
+    assert graph_counts(s) == expected_graph(events)
     assert count(s, "MATCH (j:Job) RETURN count(j) AS c") == 2
     assert count(s, "MATCH (d:Dataset) RETURN count(d) AS c") == 3
     assert count(s, "MATCH (r:Run) RETURN count(r) AS c") == 2
-    assert (
-        count(
-            s,
-            "MATCH (:Run {runId: $c})-[:CHILD_OF]->(:Run {runId: $p}) RETURN count(*) AS c",
-            c=child,
-            p=parent,
-        )
-        == 1
+    # The child run names its parent run; each run its job.
+    runs = graph_runner(s).run(
+        "MATCH (r:Run) RETURN r.runId AS r, r.parentRunId AS p, r.jobNs AS ns, r.jobName AS j"
     )
-    assert (
-        count(
-            s,
-            "MATCH (:Run {runId: $p})-[:INSTANCE_OF]->(:Job {name: 'parent'}) RETURN count(*) AS c",
-            p=parent,
-        )
-        == 1
-    )
-    assert (
-        count(s, "MATCH (:Run {runId: $c})-[:READ]->(d:Dataset) RETURN count(d) AS c", c=child) == 2
-    )
-    assert (
-        count(
-            s,
-            "MATCH (:Run {runId: $c})-[:WROTE]->(d:Dataset {name: 'report'}) RETURN count(d) AS c",
-            c=child,
-        )
-        == 1
-    )
-    assert (
-        count(s, "MATCH (:Job {name: 'child'})-[:CONSUMES]->(d:Dataset) RETURN count(d) AS c") == 2
-    )
-    assert (
-        count(s, "MATCH (:Job {name: 'child'})-[:PRODUCES]->(d:Dataset) RETURN count(d) AS c") == 1
-    )
-    derived = s.runner.run(
-        "MATCH (o:Field)-[:DERIVED_FROM]->(i:Field) RETURN o.dataset AS od, o.name AS o, i.dataset AS idd, i.name AS i"
-    )
-    assert sorted((r["od"], r["o"], r["idd"], r["i"]) for r in derived) == [
-        ("report", "id", "orders", "id"),
-        ("report", "total", "fx", "rate"),
-        ("report", "total", "orders", "amount"),
+    assert sorted((r["r"], r["p"], r["ns"], r["j"]) for r in runs) == [
+        (parent, None, ns, "parent"),
+        (child, parent, ns, "child"),
     ]
-    assert (
-        count(s, "MATCH (:Dataset {name: 'report'})-[:HAS_FIELD]->(f:Field) RETURN count(f) AS c")
-        == 2
+    assert s.child_runs(parent) == [child]
+    # The run read two datasets and wrote one; the job reads two and writes one.
+    mentions = graph_runner(s).run(
+        "MATCH (m:Mention {sourceId: $c}) RETURN m.kind AS k, m.name AS n, m.role AS r",
+        {"c": child},
     )
-    (row,) = s.runner.run("MATCH (j:Job {name: 'child'}) RETURN j.facets AS f")
-    assert isinstance(row["f"], str) and json.loads(row["f"]) == events[1]["job"]["facets"]
-    (row,) = s.runner.run("MATCH (d:Dataset {name: 'report'}) RETURN d.facets AS f")
-    assert json.loads(row["f"]) == {"columnLineage": cl}
+    assert sorted((m["k"], m["n"], m["r"]) for m in mentions) == [
+        ("DATASET", "fx", "input"),
+        ("DATASET", "orders", "input"),
+        ("DATASET", "report", "output"),
+        ("JOB", "parent", "parent"),
+    ]
+    assert count(s, "MATCH (:Job {name: 'child'})-[:READS]->(d:Dataset) RETURN count(d) AS c") == 2
+    assert (
+        count(
+            s,
+            "MATCH (:Job {name: 'child'})-[:WRITES]->(d:Dataset {name: 'report'})"
+            " RETURN count(d) AS c",
+        )
+        == 1
+    )
+    # Column lineage: one ColumnEdge per (output field, input field), stated by the child job.
+    derived = graph_runner(s).run(
+        "MATCH (x:ColumnEdge) RETURN x.oDs AS od, x.oField AS o, x.iDs AS idd, x.iField AS i,"
+        " x.jobName AS j"
+    )
+    assert sorted((r["od"], r["o"], r["idd"], r["i"], r["j"]) for r in derived) == [
+        ("report", "id", "orders", "id", "child"),
+        ("report", "total", "fx", "rate", "child"),
+        ("report", "total", "orders", "amount", "child"),
+    ]
+    assert {e.output for e in s.backend.column_edges(datasets=[(ns, "report")])} == {
+        (ns, "report", "id"),
+        (ns, "report", "total"),
+    }
+    # Facets are kept in the events, each exactly as sent.
+    assert s.events_of_run(child) == [events[1]]
+    assert s.events_of_run(parent) == [events[0]]
 
 
 def test_out_of_order_and_duplicate_events_converge(graph_store):
@@ -161,24 +158,39 @@ def test_out_of_order_and_duplicate_events_converge(graph_store):
     snapshots = []
     orders = [list(range(4)), [2, 0, 3, 1], [3, 2, 1, 0, 2, 3]]
     for order in orders:
-        graph_store.runner.run("MATCH (n) DETACH DELETE n")
+        wipe(graph_store)
         for i in order:  # one event per batch
             graph_store.write_batch(records(events[i]))
-        snapshots.append(snapshot(graph_store))
+        snapshots.append(graph_snapshot(graph_store))
     for perm in itertools.islice(itertools.permutations(range(4)), 0, 24, 7):  # and whole batches
-        graph_store.runner.run("MATCH (n) DETACH DELETE n")
+        wipe(graph_store)
         graph_store.write_batch(records(*(events[i] for i in perm), events[perm[0]]))
-        snapshots.append(snapshot(graph_store))
+        snapshots.append(graph_snapshot(graph_store))
     assert all(s == snapshots[0] for s in snapshots[1:])
-    (row,) = graph_store.runner.run(
-        "MATCH (r:Run {runId: $r}) RETURN r.state AS state, r.startedAt AS s, r.endedAt AS e, r.facets AS f",
+    (row,) = graph_runner(graph_store).run(
+        "MATCH (r:Run {runId: $r}) RETURN r.state AS state, r.startedAt AS s, r.endedAt AS e",
         {"r": run},
     )
     assert row["state"] == "COMPLETE"
     assert row["s"] == "2025-03-01T12:00:00.000000Z" and row["e"] == "2025-03-01T12:00:09.000000Z"
-    assert json.loads(row["f"]) == {"f": facet(v=3)}  # latest event that carried facets
+    (summary,) = graph_store.runs_of_job(ns, "j")
+    assert summary.state == "COMPLETE"
+    assert summary.started_at.isoformat().startswith("2025-03-01T12:00:00")
+    assert summary.ended_at.isoformat().startswith("2025-03-01T12:00:09")
+    # the run's facets as read: the latest event that carried them wins
+    folded = run_from_events(run, graph_store.events_of_run(run))
+    assert folded["facets"] == {"f": facet(v=3)}
     assert count(graph_store, "MATCH (e:Event) RETURN count(e) AS c") == 4
-    assert count(graph_store, "MATCH (:Run)-[r:READ]->() RETURN count(r) AS c") == 1
+    assert graph_counts(graph_store) == expected_graph(events)
+    # the run read one dataset, once, however many of its events named it
+    assert (
+        count(
+            graph_store,
+            "MATCH (m:Mention {sourceId: $r}) WHERE m.role = 'input' RETURN count(m) AS c",
+            r=run,
+        )
+        == 1
+    )
 
 
 def test_terminal_states_and_times_follow_the_rules(graph_store):
@@ -214,36 +226,36 @@ def test_hostile_names_and_facets_are_stored_and_read_back_exactly(graph_store):
     ]
     graph_store.write_batch(records(*events))
     graph_store.write_batch(records(*reversed(events)))
-    assert graph_store.events_of_run(run_id) == events
-    names = {r["n"] for r in graph_store.runner.run("MATCH (j:Job) RETURN j.name AS n")}
+    assert graph_store.events_of_run(run_id) == events  # names and facets exactly as sent
+    runner = graph_runner(graph_store)
+    names = {r["n"] for r in runner.run("MATCH (j:Job) RETURN j.name AS n")}
     assert names == set(HOSTILE_STRINGS)
     assert count(graph_store, "MATCH (j:Job) RETURN count(j) AS c") == len(
         HOSTILE_STRINGS
     )  # no duplicates
     assert count(graph_store, "MATCH (d:Dataset) RETURN count(d) AS c") == len(HOSTILE_STRINGS) * 2
+    assert graph_counts(graph_store) == expected_graph(events)
     for text in HOSTILE_STRINGS:
-        (row,) = graph_store.runner.run(
-            "MATCH (d:Dataset {namespace: $ns, name: $n}) RETURN d.facets AS f",
-            {"ns": text, "n": text},
-        )
-        assert json.loads(row["f"]) == {"`x`": facet(v=text)}
+        for ns in (text, "out"):
+            (row,) = runner.run(
+                "MATCH (d:Dataset {namespace: $ns, name: $n}) RETURN d.name AS n",
+                {"ns": ns, "n": text},
+            )
+            assert row["n"] == text
         up = graph_store.lineage(node_id("DATASET", "out", text), direction="upstream", depth=1)
         assert {(n.type, n.namespace, n.name) for n in up.nodes.values()} >= {
             ("JOB", text, text),
             ("DATASET", text, text),
         }
     assert count(graph_store, "MATCH (n:Pwned) RETURN count(n) AS c") == 0
-    labels = {
-        lab
-        for r in graph_store.runner.run("MATCH (n) RETURN DISTINCT labels(n) AS l")
-        for lab in r["l"]
-    }
-    assert labels <= {"Job", "Run", "Dataset", "Event", "Field"}
-    assert graph_store.search("😀")[0] == (
-        "DATASET",
-        "emoji 😀🚀 ünïcødé 日本語",
-        "emoji 😀🚀 ünïcødé 日本語",
-    )
+    labels = {lab for r in runner.run("MATCH (n) RETURN DISTINCT labels(n) AS l") for lab in r["l"]}
+    assert labels <= LABELS
+    emoji = "emoji 😀🚀 ünïcødé 日本語"
+    assert graph_store.search("😀") == [
+        ("JOB", emoji, emoji),
+        ("DATASET", emoji, emoji),
+        ("DATASET", "out", emoji),
+    ]
 
 
 def test_catalog_questions(graph_store):

@@ -1,6 +1,7 @@
 """Live edges: START and RUNNING events make a job's edges and state at once, in every query store,
-and a heartbeating run that went silent reads STALE, identically in memory, sql (SQLite and
-PostgreSQL), document and graph, without anything stored changing.
+and a heartbeating run that went silent reads STALE, identically over every backend of the
+engine: memory (the reference), sql (SQLite and PostgreSQL), document and graph, without anything
+stored changing.
 
 Events are written straight into each store (``write_batch``); the answers are read through the
 same functions the HTTP API serves them with (``collector.api.queries`` and ``marquez``).
@@ -16,15 +17,10 @@ from typing import Any
 
 import pytest
 from nosql_events import records, run_event
-from servers import GraphTarget, MongoTarget
 
 from lineage_sdk.collector.api import marquez, queries
 from lineage_sdk.collector.engine import EngineStore
-from lineage_sdk.collector.settings import ConnectionConfig
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-from lineage_sdk.collector.stores.memory import MemoryBackend
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY, HEARTBEAT_FACET_SCHEMA_URL
 from lineage_sdk.models.run_state import STALE, heartbeat_interval, is_stale
 
@@ -52,31 +48,24 @@ def at(when: datetime) -> float:
 
 @pytest.fixture
 def every_store(
-    mongo: MongoTarget, graph_target: GraphTarget, tmp_path: Path, pg_url: str
+    memory_store: EngineStore,
+    document_store: EngineStore,
+    graph_store: EngineStore,
+    tmp_path: Path,
+    pg_url: str,
 ) -> Iterator[dict[str, Any]]:
-    suffix = uuid.uuid4().hex[:12]
-    document = DocumentLineageStore(
-        ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
-        collection_name=f"t_{suffix}",
-    )
-    graph = Neo4jLineageStore(runner=graph_target.runner(f"t_{suffix}"))
-    stores = {
-        "memory": EngineStore(MemoryBackend()),
-        "sqlite": SqlStore(f"sqlite:///{tmp_path}/live.db"),
-        "postgresql": SqlStore(pg_url),
-        "document": document,
-        "graph": graph,
+    """The engine over every backend, the reference (memory) first; document and graph on
+    collections and a graph of their own (conftest's fixtures drop them)."""
+    sql = {
+        "sqlite": EngineStore(SqlBackend(f"sqlite:///{tmp_path}/live.db")),
+        "postgresql": EngineStore(SqlBackend(pg_url)),
     }
-    for store in stores.values():
+    for store in sql.values():
         store.open()
     try:
-        yield stores
+        yield {"memory": memory_store, **sql, "document": document_store, "graph": graph_store}
     finally:
-        document.collection.drop()
-        drop = getattr(graph.runner, "drop", None)
-        if drop is not None:
-            drop()
-        for store in stores.values():
+        for store in sql.values():
             store.close()
 
 
@@ -146,9 +135,9 @@ def test_start_and_running_make_edges_and_state_alike_in_every_store(
 
     got = {kind: answers(store, now) for kind, store in every_store.items()}
     for kind in every_store:
-        assert got[kind] == got["sqlite"], f"{kind} differs from sqlite"
+        assert got[kind] == got["memory"], f"{kind} differs from memory"
 
-    answer = got["sqlite"]
+    answer = got["memory"]
     # Edges from START alone (stale-job, plain-job) and from START + RUNNING (live-job).
     edges = {
         (e["origin"], e["destination"])
@@ -222,36 +211,3 @@ def test_the_staleness_rule() -> None:
         facet[HEARTBEAT_FACET_KEY]["intervalS"] = bad
         assert heartbeat_interval({"run": {"facets": facet}}) is None, bad
     assert heartbeat_interval({"run": "not a run"}) is None
-
-
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_a_database_made_before_heartbeats_gains_the_column(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    url = (
-        f"sqlite:///{tmp_path}/old.db" if backend == "sqlite" else request.getfixturevalue("pg_url")
-    )
-    store = SqlStore(url)
-    store.open()
-    with store.engine.begin() as conn:
-        conn.exec_driver_sql("ALTER TABLE lineage_runs DROP COLUMN heartbeat_s")
-    store.close()
-    again = SqlStore(url)
-    again.open()
-    try:
-        run_id = str(uuid.uuid4())
-        again.write_batch(
-            records(
-                run_event(
-                    job="old",
-                    namespace=NS,
-                    run_id=run_id,
-                    event_type="START",
-                    run_facets=heartbeat(2),
-                )
-            )
-        )
-        (run,) = again.runs_of_job(NS, "old")
-        assert run.heartbeat_s == 2 and run.state == "START"
-    finally:
-        again.close()

@@ -8,14 +8,14 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from nosql_events import ROW_KINDS, StoreFactory, records, run_event
+from nosql_events import STORE_KINDS, StoreFactory, records, run_event
 
 from lineage_sdk.collector.api import queries
 from lineage_sdk.collector.store import NodeLookupProtocol
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
-STORES = ["memory", "sqlite", "postgres", "document", "graph", *ROW_KINDS]
+STORES = STORE_KINDS
 
 
 @pytest.mark.parametrize("kind", STORES)

@@ -7,18 +7,19 @@ import pytest
 from nosql_events import records, run_event, uid
 from servers import FalkorDBServer, SecantusServer, bolt_warmup
 
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.settings import ConnectionConfig
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.exceptions import StoreError
 
 
 @pytest.mark.mongodb
-def test_document_store_survives_a_server_restart():
+def test_document_store_survives_a_server_restart() -> None:
     server = SecantusServer()
     server.start()
-    store = DocumentLineageStore(
-        ConnectionConfig(uri=server.uri, timeout_ms=1000), collection_name="outage"
+    store = EngineStore(
+        DocumentBackend(ConnectionConfig(uri=server.uri, timeout_ms=1000), collection_name="outage")
     )
     try:
         store.open()
@@ -37,17 +38,17 @@ def test_document_store_survives_a_server_restart():
             *(run_event(job="l", namespace=ns, seconds=i) for i in range(3)),
         )
         store.write_batch(first + later)  # the collector retries the whole batch: no duplicates
-        assert store.collection.count_documents({}) == 9
+        assert store.count_events() == 9
     finally:
         store.close()
         server.close()
 
 
 @pytest.mark.neo4j
-def test_graph_store_over_bolt_survives_a_server_restart():
+def test_graph_store_over_bolt_survives_a_server_restart() -> None:
     server = FalkorDBServer(persistent=True)
     server.start()
-    store = Neo4jLineageStore(ConnectionConfig(uri=server.bolt_uri, timeout_ms=1000))
+    store = EngineStore(GraphBackend(ConnectionConfig(uri=server.bolt_uri, timeout_ms=1000)))
     try:
         store.open()
         ns = f"o{uid()}"

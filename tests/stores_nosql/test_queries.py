@@ -1,4 +1,5 @@
-"""The lineage questions, asked identically of the document and the graph store."""
+"""The lineage questions, asked identically of the engine over the document, graph and memory
+backends."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """A run's derived state is a function of its set of events, not of their arrival order.
 
 The same events of one run (and its parent) are written in every drawn order and batching,
-duplicates included, straight into the sql, document and graph stores (``write_batch``, no
-broker), and folded by the HTTP API's Marquez fold. Every store and every order must answer the
-same state, times and parent, and that answer is the one ``lineage_sdk.models.run_state`` states.
+duplicates included, straight into the engine over every backend (memory, sql on SQLite and on
+PostgreSQL, document and graph; ``write_batch``, no broker), and folded by the HTTP API's Marquez
+fold. Every store and every order must answer the same state, times and parent, and that answer
+is the one ``lineage_sdk.models.run_state`` states.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nosql_events import BASE_TIME, records, run_event
-from servers import GraphTarget, MongoTarget
+from servers import GraphTarget, MongoTarget, postgres_schema
 
 from lineage_sdk.collector.api.marquez import marquez_state, run_from_events
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import LineageRecord, RunSummary
-from lineage_sdk.collector.stores.document import DocumentLineageStore
-from lineage_sdk.collector.stores.graph import Neo4jLineageStore
-from lineage_sdk.collector.stores.sql import SqlStore
+from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.memory import MemoryBackend
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY, HEARTBEAT_FACET_SCHEMA_URL
 from lineage_sdk.models.run_state import pick_link, state_key
 
@@ -93,33 +95,34 @@ def expected(run_id: str, job: str, parent_id: str) -> RunSummary:
 def stores(
     mongo: MongoTarget, graph_target: GraphTarget, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
-    """One store of each kind for the module (hypothesis refuses function-scoped fixtures);
-    each example writes a run and a job of its own."""
+    """The engine over one backend of each kind for the module (hypothesis refuses
+    function-scoped fixtures); each example writes a run and a job of its own."""
     suffix = uuid.uuid4().hex[:12]
     tmp: Path = tmp_path_factory.mktemp("order")
-    sql = SqlStore(f"sqlite:///{tmp}/order.db")
-    document = DocumentLineageStore(
+    document = DocumentBackend(
         ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
         collection_name=f"t_{suffix}",
     )
-    runner = graph_target.runner(f"t_{suffix}")
-    graph = (
-        Neo4jLineageStore(runner=runner)
-        if runner is not None
-        else Neo4jLineageStore(ConnectionConfig(uri=graph_target.uri, timeout_ms=5000))
-    )
-    opened = {"sql": sql, "document": document, "graph": graph}
-    for store in opened.values():
-        store.open()
-    try:
-        yield opened
-    finally:
-        document.collection.drop()
-        drop = getattr(graph.runner, "drop", None)
-        if drop is not None:
-            drop()
+    graph = graph_target.backend(f"t_{suffix}")
+    with postgres_schema("lineage_order") as pg_url:
+        opened = {
+            "memory": EngineStore(MemoryBackend()),
+            "sqlite": EngineStore(SqlBackend(f"sqlite:///{tmp}/order.db")),
+            "postgres": EngineStore(SqlBackend(pg_url)),
+            "document": EngineStore(document),
+            "graph": EngineStore(graph),
+        }
         for store in opened.values():
-            store.close()
+            store.open()
+        try:
+            yield opened
+        finally:
+            document.drop()
+            drop = getattr(graph.runner, "drop", None)
+            if drop is not None:
+                drop()
+            for store in opened.values():
+                store.close()
 
 
 def test_the_rule_itself() -> None:

@@ -78,7 +78,9 @@ def run_rank(event_type: str | None, event_time: datetime, event_id: str) -> Ran
 
 def derive(records: Iterable[LineageRecord]) -> Rows:
     """The rows of ``records`` (a redelivered event id counts once), each type joined by key, in
-    key order: writers taking row locks in one order never deadlock one another.
+    no particular order (a backend whose writers take row locks sorts them itself: sorting
+    200,000 column edges here cost a fifth of the derivation, and SQLite and the document
+    backend need no order).
 
     The joins are written out per row type (the collector's hot path: a generic
     :func:`~lineage_sdk.collector.backend.merge` per row costs more than the old stores' whole
@@ -156,28 +158,23 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                     if rank > column[1].rank:
                         column[1] = Ranked(rank, info)
     return Rows(
-        events=tuple(events[k] for k in sorted(events)),
+        events=tuple(events.values()),
         edges=tuple(
             EdgeRow(job, dataset, io, first, declared)  # type: ignore[arg-type]
-            for (job, dataset, io), (first, declared) in sorted(edges.items())
+            for (job, dataset, io), (first, declared) in edges.items()
         ),
-        runs=tuple(
-            RunRow(run_id, job, *values)
-            for (run_id, job), values in sorted(runs.items(), key=lambda kv: _none_last(kv[0]))
-        ),
+        runs=tuple(RunRow(run_id, job, *values) for (run_id, job), values in runs.items()),
         columns=tuple(
             ColumnEdgeRow(out, src, job, first, info)
-            for (out, src, job), (first, info) in sorted(
-                columns.items(), key=lambda kv: _none_last(kv[0])
-            )
+            for (out, src, job), (first, info) in columns.items()
         ),
         nodes=tuple(
             NodeRow(kind, key, first, last, frozenset())
-            for (kind, key), (first, last) in sorted(nodes.items())
+            for (kind, key), (first, last) in nodes.items()
         ),
         mentions=tuple(
             MentionRow(*mention, first)  # type: ignore[arg-type]
-            for mention, first in sorted(mentions.items())
+            for mention, first in mentions.items()
         ),
     )
 
@@ -216,9 +213,3 @@ def _join_run(
             row[i] = link
     if beat is not None and (row[7] is None or beat > row[7]):
         row[7] = beat
-
-
-def _none_last(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A key whose last part (a job) may be None: None after every job."""
-    *head, job = key
-    return (*head, job is None, job or ())

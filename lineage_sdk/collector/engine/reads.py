@@ -56,6 +56,18 @@ def until_of(as_of: datetime) -> datetime:
     return as_of + _MICROSECOND
 
 
+def _text(argument: str, value: object) -> str:
+    """``value``, a text: what callers pass from a request or a CLI line reaches a backend's
+    query only as a string (a dict such as ``{"$ne": None}`` is refused here, not matched)."""
+    if type(value) is not str:
+        raise TypeError(f"{argument} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _names(*, namespace: object, name: object) -> Key:
+    return (_text("namespace", namespace), _text("name", name))
+
+
 def _loads(rows: Iterable[EventRow]) -> list[dict[str, Any]]:
     return [orjson.loads(r.json) for r in rows]
 
@@ -224,7 +236,7 @@ class Engine:
         self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
     ) -> Page[RunSummary]:
         check_page(limit, offset)
-        job = (namespace, name)
+        job = _names(namespace=namespace, name=name)
         page = self.backend.runs(jobs=[job], limit=limit, offset=offset, count=True)
         return Page((_summary(r, job) for r in page), page.total)
 
@@ -235,10 +247,12 @@ class Engine:
         return {job: _summary(run, job) for job, run in _by_job(rows).items()}
 
     def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
+        _text("run_id", run_id)
         return _loads(self.backend.events(run_ids=[run_id]))
 
     def child_runs(self, run_id: str) -> list[str]:
         """The runs whose parent (the least their events name) is ``run_id``, sorted."""
+        _text("run_id", run_id)
         return sorted({r.run_id for r in self.backend.runs(parent=run_id)})
 
     # -- the catalogue ----------------------------------------------------------------------------
@@ -286,9 +300,11 @@ class Engine:
         return Page((r.key for r in page), page.total)
 
     def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
-        return bool(self.backend.nodes(node_type, keys=[(namespace, name)]))
+        key = _names(namespace=namespace, name=name)
+        return bool(self.backend.nodes(node_type, keys=[key]))
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
+        _text("text", text)
         out: list[tuple[NodeType, str, str]] = []
         for node_type in ("JOB", "DATASET"):
             for row in self.backend.nodes(node_type, text=text, limit=limit):
@@ -302,10 +318,12 @@ class Engine:
     # -- history: the raw events behind Marquez's versions, facets and event log ---------------
 
     def events_of_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        return _loads(self.backend.events(jobs=[(namespace, name)], kinds=["run"]))
+        job = _names(namespace=namespace, name=name)
+        return _loads(self.backend.events(jobs=[job], kinds=["run"]))
 
     def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        found = self.backend.mentions("DATASET", [(namespace, name)], roles=["input", "output"])
+        key = _names(namespace=namespace, name=name)
+        found = self.backend.mentions("DATASET", [key], roles=["input", "output"])
         runs = {m.run_id for m in found if m.run_id}
         return _loads(self.backend.events(run_ids=runs)) if runs else []
 

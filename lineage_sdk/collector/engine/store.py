@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Protocol
 
-from lineage_sdk.collector.backend import LineageBackend
+from lineage_sdk.collector.backend import LineageBackend, Provisioned
+from lineage_sdk.collector.decode import PoisonMessage, validate_event
 from lineage_sdk.collector.engine.derive import derive
 from lineage_sdk.collector.engine.reads import Engine
-from lineage_sdk.collector.store import LineageRecord
+from lineage_sdk.collector.store import LineageRecord, RawEvent
 
-__all__ = ["EngineStore"]
+__all__ = ["EngineStore", "PreEngineLayout"]
+
+_log = logging.getLogger(__name__)
+
+#: Events copied per ``append`` when an earlier release's layout is upgraded.
+UPGRADE_BATCH = 1000
+#: Seconds between progress lines while upgrading.
+_PROGRESS_EVERY_S = 10.0
+
+
+class PreEngineLayout(Protocol):
+    """The raw events a store of a release before the engine left in its own tables,
+    collections or vertices, read only; :meth:`drop` removes that whole layout.
+
+    ``count_raw_events`` is 0 when the database holds no such layout (or it was dropped, or
+    holds no event); :meth:`drop` is then cheap, and removes what is left of it;
+    ``iter_raw_events`` yields them ordered by ``(event_time, event_id)``, after ``after``.
+    ``copied`` is the position of the last event :meth:`mark_copied` recorded (kept in the same
+    database, beside the layout, so a copy interrupted by a crash resumes after it), None
+    before the first.
+    """
+
+    def count_raw_events(self) -> int: ...
+
+    def iter_raw_events(
+        self, *, after: tuple[datetime, str] | None = None, batch_size: int = 1000
+    ) -> Iterator[RawEvent]: ...
+
+    def copied(self) -> tuple[datetime, str] | None: ...
+
+    def mark_copied(self, position: tuple[datetime, str]) -> None: ...
+
+    def drop(self) -> None: ...
 
 
 class EngineStore(Engine):
@@ -17,21 +54,93 @@ class EngineStore(Engine):
 
     ``write_batch`` derives the batch's rows once (pure CPU) and appends them; the backend
     stores them. The read names are the :class:`Engine`'s.
+
+    ``earlier``, when given, is the layout the same database may hold from a release before the
+    engine: :meth:`open` copies its events into the backend's rows (each validated and derived
+    as on ingest), then drops it. The copy resumes after an interruption: the layout records
+    the last event of each batch once the batch is appended (an append is idempotent, so a
+    batch copied again after a crash is stored once).
     """
 
-    def __init__(self, backend: LineageBackend) -> None:
+    def __init__(
+        self,
+        backend: LineageBackend,
+        *,
+        earlier: PreEngineLayout | None = None,
+        upgrade_batch: int = UPGRADE_BATCH,
+    ) -> None:
         super().__init__(backend)
         self.name = backend.name
         self.address = backend.address
+        self._earlier = earlier
+        self._upgrade_batch = upgrade_batch
 
     def open(self) -> None:
         self.backend.open()
+        if self._earlier is not None:
+            self._upgrade(self._earlier)
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
         self.backend.append(derive(records))
+
+    def missing(self) -> list[str]:
+        """What :meth:`open` would create or copy (``lineage-collector check``), found without
+        changing anything."""
+        return self.backend.missing() if isinstance(self.backend, Provisioned) else []
 
     def check(self) -> None:
         self.backend.check()
 
     def close(self) -> None:
         self.backend.close()
+
+    def _upgrade(self, earlier: PreEngineLayout) -> None:
+        """Copy ``earlier``'s events into the backend, then drop it (see the class docstring)."""
+        total = earlier.count_raw_events()
+        if not total:
+            earlier.drop()  # what is left of an earlier layout without events (a no-op if none)
+            return
+        after = earlier.copied()
+        _log.warning(
+            "store %s (%s) holds %d event(s) in the layout of a release before the engine: "
+            "copying them into the new layout%s (the store opens when done)",
+            self.name,
+            self.address,
+            total,
+            f", resuming after {after[0].isoformat()}" if after else "",
+        )
+        copied = refused = 0
+        batch: list[LineageRecord] = []
+        shown = time.monotonic()
+        last: tuple[datetime, str] | None = None
+
+        def flush() -> None:
+            nonlocal copied
+            if batch:
+                self.write_batch(batch)
+                copied += len(batch)
+                batch.clear()
+            if last is not None:
+                earlier.mark_copied(last)
+
+        for event in earlier.iter_raw_events(after=after, batch_size=self._upgrade_batch):
+            try:
+                batch.append(validate_event(event.data()))
+            except (PoisonMessage, ValueError) as exc:
+                refused += 1
+                _log.warning("upgrade of %s skips event %s: %s", self.name, event.event_id, exc)
+            last = event.position
+            if len(batch) >= self._upgrade_batch:
+                flush()
+                if time.monotonic() - shown >= _PROGRESS_EVERY_S:
+                    shown = time.monotonic()
+                    _log.warning("upgrade of %s: %d of %d event(s)", self.name, copied, total)
+        flush()
+        earlier.drop()
+        _log.warning(
+            "upgrade of %s done: %d event(s) copied this time, %d skipped as invalid; "
+            "the earlier layout is dropped",
+            self.name,
+            copied,
+            refused,
+        )

@@ -17,7 +17,7 @@ one upsert applying the fields' merge rules (``$min``, ``$max``, ``$addToSet``, 
 ``ranked`` a ``$cond`` on the stored rank beside a ``$max`` of it), which the server runs
 atomically per document: any order of appends and any number of concurrent writers converge
 (lattice joins). An upsert that loses the insert race to another writer is retried as an update
-(``DocumentLineageStore._bulk_upsert``).
+(:func:`~lineage_sdk.collector.stores.document_connector.bulk_upsert`).
 
 **Replace is not a transaction.** It deletes the touched keys' derived rows (a touched run's
 mentions among them, by ``xs``), then writes the given rows as ``append`` does. An ``append`` of
@@ -35,6 +35,12 @@ contract's helpers: :func:`~lineage_sdk.collector.backend.latest_of`, ``sort_run
 values one ``$in`` lists, windowed range reads, hints, a second ``$match``),
 :class:`DocumentTactics` says so; its defaults suit a real mongod, and :mod:`.secantus` holds
 SecantusDB's, picked by ``buildInfo`` at :meth:`DocumentBackend.open`.
+
+**The entry point** ``document`` is
+:class:`~lineage_sdk.collector.stores.document.DocumentLineageStore`: the engine over this
+backend, with :class:`~lineage_sdk.collector.stores.document_legacy.DocumentPreEngineLayout` as
+``earlier``, so a database of a release before the engine is copied into these collections at
+open.
 """
 
 from __future__ import annotations
@@ -70,18 +76,21 @@ from lineage_sdk.collector.backend import (
 )
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
-from lineage_sdk.collector.stores.document import (
-    _EPOCH,
+from lineage_sdk.collector.stores.document_connector import (
     DUPLICATE_KEY,
-    DocumentLineageStore,
-    _micros,
+    EPOCH,
+    PERMANENT_CODES,
+    DocumentConnector,
+    micros,
 )
+from lineage_sdk.collector.stores.document_legacy import DocumentPreEngineLayout
 from lineage_sdk.collector.stores.document_tactics import DocumentTactics
 from lineage_sdk.collector.stores.secantus import tactics_for
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.exceptions import StoreError
 
-__all__ = ["DocumentBackend", "DocumentTactics"]  # DocumentTactics re-exported from its module
+# DocumentTactics and DocumentStoreConfig re-exported from their modules
+__all__ = ["DocumentBackend", "DocumentTactics"]
 
 _R = TypeVar("_R")
 _Doc = dict[str, Any]
@@ -93,6 +102,21 @@ _TIMES = frozenset(
 _REFS = frozenset({"output", "input"})
 _STORED_KINDS = ("JOB", "DATASET")
 _BY_POSITION = [("event_time", _ASC), ("_id", _ASC)]
+#: The collections of one backend, ``{name}_<kind>``, and the indexes ``open`` creates on each.
+_INDEXES: dict[str, list[list[tuple[str, int]]]] = {
+    "events": [
+        [("event_time", _ASC), ("_id", _ASC)],
+        [("event_time", _DESC), ("_id", _ASC)],
+        [("run_id", _ASC), ("event_time", _ASC)],
+        [("xj", _ASC), ("event_time", _ASC)],
+        [("namespace", _ASC), ("event_time", _ASC), ("_id", _ASC)],
+    ],
+    "mentions": [[("xn", _ASC), ("first_seen", _ASC)], [("xs", _ASC)]],
+    "edges": [[("io", _ASC), (end, _ASC)] for end in ("xj", "xd")],
+    "runs": [[(f, _ASC)] for f in ("xj", "run_id", "parent_run_id")],
+    "columns": [[(f, _ASC)] for f in ("xo", "xi", "xod", "xid", "xj")],
+    "nodes": [[("kind", _ASC), ("xns", _ASC), ("xn", _ASC)]],
+}
 
 
 def _k(*parts: Any) -> str:
@@ -101,7 +125,7 @@ def _k(*parts: Any) -> str:
 
 
 def _time(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=us)
+    return EPOCH + timedelta(microseconds=us)
 
 
 def _encode(row: Any) -> _Doc:
@@ -112,7 +136,7 @@ def _encode(row: Any) -> _Doc:
         if isinstance(v, Ranked):
             out[f"{f.name}_r"], out[f"{f.name}_v"] = v.rank, v.value
         elif isinstance(v, datetime):
-            out[f.name] = _micros(v)
+            out[f.name] = micros(v)
         elif isinstance(v, frozenset):
             out[f.name] = sorted(v)
         elif isinstance(v, tuple):
@@ -201,7 +225,7 @@ def _span(since: int | None, until: int | None) -> _Doc:
 
 
 def _us(at: datetime | None) -> int | None:
-    return None if at is None else _micros(at)
+    return None if at is None else micros(at)
 
 
 class DocumentBackend:
@@ -216,9 +240,8 @@ class DocumentBackend:
         *,
         tactics: DocumentTactics | None = None,
     ) -> None:
-        # The old store as a connector only: its connection setup, error mapping and bulk
-        # upsert retries, without its collections (nothing of it is opened).
-        self._store = DocumentLineageStore(connection, f"{collection_name}_events")
+        #: The connection (opened lazily), shared with the layout of a release before the engine.
+        self.connector = DocumentConnector(connection)
         self._prefix = collection_name
         self._given = tactics
         self.tactics = tactics or DocumentTactics()
@@ -229,48 +252,60 @@ class DocumentBackend:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def _coll(self, kind: str) -> Any:
-        return self._store.collection.database[f"{self._prefix}_{kind}"]
+        return self.connector.database[f"{self._prefix}_{kind}"]
 
     def _errors(self, action: str) -> Any:
-        return self._store._errors(action)
+        return self.connector.errors(action)
 
     def open(self) -> None:
-        from pymongo import ASCENDING, DESCENDING
-
         with self._errors("buildInfo"):
-            info = self._store.collection.database.client.admin.command("buildInfo")
+            info = self.connector.database.client.admin.command("buildInfo")
         if self._given is None:
             self.tactics = tactics_for(info)
-        at, eid = ("event_time", ASCENDING), ("_id", ASCENDING)
-        indexes: dict[str, list[list[tuple[str, int]]]] = {
-            "events": [
-                [at, eid],
-                [("event_time", DESCENDING), eid],
-                [("run_id", ASCENDING), at],
-                [("xj", ASCENDING), at],
-                [("namespace", ASCENDING), at, eid],
-            ],
-            "mentions": [[("xn", ASCENDING), ("first_seen", ASCENDING)], [("xs", ASCENDING)]],
-            "edges": [[("io", ASCENDING), (end, ASCENDING)] for end in ("xj", "xd")],
-            "runs": [[(f, ASCENDING)] for f in ("xj", "run_id", "parent_run_id")],
-            "columns": [[(f, ASCENDING)] for f in ("xo", "xi", "xod", "xid", "xj")],
-            "nodes": [[("kind", ASCENDING), ("xns", ASCENDING), ("xn", ASCENDING)]],
-        }
         with self._errors("create indexes"):
-            for kind, keys in indexes.items():
+            for kind, keys in _INDEXES.items():
                 for index in keys:
                     self._coll(kind).create_index(index)
 
+    def missing(self) -> list[str]:
+        """What :meth:`open` would create, found read-only (``lineage-collector check``): a
+        collection or its indexes; and the events of a release before the engine that the next
+        open copies (:class:`DocumentPreEngineLayout`). Raises StoreError if the server cannot
+        be reached."""
+        absent: list[str] = []
+        with self._errors("list indexes"):
+            database = self.connector.database
+            database.client.admin.command("ping")
+            names = set(database.list_collection_names())
+            for kind, wanted in _INDEXES.items():
+                name = f"{self._prefix}_{kind}"
+                if name not in names:
+                    absent.append(f"collection {name}")
+                    continue
+                have = {
+                    tuple((field, int(order)) for field, order in info["key"])
+                    for info in self._coll(kind).index_information().values()
+                }
+                if any(tuple(index) not in have for index in wanted):
+                    absent.append(f"indexes of {name}")
+        earlier = DocumentPreEngineLayout(self.connector, self._prefix).count_raw_events()
+        if earlier:
+            absent.append(
+                f"{earlier} event(s) in the layout of a release before the engine (copied into "
+                "the new collections at the next open, or by lineage-collector store init)"
+            )
+        return absent
+
     def check(self) -> None:
-        self._store.check()
+        self.connector.check()
 
     def close(self) -> None:
-        self._store.close()
+        self.connector.close()
 
     def drop(self) -> None:
         """Drop every collection of this backend (tests and benchmarks clean up with this)."""
         with self._errors("drop"):
-            for kind in ("events", "mentions", "edges", "runs", "columns", "nodes"):
+            for kind in _INDEXES:
                 self._coll(kind).drop()
 
     # -- writes --------------------------------------------------------------------------------
@@ -328,10 +363,17 @@ class DocumentBackend:
                 raise
             details = cause.details or {}
             errors = details.get("writeErrors", [])
-            if details.get("writeConcernErrors") or any(
-                e.get("code") != DUPLICATE_KEY for e in errors
-            ):
-                raise
+            others = [e for e in errors if e.get("code") != DUPLICATE_KEY]
+            wce = details.get("writeConcernErrors") or []
+            if others or wce:  # as the old store: the server's code, permanent when it will
+                first = (others or wce)[0]  # fail the same way again (a validator, too large)
+                codes = {e.get("code") for e in others}
+                raise StoreError(
+                    self.connector.name,
+                    f"insert {kind} failed for {len(others) + len(wce)} document(s): "
+                    f"code {first.get('code')}: {str(first.get('errmsg', ''))[:200]}",
+                    permanent=bool(others) and not wce and codes <= PERMANENT_CODES,
+                ) from cause
             return sorted(int(e["index"]) for e in errors)
         return []
 
@@ -349,7 +391,7 @@ class DocumentBackend:
 
     def _upsert_all(self, kind: str, ops: list[Any]) -> None:
         if ops:
-            self._store._bulk_upsert(self._coll(kind), ops, f"upsert {kind}")
+            self.connector.bulk_upsert(self._coll(kind), ops, f"upsert {kind}")
 
     def delete(self, event_ids: Sequence[str]) -> list[EventRow]:
         ids = sorted(set(event_ids))
@@ -467,7 +509,7 @@ class DocumentBackend:
     ) -> Iterable[EdgeRow]:
         if end not in ("JOB", "DATASET"):
             raise ValueError(f"edges end must be JOB or DATASET, not {end!r}")
-        rest = None if until is None else {"first_seen": {"$lt": _micros(until)}}
+        rest = None if until is None else {"first_seen": {"$lt": micros(until)}}
         field = "xj" if end == "JOB" else "xd"
         docs = self._select("edges", {"io": io}, field, [_k(*k) for k in keys], rest)
         return [_decode(EdgeRow, d) for d in docs]
@@ -496,7 +538,7 @@ class DocumentBackend:
             return Page(found[offset:stop], len(found) if count else None)
         rest: _Doc = {}
         if until is not None:
-            rest["first_seen"] = {"$lt": _micros(until)}
+            rest["first_seen"] = {"$lt": micros(until)}
         if keys is not None:  # a lookup by _id; the other filters in Python
             docs = self._select("nodes", {}, "_id", [_k(kind, k) for k in keys], rest or None)
             rows = sorted(
@@ -533,7 +575,7 @@ class DocumentBackend:
         elif namespace is not None:
             match["xns"] = namespace
         if until is not None:
-            match["first_seen"] = {"$lt": _micros(until)}
+            match["first_seen"] = {"$lt": micros(until)}
         group = {
             "_id": "$xns",
             "first_seen": {"$min": "$first_seen"},
@@ -571,7 +613,7 @@ class DocumentBackend:
         check_window(limit, offset)
         rest: _Doc = {}
         if until is not None and latest is None:
-            rest["first_event"] = {"$lt": _micros(until)}
+            rest["first_event"] = {"$lt": micros(until)}
         job_keys = None if jobs is None else {_k(*j) for j in jobs if j is not None}
         if job_keys is not None:
             docs = self._select("runs", {}, "xj", job_keys, rest or None)
@@ -622,7 +664,7 @@ class DocumentBackend:
         head: _Doc = {} if namespace is None else {"namespace": namespace}
         parts: list[tuple[_Doc, int | None, int | None]] = []  # (extra head, lo, hi), in order
         if after is not None:
-            a, aid = _micros(after[0]), after[1]
+            a, aid = micros(after[0]), after[1]
             if (lo is None or a >= lo) and (hi is None or a < hi):  # equal times, greater ids
                 parts.append(({"event_time": a, "_id": {"$gt": aid}}, None, None))
             if descending:
@@ -744,7 +786,7 @@ class DocumentBackend:
         if roles is not None:
             rest["role"] = {"$in": sorted(set(roles))}
         if until is not None:
-            rest["first_seen"] = {"$lt": _micros(until)}
+            rest["first_seen"] = {"$lt": micros(until)}
         docs = self._select("mentions", {}, "xn", [_k(kind, k) for k in keys], rest or None)
         return [_decode(MentionRow, d) for d in docs]  # a set: order free
 
@@ -756,7 +798,7 @@ class DocumentBackend:
         datasets: Collection[Key] | None = None,
         until: datetime | None = None,
     ) -> Iterable[ColumnEdgeRow]:
-        rest = None if until is None else {"first_seen": {"$lt": _micros(until)}}
+        rest = None if until is None else {"first_seen": {"$lt": micros(until)}}
         outs = None if outputs is None else {_k(*f) for f in outputs}
         ins = None if inputs is None else {_k(*f) for f in inputs}
         sets = None if datasets is None else {_k(*d) for d in datasets}

@@ -39,7 +39,7 @@ itself; FalkorDB and other openCypher servers do not, and get these tactics.
 
 from __future__ import annotations
 
-from lineage_sdk.collector.stores.graph import GraphRunner, Neo4jLineageStore
+from lineage_sdk.collector.stores.graph_runner import GraphRunner, detect_dialect
 from lineage_sdk.collector.stores.graph_tactics import NEO4J, OPENCYPHER_SCHEMA, GraphTactics
 
 __all__ = ["FALKORDB", "tactics_for"]
@@ -56,5 +56,5 @@ FALKORDB = GraphTactics(
 
 def tactics_for(runner: GraphRunner) -> GraphTactics:
     """The tactics of the server behind ``runner``: Neo4j's defaults when it names itself,
-    FalkorDB's otherwise (the graph store's dialect probe)."""
-    return NEO4J if Neo4jLineageStore._detect_dialect(runner) == "neo4j" else FALKORDB
+    FalkorDB's otherwise (:func:`~lineage_sdk.collector.stores.graph_runner.detect_dialect`)."""
+    return NEO4J if detect_dialect(runner) == "neo4j" else FALKORDB

@@ -1,7 +1,7 @@
 """The graph backend: the engine's rows in a property graph, answered in Cypher.
 
-Model (``key`` is :func:`~lineage_sdk.collector.stores.graph.name_key` of the names, as in the
-graph store, so long names never reach an index)::
+Model (``key`` is :func:`~lineage_sdk.collector.stores.graph_runner.name_key` of the names, as in
+the graph store, so long names never reach an index)::
 
     (:Job {key, namespace, name, firstSeen, lastSeen, holds})      likewise (:Dataset)
     (:Job)-[:READS|WRITES {firstSeen, declared}]->(:Dataset)         EdgeRow: the walk's step
@@ -29,7 +29,9 @@ Why it is written this way:
   (kind, namespace, name), so ``mentions`` is one indexed equality per key; ``delete`` and
   ``replace`` find an event's or a run's by ``sourceId``, then check ``source``.
 * A run row's key, a column edge's key and a mention's key hash all their key fields; a None
-  job is ``jobKey = ''``.
+  job is ``jobKey = ''``, on runs and events alike (an Event vertex without ``jobKey`` is one
+  the graph store of a release before the engine wrote: see
+  :mod:`~lineage_sdk.collector.stores.graph_legacy`, which copies and drops that model).
 * Where the contract leaves a choice, this module makes memory's
   (:mod:`~lineage_sdk.collector.stores.memory`), with the contract's ordering and latest-run
   helpers (:func:`~lineage_sdk.collector.backend.sort_runs`, ``latest_of``, ``follows``).
@@ -58,6 +60,8 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any, Literal
 
+from pydantic import Field
+
 from lineage_sdk.collector.backend import (
     ColumnEdgeRow,
     EdgeRow,
@@ -85,11 +89,38 @@ from lineage_sdk.collector.records import format_time, parse_time
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
 from lineage_sdk.collector.stores.falkordb import tactics_for
-from lineage_sdk.collector.stores.graph import GraphRunner, Neo4jRunner, name_key
-from lineage_sdk.collector.stores.graph_tactics import NEO4J, GraphTactics
-from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.collector.stores.graph_legacy import GraphPreEngineLayout
+from lineage_sdk.collector.stores.graph_runner import (
+    GraphRunner,
+    Neo4jRunner,
+    detect_dialect,
+    name_key,
+)
+from lineage_sdk.collector.stores.graph_tactics import INDEXED, NEO4J, GraphTactics
+from lineage_sdk.config.sections import Section
+from lineage_sdk.exceptions import ConfigError, StoreError
 
-__all__ = ["NEO4J", "GraphBackend", "GraphTactics"]
+__all__ = [
+    "DEFAULT_URI",
+    "NEO4J",
+    "GraphBackend",
+    "GraphStoreConfig",
+    "GraphTactics",
+]
+
+#: The Bolt standard local address, assumed for a connection name that is not configured.
+DEFAULT_URI = "bolt://127.0.0.1:7687"
+
+
+class GraphStoreConfig(Section):
+    """The collector's `graph` store (Neo4j or another Bolt server)."""
+
+    graph_connection_name: str = Field(
+        default="default_graph",
+        min_length=1,
+        description="Name of the [lineage.connections.NAME] section with the Bolt URI.",
+    )
+
 
 _log = logging.getLogger(__name__)
 _LABEL: dict[str, str] = {"JOB": "Job", "DATASET": "Dataset"}
@@ -135,11 +166,15 @@ def _merged(var: str, cls: type) -> str:
 
 
 _NAMED = "ON CREATE SET {v}.namespace = r.{p}Ns, {v}.name = r.{p}Name\n"
+# An event vertex is written once (the first wins): a new one, or one the graph store of a release
+# before the engine left (:mod:`.graph_legacy`), which has no ``jobKey`` (every event here has one,
+# '' without a job) and is taken over whole while the upgrade copies its event.
 _APPEND_EVENTS = """UNWIND $rows AS r
 MERGE (e:Event {eventId: r.id})
-ON CREATE SET e.eventTime = r.time, e.kind = r.kind, e.eventType = r.type, e.runId = r.run,
+WITH e, r WHERE e.jobKey IS NULL
+SET e.eventTime = r.time, e.kind = r.kind, e.eventType = r.type, e.runId = r.run,
   e.jobKey = r.jobKey, e.jobNs = r.jobNs, e.jobName = r.jobName, e.parentRunId = r.parent,
-  e.namespace = r.ns, e.json = r.json
+  e.namespace = r.ns, e.json = r.json, e.staticKey = NULL
 """
 _APPEND_MENTIONS = """UNWIND $rows AS r
 MERGE (x:Mention {key: r.key})
@@ -436,7 +471,7 @@ def _event_params(r: EventRow) -> dict[str, Any]:
     jns, jname = r.job or (None, None)
     return {
         "id": r.event_id, "time": format_time(r.event_time), "kind": r.kind,
-        "type": r.event_type, "run": r.run_id, "jobKey": None if r.job is None else _key(r.job),
+        "type": r.event_type, "run": r.run_id, "jobKey": _key(r.job),
         "jobNs": jns, "jobName": jname, "parent": r.parent_run_id, "ns": r.namespace,
         "json": r.json,
     }  # fmt: skip
@@ -519,7 +554,8 @@ def _node(kind: NodeKind, row: Mapping[str, Any]) -> NodeRow:
 
 def _statements(rows: Rows) -> list[tuple[str, list[dict[str, Any]]]]:
     """The upserts of ``rows``: events first, then the derived rows (mentions of one key joined
-    here, so a batch's run names each node once)."""
+    here, so a batch's run names each node once), each type in key order: concurrent writers on
+    Neo4j then lock vertices in one order (``derive`` gives rows in no order)."""
     if any(n.kind not in _LABEL for n in rows.nodes):
         raise ValueError("NAMESPACE node rows are answered from JOB and DATASET rows")
     out: list[tuple[str, list[dict[str, Any]]]] = [
@@ -531,13 +567,13 @@ def _statements(rows: Rows) -> list[tuple[str, list[dict[str, Any]]]]:
     for m in rows.mentions:
         k = key_of(m)
         mentions[k] = m if k not in mentions else merge(mentions[k], m)
-    out.append((_APPEND_MENTIONS, [_mention_params(m) for m in mentions.values()]))
+    out.append((_APPEND_MENTIONS, [_mention_params(mentions[k]) for k in sorted(mentions)]))
     for kind in _LABEL:
         out.append((_APPEND_NODES[kind], [
             {"key": _key(n.key), "keyNs": n.key[0], "keyName": n.key[1],
              "firstSeen": format_time(n.first_seen), "lastSeen": format_time(n.last_seen),
              "holds": sorted(n.holds)}
-            for n in rows.nodes if n.kind == kind
+            for n in sorted(rows.nodes, key=key_of) if n.kind == kind
         ]))  # fmt: skip
     for io in _REL:
         out.append((_APPEND_EDGES[io], [
@@ -545,11 +581,74 @@ def _statements(rows: Rows) -> list[tuple[str, list[dict[str, Any]]]]:
              "dataset": _key(e.dataset), "datasetNs": e.dataset[0],
              "datasetName": e.dataset[1], "firstSeen": format_time(e.first_seen),
              "declared": _t(e.declared)}
-            for e in rows.edges if e.io == io
+            for e in sorted(rows.edges, key=key_of) if e.io == io
         ]))  # fmt: skip
-    out.append((_APPEND_RUNS, [_run_params(r) for r in rows.runs]))
-    out.append((_APPEND_COLUMNS, [_column_params(c) for c in rows.columns]))
+    out.append((_APPEND_RUNS, [_run_params(r) for r in sorted(rows.runs, key=_run_order)]))
+    out.append(
+        (_APPEND_COLUMNS, [_column_params(c) for c in sorted(rows.columns, key=_column_order)])
+    )
     return [(q, p) for q, p in out if p]
+
+
+def _run_order(r: RunRow) -> tuple[str, Key]:
+    return (r.run_id, r.job or ("", ""))
+
+
+def _column_order(c: ColumnEdgeRow) -> tuple[FieldRef, FieldRef, Key]:
+    return (c.output, c.input, c.job or ("", ""))
+
+
+def _absent_schema(runner: GraphRunner, dialect: str | None) -> list[str]:
+    """The indexes and unique constraints of ``INDEXED`` the server does not list (Neo4j:
+    ``SHOW INDEXES`` and ``SHOW CONSTRAINTS``; FalkorDB: ``db.indexes()``, which has no
+    constraints); none when the server lists neither (nothing to compare)."""
+    dialect = dialect or detect_dialect(runner)
+
+    def single(rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        return {(r["l"][0], r["p"][0]) for r in rows if len(r["l"] or ()) == len(r["p"] or ()) == 1}
+
+    unique: set[tuple[str, str]] | None = None  # FalkorDB has no constraints
+    try:
+        if dialect == "neo4j":
+            indexes = single(
+                runner.run("SHOW INDEXES YIELD labelsOrTypes AS l, properties AS p RETURN l, p")
+            )
+            unique = single(
+                runner.run(
+                    "SHOW CONSTRAINTS YIELD labelsOrTypes AS l, properties AS p, type AS t "
+                    "WHERE t IN ['UNIQUENESS', 'NODE_PROPERTY_UNIQUENESS'] RETURN l, p"
+                )
+            )
+        else:
+            rows = runner.run("CALL db.indexes() YIELD label, properties RETURN label, properties")
+            indexes = {(r["label"], p) for r in rows for p in r["properties"] or ()}
+    except StoreError as exc:
+        _log.debug("graph schema not listed: %s", exc)
+        return []
+    absent: list[str] = []
+    for label, prop, is_unique in INDEXED:
+        if is_unique and unique is not None:
+            if (label, prop) not in unique:
+                absent.append(f"unique constraint on :{label}({prop})")
+        elif (label, prop) not in indexes:
+            absent.append(f"index on :{label}({prop})")
+    return absent
+
+
+def _drop_pre_engine_constraint(runner: GraphRunner) -> None:
+    """On Neo4j, the graph store of a release before the engine made ``lineage_run_key`` unique
+    on ``Run.runId``: a run of two jobs is two Run vertices here, and its copied runs would break
+    it. Dropped when it is that one, so the schema makes ``lineage_run_key`` on ``Run.key``."""
+    try:
+        rows = runner.run(
+            "SHOW CONSTRAINTS YIELD name, properties WHERE name = 'lineage_run_key' "
+            "RETURN properties"
+        )
+    except Exception as exc:  # noqa: BLE001 - a server that cannot list them has none of ours
+        _log.debug("graph constraints not listed: %s", exc)
+        return
+    if any(list(r.get("properties") or []) == ["runId"] for r in rows):
+        runner.run("DROP CONSTRAINT lineage_run_key IF EXISTS")
 
 
 class GraphBackend:
@@ -591,12 +690,30 @@ class GraphBackend:
         runner.verify()
         if self._probe:
             self.tactics = tactics_for(runner)
+        if self.tactics.name == "neo4j":
+            _drop_pre_engine_constraint(runner)
         for statement in self.tactics.schema:
             try:
                 runner.run(statement)
             except Exception as exc:  # noqa: BLE001 - "already indexed"; real faults show on use
                 _log.debug("graph schema statement skipped: %s (%s)", statement, exc)
         runner.verify()
+
+    def missing(self) -> list[str]:
+        """Read-only (``lineage-collector check``): what :meth:`open` would do that is not done:
+        the indexes and unique constraints of its schema the server does not list, and the
+        events of the layout of a release before the engine, copied at the next open. Raises
+        StoreError when the server does not answer."""
+        runner = self.runner
+        runner.verify()
+        found = _absent_schema(runner, self.tactics.name if not self._probe else None)
+        earlier = GraphPreEngineLayout(runner).count_raw_events()
+        if earlier:
+            found.append(
+                f"{earlier} event(s) in the layout of a release before the engine (copied into "
+                "the new model at the next open, or by lineage-collector store init)"
+            )
+        return found
 
     def check(self) -> None:
         self.runner.verify()

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["NEO4J", "OPENCYPHER_SCHEMA", "GraphTactics"]
+__all__ = ["INDEXED", "NEO4J", "OPENCYPHER_SCHEMA", "GraphTactics"]
 
-# (label, property, unique): every read below matches on one of these.
-_INDEXED = (
+#: (label, property, unique): every read of the backend matches on one of these.
+INDEXED = (
     ("Job", "key", True),
     ("Dataset", "key", True),
     ("Run", "key", True),
@@ -38,10 +38,10 @@ _NEO4J_SCHEMA = tuple(
     f"FOR (n:{lbl}) REQUIRE n.{p} IS UNIQUE"
     if unique
     else f"CREATE INDEX lineage_{lbl.lower()}_{p.lower()} IF NOT EXISTS FOR (n:{lbl}) ON (n.{p})"
-    for lbl, p, unique in _INDEXED
+    for lbl, p, unique in INDEXED
 )
 #: openCypher servers without constraints (FalkorDB): plain indexes.
-OPENCYPHER_SCHEMA = tuple(f"CREATE INDEX FOR (n:{lbl}) ON (n.{p})" for lbl, p, _ in _INDEXED)
+OPENCYPHER_SCHEMA = tuple(f"CREATE INDEX FOR (n:{lbl}) ON (n.{p})" for lbl, p, _ in INDEXED)
 
 
 @dataclass(frozen=True, slots=True)

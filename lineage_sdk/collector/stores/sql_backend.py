@@ -2,13 +2,15 @@
 
 A :class:`~lineage_sdk.collector.backend.LineageBackend`: it stores and indexes rows and knows
 nothing of OpenLineage. One table per row type (``{prefix}ev``, ``edge``, ``run``, ``coledge``,
-``node``, ``mention_by``; names apart from today's sql store's, so both can share a database
-while the engine replaces it), each keyed by the row's ``key`` fields.
+``node``, ``mention_by``), each keyed by the row's ``key`` fields. Their names are apart from
+those of the sql store of the releases before the engine (``{prefix}events``, ``jobs``, ``runs``,
+...): :class:`SqlPreEngineLayout` reads that layout's events once, for the engine to copy into
+the new tables at open, then drops it (:class:`~lineage_sdk.collector.stores.sql.SqlStore`).
 
 Why the tables look like this:
 
 * A job or dataset key is stored as its names and a fixed-size hash of them
-  (:func:`~lineage_sdk.collector.stores.sql.name_key`; a field: its dataset's, then its
+  (:func:`name_key`; a field: its dataset's, then its
   name's): names may be 10,000 characters, which no PostgreSQL btree indexes, so keys and
   lookups go by hash. Node order comes from an index on
   the names' first 200 characters (a prefix sorts as its string does), the rest sorted on ties.
@@ -29,7 +31,7 @@ Why the tables look like this:
   one key are joined first. Rows go in key order, so concurrent writers on PostgreSQL lock in
   one order; a deadlock is retried.
 * Collections in filters travel as one parameter whatever their size: an array on PostgreSQL
-  (:func:`~lineage_sdk.collector.stores.sql._member`), an IN list up to SQLite's variable limit
+  (:func:`_member`), an IN list up to SQLite's variable limit
   and ``json_each`` beyond it.
 
 The choices the contract leaves open are the memory backend's
@@ -43,13 +45,16 @@ import contextlib
 import functools
 import hashlib
 import json
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from operator import itemgetter
-from typing import Any, Literal, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
 
 import sqlalchemy as sa
+from pydantic import Field
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
@@ -74,24 +79,214 @@ from lineage_sdk.collector.backend import (
     check_window,
     merge,
 )
-from lineage_sdk.collector.store import EventKind, FieldRef, Page
-from lineage_sdk.collector.stores.sql import (
-    _CHUNK,
-    _DEADLOCK_RETRIES,
-    _WRITE_OPTION,
-    SqlStore,
-    UTCDateTime,
-    _chunks,
-    _deadlock,
-    _member,
-    _reason,
-    _Statement,
-    name_key,
-)
+from lineage_sdk.collector.store import EventKind, FieldRef, Page, RawEvent
 from lineage_sdk.config.redaction import redact
+from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
 
-__all__ = ["SqlBackend"]
+__all__ = [
+    "PRE_ENGINE_TABLES",
+    "SqlBackend",
+    "SqlPreEngineLayout",
+    "SqlStoreConfig",
+    "UTCDateTime",
+    "create_sql_engine",
+    "name_key",
+]
+
+_CHUNK = 500  # keys per IN list: under SQLite's oldest variable limit (999)
+#: Execution option marking a write transaction (SQLite: BEGIN IMMEDIATE; see create_sql_engine).
+_WRITE_OPTION = "lineage_write"
+
+
+def name_key(namespace: str, name: str) -> str:
+    """The fixed-size key of a job or dataset: 128 bits of a hash of ``namespace\\0name``
+    (see the module docstring for why)."""
+    return hashlib.blake2b(f"{namespace}\x00{name}".encode(), digest_size=16).hexdigest()
+
+
+class SqlStoreConfig(Section):
+    """The collector's `sql` store (SQLite or PostgreSQL through SQLAlchemy)."""
+
+    url: Annotated[str, UriSetting()] = Field(
+        default="sqlite:///lineage.db",
+        description="SQLAlchemy URL: sqlite:///path (default) or postgresql+psycopg://...",
+    )
+    connection_name: str | None = Field(
+        default=None,
+        description="Optional [lineage.connections.NAME] holding the URL instead.",
+    )
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """Aware UTC datetimes on every backend (SQLite stores naive text, compared as text)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _without_jit(dbapi_conn: Any, _record: Any) -> None:
+    """``SET jit = off`` on a new PostgreSQL connection: reads are many short indexed lookups,
+    and a planner misled by missing statistics (a fresh import, autovacuum off) JIT-compiles
+    each of them (measured: 37 ms a walk query instead of 0.08 ms)."""
+    info = getattr(dbapi_conn, "info", None)
+    version = getattr(info, "server_version", None) or getattr(dbapi_conn, "server_version", 0)
+    if not isinstance(version, int):
+        return
+    if version >= 110000:  # jit exists from PostgreSQL 11
+        cur = dbapi_conn.cursor()
+        cur.execute("SET jit = off")
+        cur.close()
+        dbapi_conn.commit()
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the SQLite file 0600 (whatever the umask) before SQLite does: lineage can name
+    private tables and jobs. SQLite gives its -wal and -shm files the main file's mode. An
+    existing file is left as it is (its owner chose its mode)."""
+    try:
+        fd = os.open(
+            path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600
+        )
+    except FileExistsError:
+        return
+    except OSError:
+        return  # e.g. a missing directory: SQLAlchemy reports it with the store's name
+    try:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def _url_of(url: str) -> sa.URL:
+    """``url`` parsed; ConfigError naming ``store.sql.url`` when it is no SQLAlchemy URL."""
+    try:
+        return sa.make_url(url)
+    except sa_exc.ArgumentError:
+        raise ConfigError(
+            "store.sql.url",
+            redact(url),
+            "a SQLAlchemy URL such as sqlite:///lineage.db or postgresql+psycopg://user@host/db",
+        ) from None
+
+
+def create_sql_engine(url: str, *, echo: bool = False) -> Engine:
+    """The engine of a ``store.sql.url`` (ConfigError when it is no SQLAlchemy URL).
+
+    SQLite: the file created 0600 first (:func:`_create_private_file`), WAL, ``synchronous``
+    NORMAL, a 30 s busy timeout, and transactions begun here, not by the driver: a connection
+    whose execution options hold :data:`_WRITE_OPTION` begins with ``BEGIN IMMEDIATE`` (the
+    write lock taken at BEGIN: a deferred transaction that read first fails at once, "database
+    is locked", when another writer committed since its snapshot). PostgreSQL: a small pool
+    with pre-ping, and jit off (:func:`_without_jit`).
+    """
+    parsed = _url_of(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            _create_private_file(Path(database))
+        engine = sa.create_engine(parsed, echo=echo, connect_args={"timeout": 30})
+
+        @sa.event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            if database and database != ":memory:":
+                cur.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL survives a killed process; only power loss may lose the last commit.
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+            # Transactions are begun below, not by the driver (see the docstring).
+            dbapi_conn.isolation_level = None
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            immediate = conn.get_execution_options().get(_WRITE_OPTION)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+        return engine
+    engine = sa.create_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=2, max_overflow=4)
+    if parsed.get_backend_name() == "postgresql":
+        sa.event.listen(engine, "connect", _without_jit)
+    return engine
+
+
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _member(conn: Connection, column: Any, keys: Sequence[str]) -> Any:
+    """``column IN keys``. On PostgreSQL ``column = ANY(...)`` of one parameter whatever the
+    count, so the statement text never changes (psycopg prepares it after a few runs, and the
+    server skips planning) and no per-key parameter is bound; 0.66x the time of a 500-key IN
+    list measured on the million-event graph. The keys travel as one comma-joined text that
+    the server splits (``string_to_array``): psycopg dumps a list parameter key by key, a regex
+    test each, 7% of a lineage walk (0.89x a walk's time measured). Keys that hold a comma,
+    or an empty key, go as a list. SQLite takes an IN list."""
+    if conn.dialect.name != "postgresql":
+        return column.in_(keys)
+    joined = ",".join(keys)
+    if joined.count(",") == len(keys) - 1 and all(keys):
+        split = sa.func.string_to_array(sa.bindparam(None, joined, type_=sa.Text), ",")
+        return column == sa.any_(split)
+    return column == sa.any_(sa.bindparam(None, list(keys), type_=pg_dialect.ARRAY(sa.Text)))
+
+
+class _Statement:
+    """One compiled upsert, and how to hand it rows built in table-column order."""
+
+    __slots__ = ("columns", "order", "positional", "sql")
+
+    def __init__(
+        self,
+        sql: str,
+        columns: tuple[str, ...],
+        *,
+        positional: bool,
+        order: tuple[int, ...] | None = None,
+    ) -> None:
+        self.sql = sql
+        self.columns = columns
+        self.positional = positional
+        self.order = order  # parameter positions, when they differ from column order
+
+    def bind(self, rows: list[tuple[Any, ...]]) -> list[Any]:
+        if not self.positional:
+            return [dict(zip(self.columns, row, strict=True)) for row in rows]
+        if self.order is None:
+            return rows
+        order = self.order
+        return [tuple(row[i] for i in order) for row in rows]
+
+
+def _reason(exc: BaseException) -> str:
+    """One line naming the database's complaint, with any password in it removed."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip().splitlines()
+    return redact(f"{type(orig or exc).__name__}: {text[0] if text else ''}")[:500]
+
+
+_DEADLOCK_RETRIES = 3
+
+
+def _deadlock(exc: sa_exc.OperationalError) -> bool:
+    """PostgreSQL's deadlock (SQLSTATE 40P01) or serialization failure (40001)."""
+    orig = getattr(exc, "orig", None)
+    return getattr(orig, "sqlstate", None) in ("40P01", "40001")
+
 
 _T = TypeVar("_T")
 _Bind = Callable[[datetime | None], Any]
@@ -126,9 +321,11 @@ _key_hash = functools.lru_cache(maxsize=1 << 16)(name_key)
 
 
 @functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 16)
 def _field_hash(ref: FieldRef) -> str:
     """A field's key: its dataset's key, then 64 bits of a hash of its name (see the coledge
-    table; two names of one dataset would need to collide in 64 bits to share a key)."""
+    table; two names of one dataset would need to collide in 64 bits to share a key).
+    Remembered: a job's runs state the same fields again."""
     name = hashlib.blake2b(ref.field.encode(), digest_size=8).hexdigest()
     return _key_hash(ref.namespace, ref.dataset) + name
 
@@ -640,6 +837,7 @@ class SqlBackend:
         self._echo = echo
         #: What ``lineage-collector check`` shows: the URL without its password.
         self.address = redact(url)
+        self._prefix = table_prefix
         self._metadata = sa.MetaData()
         self._t = _tables(self._metadata, table_prefix)
         self._engine: Engine | None = None
@@ -657,9 +855,9 @@ class SqlBackend:
         if self._engine is not None:
             return
         try:
-            # The sql store's engine: SQLite's private file, WAL, pragmas and BEGIN IMMEDIATE
-            # for writes; PostgreSQL's pool and jit off.
-            engine = SqlStore(self._url, echo=self._echo)._create_engine()
+            # SQLite's private file, WAL, pragmas and BEGIN IMMEDIATE for writes; PostgreSQL's
+            # pool and jit off.
+            engine = create_sql_engine(self._url, echo=self._echo)
             if engine.dialect.name == "sqlite":
                 sa.event.listen(engine, "connect", _sqlite_functions)
             elif engine.dialect.name != "postgresql":
@@ -675,11 +873,28 @@ class SqlBackend:
                 # Another collector created the tables at the same moment: they exist now.
                 with engine.begin() as conn:
                     self._metadata.create_all(conn, checkfirst=True)
+            self._add_missing_indexes(engine)
         except (ConfigError, StoreError):
             raise
         except (sa_exc.SQLAlchemyError, ImportError, OSError) as exc:
             self.close()
             raise StoreError(self.name, f"cannot open {self.address}: {_reason(exc)}") from None
+
+    def _add_missing_indexes(self, engine: Engine) -> None:
+        """The indexes a table made by an earlier release lacks (``create_all`` skips a table
+        that exists, and its indexes with it), built at open, once: on a big table this takes a
+        while, and PostgreSQL holds writes to it meanwhile. ``IF NOT EXISTS``: two collectors
+        opening at once both succeed."""
+        with engine.connect() as conn:
+            absent = [
+                ix
+                for t in self._metadata.sorted_tables
+                for ix in sorted(t.indexes, key=lambda ix: str(ix.name))
+                if ix.name not in _index_names(conn, t.name) and _created_on(ix, conn.dialect)
+            ]
+        for ix in absent:
+            with engine.begin() as conn:
+                conn.execute(sa.schema.CreateIndex(ix, if_not_exists=True))
 
     def check(self) -> None:
         with self._reading() as conn:
@@ -689,6 +904,44 @@ class SqlBackend:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+
+    def missing(self) -> list[str]:
+        """What :meth:`open` would create (tables, indexes), found without creating anything
+        (``lineage-collector check``), and the events of the layout of a release before the
+        engine (:class:`SqlPreEngineLayout`) that the next open copies; raises StoreError if
+        the database cannot be reached. A SQLite file that does not exist is reported, not
+        created."""
+        url = _url_of(self._url)
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            path = Path(str(url.database))
+            if not str(url.database).startswith("file:") and not path.is_file():
+                return [f"database file {path}"]
+        engine = sa.create_engine(url)  # no pragmas: nothing is written, not even WAL's files
+        try:
+            with engine.connect() as conn:
+                inspector = sa.inspect(conn)
+                tables = set(inspector.get_table_names())
+                found = [f"table {t.name}" for t in self._t.values() if t.name not in tables]
+                for t in self._t.values():
+                    if t.name in tables:
+                        have = _index_names(conn, t.name)
+                        found += [
+                            f"index {ix.name}"
+                            for ix in sorted(t.indexes, key=lambda ix: str(ix.name))
+                            if ix.name not in have and _created_on(ix, conn.dialect)
+                        ]
+                earlier = _pre_engine_count(conn, self._prefix, tables)
+                if earlier:
+                    found.append(
+                        f"{earlier} event(s) in the layout of a release before the engine "
+                        "(copied into the new tables at the next open, or by "
+                        "lineage-collector store init)"
+                    )
+                return found
+        except (sa_exc.SQLAlchemyError, ImportError, OSError) as exc:
+            raise StoreError(self.name, f"cannot open {self.address}: {_reason(exc)}") from None
+        finally:
+            engine.dispose()
 
     # -- connections and errors ---------------------------------------------------------------
 
@@ -1257,3 +1510,155 @@ def _within(conn: Connection, column: Any, values: Collection[str]) -> Any:
     if len(keys) <= _CHUNK:  # one expanding parameter: SQLAlchemy coerces no key one by one
         return column.in_(sa.bindparam(None, keys, expanding=True))
     return column.in_(sa.select(_key_table(conn, keys).c.value))
+
+
+def _index_names(conn: Connection, table: str) -> set[str]:
+    """The indexes ``table`` has, by name: on SQLite from its schema table (SQLAlchemy does not
+    reflect an index on expressions, such as the node order's)."""
+    if conn.dialect.name == "sqlite":
+        listed = sa.text("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = :t")
+        return set(conn.execute(listed, {"t": table}).scalars())
+    return {str(ix["name"]) for ix in sa.inspect(conn).get_indexes(table)}
+
+
+def _created_on(index: sa.Index, dialect: Dialect) -> bool:
+    """Whether ``create_all`` creates ``index`` on ``dialect`` (``ddl_if`` may limit it to one)."""
+    only = getattr(index, "_ddl_if", None)
+    if only is None or only.dialect is None:
+        return True
+    return dialect.name in ((only.dialect,) if isinstance(only.dialect, str) else only.dialect)
+
+
+# -- the layout of the releases before the engine ----------------------------------------------
+
+#: The tables of the sql store of the releases before the engine, without their prefix (the
+#: events first: the only one read). None of them is a table of :func:`_tables` (the new
+#: layout), so dropping them never touches the new tables.
+PRE_ENGINE_TABLES = (
+    "events",
+    "jobs",
+    "datasets",
+    "runs",
+    "run_io",
+    "job_io",
+    "column_edges",
+    "static_refs",
+)
+#: The table, beside them, recording how far the copy into the new tables went (one row).
+UPGRADE_MARK_TABLE = "upgrade_copied"
+
+
+def _pre_engine_count(conn: Connection, prefix: str, tables: Collection[str]) -> int:
+    """The events in ``{prefix}events`` of the layout before the engine (0: no such table)."""
+    name = f"{prefix}events"
+    if name not in tables:
+        return 0
+    return int(conn.execute(sa.select(sa.func.count()).select_from(sa.table(name))).scalar_one())
+
+
+class SqlPreEngineLayout:
+    """The tables the ``sql`` store of the releases before the engine left in a database, read
+    only (a :class:`~lineage_sdk.collector.engine.store.PreEngineLayout`): its raw events,
+    ``{prefix}events`` (``event_id``, ``event_time`` as :class:`UTCDateTime` stores it,
+    ``payload`` the event's JSON), yielded for :class:`EngineStore` to copy into the new tables.
+
+    How far the copy went is one row of ``{prefix}upgrade_copied`` in the same database;
+    :meth:`drop` drops the old tables (:data:`PRE_ENGINE_TABLES`) and that one, never a table
+    of the new layout. Each call opens an engine of its own and disposes it when done.
+    """
+
+    name = "sql"
+
+    def __init__(self, url: str, table_prefix: str = "lineage_", *, echo: bool = False) -> None:
+        self._url = url
+        self._echo = echo
+        self.address = redact(url)
+        self._prefix = table_prefix
+        self._names = tuple(f"{table_prefix}{name}" for name in PRE_ENGINE_TABLES)
+        metadata = sa.MetaData()
+        self._events = sa.Table(
+            f"{table_prefix}events",
+            metadata,
+            sa.Column("event_id", sa.String(32), primary_key=True),
+            sa.Column("event_time", UTCDateTime(), nullable=False),
+            sa.Column("payload", sa.Text, nullable=False),
+        )
+        self._mark = sa.Table(
+            f"{table_prefix}{UPGRADE_MARK_TABLE}",
+            metadata,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+            sa.Column("event_time", UTCDateTime(), nullable=False),
+            sa.Column("event_id", sa.Text, nullable=False),
+        )
+
+    @contextlib.contextmanager
+    def _connected(self, *, write: bool = False) -> Iterator[Connection]:
+        """A connection of an engine of its own (one transaction; ``write``: SQLite's write
+        lock taken at BEGIN), disposed afterwards; database errors as StoreError."""
+        engine = create_sql_engine(self._url, echo=self._echo)
+        try:
+            with engine.connect() as conn:
+                if write:
+                    conn.execution_options(**{_WRITE_OPTION: True})
+                with conn.begin():
+                    yield conn
+        except sa_exc.SQLAlchemyError as exc:
+            if isinstance(exc, _TRANSIENT):
+                raise StoreError(self.name, f"{self.address}: {_reason(exc)}") from None
+            raise StoreError(self.name, _reason(exc), permanent=True) from None
+        finally:
+            engine.dispose()
+
+    @staticmethod
+    def _has(conn: Connection, table: sa.Table) -> bool:
+        return sa.inspect(conn).has_table(table.name)
+
+    def count_raw_events(self) -> int:
+        with self._connected() as conn:
+            present = [self._events.name] if self._has(conn, self._events) else []
+            return _pre_engine_count(conn, self._prefix, present)
+
+    def iter_raw_events(
+        self, *, after: tuple[datetime, str] | None = None, batch_size: int = 1000
+    ) -> Iterator[RawEvent]:
+        """The stored events ordered by ``(event_time, event_id)``, after ``after``, through one
+        server-side cursor (PostgreSQL) or one stepped statement (SQLite)."""
+        ev = self._events
+        query = sa.select(ev.c.event_id, ev.c.event_time, ev.c.payload)
+        if after is not None:
+            at, last_id = after
+            query = query.where(
+                sa.or_(
+                    ev.c.event_time > at, sa.and_(ev.c.event_time == at, ev.c.event_id > last_id)
+                )
+            )
+        query = query.order_by(ev.c.event_time, ev.c.event_id)
+        with self._connected() as conn:
+            if not self._has(conn, ev):
+                return
+            rows = conn.execution_options(stream_results=True, yield_per=batch_size).execute(query)
+            for event_id, event_time, payload in rows:
+                yield RawEvent(event_id, event_time, payload)
+
+    def copied(self) -> tuple[datetime, str] | None:
+        mark = self._mark
+        with self._connected() as conn:
+            if not self._has(conn, mark):
+                return None
+            row = conn.execute(sa.select(mark.c.event_time, mark.c.event_id)).first()
+        return None if row is None else (row[0], row[1])
+
+    def mark_copied(self, position: tuple[datetime, str]) -> None:
+        mark = self._mark
+        with self._connected(write=True) as conn:
+            mark.create(conn, checkfirst=True)
+            conn.execute(sa.delete(mark))
+            conn.execute(sa.insert(mark).values(id=1, event_time=position[0], event_id=position[1]))
+
+    def drop(self) -> None:
+        """Drop the old layout's tables (with their indexes) and the copy's mark, in one
+        transaction; the tables that do not exist are skipped."""
+        with self._connected(write=True) as conn:
+            quote = conn.dialect.identifier_preparer.quote
+            for name in (*self._names, self._mark.name):
+                conn.exec_driver_sql(f"DROP TABLE IF EXISTS {quote(name)}")
