@@ -10,7 +10,9 @@ Reusable by every test folder (collector, API): import the helpers, or use the s
   module, which serves Bolt on ``BOLT_PORT``. When ``LINEAGE_TEST_NEO4J_URI`` is set (with
   ``LINEAGE_TEST_NEO4J_USER`` / ``LINEAGE_TEST_NEO4J_PASSWORD``), that real Neo4j is used instead.
 
-Every FalkorDB workaround lives here, never in the store (see docs/stores.md, "FalkorDB quirks"):
+FalkorDB's quirks of the test setup are worked around here; what the graph backend itself must
+ask differently of FalkorDB is its tactics (``lineage_sdk/collector/stores/falkordb.py``; see
+docs/stores.md, "FalkorDB quirks"):
 
 * its Bolt port is parsed as a signed 16-bit number: a port above 32767 silently serves no Bolt, so
   ports come from 20000-32000;
@@ -20,7 +22,7 @@ Every FalkorDB workaround lives here, never in the store (see docs/stores.md, "F
 * its Bolt layer renders parameters into query text in a ~4 KB stack buffer without escaping ``'``
   or ``\\``: a batch of real events crashes the server (``stack smashing detected``), and quotes
   change or break the stored strings. The full graph suite therefore talks to FalkorDB through
-  :class:`FalkorDBRespRunner`, a :class:`~lineage_sdk.collector.stores.graph.GraphRunner` over its
+  :class:`FalkorDBRespRunner`, a :class:`~lineage_sdk.collector.stores.graph_runner.GraphRunner` over its
   native Redis protocol (``GRAPH.QUERY`` with a properly escaped parameter header), which runs the
   store's very same Cypher. A smaller suite still drives FalkorDB through the official neo4j driver
   over Bolt with small, plain events.
