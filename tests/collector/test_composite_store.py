@@ -203,3 +203,39 @@ def test_manager_close_ends_the_composite_writer_threads(tmp_path):
     assert started, "the composite wrote its second store inline"
     manager.close_sync()
     assert not (set(writers()) & started)
+
+
+def test_engine_stores_share_one_derivation_of_each_batch(monkeypatch: pytest.MonkeyPatch):
+    """Two engine stores beside another store: the batch is derived once (derivation is pure,
+    a fifth of an engine store's write), both engine stores hold what their own derivation
+    would have given, and the other store still gets the records."""
+    from stores_nosql.nosql_events import records, run_event
+
+    from lineage_sdk.collector.engine import EngineStore
+    from lineage_sdk.collector.stores import composite
+    from lineage_sdk.collector.stores.memory import MemoryBackend
+
+    calls = []
+    real = composite.derive
+    monkeypatch.setattr(composite, "derive", lambda batch: calls.append(1) or real(batch))
+    batch = records(
+        run_event(job="j", run_id="r1", event_type="START", inputs=[("ns", "a")]),
+        run_event(job="j", run_id="r1", event_type="COMPLETE", outputs=[("ns", "b")], seconds=1),
+    )
+    first, second = EngineStore(MemoryBackend()), EngineStore(MemoryBackend())
+    other = FakeStore("other")
+    store = CompositeStore([first, second, other])
+    store.open()
+    try:
+        store.write_batch(batch)
+    finally:
+        store.close()
+    assert calls == [1]
+    assert other.batches == [batch]
+    alone = EngineStore(MemoryBackend())
+    alone.write_batch(batch)
+    for engine in (first, second):
+        assert engine.lineage("dataset:ns:b", direction="both", depth=5) == alone.lineage(
+            "dataset:ns:b", direction="both", depth=5
+        )
+        assert engine.events_of_run("r1") == alone.events_of_run("r1")

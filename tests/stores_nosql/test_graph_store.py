@@ -311,3 +311,31 @@ def test_open_is_repeatable(graph_store):
     graph_store.open()
     graph_store.check()
     graph_store.write_batch(records(run_event(job="j", namespace=f"ns-{uid()}")))
+
+
+def test_a_relationship_written_twice_is_one_edge(graph_store):
+    """FalkorDB's relationship MERGE is not atomic against another client's: a fleet writing the
+    same events may leave two READS between one job and one dataset. They are two rows of one
+    key, read as one, joined by the merge rules (the least first-seen time)."""
+    ns = f"ns-{uid()}"
+    graph_store.write_batch(
+        records(run_event(job="j", namespace=ns, inputs=[(ns, "src")], outputs=[(ns, "out")]))
+    )
+    (before,) = graph_store.backend.edges("JOB", [(ns, "j")], "in")
+    graph_runner(graph_store).run(
+        "MATCH (j:Job {namespace: $ns, name: 'j'}), (d:Dataset {namespace: $ns, name: 'src'})\n"
+        "CREATE (j)-[:READS {firstSeen: $early}]->(d)",
+        {"ns": ns, "early": "2000-01-01T00:00:00.000000Z"},
+    )
+    assert (
+        count(
+            graph_store, "MATCH (:Job {namespace: $ns})-[r:READS]->() RETURN count(r) AS c", ns=ns
+        )
+        == 2
+    )
+    (joined,) = graph_store.backend.edges("JOB", [(ns, "j")], "in")
+    (seen_from_dataset,) = graph_store.backend.edges("DATASET", [(ns, "src")], "in")
+    assert joined == seen_from_dataset
+    assert joined.first_seen.year == 2000 and joined.first_seen < before.first_seen
+    page = graph_store.jobs(ns)
+    assert [job.inputs for job in page] == [((ns, "src"),)]

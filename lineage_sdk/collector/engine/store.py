@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from lineage_sdk.collector.backend import LineageBackend, Provisioned
+from lineage_sdk.collector.backend import LineageBackend, Provisioned, Rows
 from lineage_sdk.collector.decode import PoisonMessage, validate_event
 from lineage_sdk.collector.engine.derive import derive
 from lineage_sdk.collector.engine.reads import Engine
@@ -82,6 +82,11 @@ class EngineStore(Engine):
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
         self.backend.append(derive(records))
+
+    def write_rows(self, rows: Rows) -> None:
+        """Append rows :func:`derive` made of a batch (a composite of several engine stores
+        derives each batch once for all of them)."""
+        self.backend.append(rows)
 
     def missing(self) -> list[str]:
         """What :meth:`open` would create or copy (``lineage-collector check``), found without

@@ -9,6 +9,8 @@ StoreError naming a failing store and the message goes to retry (or, when perman
 attempts, to the dead-letter queue) as a whole; the stores that succeeded see the events again
 and, being idempotent per event id, keep one copy.
 
+Engine stores take the batch's rows, derived once for all of them, not each its own.
+
 The composite does not own its stores: :class:`~lineage_sdk.collector.manager.LineageManager`
 opens them before it builds the composite and closes them after it. The composite's own
 ``open`` and ``close`` start and end its writer pool, nothing else.
@@ -21,16 +23,24 @@ import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from lineage_sdk.collector.backend import Rows
+from lineage_sdk.collector.engine import EngineStore, derive
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord, LineageStoreProtocol
 from lineage_sdk.exceptions import StoreError
 
 __all__ = ["CompositeStore"]
 
 
-def _write(store: LineageStoreProtocol, records: Sequence[LineageRecord]) -> StoreError | None:
-    """Write one store; any failure comes back as a StoreError naming it (never raised)."""
+def _write(
+    store: LineageStoreProtocol, records: Sequence[LineageRecord], rows: Rows | None
+) -> StoreError | None:
+    """Write one store (an engine store the batch's ``rows``, when derived once for all);
+    any failure comes back as a StoreError naming it (never raised)."""
     try:
-        store.write_batch(records)
+        if rows is not None and isinstance(store, EngineStore):
+            store.write_rows(rows)
+        else:
+            store.write_batch(records)
     except StoreError as exc:
         return exc
     except Exception as exc:  # noqa: BLE001 - a plugin store may raise anything
@@ -73,16 +83,24 @@ class CompositeStore(BaseLineageStore):
                 self._pool = pool
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
+        # The rows of the batch, derived once when two stores or more are engine stores
+        # (derivation is a fifth of an engine store's write, and the same for every backend).
+        rows = None
+        if sum(isinstance(store, EngineStore) for store in self.stores) > 1:
+            try:
+                rows = derive(records)
+            except Exception:  # noqa: BLE001 - each store derives again, and fails as itself
+                rows = None
         if len(self.stores) == 1:
-            errors = [_write(self.stores[0], records)]
+            errors = [_write(self.stores[0], records, rows)]
         else:
             pool = self._pool
             if pool is None:
                 raise RuntimeError("the composite store is not open: call open() first")
             futures: list[Future[StoreError | None]] = [
-                pool.submit(_write, store, records) for store in self.stores[1:]
+                pool.submit(_write, store, records, rows) for store in self.stores[1:]
             ]
-            first = _write(self.stores[0], records)
+            first = _write(self.stores[0], records, rows)
             errors = [first, *(future.result() for future in futures)]
         failed = [error for error in errors if error is not None]
         if failed:
