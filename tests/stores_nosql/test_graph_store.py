@@ -314,9 +314,9 @@ def test_open_is_repeatable(graph_store):
 
 
 def test_a_relationship_written_twice_is_one_edge(graph_store):
-    """FalkorDB's relationship MERGE is not atomic against another client's: a fleet writing the
-    same events may leave two READS between one job and one dataset. They are two rows of one
-    key, read as one, joined by the merge rules (the least first-seen time)."""
+    """Two READS between one job and one dataset (a fleet writing the same events left such a
+    pair on FalkorDB once, cause not found) are two rows of one key, read as one, joined by the
+    merge rules (the least first-seen time)."""
     ns = f"ns-{uid()}"
     graph_store.write_batch(
         records(run_event(job="j", namespace=ns, inputs=[(ns, "src")], outputs=[(ns, "out")]))

@@ -781,10 +781,11 @@ class GraphBackend:
             return []
         near = {_name_key(k): k for k in keys}
         query = _EDGES[(end, io, until is not None)]
-        # (job, dataset) -> its row. One key may come back twice: FalkorDB's relationship MERGE
-        # is not atomic against another client's, and three collectors writing the same events
-        # left two READS between one job and one dataset (test_fleet_convergence); the two are
-        # rows of one key, joined by their merge rules like any other.
+        # (job, dataset) -> its row. One key came back twice on FalkorDB after three collectors
+        # wrote the same events (test_fleet_convergence on a clean clone: a job's inputs listed
+        # one dataset twice); the cause is not found (three clients MERGE-ing the same
+        # relationships 900 times left none twice). Two rows of one key are joined by their
+        # merge rules, as everywhere.
         rows: dict[tuple[Key, Key], EdgeRow] = {}
         spans: dict[str, tuple[datetime, datetime | None]] = {}  # a job's edges share their times
         from_job = end == "JOB"
