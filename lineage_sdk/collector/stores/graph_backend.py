@@ -58,6 +58,7 @@ from dataclasses import fields
 from datetime import datetime, timedelta
 from functools import lru_cache
 from itertools import islice
+from operator import attrgetter
 from typing import Any, Literal
 
 from pydantic import Field
@@ -565,7 +566,7 @@ def _statements(rows: Rows) -> list[tuple[str, list[dict[str, Any]]]]:
         raise ValueError("mentions name JOB and DATASET nodes")
     mentions: dict[tuple[Any, ...], MentionRow] = {}
     for m in rows.mentions:
-        k = key_of(m)
+        k = _MENTION_KEY(m)
         mentions[k] = m if k not in mentions else merge(mentions[k], m)
     out.append((_APPEND_MENTIONS, [_mention_params(mentions[k]) for k in sorted(mentions)]))
     for kind in _LABEL:
@@ -573,7 +574,7 @@ def _statements(rows: Rows) -> list[tuple[str, list[dict[str, Any]]]]:
             {"key": _key(n.key), "keyNs": n.key[0], "keyName": n.key[1],
              "firstSeen": format_time(n.first_seen), "lastSeen": format_time(n.last_seen),
              "holds": sorted(n.holds)}
-            for n in sorted(rows.nodes, key=key_of) if n.kind == kind
+            for n in sorted(rows.nodes, key=_NODE_ORDER) if n.kind == kind
         ]))  # fmt: skip
     for io in _REL:
         out.append((_APPEND_EDGES[io], [
@@ -581,13 +582,20 @@ def _statements(rows: Rows) -> list[tuple[str, list[dict[str, Any]]]]:
              "dataset": _key(e.dataset), "datasetNs": e.dataset[0],
              "datasetName": e.dataset[1], "firstSeen": format_time(e.first_seen),
              "declared": _t(e.declared)}
-            for e in sorted(rows.edges, key=key_of) if e.io == io
+            for e in sorted(rows.edges, key=_EDGE_ORDER) if e.io == io
         ]))  # fmt: skip
     out.append((_APPEND_RUNS, [_run_params(r) for r in sorted(rows.runs, key=_run_order)]))
     out.append(
         (_APPEND_COLUMNS, [_column_params(c) for c in sorted(rows.columns, key=_column_order)])
     )
     return [(q, p) for q, p in out if p]
+
+
+# Rows' keys as key_of gives them, without its per-row walk of the fields' rules (a write
+# sorts and joins a batch's rows by them).
+_MENTION_KEY = attrgetter("source", "source_id", "kind", "key", "role")
+_NODE_ORDER = attrgetter("kind", "key")
+_EDGE_ORDER = attrgetter("job", "dataset")
 
 
 def _run_order(r: RunRow) -> tuple[str, Key]:
