@@ -321,7 +321,6 @@ _key_hash = functools.lru_cache(maxsize=1 << 16)(name_key)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-@functools.lru_cache(maxsize=1 << 16)
 def _field_hash(ref: FieldRef) -> str:
     """A field's key: its dataset's key, then 64 bits of a hash of its name (see the coledge
     table; two names of one dataset would need to collide in 64 bits to share a key).
@@ -886,12 +885,7 @@ class SqlBackend:
         while, and PostgreSQL holds writes to it meanwhile. ``IF NOT EXISTS``: two collectors
         opening at once both succeed."""
         with engine.connect() as conn:
-            absent = [
-                ix
-                for t in self._metadata.sorted_tables
-                for ix in sorted(t.indexes, key=lambda ix: str(ix.name))
-                if ix.name not in _index_names(conn, t.name) and _created_on(ix, conn.dialect)
-            ]
+            absent = _absent_indexes(conn, self._metadata.sorted_tables)
         for ix in absent:
             with engine.begin() as conn:
                 conn.execute(sa.schema.CreateIndex(ix, if_not_exists=True))
@@ -922,14 +916,8 @@ class SqlBackend:
                 inspector = sa.inspect(conn)
                 tables = set(inspector.get_table_names())
                 found = [f"table {t.name}" for t in self._t.values() if t.name not in tables]
-                for t in self._t.values():
-                    if t.name in tables:
-                        have = _index_names(conn, t.name)
-                        found += [
-                            f"index {ix.name}"
-                            for ix in sorted(t.indexes, key=lambda ix: str(ix.name))
-                            if ix.name not in have and _created_on(ix, conn.dialect)
-                        ]
+                present = [t for t in self._t.values() if t.name in tables]
+                found += [f"index {ix.name}" for ix in _absent_indexes(conn, present)]
                 earlier = _pre_engine_count(conn, self._prefix, tables)
                 if earlier:
                     found.append(
@@ -1519,6 +1507,20 @@ def _index_names(conn: Connection, table: str) -> set[str]:
         listed = sa.text("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = :t")
         return set(conn.execute(listed, {"t": table}).scalars())
     return {str(ix["name"]) for ix in sa.inspect(conn).get_indexes(table)}
+
+
+def _absent_indexes(conn: Connection, tables: Iterable[sa.Table]) -> list[sa.Index]:
+    """The indexes of ``tables`` (which exist) that the database lacks, of those ``create_all``
+    makes on its dialect: what ``missing`` reports and ``open`` builds."""
+    absent: list[sa.Index] = []
+    for t in tables:
+        have = _index_names(conn, t.name)
+        absent += [
+            ix
+            for ix in sorted(t.indexes, key=lambda ix: str(ix.name))
+            if ix.name not in have and _created_on(ix, conn.dialect)
+        ]
+    return absent
 
 
 def _created_on(index: sa.Index, dialect: Dialect) -> bool:
