@@ -804,12 +804,8 @@ def rebuild_cmd(
     """Rebuild one configured store from another's raw events (e.g. after a change of the graph
     model). Resumable: run the same command again after an interruption and it continues."""
     from lineage_sdk.collector.manager import LineageManager
-    from lineage_sdk.collector.portability import (
-        leaf_stores,
-        opened,
-        raw_source,
-        rebuild_store,
-    )
+    from lineage_sdk.collector.portability import opened, raw_source, rebuild_store
+    from lineage_sdk.collector.stores.composite import leaf_stores
 
     if source_name not in ("document", "sql"):
         raise typer.BadParameter("must be document or sql", param_hint="--from")

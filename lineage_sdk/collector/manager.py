@@ -13,14 +13,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 
+from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.settings import StoreConfig
-from lineage_sdk.collector.store import (
-    LineageCatalogProtocol,
-    LineageStoreProtocol,
-    StoreCreator,
-    pick_query_store,
-)
-from lineage_sdk.collector.stores.composite import CompositeStore
+from lineage_sdk.collector.store import LineageStoreProtocol, StoreCreator
+from lineage_sdk.collector.stores.composite import CompositeStore, pick_query_store
 from lineage_sdk.config.names import STORE_GROUP, component_names, unknown_component
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -224,7 +220,7 @@ class LineageManager(BaseService):
         for store in reversed(opened):
             self._close_one(store)
 
-    def query_store(self) -> LineageCatalogProtocol:
+    def query_store(self) -> EngineStore:
         """The store that answers reads (built, not opened): ``sql``, else ``graph``, else another
         querying store, looking into a composite. ConfigError when no configured store can."""
         stores = self.build()

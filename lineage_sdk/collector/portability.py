@@ -3,7 +3,7 @@
 Every query store (sql, document, graph) keeps each event exactly as it was received, so the raw
 events are the system of record and everything else is derived from them. This module moves them:
 
-* :func:`export_events` streams a :class:`~lineage_sdk.collector.store.RawEventSource`'s events
+* :func:`export_events` streams a :class:`~lineage_sdk.collector.engine.Engine`'s events
   as NDJSON (one event per line, in ``(eventTime, event id)`` order), in constant memory;
 * :func:`import_events` takes NDJSON through the very path of ingest: each line is decoded and
   validated by :func:`~lineage_sdk.collector.decode.decode_message` (what a broker message goes
@@ -37,13 +37,14 @@ from lineage_sdk.collector.decode import (
     decode_message,
     validate_event,
 )
+from lineage_sdk.collector.engine import Engine, EngineStore
 from lineage_sdk.collector.records import parse_event_time
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.store import (
     LineageRecord,
     LineageStoreProtocol,
-    RawEventSource,
 )
+from lineage_sdk.collector.stores.composite import engine_stores, leaf_stores
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 __all__ = [
@@ -71,19 +72,10 @@ Refused = Callable[[int, str], None]
 """Called with a line number (import) or a running count (rebuild) and the reason."""
 
 
-def leaf_stores(stores: Iterable[Any]) -> list[Any]:
-    """The leaf stores, looking into a composite (whose ``stores`` are its leaves)."""
-    leaves: list[Any] = []
-    for store in stores:
-        inner = getattr(store, "stores", None)
-        leaves.extend(inner if isinstance(inner, list) else [store])
-    return leaves
-
-
-def raw_source(stores: Iterable[Any], name: str | None = None) -> RawEventSource:
+def raw_source(stores: Iterable[Any], name: str | None = None) -> EngineStore:
     """The store raw events are read from: the one called ``name``, else the first of
     :data:`RAW_SOURCE_PREFERENCE` configured; ConfigError naming what is configured otherwise."""
-    sources = {s.name: s for s in leaf_stores(stores) if isinstance(s, RawEventSource)}
+    sources = {s.name: s for s in engine_stores(stores)}
     if name is not None:
         if name not in sources:
             raise ConfigError(
@@ -101,7 +93,7 @@ def raw_source(stores: Iterable[Any], name: str | None = None) -> RawEventSource
         return next(iter(sources.values()))
     raise ConfigError(
         "store.backend",
-        sorted({getattr(s, "name", "?") for s in leaf_stores(stores)}),
+        sorted({s.name for s in leaf_stores(stores)}),
         "a store that keeps raw events (sql, document or graph)",
     )
 
@@ -121,7 +113,7 @@ def opened(*stores: Any) -> Iterator[None]:
 
 
 def export_events(
-    source: RawEventSource,
+    source: Engine,
     out: BinaryIO,
     *,
     namespace: str | None = None,
@@ -194,7 +186,7 @@ def _decode_line(line: bytes, max_bytes: int) -> LineageRecord:
     return decoded.records[0]
 
 
-def _present_everywhere(stores: Sequence[RawEventSource], ids: list[str]) -> set[str]:
+def _present_everywhere(stores: Sequence[Engine], ids: list[str]) -> set[str]:
     """The ids every store that can tell already holds (none can tell: none is present)."""
     if not stores or not ids:
         return set()
@@ -227,9 +219,7 @@ async def import_events(
     command's ``asyncio.run``.
     """
     report = ImportReport()
-    checkers = [
-        s for s in leaf_stores(service.lineage_manager.stores) if isinstance(s, RawEventSource)
-    ]
+    checkers = engine_stores(service.lineage_manager.stores)
     pending: list[tuple[int, LineageRecord]] = []
 
     def refuse(number: int, reason: str) -> None:
@@ -386,7 +376,7 @@ class RebuildReport:
 
 
 def rebuild_store(
-    source: RawEventSource,
+    source: Engine,
     target: LineageStoreProtocol,
     *,
     checkpoint: Path,

@@ -3,7 +3,7 @@
 Every query store keeps each raw event, and derives jobs, runs, datasets, edges and column edges
 from them. Forgetting is therefore always the same operation: choose a set of raw events, and
 have each store remove them and leave its derived state equal to what the remaining events
-derive (:meth:`~lineage_sdk.collector.store.EventDeleter.delete_events`). What the remaining
+derive (:meth:`~lineage_sdk.collector.engine.Engine.delete_events`). What the remaining
 events no longer name (a job, a dataset, an edge) is gone.
 
 * :func:`purge_older_than` (``lineage-collector retention --older-than 90d``): the events with
@@ -33,8 +33,10 @@ from typing import Any, Literal
 
 import orjson
 
+from lineage_sdk.collector.engine import Engine, EngineStore
 from lineage_sdk.collector.settings import parse_age
-from lineage_sdk.collector.store import EventDeleter, RawEvent, event_mentions
+from lineage_sdk.collector.store import RawEvent, event_mentions
+from lineage_sdk.collector.stores.composite import engine_stores, leaf_stores
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 __all__ = [
@@ -56,17 +58,14 @@ Progress = Callable[[int], None]
 """Called with how many events were removed (or, in a dry run, found) so far."""
 
 
-def deleters(stores: Iterable[Any]) -> list[EventDeleter]:
+def deleters(stores: Iterable[Any]) -> list[EngineStore]:
     """The leaf stores that can forget events (a composite is looked into); ConfigError when
     none is configured."""
-    from lineage_sdk.collector.portability import leaf_stores
-
-    leaves = leaf_stores(stores)
-    found = [s for s in leaves if isinstance(s, EventDeleter)]
+    found = engine_stores(stores)
     if not found:
         raise ConfigError(
             "store.backend",
-            sorted({getattr(s, "name", "?") for s in leaves}),
+            sorted({s.name for s in leaf_stores(stores)}),
             "a store that keeps raw events (sql, document or graph)",
         )
     return found
@@ -95,7 +94,7 @@ def names_target(event: Any, target: Target, namespace: str, name: str | None = 
 
 
 def purge(
-    store: EventDeleter,
+    store: Engine,
     *,
     select: Callable[[RawEvent], bool] | None = None,
     namespace: str | None = None,
@@ -150,7 +149,7 @@ def _parsed(event: RawEvent) -> Any:
 
 
 def purge_older_than(
-    stores: Sequence[EventDeleter],
+    stores: Sequence[Engine],
     older_than: timedelta,
     *,
     namespace: str | None = None,
@@ -176,7 +175,7 @@ def purge_older_than(
 
 
 def purge_mentioning(
-    stores: Sequence[EventDeleter],
+    stores: Sequence[Engine],
     target: Target,
     namespace: str,
     name: str | None = None,
@@ -216,7 +215,7 @@ class RetentionTask:
 
     def __init__(
         self,
-        stores: Sequence[EventDeleter],
+        stores: Sequence[Engine],
         older_than: timedelta,
         *,
         interval_s: float,

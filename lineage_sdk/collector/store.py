@@ -1,4 +1,5 @@
-"""The store contract: what the LineageManager writes to, and the small read interface.
+"""The store contract: what the LineageManager writes to, and the shapes of the read answers
+(the reads themselves are :class:`~lineage_sdk.collector.engine.Engine`'s).
 
 A store is anything with ``name``, ``open``, ``write_batch``, ``check`` and ``close``; the built-in
 ones subclass :class:`BaseLineageStore`. A third-party store registers a creator (a callable taking
@@ -9,11 +10,10 @@ entry-point group.
 from __future__ import annotations
 
 import abc
-import inspect
 import json
 import logging
 import re
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
@@ -32,32 +32,23 @@ __all__ = [
     "DEFAULT_NODE_LIMIT",
     "BaseLineageStore",
     "ColumnGraph",
-    "DatasetNamespacesProtocol",
     "DatasetRef",
-    "DatedLineageProtocol",
     "Direction",
-    "EventDeleter",
     "EventKind",
     "FieldRef",
     "JobSummary",
-    "LineageCatalogProtocol",
     "LineageEdge",
     "LineageGraph",
-    "LineageHistoryProtocol",
     "LineageNode",
-    "LineageQueryProtocol",
     "LineageRecord",
     "LineageStoreProtocol",
     "Mentions",
     "NamedConnection",
-    "NodeLookupProtocol",
     "NodeType",
     "Page",
     "RawEvent",
-    "RawEventSource",
     "RunFold",
     "RunSummary",
-    "StaticLineageProtocol",
     "StoreCreator",
     "check_node_limit",
     "check_page",
@@ -72,9 +63,6 @@ __all__ = [
     "nearest_first",
     "node_id",
     "parse_node_id",
-    "pick_query_store",
-    "read_lineage",
-    "takes_node_limit",
     "unknown_as_of",
     "walk_directions",
     "walk_full",
@@ -389,26 +377,6 @@ def unknown_as_of(node: str, as_of: datetime) -> LookupError:
     return LookupError(f"nothing is recorded for {node!r} in the events up to {as_of.isoformat()}")
 
 
-def takes_node_limit(method: Callable[..., Any]) -> bool:
-    """Whether a store's ``lineage``/``column_lineage`` takes ``node_limit`` (a third-party store
-    written before bounded queries does not, and still answers, cut after its whole walk)."""
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return True
-    return "node_limit" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def read_lineage(
-    store: LineageQueryProtocol, node: str, direction: Direction, depth: int, node_limit: int | None
-) -> LineageGraph:
-    """``store.lineage`` cut to ``node_limit``: by the store's bounded walk where it takes the
-    limit, else walked whole and cut here."""
-    if takes_node_limit(store.lineage):
-        return store.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
-    return cut_lineage(store.lineage(node, direction=direction, depth=depth), direction, node_limit)
-
-
 def walk_full(found: int, node_limit: int | None) -> bool:
     """Whether a bounded walk has found enough: more than ``node_limit`` nodes. It then makes one
     last, edges-only step (the edges from its last level back to nodes it has) and stops, so
@@ -506,108 +474,6 @@ def check_page(limit: int | None, offset: int) -> None:
         raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
 
 
-@runtime_checkable
-class LineageQueryProtocol(Protocol):
-    """The questions every querying store (sql, document, graph) answers the same way."""
-
-    def lineage(
-        self,
-        node: str,
-        *,
-        direction: Direction = "both",
-        depth: int = 5,
-        node_limit: int | None = None,
-    ) -> LineageGraph:
-        """Jobs and datasets up to ``depth`` job hops from ``node`` (a node id); with
-        ``node_limit``, the walk stops early and the answer is cut by :func:`cut_lineage`."""
-        ...
-
-    def runs_of_job(
-        self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
-    ) -> Page[RunSummary]:
-        """Most recent first; ``total`` counts every run of the job."""
-        ...
-
-    def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
-        """The raw events of a run, in event-time order."""
-        ...
-
-    def column_lineage(
-        self,
-        node: str,
-        *,
-        depth: int = 20,
-        with_downstream: bool = False,
-        node_limit: int | None = None,
-    ) -> ColumnGraph:
-        """Fields up to ``depth`` column hops upstream of ``node`` (and downstream too with
-        ``with_downstream``), from the ``columnLineage`` facet; at most ``node_limit`` of them,
-        nearest first (None: every one). ``node`` is
-        ``datasetField:<ns>:<name>:<field>`` or ``dataset:<ns>:<name>`` (every field of the
-        dataset that column lineage names); no roots found means an empty ``roots``."""
-        ...
-
-
-@runtime_checkable
-class LineageCatalogProtocol(LineageQueryProtocol, Protocol):
-    """The browsing questions the HTTP API needs on top of lineage (sql and graph stores).
-
-    Lists are paged in the store (``limit``/``offset``, in a stable order) and come back as a
-    :class:`Page` whose ``total`` is the size of the whole answer.
-    """
-
-    def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]: ...
-
-    def jobs(
-        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
-    ) -> Page[JobSummary]: ...
-
-    def datasets(
-        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
-    ) -> Page[tuple[str, str]]: ...
-
-    def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]: ...
-
-
-@runtime_checkable
-class NodeLookupProtocol(Protocol):
-    """Whether a job or dataset is recorded, asked by its name: one indexed lookup (sql,
-    document, graph), where finding it through ``search`` reads every name, and may miss it
-    among a thousand others that contain it."""
-
-    def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
-        """Whether ``search`` would list this node: a job (of an event, or a run's parent job)
-        or a dataset that some stored event names."""
-        ...
-
-
-@runtime_checkable
-class DatasetNamespacesProtocol(Protocol):
-    """The namespaces holding a dataset (Marquez's sources) in one read: paging every dataset
-    to collect them reads the whole catalogue, 1,000 names a query."""
-
-    def dataset_namespaces(self) -> list[str]:
-        """Sorted: each namespace that some recorded dataset is in."""
-        ...
-
-
-def pick_query_store(stores: Sequence[Any]) -> LineageCatalogProtocol | None:
-    """The store that answers reads: ``sql`` first, then ``graph``, then any other catalog.
-
-    Composite stores are looked into, so a ``[document, graph, sql]`` composite reads from sql.
-    """
-    leaves: list[Any] = []
-    for store in stores:
-        inner = getattr(store, "stores", None)
-        leaves.extend(inner if isinstance(inner, list) else [store])
-    catalogs = [s for s in leaves if isinstance(s, LineageCatalogProtocol)]
-    for preferred in ("sql", "graph"):
-        for store in catalogs:
-            if getattr(store, "name", None) == preferred:
-                return store
-    return catalogs[0] if catalogs else None
-
-
 # ------------------------------------------------------------------ history (Marquez's read API)
 
 
@@ -622,69 +488,6 @@ def names_dataset(event: Mapping[str, Any], namespace: str, name: str) -> bool:
                 if entry_name(item) == wanted:
                     return True
     return entry_name(event.get("dataset")) == wanted
-
-
-@runtime_checkable
-class DatedLineageProtocol(Protocol):
-    """Lineage ``asOf`` from job edges dated by their least event time (sql, document, graph),
-    which history's ``history_lineage`` asks before folding raw events."""
-
-    def lineage_as_of(
-        self,
-        node: str,
-        *,
-        direction: Direction = "both",
-        depth: int = 5,
-        node_limit: int | None = None,
-        as_of: datetime,
-    ) -> LineageGraph | None:
-        """``lineage()`` as the events up to ``as_of`` state it: the walk of the job edges
-        first seen by then, each kept job's ``latestRun`` folded (:class:`RunFold`) from the
-        events up to ``as_of`` of its latest run then. Exact because a job's edges are the union
-        of what its events named: the graph as of T is the edges whose least event time is at
-        most T. None when the store cannot date an edge it would read (the caller then folds
-        the raw events); LookupError (:func:`unknown_as_of`) when no event up to ``as_of``
-        names the root."""
-        ...
-
-
-@runtime_checkable
-class LineageHistoryProtocol(Protocol):
-    """The raw-event questions behind Marquez's versions, facets, fields, sources and event log
-    (sql, document and graph stores). Answers are folded from the raw events by
-    :mod:`lineage_sdk.collector.api.marquez`, so every store answers alike.
-
-    Only run events count for a job or a dataset (events without a run are in the event log).
-    """
-
-    def events_of_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        """The raw run events of a job, in event-time order (then event id)."""
-        ...
-
-    def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
-        """Every raw event of the runs that named the dataset as input or output (whether or
-        not that event names it: see :func:`names_dataset`), in event-time order."""
-        ...
-
-    def lineage_events(
-        self,
-        *,
-        before: datetime | None = None,
-        after: datetime | None = None,
-        namespace: str | None = None,
-        ascending: bool = False,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> Page[dict[str, Any]]:
-        """Every stored event with ``after <= eventTime < before``, newest first unless
-        ``ascending`` (ties by event id); ``namespace`` keeps the run events of that job
-        namespace. ``total`` counts the whole answer."""
-        ...
-
-    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
-        """Each job's latest run (the run of its latest event, the least run id among equals),
-        for the jobs that have runs; keyed by (namespace, name)."""
-        ...
 
 
 class FieldRef(NamedTuple):
@@ -762,65 +565,6 @@ def event_namespace(event: Any) -> str | None:
     return namespace if isinstance(namespace, str) else None
 
 
-@runtime_checkable
-class RawEventSource(Protocol):
-    """What a store that keeps every raw event offers for portability (sql, document, graph).
-
-    Filters: ``namespace`` as :func:`event_namespace`; ``since`` inclusive and ``until``
-    exclusive on the event time; ``after`` a position (``RawEvent.position``) to read on from,
-    exclusive. Reading streams in batches of ``batch_size`` (server-side cursors), so memory
-    stays flat at any size.
-    """
-
-    name: str
-
-    def iter_raw_events(
-        self,
-        *,
-        namespace: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        after: tuple[datetime, str] | None = None,
-        batch_size: int = 1000,
-    ) -> Iterator[RawEvent]:
-        """The stored events, ordered by ``(event_time, event_id)``."""
-        ...
-
-    def count_raw_events(
-        self,
-        *,
-        namespace: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> int | None:
-        """About how many events ``iter_raw_events`` would yield with the same filters, for a
-        progress bar: a store may count a few more (DatasetEvents of other namespaces, events in
-        the millisecond of a bound), or answer None when it cannot count cheaply."""
-        ...
-
-    def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
-        """Which of ``event_ids`` the store already holds (import's "already present")."""
-        ...
-
-
-@runtime_checkable
-class StaticLineageProtocol(Protocol):
-    """Static lineage (OpenLineage JobEvent and DatasetEvent) as the reads need it: the sql,
-    document and graph stores answer it. A JobEvent's inputs and outputs are the job's declared
-    edges (the stores walk them like observed ones); a DatasetEvent's facets describe its dataset.
-    Answers are raw events, folded by :mod:`lineage_sdk.collector.api.marquez_events` and
-    :mod:`lineage_sdk.collector.api.queries`, so every store answers alike."""
-
-    def static_events(
-        self,
-        *,
-        jobs: Sequence[tuple[str, str]] = (),
-        datasets: Sequence[tuple[str, str]] = (),
-    ) -> list[dict[str, Any]]:
-        """The JobEvents of ``jobs`` and the DatasetEvents of ``datasets``, each (namespace,
-        name), in event-time order (then event id)."""
-
-
 # -- retention and deletion: what an event names, and the stores that can forget events -----------
 
 
@@ -896,15 +640,3 @@ def event_mentions(event: Any) -> Mentions:
     return Mentions(
         frozenset(jobs), frozenset(parent_jobs), frozenset(parent_runs), frozenset(datasets)
     )
-
-
-@runtime_checkable
-class EventDeleter(RawEventSource, Protocol):
-    """A store that can forget raw events, and with them what only they derived (sql, document,
-    graph): what :mod:`lineage_sdk.collector.retention` drives."""
-
-    def delete_events(self, event_ids: Sequence[str]) -> int:
-        """Remove these raw events (those present; the others are ignored) and leave the derived
-        state equal to what the remaining events derive. Returns how many were removed. One
-        call is one short transaction where the store has them; callers batch."""
-        ...

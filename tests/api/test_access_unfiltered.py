@@ -44,14 +44,14 @@ from api_helpers import (
 )
 
 from lineage_sdk.collector.api.access import (
-    _FILTERS,
+    FILTERED,
     PASS_THROUGH,
     AccessPolicy,
     ClosedAttribute,
-    VisibleView,
+    Sight,
     visible,
 )
-from lineage_sdk.collector.store import LineageHistoryProtocol, RawEventSource
+from lineage_sdk.collector.engine import Engine
 
 P_A = str(uuid.UUID(int=0xA1, version=4))  # A's run with B's hidden child
 P_X = str(uuid.UUID(int=0xA2, version=4))  # A's run without children: the control
@@ -332,23 +332,22 @@ def test_the_hidden_runs_owner_still_lists_its_run(served, b):
 
 
 def test_the_view_is_closed_to_what_it_does_not_filter(served):
-    """Fail-closed: every store attribute the view neither filters nor knows to be safe raises
-    (a method when called, so capability checks still find it; anything else when read)."""
+    """Fail-closed: every engine read the key's sight neither filters nor knows to be safe
+    raises; the store's writes and its backend are not there at all. (Until the API asked the
+    engine only, the view forwarded any store attribute and closed the unknown ones; now it is
+    an Engine whose every public read is filtered or closed.)"""
     grant = AccessPolicy(api_key=ADMIN, keys=KEYS).authenticate(KEY_A)
     assert grant is not None
     store = served.store
     view = visible(store, grant)
-    names = {n for n in dir(type(store)) if not n.startswith("_")}
-    names |= {n for n in vars(store) if not n.startswith("_")}
-    closed = sorted(names - set(_FILTERS) - PASS_THROUGH - set(VisibleView.__dict__))
+    assert isinstance(view, Sight) and view.name == store.name
+    reads = {n for n, v in vars(Engine).items() if callable(v) and not n.startswith("_")}
+    closed = sorted(reads - FILTERED - PASS_THROUGH)
     assert {"child_runs", "latest_runs", "runs_of_job"}.isdisjoint(closed)
-    assert {"write_batch", "delete_events", "count_raw_events", "stored_event_ids"} <= set(closed)
+    assert {"delete_events", "count_raw_events", "stored_event_ids"} <= set(closed)
     for name in closed:
-        if callable(getattr(store, name)):
-            with pytest.raises(ClosedAttribute, match=repr(name)):
-                getattr(view, name)()
-        else:
-            with pytest.raises(ClosedAttribute, match=repr(name)):
-                getattr(view, name)
-    assert isinstance(view, LineageHistoryProtocol) and isinstance(view, RawEventSource)
-    assert view.name == store.name
+        with pytest.raises(ClosedAttribute, match=repr(name)):
+            getattr(view, name)()
+    for name in ("write_batch", "delete_events", "backend"):
+        assert hasattr(store, name)
+    assert not hasattr(view, "write_batch") and not hasattr(view, "backend")

@@ -1,5 +1,5 @@
 """Pure logic: Marquez conversions, the query-store choice, DOT/Mermaid escaping, a read-only
-app over a small in-test catalog, and the schema validators' ability to fail."""
+app over a memory backend, and the schema validators' ability to fail."""
 
 from __future__ import annotations
 
@@ -12,17 +12,15 @@ from api_helpers import ValidationError, run_event, validate_marquez
 from lineage_sdk.cli import to_dot, to_mermaid
 from lineage_sdk.collector.api import ApiServer, create_app, pick_query_store
 from lineage_sdk.collector.api.marquez import marquez_state, run_from_events, run_from_summary
+from lineage_sdk.collector.decode import validate_event
+from lineage_sdk.collector.engine import Engine, EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.store import (
-    ColumnGraph,
-    JobSummary,
-    LineageEdge,
-    LineageGraph,
-    LineageNode,
     Page,
     RunSummary,
 )
 from lineage_sdk.collector.stores.composite import CompositeStore
+from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 
@@ -102,21 +100,16 @@ def test_marquez_validator_fails_on_wrong_shapes():
         )
 
 
-class _Named:
-    def __init__(self, name: str, catalog: bool) -> None:
+class _NamedBackend(MemoryBackend):
+    """A memory backend under another store's name (the choice goes by name)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
         self.name = name
-        if catalog:
-            for method in (
-                "lineage",
-                "runs_of_job",
-                "events_of_run",
-                "namespaces",
-                "jobs",
-                "datasets",
-                "search",
-                "column_lineage",
-            ):
-                setattr(self, method, lambda *a, **k: None)
+
+
+class _WriteOnly:
+    name = "logging"
 
     def open(self) -> None: ...
     def write_batch(self, records) -> None: ...
@@ -125,12 +118,8 @@ class _Named:
 
 
 def test_query_store_prefers_sql_then_graph_and_looks_into_composites():
-    logging_, document, graph, sql = (
-        _Named("logging", False),
-        _Named("document", True),
-        _Named("graph", True),
-        _Named("sql", True),
-    )
+    logging_ = _WriteOnly()
+    document, graph, sql = (EngineStore(_NamedBackend(n)) for n in ("document", "graph", "sql"))
     assert pick_query_store([CompositeStore([document, graph, sql])]) is sql
     assert pick_query_store([logging_, graph, document]) is graph
     assert pick_query_store([logging_, document]) is document
@@ -138,8 +127,8 @@ def test_query_store_prefers_sql_then_graph_and_looks_into_composites():
 
 
 def test_manager_names_its_query_store_without_opening_it(tmp_path):
-    sql, graph = _Named("sql", True), _Named("graph", True)
-    composite = CompositeStore([_Named("logging", False), graph, sql])
+    sql, graph = EngineStore(_NamedBackend("sql")), EngineStore(_NamedBackend("graph"))
+    composite = CompositeStore([_WriteOnly(), graph, sql])
     assert LineageManager(LineageConfig(), stores=[composite]).query_store() is sql
     db = tmp_path / "lineage.db"
     config = LineageConfig.model_validate(
@@ -179,58 +168,21 @@ def test_page_counts_only_when_the_page_cannot_tell_the_total():
 RUN = "44444444-4444-4444-8444-444444444444"
 
 
-class TinyCatalog:
-    """A read-only LineageCatalogProtocol over two nodes (unit test of the read-only mode)."""
-
-    name = "tiny"
-
-    def lineage(self, node, *, direction="both", depth=5):
-        graph = LineageGraph(root=node)
-        edge = LineageEdge("job:n:j", "dataset:n:d")
-        graph.nodes["job:n:j"] = LineageNode(
-            "job:n:j",
-            "JOB",
-            "n",
-            "j",
-            {"latestRun": {"runId": RUN, "state": "FAIL"}},
-            out_edges=[edge],
-        )
-        graph.nodes["dataset:n:d"] = LineageNode(
-            "dataset:n:d", "DATASET", "n", "d", in_edges=[edge]
-        )
-        return graph
-
-    def runs_of_job(self, namespace, name, *, limit=100):
-        return []
-
-    def events_of_run(self, run_id):
-        return []
-
-    def namespaces(self):
-        return ["n"]
-
-    def jobs(self, namespace=None, *, limit=100):
-        return [JobSummary("n", "j", None)]
-
-    def datasets(self, namespace=None, *, limit=100):
-        return [("n", "d")]
-
-    def search(self, text, *, limit=50):
-        return [("JOB", "n", "j")]
-
-    def column_lineage(self, node, *, depth=20, with_downstream=False):
-        return ColumnGraph(root=node)
-
-
-def test_read_only_app_answers_reads_and_refuses_ingest():
-    with ApiServer(create_app(TinyCatalog())) as server:
+def test_a_read_only_app_over_an_engine():
+    """``create_app(Engine(backend))``: reads answer from the backend, ingest is off. (This
+    test ran over an in-test catalog class until the API asked the engine only; the same two
+    nodes and failed run now come from a memory backend's rows.)"""
+    backend = MemoryBackend()
+    writer = EngineStore(backend)
+    writer.open()
+    event = run_event("j", namespace="n", event_type="FAIL", run_id=RUN, outputs=[("n", "d")])
+    writer.write_batch([validate_event(event)])
+    with ApiServer(create_app(Engine(backend))) as server:
         graph = httpx.get(f"{server.url}/api/v1/lineage", params={"nodeId": "job:n:j"}).json()
         validate_marquez("LineageGraph", graph)
         assert graph["graph"][0]["data"]["latestRun"] == {"id": RUN, "state": "FAILED"}
-        # A catalog without dataset_namespaces: its sources from one dataset per namespace.
         sources = httpx.get(f"{server.url}/api/v1/sources").json()["sources"]
         assert [s["name"] for s in sources] == ["n"]
-        # A store written before bounded queries (no node_limit) is still cut, after its walk.
         cut = httpx.get(
             f"{server.url}/api/v1/lineage", params={"nodeId": "job:n:j", "nodeLimit": 1}
         ).json()

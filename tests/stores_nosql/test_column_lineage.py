@@ -15,8 +15,8 @@ from nosql_events import COLUMN_SCHEMA, PRODUCER, records, run_event
 from servers import postgres_schema
 
 from lineage_sdk.collector.columns import edge_info, marquez_column_graph, parse_column_node
-from lineage_sdk.collector.engine import EngineStore
-from lineage_sdk.collector.store import ColumnGraph, FieldRef, LineageQueryProtocol
+from lineage_sdk.collector.engine import Engine, EngineStore
+from lineage_sdk.collector.store import ColumnGraph, FieldRef
 from lineage_sdk.collector.stores.sql_backend import SqlBackend
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
@@ -184,7 +184,7 @@ def write_shuffled(store: Any, events: list[dict[str, Any]], seed: int) -> None:
 
 
 def test_every_store_answers_column_lineage_alike(any_store: Any) -> None:
-    assert isinstance(any_store, LineageQueryProtocol)
+    assert isinstance(any_store, Engine)
     ns = f"ns-{uuid.uuid4().hex[:8]}"
     events = pipeline(ns)
     # Jobs get a namespace of their own; datasets live under PG in the module's PostgreSQL

@@ -18,7 +18,8 @@ from nosql_events import (
 )
 
 from lineage_sdk.collector.api.marquez import run_from_events
-from lineage_sdk.collector.store import LineageCatalogProtocol, node_id
+from lineage_sdk.collector.engine import Engine
+from lineage_sdk.collector.store import node_id
 from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.collector.stores.graph_runner import detect_dialect
 
@@ -37,7 +38,7 @@ def wipe(store):
 
 
 def test_graph_store_implements_the_catalog(graph_store):
-    assert isinstance(graph_store, LineageCatalogProtocol)
+    assert isinstance(graph_store, Engine)
     backend = graph_store.backend
     assert isinstance(backend, GraphBackend)
     # The server's dialect, probed at open, picks the backend's tactics.

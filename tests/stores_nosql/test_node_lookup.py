@@ -11,7 +11,7 @@ import pytest
 from nosql_events import STORE_KINDS, StoreFactory, records, run_event
 
 from lineage_sdk.collector.api import queries
-from lineage_sdk.collector.store import NodeLookupProtocol
+from lineage_sdk.collector.engine import Engine
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
@@ -21,7 +21,7 @@ STORES = STORE_KINDS
 @pytest.mark.parametrize("kind", STORES)
 def test_has_node_is_what_search_lists(make_store: StoreFactory, kind: str) -> None:
     store = make_store(kind)
-    assert isinstance(store, NodeLookupProtocol)
+    assert isinstance(store, Engine)
     parent_run = str(uuid.uuid4())
     events = [
         run_event(

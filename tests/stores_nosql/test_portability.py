@@ -35,7 +35,7 @@ from typer.testing import CliRunner
 
 from lineage_sdk.collector.cli import app
 from lineage_sdk.collector.decode import validate_event
-from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.engine import Engine, EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import (
     ImportReport,
@@ -46,7 +46,7 @@ from lineage_sdk.collector.portability import (
     rebuild_store,
 )
 from lineage_sdk.collector.service import LineageCollectorService
-from lineage_sdk.collector.store import LineageStoreProtocol, RawEventSource
+from lineage_sdk.collector.store import LineageStoreProtocol
 from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
@@ -113,7 +113,7 @@ ORDERED = [
 NODES = ["dataset:ns1:d3", "job:ns1:j4", "dataset:ns2:d2", "dataset:ns1:wide"]
 
 
-def stored(store: RawEventSource) -> dict[str, Any]:
+def stored(store: Engine) -> dict[str, Any]:
     """The store's raw events: event id -> the event, parsed."""
     return {e.event_id: orjson.loads(e.json) for e in store.iter_raw_events(batch_size=7)}
 
@@ -136,7 +136,7 @@ def answers(store: Any) -> list[Any]:
     return out
 
 
-def export_bytes(store: RawEventSource, **filters: Any) -> bytes:
+def export_bytes(store: Engine, **filters: Any) -> bytes:
     buffer = io.BytesIO()
     export_events(store, buffer, batch_size=5, **filters)
     return buffer.getvalue()

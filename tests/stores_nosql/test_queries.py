@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from nosql_events import chain, records, run_event, uid
 
-from lineage_sdk.collector.store import LineageQueryProtocol, node_id
+from lineage_sdk.collector.engine import Engine
+from lineage_sdk.collector.store import node_id
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
 
@@ -20,7 +21,7 @@ def edges(graph):
 
 
 def test_stores_implement_the_query_protocol(query_store):
-    assert isinstance(query_store, LineageQueryProtocol)
+    assert isinstance(query_store, Engine)
 
 
 def test_upstream_three_hops_returns_the_right_datasets_and_jobs(query_store):

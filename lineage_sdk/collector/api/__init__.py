@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         serve,
     )
     from lineage_sdk.collector.api.state import DEFAULT_MAX_BODY_BYTES
-    from lineage_sdk.collector.store import pick_query_store
+    from lineage_sdk.collector.stores.composite import pick_query_store
 
 __all__ = [
     "DEFAULT_HOST",
@@ -46,7 +46,7 @@ _HOMES = {
     "ApiServer": f"{__name__}.server",
     "api_settings": f"{__name__}.server",
     "create_app": f"{__name__}.app",
-    "pick_query_store": "lineage_sdk.collector.store",
+    "pick_query_store": "lineage_sdk.collector.stores.composite",
     "serve": f"{__name__}.server",
 }
 

@@ -19,41 +19,47 @@ Each key holds a :class:`Grant`: the namespaces it may write and read.
   database) are open to any key that may write the job. Inputs are read, not written.
 * **Reads** (:func:`visible`): a key sees the events filed under a readable namespace (a job's,
   a DatasetEvent's dataset's) and nothing else, as if the others had never been recorded; every
-  read asks the store through that view, so a hidden thing answers as an unknown one. Lists hold
-  readable namespaces only; a lineage graph is pruned by :func:`prune_graph` (nothing reached
-  *through* a hidden node) before it is cut at its node limit (:func:`visible_cut`), and
-  :func:`scrub` drops what an answer still names of a hidden namespace.
+  read asks the engine through the key's :class:`Sight`, so a hidden thing answers as an
+  unknown one. Lists hold readable namespaces only; a lineage graph is pruned by
+  :func:`prune_graph` (nothing reached *through* a hidden node) before it is cut at its node
+  limit (:func:`visible_cut`), and :func:`scrub` drops what an answer still names of a hidden
+  namespace.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import hmac
 import re
 import secrets
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
 import orjson
 
+from lineage_sdk.collector.backend import Position
 from lineage_sdk.collector.columns import parse_column_node
+from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.records import build_record
 from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.collector.store import (
     ColumnGraph,
     Direction,
     FieldRef,
+    JobSummary,
     LineageGraph,
     LineageNode,
     LineageRecord,
+    NodeType,
     Page,
     RawEvent,
     RunSummary,
+    check_page,
+    unknown_as_of,
 )
 from lineage_sdk.exceptions import ConfigError, InvalidEventError
 from lineage_sdk.models.run_state import (
@@ -64,6 +70,7 @@ from lineage_sdk.models.run_state import (
 )
 
 __all__ = [
+    "FILTERED",
     "KEY_PREFIX",
     "LEGACY_KEY_NAME",
     "OPEN",
@@ -72,7 +79,7 @@ __all__ = [
     "ClosedAttribute",
     "Grant",
     "NamespaceScope",
-    "VisibleView",
+    "Sight",
     "filing_namespace",
     "hash_key",
     "new_key",
@@ -473,42 +480,34 @@ def prune_columns(
 # ------------------------------------------------------------------------ the visible view
 
 
-class VisibleView:
-    """A store as one grant sees it: what it would hold had only the readable events been sent.
+class Sight(Engine):
+    """The engine's reads as one grant sees them: what the store would hold had only the
+    readable events been sent.
 
     Every read of events (a run's, a job's, a dataset's, the static ones, the raw log, the event
     log) keeps the events filed under a readable namespace (:func:`filing_namespace`); the lists
     of namespaces, jobs, datasets and search hits keep readable namespaces; a job or dataset of
     a hidden namespace is not there (``has_node``, ``runs_of_job``, a graph walk from it).
-    Everything else (the store's lineage walks) is the store's own, pruned by the callers
+    Everything else (the lineage walks) is the engine's own, pruned by the callers
     (:func:`visible_cut`).
 
-    A view offers exactly the store's public attributes (as descriptors of a class made once per
-    store class, so building a view per request costs nothing), so the capability checks the
-    reads make (``isinstance(store, LineageHistoryProtocol)``, ``getattr(store, "child_runs")``)
-    find what the store has, no more.
+    It is closed by default: each :class:`Engine` read is either overridden here with its
+    filter, or named in :data:`PASS_THROUGH`, or replaced by a method raising
+    :class:`ClosedAttribute` (the API answers it as a 500 with no detail), so a read added to
+    the engine later reaches no key unfiltered by being forgotten. It holds no backend: what
+    the engine reads is reached through ``seen``, the unfiltered engine, by these methods only.
 
-    It is closed by default: an attribute is read through its filter (``_FILTERS``), or as the
-    store's own when :data:`PASS_THROUGH` names it as safe; any other one (a method added to a
-    store later, the stores' writes, counts and connections) raises :class:`ClosedAttribute`
-    when called (a method: capability checks still find it) or read (anything else), which the
-    API answers as a 500 with no detail. Nothing reaches a key unfiltered by being forgotten.
-
-    A run's state and times are the store's fold of every event of its id, whatever job sent
+    A run's state and times are the engine's fold of every event of its id, whatever job sent
     it; a run id a hidden job used too (a key may file its own run under a hidden run's id) would
-    show the hidden events' state and times. So every run summary a view hands out
+    show the hidden events' state and times. So every run summary a sight hands out
     (``runs_of_job``, ``jobs``, ``latest_runs``, a graph walk's ``latestRun``) is folded again
     from the readable events of the run wherever the run has others.
     """
 
-    def __init__(self, store: object, grant: Grant) -> None:
-        self._store = store
+    def __init__(self, engine: Engine, grant: Grant) -> None:  # no backend of its own
+        self._all = engine
         self.grant = grant
-
-    def __getattr__(self, name: str) -> Any:  # what the class does not name (instance data)
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return _unfiltered(name, getattr(self._store, name))
+        self.name = engine.name
 
     def sees(self, event: Mapping[str, Any]) -> bool:
         """Whether the event is filed under a namespace the grant may read."""
@@ -517,43 +516,285 @@ class VisibleView:
     def readable(self, namespace: str) -> bool:
         return self.grant.may_read(namespace)
 
+    def _rooted(self, node: str) -> bool:
+        """Whether a walk may start at ``node``: one in a hidden namespace finds nothing, as
+        one never recorded (a malformed id: the engine's own error, as for anyone)."""
+        try:
+            return self.readable(parse_column_node(node).namespace)
+        except ValueError:
+            return True
 
-class _Delegated:
-    """One public attribute of the store, read through a view (filtered where it must be)."""
+    # -- walks -----------------------------------------------------------------------------------
 
-    __slots__ = ("name", "wrap")
+    def lineage(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+    ) -> LineageGraph:
+        if not self._rooted(node):
+            return LineageGraph(root=node)
+        graph = self._all.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
+        return self._seen_latest_runs(graph, None)
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.wrap = _FILTERS.get(name)
+    def lineage_as_of(
+        self,
+        node: str,
+        *,
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+        as_of: datetime,
+    ) -> LineageGraph:
+        if not self._rooted(node):
+            raise unknown_as_of(node, as_of)
+        graph = self._all.lineage_as_of(
+            node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of
+        )
+        return self._seen_latest_runs(graph, as_of)
 
-    def __get__(self, view: VisibleView | None, owner: type[Any] | None = None) -> Any:
-        if view is None:
-            return self
-        value = getattr(view._store, self.name)
-        if self.wrap is not None and callable(value):
-            return self.wrap(view, value)
-        return _unfiltered(self.name, value)
+    def column_lineage(
+        self,
+        node: str,
+        *,
+        depth: int = 20,
+        with_downstream: bool = False,
+        node_limit: int | None = None,
+    ) -> ColumnGraph:
+        if not self._rooted(node):
+            return ColumnGraph(root=node)
+        return self._all.column_lineage(
+            node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+        )
 
+    def _seen_latest_runs(self, graph: LineageGraph, as_of: datetime | None) -> LineageGraph:
+        """Each readable job node's ``latestRun`` folded again from the readable events of its
+        run (up to ``as_of``) where the run has others (a read of the run's events per job
+        node); hidden nodes are pruned by the callers."""
+        for item in graph.nodes.values():
+            run = item.data.get("latestRun") if item.type == "JOB" else None
+            if not isinstance(run, Mapping) or not isinstance(run.get("runId"), str):
+                continue
+            if not self.readable(item.namespace):
+                continue
+            found = self._visible_run(
+                run["runId"], namespace=item.namespace, name=item.name, as_of=as_of
+            )
+            if found is not None:  # in RunFold.latest_run's shape, as the engine puts it
+                item.data["latestRun"] = {
+                    "runId": found.run_id,
+                    "state": found.state,
+                    "stateTime": found.state_time,
+                    "heartbeatS": found.heartbeat_s,
+                }
+        return graph
 
-def _unfiltered(name: str, value: Any) -> Any:
-    """A store attribute no filter reads: itself when known to be safe, else closed (a method
-    raising when called, so capability checks still find it; anything else, when read)."""
-    if name in PASS_THROUGH:
-        return value
-    if callable(value):
-        return _closed(name)
-    raise ClosedAttribute(name)
+    # -- runs ------------------------------------------------------------------------------------
+
+    def runs_of_job(
+        self, namespace: str, name: str, *, limit: int = 100, offset: int = 0
+    ) -> Page[RunSummary]:
+        if not self.readable(namespace):
+            return Page([], 0)
+        page = self._all.runs_of_job(namespace, name, limit=limit, offset=offset)
+        return Page([self._seen_summary(r) for r in page], page.total)
+
+    def latest_runs(self, jobs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
+        readable = [j for j in jobs if self.readable(j[0])]
+        if not readable:
+            return {}
+        found = self._all.latest_runs(readable)
+        return {key: self._seen_summary(run) for key, run in found.items()}
+
+    def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
+        return [e for e in self._all.events_of_run(run_id) if self.sees(e)]
+
+    def child_runs(self, run_id: str) -> list[str]:
+        """The children with a readable event (a child filed under a hidden namespace is not
+        there; the callers read each child's events through the sight anyway)."""
+        return [c for c in self._all.child_runs(run_id) if self.events_of_run(c)]
+
+    def _visible_run(
+        self, run_id: str, *, namespace: str, name: str, as_of: datetime | None = None
+    ) -> RunSummary | None:
+        """The run as the readable events of its id state it (up to ``as_of``), or None when
+        it has no other events (the engine's own fold then says nothing more): its state, the
+        time that decided it, its start and end, its parent and its heartbeat interval, by the
+        engine's rule (:mod:`lineage_sdk.models.run_state`)."""
+        events = self._all.events_of_run(run_id)
+        if all(self.sees(e) for e in events):
+            return None
+        parents: list[str | None] = []
+        beats: list[float | None] = []
+        stated: list[tuple[str | None, datetime, str]] = []
+        for event in events:
+            if not self.sees(event):
+                continue
+            try:
+                rec = build_record(event)
+            except (InvalidEventError, KeyError, TypeError, ValueError):
+                continue  # stored events were validated; an odd one is left out, as in history
+            if as_of is not None and rec.event_time > as_of:
+                continue
+            parents.append(rec.parent_run_id)
+            beats.append(heartbeat_interval(event))
+            stated.append((rec.event_type, rec.event_time, rec.event_id))
+        fold = fold_states(stated)
+        return RunSummary(
+            run_id=run_id,
+            job_namespace=namespace,
+            job_name=name,
+            state=fold.state,
+            started_at=fold.started_at,
+            ended_at=fold.ended_at,
+            parent_run_id=pick_link(parents),
+            state_time=fold.state_time,
+            heartbeat_s=pick_interval(beats),
+        )
+
+    def _seen_summary(self, summary: RunSummary) -> RunSummary:
+        found = self._visible_run(
+            summary.run_id, namespace=summary.job_namespace, name=summary.job_name
+        )
+        return summary if found is None else found
+
+    # -- the catalogue ---------------------------------------------------------------------------
+
+    def namespaces(self, *, limit: int | None = None, offset: int = 0) -> Page[str]:
+        check_page(limit, offset)
+        kept = [ns for ns in self._all.namespaces() if self.readable(ns)]
+        end = None if limit is None else offset + limit
+        return Page(kept[offset:end], len(kept))
+
+    def dataset_namespaces(self) -> list[str]:
+        return [ns for ns in self._all.dataset_namespaces() if self.readable(ns)]
+
+    def jobs(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[JobSummary]:
+        """Nothing of a hidden namespace; each latest run as its readable events state it."""
+        page = self._listing(self._all.jobs, namespace, limit, offset, lambda j: j.namespace)
+        jobs = [
+            j
+            if j.latest_run is None
+            else dataclasses.replace(j, latest_run=self._seen_summary(j.latest_run))
+            for j in page
+        ]
+        return Page(jobs, page.total)
+
+    def datasets(
+        self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> Page[tuple[str, str]]:
+        return self._listing(self._all.datasets, namespace, limit, offset, lambda d: d[0])
+
+    def _listing(
+        self,
+        read: Callable[..., Page[_T]],
+        namespace: str | None,
+        limit: int,
+        offset: int,
+        namespace_of: Callable[[_T], str],
+    ) -> Page[_T]:
+        """A page of ``namespace`` (nothing when hidden), or of the whole store with each item
+        of a hidden namespace left out."""
+        if namespace is not None:
+            if not self.readable(namespace):
+                return Page([], 0)
+            return read(namespace, limit=limit, offset=offset)
+        page = read(None, limit=limit, offset=offset)
+        kept = [i for i in page if self.readable(namespace_of(i))]
+        return Page(kept, page.total - (len(page) - len(kept)))
+
+    def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
+        return self.readable(namespace) and self._all.has_node(node_type, namespace, name)
+
+    def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
+        return [hit for hit in self._all.search(text, limit=limit) if self.readable(hit[1])]
+
+    # -- history ---------------------------------------------------------------------------------
+
+    def events_of_job(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        """None of a job in a hidden namespace (a readable job's events may name it), else the
+        readable events."""
+        if not self.readable(namespace):
+            return []
+        return [e for e in self._all.events_of_job(namespace, name) if self.sees(e)]
+
+    def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        if not self.readable(namespace):
+            return []
+        return [e for e in self._all.events_of_dataset(namespace, name) if self.sees(e)]
+
+    def static_events(
+        self,
+        *,
+        jobs: Sequence[tuple[str, str]] = (),
+        datasets: Sequence[tuple[str, str]] = (),
+    ) -> list[dict[str, Any]]:
+        jobs = [j for j in jobs if self.readable(j[0])]
+        datasets = [d for d in datasets if self.readable(d[0])]
+        if not jobs and not datasets:
+            return []
+        found = self._all.static_events(jobs=jobs, datasets=datasets)
+        return [e for e in found if self.sees(e)]
+
+    def job_events_up_to(
+        self, jobs: Sequence[tuple[str, str]], as_of: datetime
+    ) -> list[tuple[str, dict[str, Any]]]:
+        readable = [k for k in jobs if self.readable(k[0])]
+        if not readable:
+            return []
+        return [p for p in self._all.job_events_up_to(readable, as_of) if self.sees(p[1])]
+
+    def lineage_events(
+        self,
+        *,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        namespace: str | None = None,
+        ascending: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[dict[str, Any]]:
+        if namespace is not None and not self.readable(namespace):
+            return Page([], 0)
+        page = self._all.lineage_events(
+            before=before,
+            after=after,
+            namespace=namespace,
+            ascending=ascending,
+            limit=limit,
+            offset=offset,
+        )
+        kept = [e for e in page if self.sees(e)]
+        return Page(kept, page.total - (len(page) - len(kept)))
+
+    def iter_raw_events(
+        self,
+        *,
+        namespace: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: Position | None = None,
+        batch_size: int = 1000,
+    ) -> Iterator[RawEvent]:
+        found = self._all.iter_raw_events(
+            namespace=namespace, since=since, until=until, after=after, batch_size=batch_size
+        )
+        return (raw for raw in found if self.sees(orjson.loads(raw.json)))
 
 
 class ClosedAttribute(RuntimeError):
-    """A store attribute a restricted key's view neither filters nor knows to be safe (the API
+    """An engine read a restricted key's sight neither filters nor knows to be safe (the API
     answers it as a 500 with no detail: a bug to fix, never an answer)."""
 
     def __init__(self, name: str) -> None:
         super().__init__(
-            f"the store attribute {name!r} is neither filtered nor known to be safe for a key "
-            "that reads some namespaces only: add it to access._FILTERS or access.PASS_THROUGH"
+            f"the engine read {name!r} is neither filtered nor known to be safe for a key that "
+            "reads some namespaces only: filter it in access.Sight or name it in "
+            "access.PASS_THROUGH"
         )
 
 
@@ -565,314 +806,23 @@ def _closed(name: str) -> Callable[..., Any]:
     return closed
 
 
-#: The store attributes a view hands out as they are: they say nothing of what is recorded.
-PASS_THROUGH: frozenset[str] = frozenset({"name"})
-
-
-_VIEW_CLASSES: dict[type[Any], type[VisibleView]] = {}
-
-
-def visible(store: _T, grant: Grant) -> _T:
-    """``store`` as ``grant`` sees it: itself for a key that reads everything, else a
-    :class:`VisibleView` (typed as the store: it answers the same questions)."""
-    if grant.reads_all:
-        return store
-    kind = type(store)
-    cls = _VIEW_CLASSES.get(kind)
-    if cls is None:
-        names = [n for n in dir(kind) if not n.startswith("_") and n not in VisibleView.__dict__]
-        cls = type(f"Visible{kind.__name__}", (VisibleView,), {n: _Delegated(n) for n in names})
-        _VIEW_CLASSES[kind] = cls
-    return cls(store, grant)  # type: ignore[return-value]
-
-
-def _events_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    def read(*args: Any, **kwargs: Any) -> list[Any]:
-        return [e for e in method(*args, **kwargs) if view.sees(e)]
-
-    return read
-
-
-def _named_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``events_of_job``/``events_of_dataset``: none of a job or dataset in a hidden
-    namespace (a readable job's events may name it), else the readable events."""
-
-    def read(namespace: str, name: str) -> list[Any]:
-        if not view.readable(namespace):
-            return []
-        return [e for e in method(namespace, name) if view.sees(e)]
-
-    return read
-
-
-def _static_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    def read(
-        *, jobs: Iterable[tuple[str, str]] = (), datasets: Iterable[tuple[str, str]] = ()
-    ) -> list[Any]:
-        jobs = [j for j in jobs if view.readable(j[0])]
-        datasets = [d for d in datasets if view.readable(d[0])]
-        if not jobs and not datasets:
-            return []
-        return [e for e in method(jobs=jobs, datasets=datasets) if view.sees(e)]
-
-    return read
-
-
-def _pairs_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``job_events_up_to(keys, as_of)``: (key, event) pairs of readable jobs."""
-
-    def read(keys: Iterable[tuple[str, str]], *args: Any, **kwargs: Any) -> list[Any]:
-        keys = [k for k in keys if view.readable(k[0])]
-        if not keys:
-            return []
-        return [pair for pair in method(keys, *args, **kwargs) if view.sees(pair[1])]
-
-    return read
-
-
-def _rooted_filter(empty: Callable[[str], Any]) -> Callable[..., Any]:
-    """A graph walk (``lineage``, ``lineage_as_of``, ``column_lineage``) from a root in a hidden
-    namespace finds nothing, as from a root never recorded (the callers prune the rest)."""
-
-    def make(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)  # its signature: ``takes_node_limit`` reads it
-        def read(node: str, *args: Any, **kwargs: Any) -> Any:
-            try:
-                namespace = parse_column_node(node).namespace
-            except ValueError:  # malformed: the store's own error, as for anyone
-                return method(node, *args, **kwargs)
-            return method(node, *args, **kwargs) if view.readable(namespace) else empty(node)
-
-        return read
-
-    return make
-
-
-def _raw_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    def read(*args: Any, **kwargs: Any) -> Iterator[RawEvent]:
-        for raw in method(*args, **kwargs):
-            if view.sees(orjson.loads(raw.json)):
-                yield raw
-
-    return read
-
-
-def _log_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    def read(*args: Any, **kwargs: Any) -> Page[Any]:
-        namespace = kwargs.get("namespace")
-        if namespace is not None and not view.readable(namespace):
-            return Page([], 0)
-        page = method(*args, **kwargs)
-        kept = [e for e in page if view.sees(e)]
-        return Page(kept, page.total - (len(page) - len(kept)))
-
-    return read
-
-
-def _namespaces_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    def read(*, limit: int | None = None, offset: int = 0) -> Page[str]:
-        kept = [ns for ns in method() if view.readable(ns)]
-        end = None if limit is None else offset + limit
-        return Page(kept[offset:end], len(kept))
-
-    return read
-
-
-def _listing_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``jobs``/``datasets``/``runs_of_job``: nothing in a hidden namespace."""
-
-    def read(namespace: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        if namespace is not None:
-            return method(namespace, *args, **kwargs) if view.readable(namespace) else Page([], 0)
-        page = method(None, *args, **kwargs)  # the whole store: each item by its namespace
-        kept = [i for i in page if view.readable(getattr(i, "namespace", None) or i[0])]
-        return Page(kept, page.total - (len(page) - len(kept)))
-
-    return read
-
-
-def _hits_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    def read(*args: Any, **kwargs: Any) -> list[Any]:
-        return [hit for hit in method(*args, **kwargs) if view.readable(hit[1])]
-
-    return read
-
-
-def _node_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    def read(node_type: Any, namespace: str, name: str) -> bool:
-        return view.readable(namespace) and bool(method(node_type, namespace, name))
-
-    return read
-
-
-def _names_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    def read(*args: Any, **kwargs: Any) -> list[str]:
-        return [ns for ns in method(*args, **kwargs) if view.readable(ns)]
-
-    return read
-
-
-def _visible_run(
-    view: VisibleView,
-    run_id: str,
-    *,
-    namespace: str,
-    name: str,
-    as_of: datetime | None = None,
-) -> RunSummary | None:
-    """The run as the readable events of its id state it (up to ``as_of``), or None when it
-    has no other events (the store's own fold then says nothing more): its state, the time
-    that decided it, its start and end, its parent and its heartbeat interval, by the stores'
-    rule (:mod:`lineage_sdk.models.run_state`)."""
-    events = view._store.events_of_run(run_id)  # type: ignore[attr-defined]
-    if all(view.sees(e) for e in events):
-        return None
-    parents: list[str | None] = []
-    beats: list[float | None] = []
-    stated: list[tuple[str | None, datetime, str]] = []
-    for event in events:
-        if not view.sees(event):
-            continue
-        try:
-            rec = build_record(event)
-        except (InvalidEventError, KeyError, TypeError, ValueError):
-            continue  # stored events were validated; an odd one is left out, as in history
-        if as_of is not None and rec.event_time > as_of:
-            continue
-        parents.append(rec.parent_run_id)
-        beats.append(heartbeat_interval(event))
-        stated.append((rec.event_type, rec.event_time, rec.event_id))
-    fold = fold_states(stated)
-    return RunSummary(
-        run_id=run_id,
-        job_namespace=namespace,
-        job_name=name,
-        state=fold.state,
-        started_at=fold.started_at,
-        ended_at=fold.ended_at,
-        parent_run_id=pick_link(parents),
-        state_time=fold.state_time,
-        heartbeat_s=pick_interval(beats),
-    )
-
-
-def _seen_summary(view: VisibleView, summary: RunSummary) -> RunSummary:
-    found = _visible_run(
-        view, summary.run_id, namespace=summary.job_namespace, name=summary.job_name
-    )
-    return summary if found is None else found
-
-
-def _runs_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``runs_of_job``: nothing of a hidden namespace; each run as its readable events state it."""
-    listing = _listing_filter(view, method)
-
-    def read(namespace: str, *args: Any, **kwargs: Any) -> Page[RunSummary]:
-        page = listing(namespace, *args, **kwargs)
-        return Page([_seen_summary(view, r) for r in page], page.total)
-
-    return read
-
-
-def _jobs_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``jobs``: nothing of a hidden namespace; each latest run as its readable events state it."""
-    listing = _listing_filter(view, method)
-
-    def read(*args: Any, **kwargs: Any) -> Page[Any]:
-        page = listing(*args, **kwargs)
-        jobs = [
-            dataclasses.replace(j, latest_run=_seen_summary(view, j.latest_run))
-            if getattr(j, "latest_run", None) is not None
-            else j
-            for j in page
-        ]
-        return Page(jobs, page.total)
-
-    return read
-
-
-def _latest_runs_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``latest_runs(jobs)``: of the readable jobs, each run as its readable events state it."""
-
-    def read(jobs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], RunSummary]:
-        jobs = [j for j in jobs if view.readable(j[0])]
-        if not jobs:
-            return {}
-        return {key: _seen_summary(view, run) for key, run in method(jobs).items()}
-
-    return read
-
-
-def _children_filter(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``child_runs(run_id)``: the children with a readable event (a child filed under a hidden
-    namespace is not there; the callers read each child's events through the view anyway)."""
-
-    def read(run_id: str) -> list[str]:
-        return [c for c in method(run_id) if any(map(view.sees, view._store.events_of_run(c)))]  # type: ignore[attr-defined]
-
-    return read
-
-
-def _graph_runs_filter(rooted: Callable[..., Any]) -> Callable[..., Any]:
-    """A graph walk's job nodes may carry their latest run (``latestRun``, the store's fold of
-    every event of its id): each of a readable job is folded again from the readable events of
-    its run (up to ``as_of``) where the run has others (a read of the run's events per job node;
-    a node without it is asked of the view's ``latest_runs`` by ``queries.lineage``)."""
-
-    def make(view: VisibleView, method: Callable[..., Any]) -> Callable[..., Any]:
-        walk = rooted(view, method)
-
-        @functools.wraps(method)  # its signature: ``takes_node_limit`` reads it
-        def read(node: str, *args: Any, **kwargs: Any) -> Any:
-            graph = walk(node, *args, **kwargs)
-            for item in getattr(graph, "nodes", {}).values():
-                run = item.data.get("latestRun") if item.type == "JOB" else None
-                if not isinstance(run, Mapping) or not isinstance(run.get("runId"), str):
-                    continue
-                if not view.readable(item.namespace):
-                    continue  # pruned by the callers
-                found = _visible_run(
-                    view,
-                    run["runId"],
-                    namespace=item.namespace,
-                    name=item.name,
-                    as_of=kwargs.get("as_of"),
-                )
-                if found is not None:  # in RunFold.latest_run's shape, as the stores put it
-                    item.data["latestRun"] = {
-                        "runId": found.run_id,
-                        "state": found.state,
-                        "stateTime": found.state_time,
-                        "heartbeatS": found.heartbeat_s,
-                    }
-            return graph
-
-        return read
-
-    return make
-
-
-_FILTERS: dict[str, Callable[[VisibleView, Callable[..., Any]], Callable[..., Any]]] = {
-    "events_of_run": _events_filter,
-    "events_of_job": _named_filter,
-    "events_of_dataset": _named_filter,
-    "static_events": _static_filter,
-    "lineage": _graph_runs_filter(_rooted_filter(lambda node: LineageGraph(root=node))),
-    "lineage_as_of": _graph_runs_filter(_rooted_filter(lambda _node: None)),
-    "column_lineage": _rooted_filter(lambda node: ColumnGraph(root=node)),
-    "job_events_up_to": _pairs_filter,
-    "iter_raw_events": _raw_filter,
-    "lineage_events": _log_filter,
-    "namespaces": _namespaces_filter,
-    "jobs": _jobs_filter,
-    "datasets": _listing_filter,
-    "runs_of_job": _runs_filter,
-    "latest_runs": _latest_runs_filter,
-    "child_runs": _children_filter,
-    "search": _hits_filter,
-    "has_node": _node_filter,
-    "dataset_namespaces": _names_filter,
-}
+#: The engine reads a sight hands out as they are: they say nothing of what is recorded.
+PASS_THROUGH: frozenset[str] = frozenset()
+
+#: The engine's public reads a sight filters; every other one is closed (see :class:`Sight`).
+FILTERED: frozenset[str] = frozenset(
+    n for n, v in vars(Sight).items() if not n.startswith("_") and callable(v)
+) - {"sees", "readable"}
+
+for _name, _read in vars(Engine).items():
+    if callable(_read) and not _name.startswith("_") and _name not in FILTERED | PASS_THROUGH:
+        setattr(Sight, _name, _closed(_name))
+
+
+def visible(engine: Engine, grant: Grant) -> Engine:
+    """``engine`` as ``grant`` sees it: itself for a key that reads everything, else a
+    :class:`Sight`."""
+    return engine if grant.reads_all else Sight(engine, grant)
 
 
 #: The most nodes a restricted key's graph read asks of the store (the API's own cap on

@@ -2,7 +2,8 @@
 
 ``create_app`` takes a :class:`LineageManager` (the normal case: events are written through
 :class:`LineageCollectorService` like broker messages, and reads are answered by the manager's
-:meth:`~LineageManager.query_store`), a single store, or a read-only catalog. It never opens or
+:meth:`~LineageManager.query_store`), a single store, or an :class:`Engine` over a backend
+(read-only). It never opens or
 closes stores: whoever made them owns them (:func:`lineage_sdk.collector.api.server.serve` does
 both). What the routes share lives on ``app.state`` (:class:`ApiState`), reached through the
 dependencies of :mod:`lineage_sdk.collector.api.dependencies`.
@@ -29,10 +30,11 @@ from lineage_sdk.collector.api.routes import (
     writes,
 )
 from lineage_sdk.collector.api.state import DEFAULT_MAX_BODY_BYTES, ApiSettings, ApiState
+from lineage_sdk.collector.engine import Engine, EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.settings import ApiKeyConfig
-from lineage_sdk.collector.store import LineageCatalogProtocol, LineageStoreProtocol
+from lineage_sdk.collector.store import LineageStoreProtocol
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.version import __version__
@@ -42,7 +44,7 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 _log = logging.getLogger("lineage_sdk.collector.api")
 
 
-def _query_store(manager: LineageManager) -> LineageCatalogProtocol | None:
+def _query_store(manager: LineageManager) -> Engine | None:
     try:
         return manager.query_store()
     except ConfigError:
@@ -50,21 +52,18 @@ def _query_store(manager: LineageManager) -> LineageCatalogProtocol | None:
 
 
 def _resolve(
-    target: LineageManager | LineageStoreProtocol | LineageCatalogProtocol,
-) -> tuple[LineageCollectorService | None, LineageCatalogProtocol | None, str | None]:
+    target: LineageManager | LineageStoreProtocol | Engine,
+) -> tuple[LineageCollectorService | None, Engine | None, str | None]:
     if isinstance(target, LineageManager):
-        query = _query_store(target)
-        return LineageCollectorService(target), query, getattr(query, "name", None)
-    if isinstance(target, LineageStoreProtocol):
+        manager = target
+    elif isinstance(target, EngineStore):
         manager = LineageManager(LineageConfig(), stores=[target])
-        query = _query_store(manager)
-        return LineageCollectorService(manager), query, getattr(query, "name", None)
-    if isinstance(target, LineageCatalogProtocol):
-        return None, target, getattr(target, "name", type(target).__name__)
-    raise TypeError(
-        "create_app needs a LineageManager, a store or a LineageCatalogProtocol, "
-        f"got {type(target).__name__}"
-    )
+    elif isinstance(target, Engine):  # read-only: whoever writes the backend does it elsewhere
+        return None, target, target.name
+    else:
+        manager = LineageManager(LineageConfig(), stores=[target])
+    query = _query_store(manager)
+    return LineageCollectorService(manager), query, None if query is None else query.name
 
 
 async def _api_error(_request: Request, exc: Exception) -> Response:
@@ -84,7 +83,7 @@ async def _unexpected(_request: Request, exc: Exception) -> Response:
 
 
 def create_app(
-    manager_or_store: LineageManager | LineageStoreProtocol | LineageCatalogProtocol,
+    manager_or_store: LineageManager | LineageStoreProtocol | Engine,
     *,
     api_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,

@@ -45,7 +45,6 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
         415: "Content type is not application/json.",
         422: "The store refused the event permanently (retrying will not help), or a query "
         "parameter has a value the API does not take (`detail` names it).",
-        501: "The query store keeps no event history (only the sql, document, graph stores do).",
         503: "The store is unavailable (retry later), or none is configured for this request.",
     }
     return {code: {"model": ErrorBody, "description": descriptions[code]} for code in codes}

@@ -1,22 +1,20 @@
-"""Lineage as it was (``asOf``) and lineage of one run (``runId``), folded from the raw events.
+"""Lineage of one run (``runId``) and column lineage as it was (``asOf``), folded from the raw
+events.
 
-Every query store keeps each raw event (:class:`~lineage_sdk.collector.store.RawEventSource`),
-so the past is answered the same way in all of them: the events that count are read back, each
-turned into the record the stores index (:func:`~lineage_sdk.collector.records.build_record`),
-their inputs and outputs folded into job/dataset edges exactly as the stores fold them on write
-(a job's edges are every dataset any of its events named, JobEvents included), and that fold is
-walked with the stores' hop semantics. One code path, so the sql, document and graph stores
-cannot answer differently, and ``asOf`` at or after the newest event equals the plain answer.
+The engine keeps each raw event, so these are answered from them: the events that count are
+read back, each turned into the record the engine derives rows from
+(:func:`~lineage_sdk.collector.records.build_record`), their inputs and outputs folded into
+job/dataset edges as the engine derives them on write (a job's edges are every dataset any of
+its events named, JobEvents included), and that fold is walked with the engine's hop semantics,
+so ``asOf`` at or after the newest event equals the plain answer.
 
-Lineage ``asOf`` alone is the exception where a store dates its edges: the sql and graph
-stores' ``lineage_as_of`` walks the job edges first seen by then (sql ``job_io.first_seen``,
-graph ``firstSeen`` on CONSUMES/PRODUCES; no event is parsed but the kept jobs' latest runs'),
-and answers None for edges of unknown age, which are then folded as here.
+Lineage ``asOf`` alone is answered by the engine's dated edges
+(:meth:`~lineage_sdk.collector.engine.Engine.lineage_as_of`); the fold of every event up to
+``asOf`` (``history_lineage(indexed=False)``) is what the tests compare it with.
 
-The cost is a read of the events that count: for lineage ``asOf``, the events of the jobs the
-plain answer holds (bounded by time on the store's index) where the store can, else (and for
-column lineage ``asOf``) every event up to ``asOf``; for ``runId``, one read per run of its
-scope, its children found by the store's parent index (``child_runs``).
+The cost is a read of the events that count: for column lineage ``asOf``, every event up to
+``asOf``; for ``runId``, one read per run of its scope, its children found by the engine's
+parent index (``child_runs``).
 """
 
 from __future__ import annotations
@@ -38,30 +36,22 @@ from lineage_sdk.collector.columns import (
     parse_column_node,
     walk_columns,
 )
+from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.keyed import keyed_graph, walk_keys
 from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.store import (
     ColumnGraph,
-    DatedLineageProtocol,
     Direction,
     FieldRef,
     LineageGraph,
-    LineageHistoryProtocol,
-    LineageQueryProtocol,
     LineageRecord,
     NodeType,
-    RawEventSource,
     RunFold,
-    StaticLineageProtocol,
     check_node_limit,
     cut_lineage,
-    lineage_distances,
     names_dataset,
-    nearest,
     node_id,
     parse_node_id,
-    read_lineage,
-    unknown_as_of,
 )
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.run_state import (
@@ -71,7 +61,6 @@ from lineage_sdk.models.run_state import (
 )
 
 __all__ = [
-    "HistoryUnsupported",
     "LineageFold",
     "columns_of_events",
     "events_up_to",
@@ -88,10 +77,6 @@ __all__ = [
 ]
 
 _Key = tuple[str, str]
-
-
-class HistoryUnsupported(ValueError):
-    """The store keeps no raw events, so it cannot answer ``asOf`` or ``runId``."""
 
 
 @dataclass
@@ -210,17 +195,8 @@ def _nones() -> Iterator[None]:
         yield None
 
 
-def _raw_source(store: object) -> RawEventSource:
-    if not isinstance(store, RawEventSource):
-        name = getattr(store, "name", type(store).__name__)
-        raise HistoryUnsupported(
-            f"the {name} store keeps no raw events, so it cannot answer asOf or runId"
-        )
-    return store
-
-
 def history_records(
-    store: object, *, as_of: datetime | None = None, run_id: str | None = None
+    store: Engine, *, as_of: datetime | None = None, run_id: str | None = None
 ) -> list[LineageRecord]:
     """The records an ``asOf``/``runId`` answer is folded from.
 
@@ -228,45 +204,26 @@ def history_records(
     scope (:func:`run_scope_events`), each also bounded by ``as_of`` when given. LookupError
     when the run has no (such) events.
     """
-    source = _raw_source(store)
     if run_id is not None:
         return list(_records(run_scope_events(store, run_id, as_of=as_of)))
     until = None if as_of is None else as_of + timedelta(microseconds=1)
-    raws = list(source.iter_raw_events(until=until))
+    raws = list(store.iter_raw_events(until=until))
     stored = (orjson.loads(raw.json) for raw in raws)
     found = _records(stored, (raw.event_id for raw in raws))
     # The event's own time decides, to the microsecond, whatever precision a store indexes.
     return [rec for rec in found if as_of is None or rec.event_time <= as_of]
 
 
-def _child_runs(store: LineageQueryProtocol, source: RawEventSource, run_id: str) -> list[str]:
-    """Runs that may be children of ``run_id``: by the store's parent index (``child_runs``),
-    else by a scan of every event for one naming it as parent (a store without the index)."""
-    indexed = getattr(store, "child_runs", None)
-    if callable(indexed):
-        return list(indexed(run_id))
-    found: set[str] = set()
-    for raw in source.iter_raw_events():
-        if run_id in raw.json:  # cheap text test first
-            for rec in _records([orjson.loads(raw.json)], [raw.event_id]):
-                if rec.parent_run_id == run_id and rec.run_id:
-                    found.add(rec.run_id)
-    return sorted(found)
-
-
 def run_scope_events(
-    store: object, run_id: str, *, as_of: datetime | None = None
+    store: Engine, run_id: str, *, as_of: datetime | None = None
 ) -> list[dict[str, Any]]:
     """The raw events ``runId`` answers from: the run's, its parent runs' (every parent its
     events name) and its child runs' (runs whose parent, the least their events name as every
     store reads it, is this run), each bounded by ``as_of`` when given; in event-time order.
 
-    Bounded: a read per run (``events_of_run``) and the children by the store's parent index.
+    Bounded: a read per run (``events_of_run``) and the children by the engine's parent index.
     LookupError when the run has no events (up to ``as_of``).
     """
-    source = _raw_source(store)
-    if not isinstance(store, LineageQueryProtocol):
-        raise HistoryUnsupported(f"the {source.name} store cannot read a run's events")
 
     def read(run: str) -> list[tuple[datetime, dict[str, Any], LineageRecord]]:
         """The run's events up to ``as_of``, each with its time and record."""
@@ -288,7 +245,7 @@ def run_scope_events(
         if parent not in done:
             done.add(parent)
             scope.extend(read(parent))
-    for child in _child_runs(store, source, run_id):
+    for child in store.child_runs(run_id):
         if child in done:
             continue
         done.add(child)
@@ -328,126 +285,14 @@ def _run_of(event: Mapping[str, Any]) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-#: How many times the asked node limit the first present-day read of a bounded ``asOf`` answer
-#: takes; a read that proves too small is retried four times larger (see :func:`_as_of_graph`).
-_PRESENT_HEADROOM = 3
-
-
-def _job_records_up_to(
-    store: LineageHistoryProtocol, jobs: Sequence[_Key], as_of: datetime
-) -> list[LineageRecord]:
-    """The records of ``jobs``' run events and JobEvents up to ``as_of``, read on the store's
-    (job, time) index where it has one."""
-    events: list[Mapping[str, Any]] = []
-    ids: list[str | None] = []
-    bounded = getattr(store, "job_events_up_to", None)
-    if callable(bounded):  # the time bound on the store's (job, time) index
-        for event_id, event in bounded(jobs, as_of):
-            ids.append(event_id)
-            events.append(event)
-    else:
-        for namespace, name in jobs:
-            found = store.events_of_job(namespace, name)
-            events.extend(found)
-            ids.extend([None] * len(found))
-    kept = [rec for rec in _records(events, ids) if rec.event_time <= as_of]
-    return kept + _static_records_up_to(store, as_of, jobs=jobs)
-
-
 def _static_records_up_to(
-    store: object,
-    as_of: datetime,
-    *,
-    jobs: Sequence[_Key] = (),
-    datasets: Sequence[_Key] = (),
+    store: Engine, as_of: datetime, *, jobs: Sequence[_Key] = ()
 ) -> list[LineageRecord]:
-    """The records of ``jobs``' JobEvents and ``datasets``' DatasetEvents up to ``as_of`` (none
-    for a store without static lineage)."""
-    if not (jobs or datasets) or not isinstance(store, StaticLineageProtocol):
+    """The records of ``jobs``' JobEvents up to ``as_of``."""
+    if not jobs:
         return []
-    static = store.static_events(jobs=list(jobs), datasets=list(datasets))
+    static = store.static_events(jobs=list(jobs))
     return [rec for rec in _records(static) if rec.event_time <= as_of]
-
-
-def _as_of_graph(
-    store: object,
-    node: str,
-    direction: Direction,
-    depth: int,
-    as_of: datetime,
-    node_limit: int | None,
-) -> tuple[LineageGraph, LineageFold] | None:
-    """The walked (not yet cut) ``asOf`` graph and its fold, from the events of the jobs in a
-    bounded present-day read; None when the store cannot read that way (then every event up to
-    ``as_of`` is read); LookupError when no event up to ``as_of`` names the root.
-
-    Exact, not a guess: a job's edges only grow with its events, so the graph then is a
-    subgraph of the graph now, and a node ``d`` edges from the root then is at most ``d`` now.
-    A present-day read cut at some distance holds every node nearer than that and every job's
-    events; the past answer is settled when everything it depends on lies nearer than that
-    (:func:`_settled`), else the read is retried four times larger.
-    """
-    if not (isinstance(store, LineageQueryProtocol) and isinstance(store, LineageHistoryProtocol)):
-        return None
-    kind, namespace, name = parse_node_id(node)
-    key = (namespace, name)
-    limit = None if node_limit is None else node_limit * _PRESENT_HEADROOM
-    while True:
-        now = read_lineage(store, node, direction, depth, limit)
-        facts = fold(_node_records_up_to(store, now, as_of), columns=False)
-        if key not in (facts.jobs if kind == "JOB" else facts.datasets):
-            # Named then only by jobs the other way (or not at all): a lone node in this answer.
-            if kind == "JOB" or not _dataset_known(store, node, as_of):
-                raise unknown_as_of(node, as_of)
-            facts.datasets.add(key)
-        whole = _past_graph(facts, node, direction, depth, node_limit)
-        if limit is None or not now.truncated or _settled(whole, now, direction, node_limit):
-            return whole, facts
-        limit *= 4
-
-
-def _node_records_up_to(
-    store: LineageHistoryProtocol, graph: LineageGraph, as_of: datetime
-) -> list[LineageRecord]:
-    """The records up to ``as_of`` of the jobs in ``graph`` (run events and JobEvents) and, for a
-    dataset root, its DatasetEvents."""
-    jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
-    records = _job_records_up_to(store, jobs, as_of)
-    kind, namespace, name = parse_node_id(graph.root)
-    if kind == "DATASET":
-        records.extend(_static_records_up_to(store, as_of, datasets=[(namespace, name)]))
-    return records
-
-
-def _dataset_known(store: LineageQueryProtocol, node: str, as_of: datetime) -> bool:
-    """Whether any event up to ``as_of`` names the dataset ``node``: every event that names it
-    is a DatasetEvent of it or an event of a job next to it today, either way."""
-    if not isinstance(store, LineageHistoryProtocol):
-        return False
-    around = read_lineage(store, node, "both", 1, None)
-    _, namespace, name = parse_node_id(node)
-    return (namespace, name) in fold(
-        _node_records_up_to(store, around, as_of), columns=False
-    ).datasets
-
-
-def _settled(
-    past: LineageGraph, now: LineageGraph, direction: Direction, node_limit: int | None
-) -> bool:
-    """Whether the past answer walked from a cut present-day read equals the one walked from
-    every event: every node it depends on is nearer the root than the read's cut distance.
-
-    Cut past answer: its farthest kept node's distance (all nodes that near, and the shortest
-    paths to them, each edge with a read job at one end). Uncut: one edge beyond its farthest
-    node, where a node it missed would be.
-    """
-    reach = max(lineage_distances(now, direction).values())
-    distance = lineage_distances(past, direction)
-    if node_limit is not None and len(distance) > node_limit:
-        needed = distance[nearest(distance, node_limit)[-1]]
-    else:
-        needed = max(distance.values()) + 1
-    return needed < reach
 
 
 def _past_graph(
@@ -481,7 +326,7 @@ def _past_graph(
 
 
 def history_lineage(
-    store: object,
+    store: Engine,
     node: str,
     *,
     direction: Direction = "both",
@@ -496,31 +341,23 @@ def history_lineage(
     (:func:`~lineage_sdk.collector.store.cut_lineage`). LookupError when the events that count
     name no such node.
 
-    ``asOf`` alone is answered by the store's own ``lineage_as_of`` where it has one (the sql
-    and graph stores' time-stamped edges) and it can (None: edges of unknown age); else, or with
-    ``indexed=False`` (tests compare the two), folded from the raw events."""
+    ``asOf`` alone is answered by the engine's dated edges (``lineage_as_of``); with
+    ``indexed=False`` (tests compare the two), folded from every raw event up to it."""
     kind, namespace, name = parse_node_id(node)
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     check_node_limit(node_limit)
-    found = None
-    if indexed and run_id is None and as_of is not None and isinstance(store, DatedLineageProtocol):
+    if indexed and run_id is None and as_of is not None:
         graph = store.lineage_as_of(
             node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of
         )
-        if graph is not None:
-            jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
-            declared = fold(_static_records_up_to(store, as_of, jobs=jobs), columns=False).declared
-            return graph, _among(graph, declared)
-    if run_id is None and as_of is not None:
-        found = _as_of_graph(store, node, direction, depth, as_of, node_limit)
-    if found is None:
-        facts = fold(history_records(store, as_of=as_of, run_id=run_id), columns=False)
-        if (namespace, name) not in (facts.jobs if kind == "JOB" else facts.datasets):
-            raise unknown_in_history(node, as_of, run_id)
-        whole = _past_graph(facts, node, direction, depth, node_limit)
-    else:
-        whole, facts = found
+        jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
+        declared = fold(_static_records_up_to(store, as_of, jobs=jobs), columns=False).declared
+        return graph, _among(graph, declared)
+    facts = fold(history_records(store, as_of=as_of, run_id=run_id), columns=False)
+    if (namespace, name) not in (facts.jobs if kind == "JOB" else facts.datasets):
+        raise unknown_in_history(node, as_of, run_id)
+    whole = _past_graph(facts, node, direction, depth, node_limit)
     graph = cut_lineage(whole, direction, node_limit)
     for item in graph.nodes.values():
         if item.type == "JOB":
@@ -545,7 +382,7 @@ def _among(graph: LineageGraph, declared: set[tuple[str, str]]) -> set[tuple[str
 
 
 def history_columns(
-    store: object,
+    store: Engine,
     node: str,
     *,
     as_of: datetime | None = None,

@@ -1,8 +1,8 @@
 """Marquez's richer shapes (datasets with fields, versions, facets, sources, tags), folded from raw
 OpenLineage events.
 
-The stores hand back raw events (:class:`~lineage_sdk.collector.store.LineageHistoryProtocol`) and
-every rule lives here, so the sql, document and graph stores answer alike. The rules follow what
+The engine hands back raw events (:meth:`~lineage_sdk.collector.engine.Engine.events_of_dataset`
+and its siblings) and every rule lives here, so every backend answers alike. The rules follow what
 Marquez derives from the same events:
 
 - a **dataset version** is keyed on content, never on the run: the ``datasetVersion`` of the

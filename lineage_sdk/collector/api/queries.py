@@ -26,23 +26,18 @@ from lineage_sdk.collector.columns import (
     marquez_column_graph,
     parse_column_node,
 )
+from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
     ColumnGraph,
     Direction,
     FieldRef,
-    LineageCatalogProtocol,
     LineageGraph,
-    LineageHistoryProtocol,
-    NodeLookupProtocol,
     NodeType,
     Page,
-    StaticLineageProtocol,
     cut_lineage,
     node_id,
     parse_node_id,
-    read_lineage,
-    takes_node_limit,
 )
 from lineage_sdk.collector.symlinks import entry_name
 
@@ -73,18 +68,13 @@ def parse_node(node: str) -> tuple[NodeType, str, str]:
     return parse_node_id(node)
 
 
-def exists(store: LineageCatalogProtocol, node_type: NodeType, namespace: str, name: str) -> bool:
-    """Whether a job or dataset is recorded at all (asked only of nodes that have no edges): the
-    store's lookup by name, else ``search``, the one question every catalog answers that can
-    tell (a catalog of its own without the lookup may miss a node among 1,000 similar names)."""
-    if isinstance(store, NodeLookupProtocol):
-        return store.has_node(node_type, namespace, name)
-    hits = store.search(name, limit=1000)
-    return (node_type, namespace, name) in {(t, ns, nm) for t, ns, nm in hits}
+def exists(store: Engine, node_type: NodeType, namespace: str, name: str) -> bool:
+    """Whether a job or dataset is recorded at all (asked only of nodes that have no edges)."""
+    return store.has_node(node_type, namespace, name)
 
 
 def lineage(
-    store: LineageCatalogProtocol,
+    store: Engine,
     node: str,
     *,
     direction: Direction = "both",
@@ -110,10 +100,10 @@ def lineage(
     if as_of is not None or run_id is not None:
         return _history_lineage(store, node, direction, depth, readable, as_of, run_id, node_limit)
     if readable is None:
-        graph = read_lineage(store, node, direction, depth, node_limit)
+        graph = store.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
     else:
         graph = visible_cut(
-            lambda limit: read_lineage(store, node, direction, depth, limit),
+            lambda limit: store.lineage(node, direction=direction, depth=depth, node_limit=limit),
             _pruner(readable, direction, depth),
             lambda pruned: cut_lineage(pruned, direction, node_limit),
             node_limit,
@@ -123,21 +113,6 @@ def lineage(
     isolated = len(graph.nodes) <= 1 and (root is None or not (root.in_edges or root.out_edges))
     if isolated and not exists(store, node_type, namespace, name):
         raise NotFound(f"nothing is recorded for {node!r}")
-    # The sql walk reads each job's latest run on the way; the others are asked for it here,
-    # so every store answers alike.
-    missing = {
-        (n.namespace, n.name): n
-        for n in graph.nodes.values()
-        if n.type == "JOB" and "latestRun" not in n.data
-    }
-    if missing and isinstance(store, LineageHistoryProtocol):
-        for key, run in store.latest_runs(sorted(missing)).items():
-            missing[key].data["latestRun"] = {
-                "runId": run.run_id,
-                "state": run.state,
-                "stateTime": run.state_time,
-                "heartbeatS": run.heartbeat_s,
-            }
     answer = marquez.lineage_graph(graph)
     declared = declared_edges(store, [(n.namespace, n.name) for n in _job_nodes(graph)])
     if declared:
@@ -157,7 +132,7 @@ def bounded(answer: dict[str, Any], truncated: bool, node_limit: int) -> dict[st
 
 
 def _history_lineage(
-    store: object,
+    store: Engine,
     node: str,
     direction: Direction,
     depth: int,
@@ -214,10 +189,10 @@ def _job_nodes(graph: Any) -> list[Any]:
     return sorted((n for n in graph.nodes.values() if n.type == "JOB"), key=lambda n: n.id)
 
 
-def declared_edges(store: object, jobs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+def declared_edges(store: Engine, jobs: list[tuple[str, str]]) -> set[tuple[str, str]]:
     """The (origin, destination) node ids of the edges the JobEvents of ``jobs`` declare: their
-    inputs feed the job, the job feeds its outputs (empty for a store without static lineage)."""
-    if not jobs or not isinstance(store, StaticLineageProtocol):
+    inputs feed the job, the job feeds its outputs."""
+    if not jobs:
         return set()
     wanted = set(jobs)
     edges: set[tuple[str, str]] = set()
@@ -235,49 +210,38 @@ def declared_edges(store: object, jobs: list[tuple[str, str]]) -> set[tuple[str,
     return edges
 
 
-def dataset_events(store: LineageHistoryProtocol, namespace: str, name: str) -> list[Any]:
+def dataset_events(store: Engine, namespace: str, name: str) -> list[Any]:
     """The events behind a dataset's Marquez reads: its runs' events and its DatasetEvents."""
     events = store.events_of_dataset(namespace, name)
-    if not isinstance(store, StaticLineageProtocol):
-        return events
     static = store.static_events(datasets=[(namespace, name)])
     return marquez_events.merge_events(events, static) if static else events
 
 
-def job_events(store: LineageHistoryProtocol, namespace: str, name: str) -> list[Any]:
+def job_events(store: Engine, namespace: str, name: str) -> list[Any]:
     """The events behind a job's Marquez reads: its run events and its JobEvents."""
     events = store.events_of_job(namespace, name)
-    if not isinstance(store, StaticLineageProtocol):
-        return events
     static = store.static_events(jobs=[(namespace, name)])
     return marquez_events.merge_events(events, static) if static else events
 
 
 def job_events_up_to(
-    store: LineageHistoryProtocol,
+    store: Engine,
     namespace: str,
     name: str,
     as_of: datetime,
     *,
     static: bool = True,
 ) -> list[Any]:
-    """:func:`job_events` with ``eventTime <= as_of``, the run events bounded on the store's
-    index when it can (``job_events_up_to``), else read and filtered. ``static=False``: the
-    run events only (what ``events_of_job`` reads)."""
-    bounded = getattr(store, "job_events_up_to", None)
-    if not callable(bounded):
-        found = (
-            job_events(store, namespace, name) if static else store.events_of_job(namespace, name)
-        )
-        return events_up_to(found, as_of)
-    events = [event for _, event in bounded([(namespace, name)], as_of)]
-    if not static or not isinstance(store, StaticLineageProtocol):
+    """:func:`job_events` with ``eventTime <= as_of``, the run events bounded on the backend's
+    (job, time) index. ``static=False``: the run events only (what ``events_of_job`` reads)."""
+    events = [event for _, event in store.job_events_up_to([(namespace, name)], as_of)]
+    if not static:
         return events
     declared = events_up_to(store.static_events(jobs=[(namespace, name)]), as_of)
     return marquez_events.merge_events(events, declared) if declared else events
 
 
-def run_scope(store: object, run_id: str, *, as_of: datetime | None = None) -> list[Any]:
+def run_scope(store: Engine, run_id: str, *, as_of: datetime | None = None) -> list[Any]:
     """The raw events of run ``run_id``'s scope: its own, its parents' and its children's, up
     to ``as_of`` (:func:`~lineage_sdk.collector.api.history.run_scope_events`); NotFound naming
     the run when it has none."""
@@ -288,14 +252,14 @@ def run_scope(store: object, run_id: str, *, as_of: datetime | None = None) -> l
 
 
 def runs(
-    store: LineageCatalogProtocol, namespace: str, name: str, *, limit: int = 100, offset: int = 0
+    store: Engine, namespace: str, name: str, *, limit: int = 100, offset: int = 0
 ) -> Page[dict[str, Any]]:
     """Marquez ``Run`` objects of a job, most recent first; ``total`` counts all its runs."""
     found = store.runs_of_job(namespace, name, limit=limit, offset=offset)
     return Page((marquez.run_from_summary(r) for r in found), found.total)
 
 
-def run_events(store: LineageCatalogProtocol, run_id: str) -> list[dict[str, Any]]:
+def run_events(store: Engine, run_id: str) -> list[dict[str, Any]]:
     """The raw events of a run in event-time order; NotFound when there are none.
 
     Run ids are matched as given, then in lower case (how OpenLineage clients write UUIDs).
@@ -309,7 +273,7 @@ def run_events(store: LineageCatalogProtocol, run_id: str) -> list[dict[str, Any
 
 
 def column_lineage(
-    store: LineageCatalogProtocol,
+    store: Engine,
     node: str,
     *,
     depth: int = 20,
@@ -375,32 +339,25 @@ def column_lineage(
 
 
 def _store_columns(
-    store: LineageCatalogProtocol,
+    store: Engine,
     node: str,
     root: ColumnRoot,
     depth: int,
     with_downstream: bool,
     node_limit: int | None,
 ) -> ColumnGraph:
-    """The store's column-lineage walk, cut at ``node_limit``; a node column lineage does not
+    """The engine's column-lineage walk, cut at ``node_limit``; a node column lineage does not
     name answers the fields its schema lists."""
-    if takes_node_limit(store.column_lineage):
-        graph = store.column_lineage(
-            node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
-        )
-    else:  # a store written before bounded queries: walked whole, cut here
-        graph = cut_columns(
-            store.column_lineage(node, depth=depth, with_downstream=with_downstream),
-            with_downstream,
-            node_limit,
-        )
+    graph = store.column_lineage(
+        node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+    )
     if not graph.roots:
         graph = cut_columns(_schema_fields(store, node, root), with_downstream, node_limit)
     return graph
 
 
 def _as_readable_events_state(
-    view: LineageCatalogProtocol,
+    view: Engine,
     graph: ColumnGraph,
     node: str,
     root: ColumnRoot,
@@ -413,8 +370,6 @@ def _as_readable_events_state(
     uncut) only says where to look: every edge a readable event states and the walk may reach is
     among its edges, so the readable events of the datasets it holds (and of a job root) state
     them all, each with the transformation the latest readable event gave it."""
-    if not isinstance(view, LineageHistoryProtocol):
-        return graph  # no events to tell who stated what: the namespaces prune alone
     datasets = {(f.namespace, f.dataset) for f in graph.fields}
     events: list[Any] = []
     if root.kind == "JOB":
@@ -427,12 +382,10 @@ def _as_readable_events_state(
     return stated if stated.roots else _schema_fields(view, node, root)
 
 
-def _schema_fields(store: LineageCatalogProtocol, node: str, root: ColumnRoot) -> ColumnGraph:
+def _schema_fields(store: Engine, node: str, root: ColumnRoot) -> ColumnGraph:
     """Fields no column lineage names but a schema facet lists (of the dataset, or of the datasets
     the job writes): Marquez answers them as nodes without inputs (its fields come from the
     schema), and so do we."""
-    if not isinstance(store, LineageHistoryProtocol):
-        return ColumnGraph(node)
     datasets = [(root.namespace, root.name)]
     if root.kind == "JOB":
         datasets = sorted(

@@ -13,8 +13,8 @@ from starlette.requests import HTTPConnection
 from lineage_sdk.collector.api.access import AccessPolicy
 from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.ingest import Ingestor
+from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.service import LineageCollectorService
-from lineage_sdk.collector.store import LineageCatalogProtocol
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ApiSettings", "ApiState", "api_state"]
 
@@ -41,12 +41,12 @@ class ApiState:
 
     settings: ApiSettings
     service: LineageCollectorService | None
-    query: LineageCatalogProtocol | None
+    query: Engine | None
     query_name: str | None
     ingestor: Ingestor
 
-    def catalog(self) -> LineageCatalogProtocol:
-        """The store that answers reads; 503 when no configured store can. Asked by the routes
+    def catalog(self) -> Engine:
+        """The engine that answers reads; 503 when no configured store can. Asked by the routes
         once their parameters are valid, so a bad request is a 400/422 whatever the stores."""
         if self.query is None:
             raise ApiError(

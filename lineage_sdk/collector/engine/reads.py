@@ -107,6 +107,7 @@ class Engine:
 
     def __init__(self, backend: LineageBackend) -> None:
         self.backend = backend
+        self.name = backend.name
 
     # -- the lineage walk ----------------------------------------------------------------------
 

@@ -70,7 +70,6 @@ class EngineStore(Engine):
         upgrade_batch: int = UPGRADE_BATCH,
     ) -> None:
         super().__init__(backend)
-        self.name = backend.name
         self.address = backend.address
         self._earlier = earlier
         self._upgrade_batch = upgrade_batch

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from lineage_sdk.collector.backend import Rows
@@ -28,7 +28,7 @@ from lineage_sdk.collector.engine import EngineStore, derive
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord, LineageStoreProtocol
 from lineage_sdk.exceptions import StoreError
 
-__all__ = ["CompositeStore"]
+__all__ = ["CompositeStore", "engine_stores", "leaf_stores", "pick_query_store"]
 
 
 def _write(
@@ -117,3 +117,28 @@ class CompositeStore(BaseLineageStore):
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def leaf_stores(stores: Iterable[LineageStoreProtocol]) -> list[LineageStoreProtocol]:
+    """The leaf stores, looking into a composite (whose ``stores`` are its leaves)."""
+    leaves: list[LineageStoreProtocol] = []
+    for store in stores:
+        leaves.extend(store.stores if isinstance(store, CompositeStore) else [store])
+    return leaves
+
+
+def engine_stores(stores: Iterable[LineageStoreProtocol]) -> list[EngineStore]:
+    """The leaf stores that keep events and answer reads: the engine's (sql, document, graph,
+    memory), in configured order."""
+    return [s for s in leaf_stores(stores) if isinstance(s, EngineStore)]
+
+
+def pick_query_store(stores: Iterable[LineageStoreProtocol]) -> EngineStore | None:
+    """The store that answers reads: ``sql`` first, then ``graph``, then any other engine store,
+    looking into composites (a ``[document, graph, sql]`` composite reads from sql)."""
+    engines = engine_stores(stores)
+    for preferred in ("sql", "graph"):
+        for store in engines:
+            if store.name == preferred:
+                return store
+    return engines[0] if engines else None

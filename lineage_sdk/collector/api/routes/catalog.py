@@ -19,7 +19,6 @@ from lineage_sdk.collector.api.routes.common import (
     Offset,
     catalog,
     event_time,
-    history,
     instant,
     paged,
     reply,
@@ -33,12 +32,7 @@ from lineage_sdk.collector.api.schemas import (
     TagList,
 )
 from lineage_sdk.collector.api.state import ApiState
-from lineage_sdk.collector.store import (
-    DatasetNamespacesProtocol,
-    LineageCatalogProtocol,
-    NodeType,
-    names_dataset,
-)
+from lineage_sdk.collector.store import NodeType, names_dataset
 
 __all__ = [
     "get_namespace",
@@ -51,14 +45,6 @@ __all__ = [
 ]
 
 router = APIRouter(dependencies=read_auth)
-
-
-def _dataset_namespaces(store: LineageCatalogProtocol) -> list[str]:
-    """Every namespace holding a dataset: Marquez's sources (see marquez_events). A catalog
-    without the one read is asked for one dataset of each namespace."""
-    if isinstance(store, DatasetNamespacesProtocol):
-        return store.dataset_namespaces()
-    return [ns for ns in store.namespaces() if store.datasets(ns, limit=1)]
 
 
 @router.get(
@@ -102,7 +88,7 @@ def get_namespace(state: State, grant: ReadGrant, namespace: str) -> Response:
 )
 def get_sources(state: State, grant: ReadGrant, limit: Limit = 100, offset: Offset = 0) -> Response:
     store = catalog(state, grant)
-    names = answer(lambda: _dataset_namespaces(store))
+    names = answer(lambda: store.dataset_namespaces())
     page = paged(names, limit, offset)
     return JSONBody({"sources": [marquez_events.source_data(n) for n in page]})
 
@@ -147,7 +133,7 @@ def _search_pattern(q: str) -> tuple[str, re.Pattern[str]]:
 def _updated_at(
     state: ApiState, grant: Grant, kind: NodeType, namespace: str, name: str
 ) -> datetime | None:
-    store = history(state, grant)
+    store = catalog(state, grant)
     events = (
         store.events_of_job(namespace, name)
         if kind == "JOB"

@@ -23,7 +23,7 @@ from lineage_sdk.collector.api.dependencies import (
     read_auth,
 )
 from lineage_sdk.collector.api.errors import ApiError, error_responses
-from lineage_sdk.collector.api.history import HistoryUnsupported, parse_instant
+from lineage_sdk.collector.api.history import parse_instant
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.schemas import Bounded
 from lineage_sdk.collector.columns import parse_column_node
@@ -82,7 +82,7 @@ class ColumnLineageGraph(Bounded):
     response_model=ColumnLineageGraph,
     tags=["Column lineage"],
     summary="The column-lineage graph of a field or a dataset (Marquez's getColumnLineage)",
-    responses=error_responses(400, 401, 404, 422, 501, 503),
+    responses=error_responses(400, 401, 404, 422, 503),
 )
 def get_column_lineage(
     state: State,
@@ -130,19 +130,16 @@ def get_column_lineage(
         raise ApiError(422, "invalid_parameter", str(exc)[:300]) from None
     store = visible(state.catalog(), grant)
     readable = None if grant.reads_all else grant.may_read
-    try:
-        graph = answer(
-            lambda: queries.column_lineage(
-                store,
-                nodeId,
-                depth=depth,
-                with_downstream=withDownstream,
-                readable=readable,
-                as_of=as_of,
-                run_id=runId,
-                node_limit=nodeLimit,
-            )
+    graph = answer(
+        lambda: queries.column_lineage(
+            store,
+            nodeId,
+            depth=depth,
+            with_downstream=withDownstream,
+            readable=readable,
+            as_of=as_of,
+            run_id=runId,
+            node_limit=nodeLimit,
         )
-    except HistoryUnsupported as exc:
-        raise ApiError(501, "not_supported", str(exc)[:300]) from None
+    )
     return JSONBody(scrub(graph, grant))

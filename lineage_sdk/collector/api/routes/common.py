@@ -1,9 +1,9 @@
-"""What the Marquez-compatible read routes share: paging parameters, the store as the request's
+"""What the Marquez-compatible read routes share: paging parameters, the engine as the request's
 key sees it, times, and the scrubbed reply.
 
 Each read route takes the request's :class:`~lineage_sdk.collector.api.access.Grant` and asks the
-store through the key's view (:func:`~lineage_sdk.collector.api.access.visible`), which holds only
-what the key may read: a hidden thing is not there, so it answers as an unknown one by the same
+engine through the key's sight (:func:`~lineage_sdk.collector.api.access.visible`), which holds
+only what the key may read: a hidden thing is not there, so it answers as an unknown one by the same
 code, with no special case in the routes. Lineage is pruned at unreadable nodes (``queries``), and
 every answer goes through :func:`~lineage_sdk.collector.api.access.scrub` (:func:`reply`).
 
@@ -14,7 +14,7 @@ Answers come in Marquez's shapes (see ``marquez``); lists are paged by the query
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 from fastapi import Query, Response
 
@@ -25,18 +25,17 @@ from lineage_sdk.collector.api.errors import ApiError
 from lineage_sdk.collector.api.history import parse_instant
 from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.state import ApiState
+from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.records import parse_event_time
-from lineage_sdk.collector.store import LineageCatalogProtocol, LineageHistoryProtocol, Page
+from lineage_sdk.collector.store import Page
 from lineage_sdk.exceptions import InvalidEventError
 
 __all__ = [
     "UUID_PATTERN",
     "Limit",
     "Offset",
-    "as_catalog",
     "catalog",
     "event_time",
-    "history",
     "instant",
     "paged",
     "reply",
@@ -51,27 +50,9 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="Most results to return.
 Offset = Annotated[int, Query(ge=0, le=100_000, description="Results to skip.")]
 
 
-def catalog(state: ApiState, grant: Grant) -> LineageCatalogProtocol:
-    """The query store as ``grant`` sees it."""
+def catalog(state: ApiState, grant: Grant) -> Engine:
+    """The engine as ``grant`` sees it."""
     return visible(state.catalog(), grant)
-
-
-def history(state: ApiState, grant: Grant) -> LineageHistoryProtocol:
-    """The query store as a history store (the sql, document and graph stores are), as
-    ``grant`` sees it; 501 when it keeps no event history."""
-    store = catalog(state, grant)
-    if not isinstance(store, LineageHistoryProtocol):
-        raise ApiError(
-            501,
-            "not_supported",
-            f"the query store {state.query_name!r} keeps no event history to answer this",
-        )
-    return store
-
-
-def as_catalog(store: LineageHistoryProtocol) -> LineageCatalogProtocol:
-    """A history store as the catalog it also is (:func:`history` answers the query store)."""
-    return cast(LineageCatalogProtocol, store)
 
 
 def instant(value: str | None, name: str) -> datetime | None:

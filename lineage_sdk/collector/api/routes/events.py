@@ -14,9 +14,8 @@ from lineage_sdk.collector.api.errors import ApiError, error_responses
 from lineage_sdk.collector.api.routes.common import (
     Limit,
     Offset,
-    as_catalog,
+    catalog,
     event_time,
-    history,
     instant,
     reply,
 )
@@ -64,7 +63,7 @@ def _event_log(
     limit: int,
     offset: int,
 ) -> Response:
-    store = history(state, grant)
+    store = catalog(state, grant)
     since, until, ascending = instant(after, "after"), instant(before, "before"), _ascending(sort)
 
     def ask(ns: str | None, size: int, skip: int) -> Page[dict[str, Any]]:
@@ -77,7 +76,7 @@ def _event_log(
         return reply({"events": page, "totalCount": page.total}, grant)
     # A key that reads some namespaces: the log of each (one query each, up to the page's
     # end), merged in the store's order (event time, then event id).
-    readable = list(answer(lambda: as_catalog(store).namespaces()))
+    readable = list(answer(lambda: store.namespaces()))
     merged: list[tuple[datetime, str, dict[str, Any]]] = []
     total = 0
     for ns in readable:
@@ -96,14 +95,14 @@ def _event_log(
     response_model=LineageEventList,
     tags=["Events"],
     summary="The received OpenLineage events, newest first (Marquez's getLineageEvents)",
-    responses=error_responses(401, 422, 501, 503),
+    responses=error_responses(401, 422, 503),
 )
 @router.get(
     "/api/v1/events",
     response_model=LineageEventList,
     tags=["Events"],
     summary="The event log, as marquez-python's list_events() asks for it",
-    responses=error_responses(401, 422, 501, 503),
+    responses=error_responses(401, 422, 503),
 )
 def get_lineage_events(
     state: State,
@@ -131,7 +130,7 @@ def get_lineage_events(
     response_model=LineageEventList,
     tags=["Events"],
     summary="The run events of one namespace's jobs (marquez-python's list_events(namespace))",
-    responses=error_responses(401, 422, 501, 503),
+    responses=error_responses(401, 422, 503),
 )
 def get_namespace_events(
     state: State,

@@ -16,11 +16,9 @@ from lineage_sdk.collector.api.dependencies import (
     read_auth,
 )
 from lineage_sdk.collector.api.errors import ApiError, error_responses
-from lineage_sdk.collector.api.history import HistoryUnsupported
 from lineage_sdk.collector.api.routes.common import (
     UUID_PATTERN,
     catalog,
-    history,
     instant,
     reply,
     run_events,
@@ -38,7 +36,7 @@ router = APIRouter(dependencies=read_auth)
     response_model=LineageGraphModel,
     tags=["Lineage"],
     summary="The lineage graph around a job or dataset (Marquez's getLineage)",
-    responses=error_responses(400, 401, 404, 422, 501, 503),
+    responses=error_responses(400, 401, 404, 422, 503),
 )
 def get_lineage(
     state: State,
@@ -82,21 +80,18 @@ def get_lineage(
     as_of = instant(asOf, "asOf")
     store = catalog(state, grant)
     readable = None if grant.reads_all else grant.may_read
-    try:
-        graph = answer(
-            lambda: queries.lineage(
-                store,
-                nodeId,
-                direction=direction,
-                depth=depth,
-                readable=readable,
-                as_of=as_of,
-                run_id=runId,
-                node_limit=nodeLimit,
-            )
+    graph = answer(
+        lambda: queries.lineage(
+            store,
+            nodeId,
+            direction=direction,
+            depth=depth,
+            readable=readable,
+            as_of=as_of,
+            run_id=runId,
+            node_limit=nodeLimit,
         )
-    except HistoryUnsupported as exc:
-        raise ApiError(501, "not_supported", str(exc)[:300]) from None
+    )
     return reply(graph, grant)
 
 
@@ -106,7 +101,7 @@ def get_lineage(
     tags=["Lineage"],
     summary="A run and the runs that produced the dataset versions it read, recursively "
     "(Marquez's getRunLineageUpstream)",
-    responses=error_responses(401, 404, 501, 503),
+    responses=error_responses(401, 404, 503),
 )
 def get_run_lineage_upstream(
     state: State,
@@ -120,7 +115,7 @@ def get_run_lineage_upstream(
     ] = 20,
     nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
 ) -> Response:
-    store = history(state, grant)
+    store = catalog(state, grant)
     events = run_events(state, runId, grant)
 
     def readable_writers(namespace: str, name: str) -> list[dict[str, Any]]:

@@ -27,9 +27,7 @@ from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.routes.common import (
     Limit,
     Offset,
-    as_catalog,
     catalog,
-    history,
     instant,
     paged,
     reply,
@@ -45,7 +43,8 @@ from lineage_sdk.collector.api.schemas import (
     JobVersionModel,
 )
 from lineage_sdk.collector.api.state import ApiState
-from lineage_sdk.collector.store import LineageHistoryProtocol, NodeType, node_id
+from lineage_sdk.collector.engine import Engine
+from lineage_sdk.collector.store import NodeType, node_id
 
 __all__ = [
     "get_dataset",
@@ -83,8 +82,8 @@ ScopeRun = Annotated[
 ]
 
 _Events = list[dict[str, Any]]
-_Read = Callable[[LineageHistoryProtocol, str, str], _Events]
-_ReadUpTo = Callable[[LineageHistoryProtocol, str, str, datetime], _Events]
+_Read = Callable[[Engine, str, str], _Events]
+_ReadUpTo = Callable[[Engine, str, str, datetime], _Events]
 
 
 @dataclass(frozen=True)
@@ -112,8 +111,8 @@ class _Kind:
 
 
 def _present_job(state: ApiState, grant: Grant, namespace: str, job: str) -> dict[str, Any]:
-    """A job today: its latest runs and its edges from the store's summaries, and what its
-    events add (type, facets, location, current version) when the store keeps them."""
+    """A job today: its latest runs and its edges from the engine's summaries, and what its
+    events add (type, facets, location, current version)."""
     store = catalog(state, grant)
     runs = answer(lambda: store.runs_of_job(namespace, job, limit=10))
     graph = answer(lambda: store.lineage(node_id("JOB", namespace, job), depth=0))
@@ -139,9 +138,8 @@ def _present_job(state: ApiState, grant: Grant, namespace: str, job: str) -> dic
         inputs=inputs,
         outputs=outputs,
     )
-    if isinstance(store, LineageHistoryProtocol):
-        events = answer(lambda: queries.job_events(store, namespace, job))
-        data.update(marquez_events.job_details(namespace, job, events))
+    events = answer(lambda: queries.job_events(store, namespace, job))
+    data.update(marquez_events.job_details(namespace, job, events))
     return data
 
 
@@ -195,7 +193,7 @@ def _scope_events(
     ``as_of``) the key may read that describe the job (its run events) or the dataset (the events
     of the runs that named it); 404 naming the run when there are none (a job or dataset of a
     hidden namespace is named by none)."""
-    store = history(state, grant)
+    store = catalog(state, grant)
     scope = answer(lambda: queries.run_scope(store, run_id, as_of=as_of))
     events = kind.in_scope(scope, namespace, name) if grant.may_read(namespace) else []
     if events:
@@ -222,14 +220,12 @@ def _events(
     and filtered). 404 when there are none."""
     if run_id is not None:
         return _scope_events(kind, state, grant, namespace, name, as_of=as_of, run_id=run_id)
-    store = history(state, grant)
+    store = catalog(state, grant)
     if as_of is not None and up_to is not None:
         events = answer(lambda: up_to(store, namespace, name, as_of))
     else:
         events = answer(lambda: kind.events(store, namespace, name))
-        if not events and not answer(
-            lambda: queries.exists(as_catalog(store), kind.type, namespace, name)
-        ):
+        if not events and not answer(lambda: queries.exists(store, kind.type, namespace, name)):
             raise ApiError(404, "not_found", _unknown(kind, None))
         if as_of is not None:
             events = events_up_to(events, as_of)
@@ -334,7 +330,7 @@ def get_jobs(
     response_model=JobVersionModel,
     tags=["Jobs"],
     summary="One version of a job (its inputs, outputs and location, shared by its runs)",
-    responses=error_responses(401, 404, 422, 501, 503),
+    responses=error_responses(401, 404, 422, 503),
 )
 def get_job_version(
     state: State,
@@ -353,7 +349,7 @@ def get_job_version(
     response_model=JobVersionList,
     tags=["Jobs"],
     summary="Versions of a job, newest first",
-    responses=error_responses(401, 404, 422, 501, 503),
+    responses=error_responses(401, 404, 422, 503),
 )
 def get_job_versions(
     state: State,
@@ -389,7 +385,7 @@ def get_datasets(
     response_model=DatasetVersionModel,
     tags=["Datasets"],
     summary="One version of a dataset (made by the run that wrote it)",
-    responses=error_responses(401, 404, 422, 501, 503),
+    responses=error_responses(401, 404, 422, 503),
 )
 def get_dataset_version(
     state: State,
@@ -408,7 +404,7 @@ def get_dataset_version(
     response_model=DatasetVersionList,
     tags=["Datasets"],
     summary="Versions of a dataset, newest first",
-    responses=error_responses(401, 404, 422, 501, 503),
+    responses=error_responses(401, 404, 422, 503),
 )
 def get_dataset_versions(
     state: State,
@@ -428,7 +424,7 @@ def get_dataset_versions(
     response_model=DatasetModel,
     tags=["Datasets"],
     summary="One dataset with its fields (from the schema facet), facets and current version",
-    responses=error_responses(401, 404, 422, 501, 503),
+    responses=error_responses(401, 404, 422, 503),
 )
 def get_dataset(
     state: State,
@@ -446,7 +442,7 @@ def get_dataset(
     response_model=JobModel,
     tags=["Jobs"],
     summary="One job with its latest runs and its inputs and outputs",
-    responses=error_responses(401, 404, 422, 501, 503),
+    responses=error_responses(401, 404, 422, 503),
 )
 def get_job(
     state: State,
