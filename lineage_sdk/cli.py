@@ -215,7 +215,7 @@ class StoreSource(LineageSource):
         from lineage_sdk.config import load_config
         from lineage_sdk.exceptions import ConfigError
 
-        manager = LineageManager(load_config(path=config_path))
+        manager = LineageManager(load_config(path=config_path, openlineage_client=False))
         stores = manager.build()  # a wrong store setting is reported as it is
         try:
             store = manager.query_store()

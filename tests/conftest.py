@@ -180,6 +180,13 @@ def pytest_configure(config: pytest.Config) -> None:
         _Session.saved_env[variable] = os.environ.get(variable)
         os.environ[variable] = str(folder)
     tempfile.tempdir = os.environ["TMPDIR"]  # gettempdir() caches its first answer
+    # The OpenLineage client's file is looked for in ~/.openlineage: an empty one of the
+    # session's own is found first, so no test reads the user's (HOME stays: rabbitmqctl reads
+    # its Erlang cookie there).
+    client_file = root / "openlineage.yml"
+    client_file.write_text("", encoding="utf-8")
+    _Session.saved_env["OPENLINEAGE_CONFIG"] = os.environ.get("OPENLINEAGE_CONFIG")
+    os.environ["OPENLINEAGE_CONFIG"] = str(client_file)
     if not config.option.collectonly:
         thread = threading.Thread(target=lambda: _Session.start.append(take_snapshot()))
         thread.start()

@@ -136,7 +136,7 @@ def with_config_flags(func: F) -> F:
 def _load(path: Path | None, overrides: dict[str, Any]) -> LineageConfig:
     if path is not None and not path.is_file():
         raise ConfigError("--config", str(path), "an existing TOML file")
-    return load_config(path=path, overrides=overrides)
+    return load_config(path=path, overrides=overrides, openlineage_client=False)
 
 
 def _events_logger(config: LineageConfig) -> str:

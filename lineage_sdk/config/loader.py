@@ -21,6 +21,7 @@ from typing import Any
 from lineage_sdk.config._fields import BOOL_WORDS, Leaf, display_value, walk_leaves
 from lineage_sdk.config.keys import CONFIG_FILE_ENV, resolve_path
 from lineage_sdk.config.names import closest
+from lineage_sdk.config.openlineage_client import ClientConfig, read_client_config
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import (
@@ -57,6 +58,8 @@ OPENLINEAGE_VARIABLES: dict[str, str] = {
     "OPENLINEAGE_API_KEY": "Sets `http.api_key` (only together with `OPENLINEAGE_URL`).",
     "OPENLINEAGE_NAMESPACE": "Sets `producer.job_namespace`.",
     "OPENLINEAGE_DISABLED": "`true` (or 1/yes/on) sets `enabled = false`; `false` changes nothing.",
+    "OPENLINEAGE_CONFIG": "Path of the OpenLineage client's `openlineage.yml`, whose transport "
+    "is mapped onto the exporters (see the next section).",
 }
 
 _logger = logging.getLogger("lineage_sdk.config")
@@ -186,16 +189,34 @@ def _misspelt_table(name: str) -> str | None:
     return best[1] if best else None
 
 
-def _openlineage_entries(environ: Mapping[str, str], exporters_in_file: bool) -> list[Entry]:
+def _openlineage_entries(
+    environ: Mapping[str, str], exporters_in_file: bool, client: ClientConfig
+) -> list[Entry]:
     entries: list[Entry] = []
     url = environ.get("OPENLINEAGE_URL", "").strip()
-    if url:
+    if url and _client_transport_wins(client):
+        # As in the OpenLineage client: a configured transport decides, and OPENLINEAGE_URL is
+        # only one more member of a composite (which here has an http member already).
+        why = (
+            f"there is one http exporter, set by the composite transport from {client.type_source}"
+            if client.transport_type == "composite"
+            else f"transport.type {client.transport_type} (from {client.type_source}) decides "
+            "where events go, as in the OpenLineage client"
+        )
+        for var in ("OPENLINEAGE_URL", "OPENLINEAGE_ENDPOINT", "OPENLINEAGE_API_KEY"):
+            if environ.get(var, "").strip():
+                _logger.warning("environment variable %s is ignored: %s", var, why)
+    elif url:
         entries.append(Entry(("http", "url"), url, "environment variable OPENLINEAGE_URL", url))
         for var, key in (("OPENLINEAGE_ENDPOINT", "endpoint"), ("OPENLINEAGE_API_KEY", "api_key")):
             text = environ.get(var, "").strip()
             if text:
                 entries.append(Entry(("http", key), text, f"environment variable {var}", text))
-        if not environ.get(ENV_PREFIX + "EXPORTERS", "").strip() and not exporters_in_file:
+        if (
+            client.transport_type is None
+            and not environ.get(ENV_PREFIX + "EXPORTERS", "").strip()
+            and not exporters_in_file
+        ):
             entries.append(
                 Entry(("exporters",), ["http"], "environment variable OPENLINEAGE_URL", url)
             )
@@ -226,6 +247,38 @@ def _openlineage_entries(environ: Mapping[str, str], exporters_in_file: bool) ->
     return entries
 
 
+def _client_transport_wins(client: ClientConfig) -> bool:
+    """True when the OpenLineage client's transport leaves no room for ``OPENLINEAGE_URL``."""
+    if client.transport_type is None:
+        return False
+    return client.transport_type != "composite" or client.http_member
+
+
+def _exporters_set_by(
+    table: Mapping[str, Any], file_source: str, env: Mapping[str, str], above: list[Entry]
+) -> str | None:
+    """The source of lineage-sdk's own ``exporters`` setting, if any sets it."""
+    for entry in above:
+        if entry.path == ("exporters",):
+            return entry.source
+    if env.get(ENV_PREFIX + "EXPORTERS", "").strip():
+        return f"environment variable {ENV_PREFIX}EXPORTERS"
+    if "exporters" in table:
+        return file_source
+    return None
+
+
+def _home(environ: Mapping[str, str] | None) -> str | None:
+    """The home folder for ``~/.openlineage``: the given environment's ``HOME`` only, so a
+    caller passing ``environ`` (a test) never reads the real one; else the user's."""
+    if environ is not None:
+        return environ.get("HOME") or None
+    try:
+        return os.environ.get("HOME") or str(Path.home())
+    except RuntimeError:  # no home folder can be determined
+        return None
+
+
 def _override_entries(overrides: Mapping[str, Any]) -> list[Entry]:
     entries: list[Entry] = []
     for key, value in overrides.items():
@@ -252,12 +305,19 @@ def load_config(
     path: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    openlineage_client: bool = True,
 ) -> LineageConfig:
     """Build the configuration from every source, highest precedence last.
 
-    defaults < TOML file (``path``, else ``$LINEAGE_CONFIG``, else ``./lineage.toml`` if present;
-    its ``[lineage]`` table) < ``OPENLINEAGE_*`` variables < ``LINEAGE_*`` variables <
-    ``overrides`` (dotted keys such as ``"rabbitmq.url"``, from command-line flags).
+    defaults < the OpenLineage client's transport (``openlineage.yml``, ``OPENLINEAGE__*``; see
+    :mod:`lineage_sdk.config.openlineage_client`) < TOML file (``path``, else
+    ``$LINEAGE_CONFIG``, else ``./lineage.toml`` if present; its ``[lineage]`` table) <
+    ``OPENLINEAGE_*`` variables < ``LINEAGE_*`` variables < ``overrides`` (dotted keys such as
+    ``"rabbitmq.url"``, from command-line flags).
+
+    ``openlineage_client=False`` leaves the OpenLineage client's transport out: the collector
+    and the ``lineage`` CLI send no events, so an application's ``openlineage.yml`` in their
+    working folder (a Kafka transport, say) neither stops nor warns them.
 
     ``environ`` defaults to ``os.environ``. The core is validated now; each component's table
     when the component asks for it with ``config.section(...)``. Either raises
@@ -272,12 +332,22 @@ def load_config(
         file, chosen_by = chosen
         table = _lineage_table(_read_toml(file, chosen_by), file)
         file_source = f"file {file}"
-    below_env = _openlineage_entries(env, "exporters" in table)
     above_env = _override_entries(overrides or {})
+    client = (
+        read_client_config(
+            env,
+            exporters_set_by=_exporters_set_by(table, file_source, env, above_env),
+            home=_home(environ),
+        )
+        if openlineage_client
+        else ClientConfig()
+    )
+    below_env = _openlineage_entries(env, "exporters" in table, client)
     core = validate_model(
         LineageConfig,
         (),
         [
+            *(e for e in client.entries if e.path[0] in _CORE_FIELDS),
             *flatten_table(LineageConfig, table, (), file_source),
             *(e for e in below_env if e.path[0] in _CORE_FIELDS),
             *_core_env_entries(env),
@@ -288,6 +358,7 @@ def load_config(
         SectionInputs(
             file_table=table,
             file_source=file_source,
+            client=tuple(e for e in client.entries if e.path[0] not in _CORE_FIELDS),
             environ={k: v for k, v in env.items() if k.startswith(ENV_PREFIX)},
             below_env=tuple(e for e in below_env if e.path[0] not in _CORE_FIELDS),
             above_env=tuple(e for e in above_env if e.path[0] not in _CORE_FIELDS),

@@ -18,6 +18,12 @@ from pydantic import BaseModel
 
 from lineage_sdk.config.keys import CONFIG_FILE_ENV, ENV_ALIASES, ConfigKey, config_keys, tables
 from lineage_sdk.config.loader import DEFAULT_CONFIG_FILE, OPENLINEAGE_VARIABLES
+from lineage_sdk.config.openlineage_client import (
+    CLIENT_CONFIG_ENV,
+    CLIENT_FILE_NAME,
+    DYNAMIC_PREFIX,
+    MAPPING,
+)
 
 __all__ = ["DEFAULT_OUTPUT", "main", "render"]
 
@@ -88,12 +94,16 @@ def _precedence() -> list[str]:
         "key by key):",
         "",
         "1. the defaults below;",
-        "2. the TOML file, its `[lineage]` table: the `path` given to `load_config`, else the "
+        f"2. the OpenLineage client's transport configuration (`{CLIENT_FILE_NAME}` and "
+        f"`{DYNAMIC_PREFIX}*` variables), mapped as the section below says; every "
+        "lineage-sdk setting wins over it;",
+        "3. the TOML file, its `[lineage]` table: the `path` given to `load_config`, else the "
         f"file named by `{CONFIG_FILE_ENV}`, else `{DEFAULT_CONFIG_FILE}` in the working "
         "directory if it exists (no file at all is fine);",
-        "3. the `OPENLINEAGE_*` variables of the OpenLineage client, listed below;",
-        "4. the `LINEAGE_*` variables;",
-        '5. explicit overrides: `load_config(overrides={"rabbitmq.url": ...})`, which is what '
+        "4. the simple `OPENLINEAGE_*` variables of the OpenLineage client, listed below (they "
+        "rank above the file, as they always have);",
+        "5. the `LINEAGE_*` variables;",
+        '6. explicit overrides: `load_config(overrides={"rabbitmq.url": ...})`, which is what '
         "the command-line flags of `lineage-collector` and `lineage-instrument` produce.",
         "",
         "## Who validates what",
@@ -165,14 +175,53 @@ def _special_variables() -> list[str]:
         "## OpenLineage variables",
         "",
         "These variables of the OpenLineage client are honoured so an existing deployment keeps "
-        "working; `LINEAGE_*` variables and overrides win over them. `OPENLINEAGE_CONFIG` is not "
-        "read: it names the OpenLineage client's YAML file, whose format differs.",
+        "working; `LINEAGE_*` variables and overrides win over them. When the OpenLineage "
+        "client's configuration (next section) names a transport, `OPENLINEAGE_URL`, "
+        "`OPENLINEAGE_ENDPOINT` and `OPENLINEAGE_API_KEY` are ignored with a warning, as that "
+        "client ignores them, except that a `composite` transport without an `http` member gets "
+        "them as one more member.",
         "",
         "| Environment variable | Effect |",
         "|---|---|",
     ]
     lines += [f"| `{name}` | {_cell(effect)} |" for name, effect in OPENLINEAGE_VARIABLES.items()]
+    lines += _client_configuration()
     lines += ["", "## Example file", "", "```toml", _EXAMPLE.rstrip("\n"), "```", ""]
+    return lines
+
+
+def _client_configuration() -> list[str]:
+    lines = [
+        "",
+        "## The OpenLineage client's configuration",
+        "",
+        "A user migrating from the OpenLineage Python client keeps its configuration. It is read "
+        "as that client reads it:",
+        "",
+        f"- the file is the first of `${CLIENT_CONFIG_ENV}`, `./{CLIENT_FILE_NAME}` and "
+        f"`~/.openlineage/{CLIENT_FILE_NAME}` that exists and is readable (an "
+        f"`{CLIENT_CONFIG_ENV}` naming no readable file is a warning, and the search goes on);",
+        f"- `{DYNAMIC_PREFIX}TRANSPORT__URL=...` sets `transport.url`: the name after "
+        f"`{DYNAMIC_PREFIX}`, split at `__`, in lower case, is the key "
+        f"(`{DYNAMIC_PREFIX}TRANSPORT__AUTH__API_KEY` is `transport.auth.api_key`, "
+        f"`{DYNAMIC_PREFIX}TRANSPORT__TRANSPORTS__<NAME>__TYPE` the type of a composite's "
+        "member); the value is read as JSON when it parses (`5`, `true`, "
+        '`{"type": "api_key", "apiKey": "..."}`), else kept as text;',
+        "- the file wins over these variables key by key (tables are merged, anything else is "
+        "replaced), and every lineage-sdk setting (the `[lineage]` TOML table, `LINEAGE_*` "
+        "variables, overrides) wins over both;",
+        "- only `transport` is used. Every key lineage-sdk does not honour is named in one "
+        "warning on the `lineage_sdk.config` logger, never with its value (API keys, header "
+        "values). A malformed file, a wrong type or a missing required key is an error naming "
+        "the key and where it came from (the file and key, or the variable), like any other "
+        "bad setting;",
+        "- `exporters` is set by the transport's type only while lineage-sdk's own `exporters` "
+        "(file, `LINEAGE_EXPORTERS`, override) is unset.",
+        "",
+        "| OpenLineage client key | Transport type | lineage-sdk |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {_cell(key)} | {_cell(kind)} | {_cell(ours)} |" for key, kind, ours in MAPPING]
     return lines
 
 

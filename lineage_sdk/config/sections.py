@@ -371,11 +371,15 @@ def _translate(
 @dataclass(frozen=True)
 class SectionInputs:
     """Everything given for component tables: the ``[lineage]`` file table, ``LINEAGE_*``
-    variables, ``OPENLINEAGE_*``-derived values, overrides, and values passed in code.
+    variables, ``OPENLINEAGE_*``-derived values, the OpenLineage client's configuration,
+    overrides, and values passed in code.
     """
 
     file_table: Mapping[str, Any] = field(default_factory=dict)
     file_source: str = ""
+    # The OpenLineage client's openlineage.yml and OPENLINEAGE__* values: beaten by every other
+    # source, the [lineage] file included.
+    client: tuple[Entry, ...] = ()
     environ: Mapping[str, str] = field(default_factory=dict)
     below_env: tuple[Entry, ...] = ()  # OPENLINEAGE_* values: beaten by LINEAGE_* variables
     above_env: tuple[Entry, ...] = ()  # overrides (command-line flags): beat everything
@@ -419,7 +423,9 @@ class SectionInputs:
         prefix = env_name(path) + "_"
         return any(
             name.startswith(prefix) and text.strip() for name, text in self.environ.items()
-        ) or any(e.path[: len(path)] == path for e in (*self.below_env, *self.above_env))
+        ) or any(
+            e.path[: len(path)] == path for e in (*self.client, *self.below_env, *self.above_env)
+        )
 
     def build(self, path: tuple[str, ...], model: type[S]) -> S:
         """The table at ``path`` validated by ``model``, from every source."""
@@ -480,6 +486,9 @@ class SectionInputs:
     def _entries_for(
         self, path: tuple[str, ...], model: type[Section], given: Any
     ) -> Iterator[Entry]:
+        leaves = walk_leaves(model, path)
+        by_path = {leaf.path: leaf for leaf in leaves}
+        yield from self._given_entries(path, by_path, self.client)
         if isinstance(given, BaseModel):
             given = given.model_dump()
         if isinstance(given, Mapping):
@@ -489,8 +498,6 @@ class SectionInputs:
             if not isinstance(table, Mapping):
                 raise _must_be_table(path, table, self.file_source)
             yield from flatten_table(model, table, path, self.file_source)
-        leaves = walk_leaves(model, path)
-        by_path = {leaf.path: leaf for leaf in leaves}
         yield from self._given_entries(path, by_path, self.below_env)
         names = {env_name(leaf.path): leaf for leaf in leaves}
         for alias, target in ENV_ALIASES.items():

@@ -47,7 +47,7 @@ def serve_command(
     from lineage_sdk.exceptions import LineageError
 
     try:
-        config = load_config(path=config_path)
+        config = load_config(path=config_path, openlineage_client=False)
         configure_logging(log_level)
         serve(
             config,
