@@ -53,6 +53,9 @@ def track_lineage(
     outputs: Iterable[LineageDataset] | None = ...,
     job_namespace: str | None = ...,
     facets: Mapping[str, Any] | None = ...,
+    *,
+    run_facets: Mapping[str, Any] | None = ...,
+    job_facets: Mapping[str, Any] | None = ...,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -68,6 +71,9 @@ def track_lineage(
     outputs: Iterable[LineageDataset] | None = None,
     job_namespace: str | None = None,
     facets: Mapping[str, Any] | None = None,
+    *,
+    run_facets: Mapping[str, Any] | None = None,
+    job_facets: Mapping[str, Any] | None = None,
 ) -> Any:
     """Record every call of the decorated function as a lineage run of job ``job_name``.
 
@@ -76,6 +82,10 @@ def track_lineage(
     run time. Exceptions propagate unchanged after the FAIL event is recorded. With lineage
     disabled the wrapper costs one attribute check. Used bare (``@track_lineage``), the job is
     named after the function's qualified name.
+
+    ``facets`` holds run and job facets together (a ``...JobFacet`` schema URL goes on the job);
+    ``run_facets`` and ``job_facets`` say where explicitly, which a key used on both needs (the
+    ``tags`` facet: ``TagsRunFacet`` and ``TagsJobFacet``). The explicit ones win on a clash.
     """
     if callable(job_name):
         func = job_name
@@ -89,7 +99,10 @@ def track_lineage(
         )
     input_sets = _datasets(inputs, "inputs", job_name)
     output_sets = _datasets(outputs, "outputs", job_name)
-    run_facets, job_facets = _split_facets(facets, f"job {job_name}")
+    owner = f"job {job_name}"
+    split_run, split_job = _split_facets(facets, owner)
+    all_run = {**split_run, **facets_to_dicts(run_facets, owner=f"run of {owner}")}
+    all_job = {**split_job, **facets_to_dicts(job_facets, owner=owner)}
     name = job_name
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
@@ -97,9 +110,7 @@ def track_lineage(
             sdk = STATE.sdk or get_sdk()
             if sdk is None:
                 return None
-            return RunScope(
-                sdk, name, job_namespace, input_sets, output_sets, run_facets, job_facets
-            )
+            return RunScope(sdk, name, job_namespace, input_sets, output_sets, all_run, all_job)
 
         if inspect.isasyncgenfunction(func):
             return functools.wraps(func)(_wrap_async_gen(func, scope))

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 import uuid_utils
 
-from lineage_sdk.models.dataset import LineageDataset
+from lineage_sdk.models.dataset import LineageDataset, facets_to_dicts
 from lineage_sdk.sdk.events import EventBuilder
 from lineage_sdk.sdk.provider import STATE, force_flush, get_sdk
 from lineage_sdk.sdk.runs import CURRENT_RUN, LineageRun
@@ -62,10 +62,15 @@ class LineageProducer(BaseService):
         inputs: Iterable[LineageDataset] | None = None,
         outputs: Iterable[LineageDataset] | None = None,
         producer_uri: str | None = None,
+        *,
+        run_facets: Mapping[str, Any] | None = None,
+        job_facets: Mapping[str, Any] | None = None,
     ) -> str | None:
         """Queue one RunEvent; returns its run id (a new UUIDv7 unless given), or None when off.
 
-        Inside a lineage run, the event gets that run as its ``parent``.
+        Inside a lineage run, the event gets that run as its ``parent``. ``run_facets`` and
+        ``job_facets`` (facet dicts or the pydantic facet models of ``lineage_sdk.models``) go on
+        the event's run and job; bad ones raise ``TypeError``/``ValueError`` here.
         """
         if event_type not in _EVENT_TYPES:
             raise ValueError(
@@ -73,6 +78,8 @@ class LineageProducer(BaseService):
             )
         if not isinstance(job_name, str) or not job_name:
             raise ValueError(f"job_name must be a non-empty string, got {job_name!r}")
+        run_extra = facets_to_dicts(run_facets, owner=f"run of job {job_name}")
+        job_extra = facets_to_dicts(job_facets, owner=f"job {job_name}")
         sdk = STATE.sdk or get_sdk()
         if sdk is None:
             return None
@@ -83,8 +90,8 @@ class LineageProducer(BaseService):
             job_name,
             list(inputs or ()),
             list(outputs or ()),
-            {},
-            {},
+            run_extra,
+            job_extra,
             enclosing.as_parent() if enclosing is not None else None,
         )
         uri = producer_uri or self.producer_uri
@@ -105,10 +112,21 @@ class LineageProducer(BaseService):
         inputs: Iterable[LineageDataset] | None = None,
         outputs: Iterable[LineageDataset] | None = None,
         producer_uri: str | None = None,
+        *,
+        run_facets: Mapping[str, Any] | None = None,
+        job_facets: Mapping[str, Any] | None = None,
     ) -> str | None:
         """Async twin of :meth:`record_consumption_sync` (queuing never waits on I/O)."""
         return self.record_consumption_sync(
-            event_type, job_name, job_namespace, run_id, inputs, outputs, producer_uri
+            event_type,
+            job_name,
+            job_namespace,
+            run_id,
+            inputs,
+            outputs,
+            producer_uri,
+            run_facets=run_facets,
+            job_facets=job_facets,
         )
 
     def record_message_consumption_sync(

@@ -9,10 +9,11 @@ round trip. Every facet must carry ``_producer`` and ``_schemaURL`` (the core sc
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
+    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -23,55 +24,102 @@ from pydantic import (
 
 from lineage_sdk.models._base import LineageModel, RunId, Timestamp, UriStr, wire
 from lineage_sdk.models.constants import (
+    CATALOG_FACET_KEY,
+    CATALOG_FACET_SCHEMA_URL,
+    DATA_QUALITY_ASSERTIONS_FACET_KEY,
+    DATA_QUALITY_ASSERTIONS_FACET_SCHEMA_URL,
+    DATASET_TYPE_FACET_KEY,
+    DATASET_TYPE_FACET_SCHEMA_URL,
     DATASOURCE_FACET_KEY,
     DATASOURCE_FACET_SCHEMA_URL,
+    ENVIRONMENT_VARIABLES_FACET_KEY,
+    ENVIRONMENT_VARIABLES_FACET_SCHEMA_URL,
     ERROR_MESSAGE_FACET_KEY,
     ERROR_MESSAGE_FACET_SCHEMA_URL,
+    EXECUTION_PARAMETERS_FACET_KEY,
+    EXECUTION_PARAMETERS_FACET_SCHEMA_URL,
     HEARTBEAT_FACET_KEY,
     HEARTBEAT_FACET_SCHEMA_URL,
+    HIERARCHY_FACET_KEY,
+    HIERARCHY_FACET_SCHEMA_URL,
+    INPUT_STATISTICS_FACET_KEY,
+    INPUT_STATISTICS_FACET_SCHEMA_URL,
+    INPUT_SUBSET_FACET_SCHEMA_URL,
     JOB_TYPE_FACET_KEY,
     JOB_TYPE_FACET_SCHEMA_URL,
     MESSAGING_FACET_KEY,
     MESSAGING_FACET_SCHEMA_URL,
     NOMINAL_TIME_FACET_KEY,
     NOMINAL_TIME_FACET_SCHEMA_URL,
+    OUTPUT_SUBSET_FACET_SCHEMA_URL,
     PARENT_FACET_KEY,
     PARENT_FACET_SCHEMA_URL,
     PROCESSING_ENGINE_FACET_KEY,
     PROCESSING_ENGINE_FACET_SCHEMA_URL,
     SCHEMA_FACET_KEY,
     SCHEMA_FACET_SCHEMA_URL,
+    SUBSET_FACET_KEY,
+    TAGS_DATASET_FACET_SCHEMA_URL,
+    TAGS_FACET_KEY,
+    TAGS_JOB_FACET_SCHEMA_URL,
+    TAGS_RUN_FACET_SCHEMA_URL,
     TRACE_FACET_KEY,
     TRACE_FACET_SCHEMA_URL,
 )
 
 __all__ = [
+    "Assertion",
     "BaseFacet",
+    "BinarySubsetCondition",
+    "CatalogDatasetFacet",
+    "CompareSubsetCondition",
+    "DataQualityAssertionsDatasetFacet",
     "DatasetFacet",
     "DatasetFacets",
+    "DatasetTag",
+    "DatasetTypeDatasetFacet",
     "DatasourceDatasetFacet",
     "EmissionPattern",
+    "EnvironmentVariable",
+    "EnvironmentVariablesRunFacet",
     "ErrorMessageRunFacet",
+    "ExecutionParameter",
+    "ExecutionParametersRunFacet",
+    "FieldCompareExpression",
     "HeartbeatRunFacet",
+    "HierarchyDatasetFacet",
+    "HierarchyLevel",
     "InputDatasetFacet",
     "InputDatasetFacets",
+    "InputStatisticsInputDatasetFacet",
+    "InputSubsetInputDatasetFacet",
     "JobFacet",
     "JobFacets",
     "JobTypeJobFacet",
+    "LiteralCompareExpression",
+    "LocationSubsetCondition",
     "MessagingDatasetFacet",
     "NominalTimeRunFacet",
     "OutputDatasetFacet",
     "OutputDatasetFacets",
+    "OutputSubsetOutputDatasetFacet",
     "ParentJob",
     "ParentRoot",
     "ParentRun",
     "ParentRunFacet",
+    "Partition",
+    "PartitionSubsetCondition",
     "ProcessingEngineRunFacet",
     "RawFacet",
     "RunFacet",
     "RunFacets",
     "SchemaDatasetFacet",
     "SchemaField",
+    "SubsetCondition",
+    "Tag",
+    "TagsDatasetFacet",
+    "TagsJobFacet",
+    "TagsRunFacet",
     "TraceRunFacet",
 ]
 
@@ -304,6 +352,290 @@ class MessagingDatasetFacet(DatasetFacet):
 
 
 # ---------------------------------------------------------------------------------------------
+# Newer standard facets (issue 32): typed helpers for emitting them. The containers below keep
+# them as raw objects when parsing, so the collector accepts whatever other producers send.
+
+
+class Tag(LineageModel):
+    """One tag of ``tags`` (run and job, 1-0-0): ``key``, ``value`` and where it came from."""
+
+    key: str
+    value: str
+    source: str | None = None
+
+
+class DatasetTag(Tag):
+    """One tag of the dataset ``tags`` facet (1-0-0); ``field`` names the column it applies to."""
+
+    field: str | None = None
+
+
+class TagsRunFacet(RunFacet):
+    """``tags`` 1-0-0 on a run."""
+
+    KEY: ClassVar[str] = TAGS_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = TAGS_RUN_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=TAGS_RUN_FACET_SCHEMA_URL)
+    tags: list[Tag] | None = None
+
+
+class TagsJobFacet(JobFacet):
+    """``tags`` 1-0-0 on a job."""
+
+    KEY: ClassVar[str] = TAGS_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = TAGS_JOB_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=TAGS_JOB_FACET_SCHEMA_URL)
+    tags: list[Tag] | None = None
+
+
+class TagsDatasetFacet(DatasetFacet):
+    """``tags`` 1-0-0 on a dataset (a tag may name one of its fields)."""
+
+    KEY: ClassVar[str] = TAGS_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = TAGS_DATASET_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=TAGS_DATASET_FACET_SCHEMA_URL)
+    tags: list[DatasetTag] | None = None
+
+
+class ExecutionParameter(LineageModel):
+    """One parameter of ``executionParameters`` 1-0-0; the schema allows no other keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    name: str | None = None
+    description: str | None = None
+    value: str | None = None
+
+
+class ExecutionParametersRunFacet(RunFacet):
+    """``executionParameters`` 1-0-0: the parameters the job was run with."""
+
+    KEY: ClassVar[str] = EXECUTION_PARAMETERS_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = EXECUTION_PARAMETERS_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=EXECUTION_PARAMETERS_FACET_SCHEMA_URL)
+    parameters: list[ExecutionParameter] | None = None
+
+
+class EnvironmentVariable(LineageModel):
+    """One ``name``/``value`` pair of ``environmentVariables``."""
+
+    name: str
+    value: str
+
+
+class EnvironmentVariablesRunFacet(RunFacet):
+    """``environmentVariables`` 1-0-0: the environment variables of the run (choose them: the
+    SDK never collects the environment by itself, which may hold secrets)."""
+
+    KEY: ClassVar[str] = ENVIRONMENT_VARIABLES_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = ENVIRONMENT_VARIABLES_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=ENVIRONMENT_VARIABLES_FACET_SCHEMA_URL)
+    environment_variables: list[EnvironmentVariable] = wire("environmentVariables")
+
+
+class DatasetTypeDatasetFacet(DatasetFacet):
+    """``datasetType`` 1-0-1: TABLE, VIEW, FILE, TOPIC, STREAM, MODEL, ... and a sub-type."""
+
+    KEY: ClassVar[str] = DATASET_TYPE_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = DATASET_TYPE_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=DATASET_TYPE_FACET_SCHEMA_URL)
+    dataset_type: str = wire("datasetType")
+    sub_type: str | None = wire("subType", default=None)
+
+
+class CatalogDatasetFacet(DatasetFacet):
+    """``catalog`` 1-1-0: the catalog (Hive, Glue, Iceberg REST, ...) the dataset is kept in."""
+
+    KEY: ClassVar[str] = CATALOG_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = CATALOG_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=CATALOG_FACET_SCHEMA_URL)
+    framework: str
+    type: str
+    name: str
+    metadata_uri: str | None = wire("metadataUri", default=None)
+    warehouse_uri: str | None = wire("warehouseUri", default=None)
+    source: str | None = None
+    catalog_properties: dict[str, str] | None = wire("catalogProperties", default=None)
+
+
+class HierarchyLevel(LineageModel):
+    """One level of ``hierarchy``: its ``type`` (DATABASE, SCHEMA, TABLE, ...) and ``name``."""
+
+    type: str
+    name: str
+
+
+class HierarchyDatasetFacet(DatasetFacet):
+    """``hierarchy`` 1-0-0: where the dataset sits, from the highest level to the lowest."""
+
+    KEY: ClassVar[str] = HIERARCHY_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = HIERARCHY_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=HIERARCHY_FACET_SCHEMA_URL)
+    hierarchy: list[HierarchyLevel]
+
+
+class LocationSubsetCondition(LineageModel):
+    """The subset is these locations (files, prefixes)."""
+
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("type",)
+
+    type: Literal["location"] = "location"
+    locations: list[str]
+
+
+class Partition(LineageModel):
+    """One partition: its ``dimensions`` (e.g. ``{"date": "2025-03-01"}``)."""
+
+    identifier: str | None = None
+    dimensions: dict[str, Any]
+
+
+class PartitionSubsetCondition(LineageModel):
+    """The subset is these partitions."""
+
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("type",)
+
+    type: Literal["partition"] = "partition"
+    partitions: list[Partition]
+
+
+class FieldCompareExpression(LineageModel):
+    """A field of the dataset, one side of a comparison."""
+
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("type",)
+
+    type: Literal["field"] = "field"
+    field: str
+
+
+class LiteralCompareExpression(LineageModel):
+    """A literal, one side of a comparison (always a string)."""
+
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("type",)
+
+    type: Literal["literal"] = "literal"
+    value: str
+
+
+_CompareSide = FieldCompareExpression | LiteralCompareExpression
+
+
+class CompareSubsetCondition(LineageModel):
+    """``left comparison right``; ``comparison`` is EQUAL, GREATER_THAN, GREATER_EQUAL_THAN,
+    LESS_THAN or LESS_EQUAL_THAN."""
+
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("type",)
+
+    type: Literal["compare"] = "compare"
+    left: _CompareSide
+    right: _CompareSide
+    comparison: str
+
+
+class BinarySubsetCondition(LineageModel):
+    """``left operator right``; ``operator`` is AND or OR."""
+
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("type",)
+
+    type: Literal["binary"] = "binary"
+    left: SubsetCondition
+    right: SubsetCondition
+    operator: str
+
+
+#: What a ``subset`` facet's condition may be.
+SubsetCondition = (
+    LocationSubsetCondition
+    | PartitionSubsetCondition
+    | BinarySubsetCondition
+    | CompareSubsetCondition
+)
+
+
+class InputSubsetInputDatasetFacet(InputDatasetFacet):
+    """``subset`` 1-0-0 on an input (``inputFacets``): the part of the dataset the run read."""
+
+    KEY: ClassVar[str] = SUBSET_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = INPUT_SUBSET_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=INPUT_SUBSET_FACET_SCHEMA_URL)
+    input_condition: SubsetCondition = wire("inputCondition")
+
+
+class OutputSubsetOutputDatasetFacet(OutputDatasetFacet):
+    """``subset`` 1-0-0 on an output (``outputFacets``): the part of the dataset the run wrote."""
+
+    KEY: ClassVar[str] = SUBSET_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = OUTPUT_SUBSET_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=OUTPUT_SUBSET_FACET_SCHEMA_URL)
+    output_condition: SubsetCondition = wire("outputCondition")
+
+
+_Count = Annotated[StrictInt, Field(ge=0)]
+
+
+class InputStatisticsInputDatasetFacet(InputDatasetFacet):
+    """``inputStatistics`` 1-0-0 on an input: rows, bytes and files the run read."""
+
+    KEY: ClassVar[str] = INPUT_STATISTICS_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = INPUT_STATISTICS_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=INPUT_STATISTICS_FACET_SCHEMA_URL)
+    row_count: _Count | None = wire("rowCount", default=None)
+    size: _Count | None = None
+    file_count: _Count | None = wire("fileCount", default=None)
+
+
+class Assertion(LineageModel):
+    """One test of ``dataQualityAssertions`` 1-1-0 and its outcome (``success``: no issue)."""
+
+    assertion: str
+    success: StrictBool
+    column: str | None = None
+    severity: str | None = None
+    name: str | None = None
+    description: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+    content: str | None = None
+    content_type: str | None = wire("contentType", default=None)
+    params: dict[str, Any] | None = None
+
+
+class DataQualityAssertionsDatasetFacet(InputDatasetFacet):
+    """``dataQualityAssertions`` 1-1-0 on an input (``inputFacets``, as the spec defines it): the
+    tests run on the dataset or its columns, and their results."""
+
+    KEY: ClassVar[str] = DATA_QUALITY_ASSERTIONS_FACET_KEY
+    SCHEMA_URL: ClassVar[str] = DATA_QUALITY_ASSERTIONS_FACET_SCHEMA_URL
+    _ALWAYS_EMIT: ClassVar[tuple[str, ...]] = ("schema_url",)
+
+    schema_url: UriStr = wire("_schemaURL", default=DATA_QUALITY_ASSERTIONS_FACET_SCHEMA_URL)
+    assertions: list[Assertion]
+
+
+# ---------------------------------------------------------------------------------------------
 # Containers
 
 
@@ -370,3 +702,4 @@ ParentRun.model_rebuild()
 ParentJob.model_rebuild()
 ParentRoot.model_rebuild()
 ParentRunFacet.model_rebuild()
+BinarySubsetCondition.model_rebuild()

@@ -301,11 +301,11 @@ class EventBuilder:
         return b"".join(
             (
                 b',"inputs":',
-                _datasets_json(inputs),
+                _datasets_json(inputs, "inputs"),
                 b',"job":',
                 job_json,
                 b',"outputs":',
-                _datasets_json(outputs),
+                _datasets_json(outputs, "outputs"),
                 b',"producer":',
                 self._producer_json,
                 b',"run":{"facets":',
@@ -361,8 +361,8 @@ class EventBuilder:
                 ),
             },
             "job": self._job(run, processing_type),
-            "inputs": _datasets(inputs),
-            "outputs": _datasets(outputs),
+            "inputs": _datasets(inputs, "inputs"),
+            "outputs": _datasets(outputs, "outputs"),
         }
 
     def encode_run_event(
@@ -426,23 +426,24 @@ def _new_encoded(fields: tuple[Any, ...]) -> EncodedEvent:
     return tuple.__new__(EncodedEvent, fields)
 
 
-def _datasets_json(datasets: Iterable[LineageDataset]) -> bytes:
+def _datasets_json(datasets: Iterable[LineageDataset], side: str) -> bytes:
+    """The ``inputs`` or ``outputs`` list (``side``): each dataset with its facets for that side."""
     items = datasets if isinstance(datasets, (list, tuple)) else list(datasets)
     if not items:
         return b"[]"
     if len(items) == 1:
-        return b"[" + items[0].to_json() + b"]"
+        return b"[" + items[0].to_json(side) + b"]"
     seen: set[tuple[str, str]] = set()
     parts: list[bytes] = []
     for ds in items:
         key = (ds.namespace, ds.name)
         if key not in seen:
             seen.add(key)
-            parts.append(ds.to_json())
+            parts.append(ds.to_json(side))
     return b"[" + b",".join(parts) + b"]"
 
 
-def _datasets(datasets: Iterable[LineageDataset]) -> list[dict[str, Any]]:
+def _datasets(datasets: Iterable[LineageDataset], side: str) -> list[dict[str, Any]]:
     seen: set[tuple[str, str]] = set()
     out: list[dict[str, Any]] = []
     for ds in datasets:
@@ -450,7 +451,7 @@ def _datasets(datasets: Iterable[LineageDataset]) -> list[dict[str, Any]]:
         if key in seen:  # the same dataset added twice is one dataset of the run
             continue
         seen.add(key)
-        out.append({"namespace": ds.namespace, "name": ds.name, "facets": dict(ds.facets)})
+        out.append(ds.to_dict(side))
     return out
 
 

@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind
 
 from lineage_instrumentation.amqp.naming import messaging_dataset
 from lineage_instrumentation.instrumentor import register_exit_hook, warn_once
-from lineage_instrumentation.jobs import job_type_facet
+from lineage_instrumentation.jobs import job_type_facet, periodic_accumulative
 from lineage_instrumentation.propagation import (
     extract_context,
     extract_parent,
@@ -224,9 +224,21 @@ class Consumer:
         if producer != self._producer:
             self._producer = producer
             self._datasets = {}
-            kind = "STREAMING" if self.mode == "streaming" else "BATCH"
-            self._job_facets = {"jobType": job_type_facet(producer, kind, "CONSUMER")}
+            if self.mode == "streaming":
+                facet = job_type_facet(producer, "STREAMING", "CONSUMER", self.emission_pattern())
+            else:
+                facet = job_type_facet(producer, "BATCH", "CONSUMER")
+            self._job_facets = {"jobType": facet}
         return self._job_facets
+
+    def emission_pattern(self) -> dict[str, Any]:
+        """How a streaming consumer's run emits (``jobType.emissionPattern``, 2-0-4): periodic
+        RUNNING heartbeats every ``heartbeat_interval_ms``, each listing every dataset the run
+        has seen so far (or, with heartbeats off, a RUNNING at most every
+        ``streaming_interval_ms`` with the datasets seen since the previous one); every event
+        adds to the run's datasets, so a reader takes their union (ACCUMULATIVE)."""
+        interval_s = self.heartbeat_interval_s or self.streaming_interval_ms / 1000
+        return periodic_accumulative(interval_s)
 
     def dataset(
         self, sdk: LineageSDK, exchange: str | None, routing_key: str | None, tag: str | None

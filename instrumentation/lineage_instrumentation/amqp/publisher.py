@@ -29,7 +29,11 @@ from opentelemetry.trace import SpanKind
 from lineage_instrumentation.amqp.consumers import Library
 from lineage_instrumentation.amqp.naming import messaging_dataset
 from lineage_instrumentation.instrumentor import register_exit_hook
-from lineage_instrumentation.jobs import job_type_facet, program_job_name
+from lineage_instrumentation.jobs import (
+    job_type_facet,
+    periodic_accumulative,
+    program_job_name,
+)
 from lineage_instrumentation.propagation import inject
 from lineage_sdk.models.dataset import LineageDataset
 from lineage_sdk.sdk.provider import STATE, LineageSDK, get_sdk
@@ -112,7 +116,9 @@ class _PublisherStream:
 
     def __init__(self, sdk: LineageSDK, job_name: str, interval_ms: int) -> None:
         self.sdk = sdk
-        facets = {"jobType": job_type_facet(sdk.builder.producer, "STREAMING", "PRODUCER")}
+        # RUNNING at most every interval (on a publish), with the destinations since the last one.
+        pattern = periodic_accumulative(interval_ms / 1000)
+        facets = {"jobType": job_type_facet(sdk.builder.producer, "STREAMING", "PRODUCER", pattern)}
         self.scope = RunScope(
             sdk, job_name, None, (), (), _EMPTY, facets, span_kind=SpanKind.PRODUCER
         )

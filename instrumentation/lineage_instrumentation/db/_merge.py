@@ -104,4 +104,10 @@ def merge_datasets(first: LineageDataset, second: LineageDataset) -> LineageData
                 changed = True
     if not changed:
         return None
-    return LineageDataset(first.namespace, first.name, facets)
+    return LineageDataset(
+        first.namespace,
+        first.name,
+        facets,
+        input_facets=first.input_facets,  # declared by the application: kept
+        output_facets=first.output_facets,
+    )
