@@ -1,23 +1,18 @@
 """The document backend: the engine's rows in MongoDB collections (issue 31).
 
-One collection per row type, ``{name}_events``, ``_mentions``, ``_edges``, ``_runs``,
-``_columns`` and ``_nodes``, each document's ``_id`` the row's key as compact JSON text
-(``["ns","job"]``), so concurrent writers of one key meet on one document. A row's fields keep
-their names; a time is integer microseconds since the epoch (a BSON date holds milliseconds,
-and the contract is exact to the µs), a :class:`Ranked` is two fields ``<name>_r`` and
-``<name>_v``, and keys, sets and field references are arrays. Index fields beside them: ``xj``
-(the job's key text), ``xd``, ``xn``/``xs`` (a mention's node and its source, ``["run",id]``
-or ``["event",id]``), ``xo``/``xi``/``xod``/``xid`` (a column edge's fields and datasets),
-``xns``/``xn``/``xl`` (a node's namespace, name and lower case name). Events also keep ``at``,
-their time as a BSON date, for people reading the data.
+The collections (one per row type), each document's ``_id`` (the row's key as compact JSON
+text) and its times (integer microseconds, an event's also a BSON date in ``at``) are as
+docs/stores.md (``document``) says, and why. A row's fields keep their names; a
+:class:`Ranked` is two fields ``<name>_r`` and ``<name>_v``, and keys, sets and field
+references are arrays. Index fields beside them: ``xj`` (the job's key text), ``xd``,
+``xn``/``xs`` (a mention's node and its source, ``["run",id]`` or ``["event",id]``),
+``xo``/``xi``/``xod``/``xid`` (a column edge's fields and datasets), ``xns``/``xn``/``xl`` (a
+node's namespace, name and lower case name).
 
-**Writes.** ``append`` inserts events with ``insert_many(ordered=False)``: duplicate keys
-(E11000) are a redelivery, the first write wins. Then each derived row, mentions included, is
-one upsert applying the fields' merge rules (``$min``, ``$max``, ``$addToSet``, and for
-``ranked`` a ``$cond`` on the stored rank beside a ``$max`` of it), which the server runs
-atomically per document: any order of appends and any number of concurrent writers converge
-(lattice joins). An upsert that loses the insert race to another writer is retried as an update
-(:func:`~lineage_sdk.collector.stores.document_connector.bulk_upsert`).
+**Writes** as docs/stores.md says (for ``ranked``, a ``$cond`` on the stored rank beside a
+``$max`` of it): the server runs each upsert atomically per document, so any order of appends
+and any number of concurrent writers converge (lattice joins). An upsert that loses the insert
+race to another writer is retried as an update (:meth:`~.DocumentConnector.bulk_upsert`).
 
 **Replace is not a transaction.** It deletes the touched keys' derived rows (a touched run's
 mentions among them, by ``xs``), then writes the given rows as ``append`` does. An ``append`` of
@@ -35,12 +30,6 @@ contract's helpers: :func:`~lineage_sdk.collector.backend.latest_of`, ``sort_run
 values one ``$in`` lists, windowed range reads, hints, a second ``$match``),
 :class:`DocumentTactics` says so; its defaults suit a real mongod, and :mod:`.secantus` holds
 SecantusDB's, picked by ``buildInfo`` at :meth:`DocumentBackend.open`.
-
-**The entry point** ``document`` is
-:class:`~lineage_sdk.collector.stores.document.DocumentLineageStore`: the engine over this
-backend, with :class:`~lineage_sdk.collector.stores.document_legacy.DocumentPreEngineLayout` as
-``earlier``, so a database of a release before the engine is copied into these collections at
-open.
 """
 
 from __future__ import annotations
@@ -72,6 +61,7 @@ from lineage_sdk.collector.backend import (
     check_window,
     follows,
     latest_of,
+    page_of,
     sort_runs,
 )
 from lineage_sdk.collector.settings import ConnectionConfig
@@ -101,7 +91,6 @@ _TIMES = frozenset(
 )
 _REFS = frozenset({"output", "input"})
 _STORED_KINDS = ("JOB", "DATASET")
-_BY_POSITION = [("event_time", _ASC), ("_id", _ASC)]
 #: The collections of one backend, ``{name}_<kind>``, and the indexes ``open`` creates on each.
 _INDEXES: dict[str, list[list[tuple[str, int]]]] = {
     "events": [
@@ -215,15 +204,6 @@ def _key_values(row: Any) -> list[Any]:
     return [getattr(row, f.name) for f in fields(row) if f.metadata.get("merge") == "key"]
 
 
-def _span(since: int | None, until: int | None) -> _Doc:
-    span: _Doc = {}
-    if since is not None:
-        span["$gte"] = since
-    if until is not None:
-        span["$lt"] = until
-    return span
-
-
 def _us(at: datetime | None) -> int | None:
     return None if at is None else micros(at)
 
@@ -254,15 +234,12 @@ class DocumentBackend:
     def _coll(self, kind: str) -> Any:
         return self.connector.database[f"{self._prefix}_{kind}"]
 
-    def _errors(self, action: str) -> Any:
-        return self.connector.errors(action)
-
     def open(self) -> None:
-        with self._errors("buildInfo"):
+        with self.connector.errors("buildInfo"):
             info = self.connector.database.client.admin.command("buildInfo")
         if self._given is None:
             self.tactics = tactics_for(info)
-        with self._errors("create indexes"):
+        with self.connector.errors("create indexes"):
             for kind, keys in _INDEXES.items():
                 for index in keys:
                     self._coll(kind).create_index(index)
@@ -273,7 +250,7 @@ class DocumentBackend:
         open copies (:class:`DocumentPreEngineLayout`). Raises StoreError if the server cannot
         be reached."""
         absent: list[str] = []
-        with self._errors("list indexes"):
+        with self.connector.errors("list indexes"):
             database = self.connector.database
             database.client.admin.command("ping")
             names = set(database.list_collection_names())
@@ -304,7 +281,7 @@ class DocumentBackend:
 
     def drop(self) -> None:
         """Drop every collection of this backend (tests and benchmarks clean up with this)."""
-        with self._errors("drop"):
+        with self.connector.errors("drop"):
             for kind in _INDEXES:
                 self._coll(kind).drop()
 
@@ -355,7 +332,7 @@ class DocumentBackend:
         if not docs:
             return []
         try:
-            with self._errors(f"insert {kind}"):
+            with self.connector.errors(f"insert {kind}"):
                 self._coll(kind).insert_many(docs, ordered=False)
         except StoreError as exc:
             cause = exc.__cause__
@@ -400,8 +377,7 @@ class DocumentBackend:
         # still finds the events (and returns them).
         self._delete("mentions", "xs", [_k("event", i) for i in ids])
         self._delete("events", "_id", ids)
-        removed.sort(key=lambda r: r.position)
-        return removed
+        return sorted(removed, key=lambda r: r.position)
 
     def replace(self, touched: Touched, rows: Rows) -> None:
         _refuse_namespaces(rows)
@@ -424,7 +400,7 @@ class DocumentBackend:
             values = [d["_id"] for d in self._select(kind, {}, field, values, rest, {"_id": 1})]
             field = "_id"
         coll = self._coll(kind)
-        with self._errors(f"delete {kind}"):
+        with self.connector.errors(f"delete {kind}"):
             for batch in self._batches(values):
                 coll.delete_many({field: {"$in": batch}})
 
@@ -450,7 +426,7 @@ class DocumentBackend:
     ) -> Iterator[_Doc]:
         """The documents ``head`` (the indexed predicate) and ``rest`` select, in ``sort``."""
         coll = self._coll(kind)
-        with self._errors(f"read {kind}"):
+        with self.connector.errors(f"read {kind}"):
             if rest and self.tactics.split_match:
                 stages: list[_Doc] = [{"$match": dict(head)}, {"$match": dict(rest)}]
                 if sort:
@@ -478,7 +454,7 @@ class DocumentBackend:
 
     def _count(self, kind: str, head: Mapping[str, Any], rest: Mapping[str, Any] | None) -> int:
         coll = self._coll(kind)
-        with self._errors(f"count {kind}"):
+        with self.connector.errors(f"count {kind}"):
             if rest and self.tactics.split_match:
                 stages = [{"$match": dict(head)}, {"$match": dict(rest)}, {"$count": "n"}]
                 return next((int(d["n"]) for d in coll.aggregate(stages)), 0)
@@ -534,25 +510,19 @@ class DocumentBackend:
                 for r in self._namespaces(keys, namespace, until)
                 if needle is None or needle in r.key[1].lower()
             ]
-            stop = None if limit is None else offset + limit
-            return Page(found[offset:stop], len(found) if count else None)
+            return page_of(found, limit, offset, count)
         rest: _Doc = {}
         if until is not None:
             rest["first_seen"] = {"$lt": micros(until)}
         if keys is not None:  # a lookup by _id; the other filters in Python
             docs = self._select("nodes", {}, "_id", [_k(kind, k) for k in keys], rest or None)
-            rows = sorted(
-                (_decode(NodeRow, d) for d in docs),
-                key=lambda r: r.key,
-            )
             rows = [
                 r
-                for r in rows
+                for r in (_decode(NodeRow, d) for d in docs)
                 if (namespace is None or r.key[0] == namespace)
                 and (needle is None or needle in r.key[1].lower())
             ]
-            stop = None if limit is None else offset + limit
-            return Page(rows[offset:stop], len(rows) if count else None)
+            return page_of(sorted(rows, key=lambda r: r.key), limit, offset, count)
         head: _Doc = {"kind": kind}
         if namespace is not None:
             head["xns"] = namespace
@@ -582,18 +552,12 @@ class DocumentBackend:
             "last_seen": {"$max": "$last_seen"},
             "holds": {"$addToSet": "$kind"},
         }
-        with self._errors("read namespaces"):
+        with self.connector.errors("read namespaces"):
             docs = list(self._coll("nodes").aggregate([{"$match": match}, {"$group": group}]))
-        rows = [
-            NodeRow(
-                "NAMESPACE",
-                (d["_id"], ""),
-                _time(d["first_seen"]),
-                _time(d["last_seen"]),
-                frozenset(d["holds"]),
-            )
-            for d in docs
-        ]
+        rows = []
+        for d in docs:
+            first, last = _time(d["first_seen"]), _time(d["last_seen"])
+            rows.append(NodeRow("NAMESPACE", (d["_id"], ""), first, last, frozenset(d["holds"])))
         return sorted(rows, key=lambda r: r.key)
 
     def runs(
@@ -633,8 +597,7 @@ class DocumentBackend:
         if latest is not None:
             rows = latest_of(rows, until, latest)
         sort_runs(rows)
-        stop = None if limit is None else offset + limit
-        return Page(rows[offset:stop], len(rows) if count else None)
+        return page_of(rows, limit, offset, count)
 
     def events(
         self,
@@ -731,8 +694,7 @@ class DocumentBackend:
         rows.sort(key=lambda r: r.position)
         if descending:  # time descending, ties by id ascending: a stable reversed sort
             rows.sort(key=lambda r: r.event_time, reverse=True)
-        stop = None if limit is None else offset + limit
-        return Page(rows[offset:stop], len(rows) if count else None)
+        return page_of(rows, limit, offset, count)
 
     def _range(
         self, head: _Doc, rest: _Doc | None, lo: int | None, hi: int | None, descending: bool
@@ -755,14 +717,11 @@ class DocumentBackend:
         width = self._width or max(1, (hi - lo) // 64)
         while lo < hi:
             low, high = (max(lo, hi - width), hi) if descending else (lo, min(hi, lo + width))
-            docs = list(self._find("events", {**head, "event_time": _span(low, high)}, rest))
+            docs = list(self._find("events", {**head, **_range(low, high)}, rest))
             docs.sort(key=lambda d: d["_id"])
             docs.sort(key=lambda d: d["event_time"], reverse=descending)
             yield from docs
-            if descending:
-                hi = low
-            else:
-                lo = high
+            lo, hi = (lo, low) if descending else (high, hi)
             scale = min(max(want / max(len(docs), 1), 0.5), 2.0)
             width = self._width = max(1, min(round(width * scale), 2**62))
 
@@ -821,7 +780,8 @@ class DocumentBackend:
 
 
 def _range(lo: int | None, hi: int | None) -> _Doc:
-    span = _span(lo, hi)
+    """``lo <= event_time < hi`` (None: open)."""
+    span = {op: at for op, at in (("$gte", lo), ("$lt", hi)) if at is not None}
     return {"event_time": span} if span else {}
 
 

@@ -1,13 +1,12 @@
 """The MongoDB connection of the ``document`` store: settings, client, error mapping, upserts.
 
-One copy for the document backend (:mod:`.document_backend`), the reader of the layout of a
-release before the engine (:mod:`.document_legacy`) and, until it is deleted, the old store
-(:mod:`.document`), which imports these from here.
+One copy for the document backend (:mod:`.document_backend`), its store (:mod:`.document`) and
+the reader of the layout of a release before the engine (:mod:`.document_legacy`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -25,11 +24,9 @@ __all__ = [
     "DUPLICATE_KEY",
     "EPOCH",
     "PERMANENT_CODES",
-    "TOO_LARGE",
     "DocumentConnector",
     "DocumentStoreConfig",
     "ErrorMapper",
-    "bulk_upsert",
     "connect",
     "micros",
     "uri_database",
@@ -43,8 +40,6 @@ DEFAULT_DATABASE = "lineage"
 DUPLICATE_KEY = 11000
 #: Server error codes that will fail the same way on every retry.
 PERMANENT_CODES = frozenset({2, 9, 14, 17, 52, 55, 121, 10334, 17419, 16733})
-#: The server's "document too large" codes (an update that would pass 16 MB: 17419, 10334).
-TOO_LARGE = frozenset({10334, 17419, 17420})
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
 
@@ -163,48 +158,6 @@ class ErrorMapper:
         return False
 
 
-def bulk_upsert(
-    collection: Any,
-    ops: Sequence[Any],
-    action: str,
-    errors: Callable[[str], ErrorMapper],
-    refused: Callable[[set[str]], None] | None = None,
-) -> None:
-    """``ops`` (upserts) in unordered bulks of 1,000, each error mapped by ``errors(action)``.
-    With ``refused``, the ``_id`` of each document the server will not grow past its size limit
-    goes to it instead of raising (the rest of the bulk is written: it is unordered)."""
-    from pymongo.errors import BulkWriteError
-
-    for start in range(0, len(ops), 1000):
-        pending = list(ops[start : start + 1000])
-        for attempt in range(3):
-            try:
-                with errors(action):
-                    collection.bulk_write(pending, ordered=False)
-                break
-            except StoreError as exc:
-                # Two writers inserting one new document at once: the loser's upsert fails
-                # on the unique _id and succeeds as an update when tried again.
-                cause = exc.__cause__
-                failed = (
-                    (cause.details or {}).get("writeErrors", [])
-                    if isinstance(cause, BulkWriteError)
-                    else None
-                )
-                if not failed:
-                    raise
-                if refused is not None:
-                    too_large = [e for e in failed if e.get("code") in TOO_LARGE]
-                    if too_large:
-                        refused({e["op"]["q"]["_id"] for e in too_large})
-                        failed = [e for e in failed if e.get("code") not in TOO_LARGE]
-                        if not failed:
-                            break
-                if attempt == 2 or any(e.get("code") != DUPLICATE_KEY for e in failed):
-                    raise
-                pending = [pending[e["index"]] for e in failed]
-
-
 class DocumentConnector:
     """One MongoDB connection, opened lazily: its database, error mapping (errors name the store
     ``name``), bulk upserts with retries, ``ping`` and close. Creates nothing."""
@@ -226,7 +179,26 @@ class DocumentConnector:
         return ErrorMapper(self.name, action)
 
     def bulk_upsert(self, collection: Any, ops: Sequence[Any], action: str) -> None:
-        bulk_upsert(collection, ops, action, self.errors)
+        """``ops`` (upserts) in unordered bulks of 1,000, errors mapped by :meth:`errors`."""
+        from pymongo.errors import BulkWriteError
+
+        for start in range(0, len(ops), 1000):
+            pending = list(ops[start : start + 1000])
+            for attempt in range(3):
+                try:
+                    with self.errors(action):
+                        collection.bulk_write(pending, ordered=False)
+                    break
+                except StoreError as exc:
+                    # Two writers inserting one new document at once: the loser's upsert fails
+                    # on the unique _id and succeeds as an update when tried again.
+                    cause = exc.__cause__
+                    if not isinstance(cause, BulkWriteError) or attempt == 2:
+                        raise
+                    failed = (cause.details or {}).get("writeErrors", [])
+                    if not failed or any(e.get("code") != DUPLICATE_KEY for e in failed):
+                        raise
+                    pending = [pending[e["index"]] for e in failed]
 
     def check(self) -> None:
         with self.errors("ping"):

@@ -1,33 +1,16 @@
 """The graph backend: the engine's rows in a property graph, answered in Cypher.
 
-Model (``key`` is :func:`~lineage_sdk.collector.stores.graph_runner.name_key` of the names, as in
-the graph store, so long names never reach an index)::
+The model, and why vertices are merged on a hashed ``key`` (:func:`~.graph_runner.name_key` of
+the names), statements are constants with rows as ``UNWIND`` parameters, upserts apply the
+merge rules (:mod:`~lineage_sdk.collector.backend`) with a ``CASE`` per field, a mention is a
+vertex (measured) and a Job or Dataset vertex is a row only while it has ``firstSeen``:
+docs/stores.md (``graph``). Besides:
 
-    (:Job {key, namespace, name, firstSeen, lastSeen, holds})      likewise (:Dataset)
-    (:Job)-[:READS|WRITES {firstSeen, declared}]->(:Dataset)         EdgeRow: the walk's step
-    (:Run {key, runId, jobKey, jobNs, jobName, firstEvent, lastEvent, state, stateRank, ...})
-    (:ColumnEdge {key, outKey, inKey, outDs, inDs, jobKey, firstSeen, info, infoRank, ...})
-    (:Event {eventId, eventTime, kind, eventType, runId, jobKey, namespace, json, ...})
-    (:Mention {key, source, sourceId, kind, nodeKey, namespace, name, role, firstSeen})
-
-Why it is written this way:
-
-* Every statement is a constant string; rows travel as ``UNWIND`` parameters. Times are
-  :func:`~lineage_sdk.collector.records.format_time` text, exact to the µs, which sorts as time.
-* Derived rows are upserted by their fields' merge rules (:mod:`~lineage_sdk.collector.backend`):
-  each statement's ``SET`` is built from the row type's metadata, a ``CASE`` per rule, so appends
-  in any order converge. Events are created once (the first wins), before the derived rows of
-  the same append.
-* A Job or Dataset vertex is a *row* only while it has ``firstSeen``: edges need their ends,
-  so ``replace`` clears a touched node's times instead of deleting the vertex, and then
-  deletes touched vertices that are neither rows nor linked.
-* A mention is a vertex of its own, not a relationship: a run's mentions have no vertex to hang
-  off (a Run vertex is one per (run, job), and ``replace`` deletes it), and a vertex is one
-  indexed ``MERGE`` on its ``key``, with no end vertex to find or create. On FalkorDB 5,000
-  such rows (2,500 runs of two events) took 96-104 ms of server time where the 10,000
-  ``(:Event)-[:MENTIONS]->(node)`` of the per-event model took 133-155 ms. ``nodeKey`` hashes
-  (kind, namespace, name), so ``mentions`` is one indexed equality per key; ``delete`` and
-  ``replace`` find an event's or a run's by ``sourceId``, then check ``source``.
+* Times are :func:`~lineage_sdk.collector.records.format_time` text, exact to the µs, which
+  sorts as time.
+* A mention's ``nodeKey`` hashes (kind, namespace, name), so ``mentions`` is one indexed
+  equality per key; ``delete`` and ``replace`` find an event's or a run's by ``sourceId``, then
+  check ``source``.
 * A run row's key, a column edge's key and a mention's key hash all their key fields; a None
   job is ``jobKey = ''``, on runs and events alike (an Event vertex without ``jobKey`` is one
   the graph store of a release before the engine wrote: see
@@ -536,13 +519,8 @@ def _column(row: Mapping[str, Any], fields: Mapping[str, FieldRef], known: str) 
     """A column edge read by :func:`_column_read`; ``fields`` the asked fields by key, when
     ``known`` names the side they are."""
     t, job = row["t"], _job(row["jobNs"], row["jobName"])
-    if known == "o":
-        o, i = fields[t[:_K]], FieldRef(row["iNs"], row["iDs"], row["iField"])
-    elif known == "i":
-        o, i = FieldRef(row["oNs"], row["oDs"], row["oField"]), fields[t[:_K]]
-    else:
-        o = FieldRef(row["oNs"], row["oDs"], row["oField"])
-        i = FieldRef(row["iNs"], row["iDs"], row["iField"])
+    o = fields[t[:_K]] if known == "o" else FieldRef(row["oNs"], row["oDs"], row["oField"])
+    i = fields[t[:_K]] if known == "i" else FieldRef(row["iNs"], row["iDs"], row["iField"])
     if known:
         t = t[_K:]
     return ColumnEdgeRow(o, i, job, _time(t[:_WIDTH]), Ranked(t[_WIDTH:], row["info"]))
@@ -833,12 +811,8 @@ class GraphBackend:
             asked = {_key(k): k for k in keys}
             found: list[NodeRow] = []
             for r in self._run(_NODES_BY_KEY[kind], {"keys": list(asked)}):
-                t = r["t"]
-                key, first, last = (
-                    asked[t[:_K]],
-                    _time(t[_K : _K + _WIDTH]),
-                    _time(t[_K + _WIDTH :]),
-                )
+                key, times = asked[r["t"][:_K]], r["t"][_K:]
+                first, last = _time(times[:_WIDTH]), _time(times[_WIDTH:])
                 if (
                     (until is None or first < until)
                     and (namespace is None or key[0] == namespace)
@@ -898,18 +872,14 @@ class GraphBackend:
         if job_set is not None and latest == 1 and id_set is None and parent is None:
             # the server's answer is latest_of's (each row one of the asked jobs', by its key)
             asked = {_name_key(j): j for j in job_set}
-            query = _LATEST_RUNS[until is not None]
-            rows = [
-                _latest_run(r, asked) for r in self._run(query, {**params, "keys": list(asked)})
-            ]
+            picked = self._run(_LATEST_RUNS[until is not None], {**params, "keys": list(asked)})
+            rows = [_latest_run(r, asked) for r in picked]
             if bound is not None:
                 rows = [r for r in rows if r.first_event < bound]
         else:
             if job_set is not None:
-                by, keys = (
-                    ("jobs in" if self.tactics.runs_by_in else "jobs"),
-                    [_key(j) for j in job_set],
-                )
+                by = "jobs in" if self.tactics.runs_by_in else "jobs"
+                keys = [_key(j) for j in job_set]
             elif id_set is not None:
                 by, keys = "ids", list(id_set)
             else:
@@ -1088,8 +1058,7 @@ class GraphBackend:
             for r in rows
             if (bound is None or r.first_seen < bound) and (role_set is None or r.role in role_set)
         ]
-        rows.sort(key=key_of)
-        return rows
+        return sorted(rows, key=key_of)
 
     def column_edges(
         self,

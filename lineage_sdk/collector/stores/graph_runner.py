@@ -1,8 +1,7 @@
 """The graph stores' seam to a server: Cypher runners, the dialect probe and node keys.
 
 One copy, shared by the graph backend (:mod:`.graph_backend`), its tactics (:mod:`.falkordb`),
-the reader of the pre-engine layout (:mod:`.graph_legacy`) and, until it is deleted, the graph
-store of the releases before the engine (:mod:`.graph`).
+the reader of the pre-engine layout (:mod:`.graph_legacy`) and the store (:mod:`.graph`).
 """
 
 from __future__ import annotations
@@ -38,12 +37,9 @@ STORE_NAME = "graph"
 
 
 def name_key(*parts: str) -> str:
-    """The fixed-size identity of a (namespace, name[, field]) node.
-
-    Names are unbounded (a 10,000-character dataset name is valid), but index entries are not:
-    Neo4j refuses to index values past a few kilobytes and FalkorDB silently misses them, which
-    would break MERGE. Nodes are therefore merged on this hash and keep their names as properties.
-    """
+    """The fixed-size identity of a (namespace, name[, field]) node, which ``MERGE`` matches on
+    (names are unbounded, index entries are not: docs/stores.md, ``graph``); the names are kept
+    as properties."""
     return hashlib.sha256(orjson.dumps(parts)).hexdigest()[:32]
 
 
