@@ -36,6 +36,7 @@ from lineage_sdk.collector.store import (
     LineageGraph,
     LineageNode,
     NodeType,
+    direction_adjacencies,
     distances,
     node_id,
     parse_node_id,
@@ -97,9 +98,10 @@ class KeyedWalk(Generic[K]):
 
 @dataclass
 class _Way(Generic[K]):
-    """One way of a walk: the nodes it found (it expands only those) and its frontier."""
+    """One way of a walk: the nodes it found (it expands only those) and its frontier;
+    ``upstream`` None: along edges of either direction (``undirected``)."""
 
-    upstream: bool
+    upstream: bool | None
     jobs: set[K]
     datasets: set[K]
     job_frontier: set[K]
@@ -115,19 +117,22 @@ class _Way(Generic[K]):
             return
         far_found, mine = (walk.datasets, self.datasets) if from_jobs else (walk.jobs, self.jobs)
         reached = self.ds_frontier if from_jobs else self.job_frontier
-        dataset_first = self.upstream == from_jobs  # the edge's origin along the data flow
-        io: Literal["in", "out"] = "in" if dataset_first else "out"
-        for job, ds in step(end, frontier, io):
-            far = ds if from_jobs else job
-            if closing and far not in far_found:
-                continue
-            walk.edges.add(
-                ("DATASET", ds, "JOB", job) if dataset_first else ("JOB", job, "DATASET", ds)
-            )
-            far_found.add(far)
-            if far not in mine:
-                mine.add(far)
-                reached.add(far)
+        # "in" edges run dataset -> job (the job reads it), "out" edges job -> dataset.
+        ios: tuple[Literal["in", "out"], ...] = ("in", "out")
+        if self.upstream is not None:
+            ios = ("in",) if self.upstream == from_jobs else ("out",)
+        for io in ios:
+            for job, ds in step(end, frontier, io):
+                far = ds if from_jobs else job
+                if closing and far not in far_found:
+                    continue
+                walk.edges.add(
+                    ("DATASET", ds, "JOB", job) if io == "in" else ("JOB", job, "DATASET", ds)
+                )
+                far_found.add(far)
+                if far not in mine:
+                    mine.add(far)
+                    reached.add(far)
         if from_jobs:
             self.job_frontier = set()
         else:
@@ -203,8 +208,7 @@ def kept_keys(
     for ot, ok, dt, dk in walk.edges:
         down.setdefault((ot, ok), []).append((dt, dk))
         up.setdefault((dt, dk), []).append((ot, ok))
-    adjacencies = [up if upstream else down for upstream in walk_directions(direction)]
-    distance = distances([root], adjacencies)
+    distance = distances([root], direction_adjacencies(direction, up, down))
     if len(distance) <= node_limit:
         return set(distance)
     boundary = sorted(distance.values())[node_limit - 1]

@@ -26,6 +26,7 @@ from lineage_sdk.config.keys import env_var_for
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.models.json_exact import loads_exact
 from lineage_sdk.models.run_state import StateKey, pick_interval
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "check_node_limit",
     "check_page",
     "cut_lineage",
+    "direction_adjacencies",
     "distances",
     "event_mentions",
     "event_namespace",
@@ -72,7 +74,10 @@ _log = logging.getLogger("lineage_sdk.collector")
 
 EventKind = Literal["run", "dataset", "job"]
 NodeType = Literal["DATASET", "JOB"]
-Direction = Literal["upstream", "downstream", "both"]
+#: ``upstream`` against the data flow, ``downstream`` with it, ``both`` the two directed walks
+#: together; ``undirected`` Marquez's walk (``LineageDao.getLineage``): every job sharing any
+#: dataset with a job walked, whichever way the data flows, to ``depth``.
+Direction = Literal["upstream", "downstream", "both", "undirected"]
 _T = TypeVar("_T")
 _N = TypeVar("_N", bound=Hashable)  # a node, as a walk names it
 
@@ -270,11 +275,31 @@ class LineageGraph:
     truncated: bool = False
 
 
-def walk_directions(direction: Direction) -> tuple[bool, ...]:
-    """The walks a direction asks for, as ``upstream`` flags."""
+def walk_directions(direction: Direction) -> tuple[bool | None, ...]:
+    """The walks a direction asks for, as ``upstream`` flags (None: one walk along edges of
+    either direction)."""
     if direction == "both":
         return (True, False)
+    if direction == "undirected":
+        return (None,)
     return (direction == "upstream",)
+
+
+def direction_adjacencies(
+    direction: Direction, up: Mapping[_N, list[_N]], down: Mapping[_N, list[_N]]
+) -> list[Mapping[_N, list[_N]]]:
+    """One adjacency per walk of ``direction`` (:func:`walk_directions`), from a graph's
+    upstream and downstream adjacencies."""
+    found: list[Mapping[_N, list[_N]]] = []
+    for upstream in walk_directions(direction):
+        if upstream is None:
+            either: dict[_N, list[_N]] = {n: list(far) for n, far in up.items()}
+            for n, far in down.items():
+                either.setdefault(n, []).extend(far)
+            found.append(either)
+        else:
+            found.append(up if upstream else down)
+    return found
 
 
 #: The node limit of a graph read when none is asked for (issue #16: bounded queries).
@@ -336,17 +361,10 @@ def nearest(distance: Mapping[str, int], limit: int) -> list[str]:
 def lineage_distances(graph: LineageGraph, direction: Direction) -> dict[str, int]:
     """Each node's distance from the root of a lineage answer, in edges along the asked
     direction(s): upstream against the data flow, downstream with it, both the lesser."""
-    adjacencies: list[dict[str, list[str]]] = []
-    for upstream in walk_directions(direction):
-        adjacencies.append(
-            {
-                nid: [e.origin for e in node.in_edges]
-                if upstream
-                else [e.destination for e in node.out_edges]
-                for nid, node in graph.nodes.items()
-            }
-        )
-    return distances([graph.root] if graph.root in graph.nodes else [], adjacencies)
+    up = {nid: [e.origin for e in node.in_edges] for nid, node in graph.nodes.items()}
+    down = {nid: [e.destination for e in node.out_edges] for nid, node in graph.nodes.items()}
+    roots = [graph.root] if graph.root in graph.nodes else []
+    return distances(roots, direction_adjacencies(direction, up, down))
 
 
 def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | None) -> LineageGraph:
@@ -545,10 +563,11 @@ class RawEvent:
         return (self.event_time, self.event_id)
 
     def data(self) -> Any:
-        """The event parsed (the standard library's parser where orjson refuses: integers beyond
-        64 bits, which the stores keep as they came)."""
+        """The event parsed, every integer exact (beyond 64 bits too, as the stores keep them:
+        :func:`~lineage_sdk.models.json_exact.loads_exact`; the standard library's parser for
+        text orjson refuses)."""
         try:
-            return orjson.loads(self.json)
+            return loads_exact(self.json)
         except orjson.JSONDecodeError:
             return json.loads(self.json)
 

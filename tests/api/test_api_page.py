@@ -725,7 +725,9 @@ def test_page_opens_one_hop_and_a_click_adds_the_next(api, loaded, browser):
     assert _drawn(driver) == {
         n["id"]
         for n in api.client.get(
-            "/api/v1/lineage", params={"nodeId": "job:shop:report", "depth": 2}
+            # the page's walk: both directed ways (the API's default is Marquez's undirected one)
+            "/api/v1/lineage",
+            params={"nodeId": "job:shop:report", "depth": 2, "direction": "both"},
         ).json()["graph"]
     }
     errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]

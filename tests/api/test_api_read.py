@@ -22,7 +22,9 @@ def _ids(body):
 
 
 def test_lineage_both_directions_in_marquez_shape(api, loaded):
-    body = _lineage(api, f"dataset:{PG}:stg.orders", depth=20)
+    # direction=both: the directed walks (without it the API walks as Marquez does, undirected:
+    # tests/api/test_api_marquez_walk.py)
+    body = _lineage(api, f"dataset:{PG}:stg.orders", depth=20, direction="both")
     assert body["graph"][0]["id"] == f"dataset:{PG}:stg.orders"  # the root first
     assert _ids(body) == {
         f"dataset:{PG}:raw.orders",

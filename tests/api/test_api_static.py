@@ -223,7 +223,7 @@ def test_declared_edges_are_walked_and_marked_beside_observed_ones(apis):
     load, plan = f"job:{NS}:load", f"job:{NS}:plan"
     a, extra, b, c = (f"dataset:{PG}:{n}" for n in ("raw.a", "raw.extra", "stg.b", "mart.c"))
     for kind, api in apis.items():
-        edges = _edges(_lineage(api, load, depth=3))
+        edges = _edges(_lineage(api, load, depth=3, direction="both"))  # the directed walks
         assert edges == {
             (a, load): True,  # observed and declared
             (extra, load): True,  # declared only

@@ -60,6 +60,7 @@ from lineage_sdk.collector.store import (
     RunSummary,
     check_page,
     unknown_as_of,
+    walk_directions,
 )
 from lineage_sdk.exceptions import ConfigError, InvalidEventError
 from lineage_sdk.models.run_state import (
@@ -367,17 +368,17 @@ def prune_graph(
     if root is None or not readable(root.namespace):
         return LineageGraph(root=graph.root)
     kept: set[str] = {graph.root}
-    walks = (True, False) if direction == "both" else (direction == "upstream",)
-    for upstream in walks:
+    for upstream in walk_directions(direction):
         # 0-1 BFS: entering a job costs a hop, entering a dataset does not.
         hops: dict[str, int] = {graph.root: 0}
         queue: deque[str] = deque([graph.root])
         while queue:
             current = queue.popleft()
             node = graph.nodes[current]
-            edges = node.in_edges if upstream else node.out_edges
-            for edge in edges:
-                nxt_id = edge.origin if upstream else edge.destination
+            ends = [] if upstream is False else [e.origin for e in node.in_edges]
+            if upstream is not True:
+                ends += [e.destination for e in node.out_edges]
+            for nxt_id in ends:
                 nxt = graph.nodes.get(nxt_id)
                 if nxt is None or not readable(nxt.namespace):
                     continue

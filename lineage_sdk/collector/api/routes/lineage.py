@@ -51,9 +51,13 @@ def get_lineage(
     grant: ReadGrant,
     depth: Annotated[int, Query(ge=0, le=100, description="Job hops from the node.")] = 20,
     direction: Annotated[
-        Literal["both", "upstream", "downstream"],
-        Query(description="lineage-sdk extension; Marquez always answers both."),
-    ] = "both",
+        Literal["both", "upstream", "downstream"] | None,
+        Query(
+            description="lineage-sdk extension: the directed walks (upstream against the data "
+            "flow, downstream with it, both the two). Absent: Marquez's walk, every job sharing "
+            "any dataset with a job walked, whichever way the data flows, to depth."
+        ),
+    ] = None,
     asOf: Annotated[
         str | None,
         Query(
@@ -84,7 +88,7 @@ def get_lineage(
         lambda: queries.lineage(
             store,
             nodeId,
-            direction=direction,
+            direction=direction or "undirected",
             depth=depth,
             readable=readable,
             as_of=as_of,
