@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from http_recorder import server  # noqa: F401 - a fixture, found by its name
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -7,12 +7,9 @@ real home and configuration folders are never read or written.
 from __future__ import annotations
 
 import gzip
-import http.server
 import logging
 import os
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -26,6 +23,7 @@ from lineage_sdk.exceptions import ConfigError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conformance import validate_event
+from http_recorder import Recorder
 
 SECRET = "ol-S3CRET-api-key-value"
 HEADER_SECRET = "hdr-S3CRET-value"
@@ -640,38 +638,6 @@ def test_reference_documents_the_mapping():
 
 
 # --------------------------------------------------------- events arrive, over loopback HTTP
-
-
-class Recorder(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.requests: list[tuple[str, dict[str, str], bytes]] = []
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    server: Recorder
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        self.server.requests.append((self.path, dict(self.headers), body))
-        self.send_response(201)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def server() -> Iterator[Recorder]:
-    srv = Recorder()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
 
 
 def _run_two_jobs() -> None:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import http.server
 import logging
 import socket
 import sys
-import threading
-import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -24,6 +20,7 @@ from lineage_sdk.sdk.export import EncodedEvent, ExportResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conformance import validate_event
+from http_recorder import Recorder
 
 TOKEN = "tok-3f9a-very-secret"
 
@@ -41,42 +38,6 @@ def _event(i: int) -> EncodedEvent:
             "outputs": [],
         }
     )
-
-
-class Recorder(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.requests: list[tuple[str, dict[str, str], bytes]] = []
-        self.status = 201
-        self.delay = 0.0
-
-
-class Handler(http.server.BaseHTTPRequestHandler):
-    server: Recorder
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        if self.server.delay:
-            time.sleep(self.server.delay)
-        self.server.requests.append((self.path, dict(self.headers), body))
-        self.send_response(self.server.status)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def server() -> Iterator[Recorder]:
-    srv = Recorder()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
 
 
 def _url(srv: Recorder) -> str:
