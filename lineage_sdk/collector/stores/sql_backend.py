@@ -37,6 +37,9 @@ import functools
 import hashlib
 import json
 import os
+import random
+import sqlite3
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
@@ -88,6 +91,8 @@ __all__ = [
 _CHUNK = 500  # keys per IN list: under SQLite's oldest variable limit (999)
 #: Execution option marking a write transaction (SQLite: BEGIN IMMEDIATE; see create_sql_engine).
 _WRITE_OPTION = "lineage_write"
+#: SQLite's busy timeout (seconds), and the bound on retrying what SQLite refuses at once.
+_BUSY_S = 30.0
 
 
 def name_key(namespace: str, name: str) -> str:
@@ -172,28 +177,28 @@ def _url_of(url: str) -> sa.URL:
 def create_sql_engine(url: str, *, echo: bool = False) -> Engine:
     """The engine of a ``store.sql.url`` (ConfigError when it is no SQLAlchemy URL).
 
-    SQLite: the file created 0600 first (:func:`_create_private_file`), WAL, ``synchronous``
-    NORMAL, a 30 s busy timeout, and transactions begun here, not by the driver: a connection
-    whose execution options hold :data:`_WRITE_OPTION` begins with ``BEGIN IMMEDIATE`` (the
-    write lock taken at BEGIN: a deferred transaction that read first fails at once, "database
-    is locked", when another writer committed since its snapshot). PostgreSQL: a small pool
-    with pre-ping, and jit off (:func:`_without_jit`).
+    SQLite: the file created 0600 first (:func:`_create_private_file`), WAL (:func:`_into_wal`),
+    ``synchronous`` NORMAL, a 30 s busy timeout, and transactions begun here, not by the driver:
+    a connection whose execution options hold :data:`_WRITE_OPTION` begins with ``BEGIN
+    IMMEDIATE`` (the write lock taken at BEGIN: a deferred transaction that read first fails at
+    once, "database is locked", when another writer committed since its snapshot or holds the
+    write lock). PostgreSQL: a small pool with pre-ping, and jit off (:func:`_without_jit`).
     """
     parsed = _url_of(url)
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:" and not database.startswith("file:"):
             _create_private_file(Path(database))
-        engine = sa.create_engine(parsed, echo=echo, connect_args={"timeout": 30})
+        engine = sa.create_engine(parsed, echo=echo, connect_args={"timeout": _BUSY_S})
 
         @sa.event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:
             cur = dbapi_conn.cursor()
             if database and database != ":memory:":
-                cur.execute("PRAGMA journal_mode=WAL")
+                _into_wal(cur)
             # NORMAL in WAL survives a killed process; only power loss may lose the last commit.
             cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute(f"PRAGMA busy_timeout={int(_BUSY_S * 1000)}")
             cur.close()
             # Transactions are begun below, not by the driver (see the docstring).
             dbapi_conn.isolation_level = None
@@ -208,6 +213,58 @@ def create_sql_engine(url: str, *, echo: bool = False) -> Engine:
     if parsed.get_backend_name() == "postgresql":
         sa.event.listen(engine, "connect", _without_jit)
     return engine
+
+
+def _into_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, again while SQLite answers "database is locked" (within
+    :data:`_BUSY_S`). Switching a file that is not in WAL yet (a new one, or an earlier
+    release's) reads it, then upgrades to the write lock, and SQLite refuses that upgrade at
+    once, busy timeout or not, while another connection holds the lock: one switching the same
+    file at the same moment (collectors started together). The next try finds the file in WAL,
+    where the pragma only reads."""
+    deadline = time.monotonic() + _BUSY_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(random.uniform(0.002, 0.02))  # noqa: S311 - jitter, not crypto
+
+
+def _schema_lock(conn: Connection, prefix: str) -> None:
+    """Take PostgreSQL's advisory lock of the tables named ``{prefix}...`` in the schema they
+    are made in (``current_schema()``), until the transaction ends: a signed 64-bit hash."""
+    schema = conn.execute(sa.select(sa.func.current_schema())).scalar()
+    name = f"lineage-sdk schema {schema}.{prefix}".encode()
+    key = int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big", signed=True)
+    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+
+
+@contextlib.contextmanager
+def _changing_schema(engine: Engine, prefix: str, *, locked: bool = True) -> Iterator[Connection]:
+    """One transaction that reads the schema, then changes it (``open``'s tables and indexes, the
+    earlier layout's copy mark and drop), holding from its start the lock that other
+    collectors opening the same database at the same moment take too, so they wait for it
+    instead of failing. SQLite: ``BEGIN IMMEDIATE`` (a deferred transaction that read, then
+    writes while another holds the write lock, is refused at once, "database is locked", not
+    waited for). PostgreSQL: an advisory lock for the transaction (without it, a ``CREATE
+    TABLE`` checked absent may meet another's: "relation ... already exists", or a unique
+    violation of ``pg_type_typname_nsp_index``); not ``locked``: the caller takes it."""
+    with engine.connect() as conn:
+        conn.execution_options(**{_WRITE_OPTION: True})
+        with conn.begin():
+            if locked and conn.dialect.name == "postgresql":
+                _schema_lock(conn, prefix)
+            yield conn
+
+
+def _made_meanwhile(exc: sa_exc.DBAPIError) -> bool:
+    """A ``CREATE`` that met the same table made by another at the same moment (a collector of
+    a release that takes no schema lock): a unique violation in the catalog (SQLSTATE 23505),
+    "already exists" (42P07, 42710)."""
+    return getattr(exc.orig, "sqlstate", None) in ("23505", "42P07", "42710")
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -747,11 +804,13 @@ class SqlBackend:
                 )
             self._engine = engine
             try:
-                with engine.begin() as conn:
+                with _changing_schema(engine, self._prefix) as conn:
                     self._metadata.create_all(conn, checkfirst=True)
-            except sa_exc.IntegrityError:
+            except (sa_exc.IntegrityError, sa_exc.ProgrammingError) as exc:
+                if not _made_meanwhile(exc):
+                    raise
                 # Another collector created the tables at the same moment: they exist now.
-                with engine.begin() as conn:
+                with _changing_schema(engine, self._prefix) as conn:
                     self._metadata.create_all(conn, checkfirst=True)
             self._add_missing_indexes(engine)
         except (ConfigError, StoreError):
@@ -768,7 +827,7 @@ class SqlBackend:
         with engine.connect() as conn:
             absent = _absent_indexes(conn, self._metadata.sorted_tables)
         for ix in absent:
-            with engine.begin() as conn:
+            with _changing_schema(engine, self._prefix) as conn:
                 conn.execute(sa.schema.CreateIndex(ix, if_not_exists=True))
 
     def check(self) -> None:
@@ -1409,6 +1468,16 @@ def _pre_engine_count(conn: Connection, prefix: str, tables: Collection[str]) ->
     return int(conn.execute(sa.select(sa.func.count()).select_from(sa.table(name))).scalar_one())
 
 
+class _Dropped(Exception):
+    """A table of the earlier layout was dropped between the check that it exists and its read."""
+
+
+def _no_table(exc: sa_exc.DBAPIError) -> bool:
+    """PostgreSQL's "relation ... does not exist" (SQLSTATE 42P01). SQLite reads the schema
+    of the transaction's snapshot: a table it found stays there until the transaction ends."""
+    return getattr(exc.orig, "sqlstate", None) == "42P01"
+
+
 class SqlPreEngineLayout:
     """The tables the ``sql`` store of the releases before the engine left in a database, read
     only (a :class:`~lineage_sdk.collector.engine.store.PreEngineLayout`): its raw events,
@@ -1418,6 +1487,11 @@ class SqlPreEngineLayout:
     How far the copy went is one row of ``{prefix}upgrade_copied`` in the same database;
     :meth:`drop` drops the old tables (:data:`PRE_ENGINE_TABLES`) and that one, never a table
     of the new layout. Each call opens an engine of its own and disposes it when done.
+
+    Collectors opening the same database at once may copy the same events (an append is
+    idempotent); the mark and the drop take the schema lock (:func:`_changing_schema`), and a
+    read that finds a table dropped by another since it checked (PostgreSQL) answers as if it
+    were absent: the other dropped it after copying every event.
     """
 
     name = "sql"
@@ -1445,17 +1519,21 @@ class SqlPreEngineLayout:
         )
 
     @contextlib.contextmanager
-    def _connected(self, *, write: bool = False) -> Iterator[Connection]:
-        """A connection of an engine of its own (one transaction; ``write``: SQLite's write
-        lock taken at BEGIN), disposed afterwards; database errors as StoreError."""
+    def _connected(self, *, write: bool = False, locked: bool = True) -> Iterator[Connection]:
+        """A connection of an engine of its own (one transaction; ``write``: the schema lock
+        taken at BEGIN, on PostgreSQL by the caller when not ``locked``), disposed afterwards;
+        a table dropped meanwhile as :class:`_Dropped`, other database errors as StoreError."""
         engine = create_sql_engine(self._url, echo=self._echo)
         try:
-            with engine.connect() as conn:
-                if write:
-                    conn.execution_options(**{_WRITE_OPTION: True})
-                with conn.begin():
+            if write:
+                with _changing_schema(engine, self._prefix, locked=locked) as conn:
+                    yield conn
+            else:
+                with engine.connect() as conn, conn.begin():
                     yield conn
         except sa_exc.SQLAlchemyError as exc:
+            if isinstance(exc, sa_exc.DBAPIError) and _no_table(exc):
+                raise _Dropped from None
             raise _store_error(self.name, self.address, exc) from None
         finally:
             engine.dispose()
@@ -1465,9 +1543,10 @@ class SqlPreEngineLayout:
         return sa.inspect(conn).has_table(table.name)
 
     def count_raw_events(self) -> int:
-        with self._connected() as conn:
+        with contextlib.suppress(_Dropped), self._connected() as conn:
             present = [self._events.name] if self._has(conn, self._events) else []
             return _pre_engine_count(conn, self._prefix, present)
+        return 0  # dropped since the check, by another collector that copied them
 
     def iter_raw_events(
         self, *, after: tuple[datetime, str] | None = None, batch_size: int = 1000
@@ -1481,7 +1560,7 @@ class SqlPreEngineLayout:
             later = sa.and_(ev.c.event_time == at, ev.c.event_id > last_id)
             query = query.where(sa.or_(ev.c.event_time > at, later))
         query = query.order_by(ev.c.event_time, ev.c.event_id)
-        with self._connected() as conn:
+        with contextlib.suppress(_Dropped), self._connected() as conn:
             if not self._has(conn, ev):
                 return
             rows = conn.execution_options(stream_results=True, yield_per=batch_size).execute(query)
@@ -1490,7 +1569,8 @@ class SqlPreEngineLayout:
 
     def copied(self) -> tuple[datetime, str] | None:
         mark = self._mark
-        with self._connected() as conn:
+        row = None
+        with contextlib.suppress(_Dropped), self._connected() as conn:
             if not self._has(conn, mark):
                 return None
             row = conn.execute(sa.select(mark.c.event_time, mark.c.event_id)).first()
@@ -1505,8 +1585,15 @@ class SqlPreEngineLayout:
 
     def drop(self) -> None:
         """Drop the old layout's tables (with their indexes) and the copy's mark, in one
-        transaction; the tables that do not exist are skipped."""
-        with self._connected(write=True) as conn:
+        transaction; the tables that do not exist are skipped. On PostgreSQL the events table
+        first, then the schema lock: that drop waits for another collector still copying from
+        it, which takes the lock to mark its copy meanwhile (the other way round, each would
+        wait for the other, and PostgreSQL sees no deadlock in an advisory lock's wait)."""
+        with self._connected(write=True, locked=False) as conn:
             quote = conn.dialect.identifier_preparer.quote
-            for name in (*self._names, self._mark.name):
+            events, *others = (*self._names, self._mark.name)
+            conn.exec_driver_sql(f"DROP TABLE IF EXISTS {quote(events)}")
+            if conn.dialect.name == "postgresql":
+                _schema_lock(conn, self._prefix)
+            for name in others:
                 conn.exec_driver_sql(f"DROP TABLE IF EXISTS {quote(name)}")
