@@ -28,6 +28,7 @@ from rich.tree import Tree
 
 from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT
 from lineage_sdk.exceptions import LineageError
+from lineage_sdk.models.json_exact import dumps_exact
 
 __all__ = [
     "HttpSource",
@@ -496,7 +497,7 @@ def to_mermaid(graph: Mapping[str, Any], root: str) -> str:
 
 
 def _print_json(value: Any) -> None:
-    text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    text = dumps_exact(value, option=orjson.OPT_INDENT_2).decode()
     if out.is_terminal:
         out.print(Syntax(text, "json", theme="ansi_dark", background_color="default"))
     else:
@@ -761,7 +762,7 @@ def events(
         found = source.events(run_id)
     if fmt == "jsonl":
         for event in found:
-            sys.stdout.write(orjson.dumps(event).decode() + "\n")
+            sys.stdout.write(dumps_exact(event).decode() + "\n")  # beyond 64 bits too
         return
     for event in found:
         raw_job = event.get("job")

@@ -38,6 +38,7 @@ from lineage_sdk.collector.store import (
     walk_full,
 )
 from lineage_sdk.collector.symlinks import event_aliases
+from lineage_sdk.models.json_exact import dumps_exact, loads_exact
 
 __all__ = [
     "ColumnEdge",
@@ -139,12 +140,7 @@ def _edge_info(input_field: Mapping[str, Any], base: dict[str, str]) -> str:
         info: dict[str, Any] = base
     else:
         info = {**base, "transformations": kept}
-    try:
-        return orjson.dumps(info, option=orjson.OPT_SORT_KEYS).decode()
-    except TypeError:  # integers beyond 64 bits inside a transformation
-        import json
-
-        return json.dumps(info, sort_keys=True, ensure_ascii=False)
+    return dumps_exact(info, option=orjson.OPT_SORT_KEYS).decode()  # beyond 64 bits too
 
 
 def column_edges(rec: _Record) -> dict[tuple[FieldRef, FieldRef], str]:
@@ -329,7 +325,7 @@ def marquez_column_graph(graph: ColumnGraph) -> dict[str, Any]:
                 "dataset": src.dataset,
                 "field": src.field,
             }
-            item.update(orjson.loads(info))
+            item.update(loads_exact(info))
             input_fields.append(item)
         nodes.append(
             {

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import orjson
 import pika
 import pika.exceptions
 
@@ -58,6 +57,7 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import StoreError
 from lineage_sdk.models.constants import JSON_CONTENT_TYPE
+from lineage_sdk.models.json_exact import dumps_exact
 from lineage_sdk.transport import amqp, unrouted
 
 __all__ = ["ConsumerStalled", "LineageCollector", "connection_parameters"]
@@ -427,7 +427,7 @@ class LineageCollector:
                     self._park(
                         publisher,
                         d,
-                        orjson.dumps(record.event),
+                        dumps_exact(record.event),
                         _json_props(d.properties),
                         reason="store_rejected",
                         error=str(refusal),

@@ -8,17 +8,19 @@ one is parked on its own, so one bad event never costs its neighbours.
 
 from __future__ import annotations
 
+import json
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from lineage_sdk.collector.records import build_record, compute_event_id
+from lineage_sdk.collector.records import build_record, compute_event_id, event_id_of
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.codec import MAX_DEPTH, check_ingest_event
 from lineage_sdk.models.constants import BATCH_CONTENT_TYPE, JSON_CONTENT_TYPE
+from lineage_sdk.models.json_exact import dumps_exact, may_have_rounded, may_hold_big_int
 
 __all__ = [
     "BATCH_CONTENT_TYPE",
@@ -92,7 +94,9 @@ def _too_deep(data: Any) -> bool:
     return False
 
 
-def validate_event(data: Any, body: bytes | None = None) -> LineageRecord:
+def validate_event(
+    data: Any, body: bytes | None = None, canonical: bytes | None = None
+) -> LineageRecord:
     """Validate one event (parsed JSON) and build its record; raises PoisonMessage if invalid.
 
     Validation is :func:`lineage_sdk.models.codec.check_ingest_event`: what the stores need, with
@@ -102,16 +106,67 @@ def validate_event(data: Any, body: bytes | None = None) -> LineageRecord:
     The event is stored exactly as it came.
     ``body``, when given, says that the message it came from was already checked for NUL bytes
     and nesting depth (as :func:`decode_message` does), so the tree walk is skipped.
+    ``canonical``, when given, is the event's
+    :func:`~lineage_sdk.collector.records.canonical_json`, already written.
     """
     if not isinstance(data, dict):
         raise PoisonMessage("not_an_event", f"expected a JSON object, got {type(data).__name__}")
     try:
         check_ingest_event(data, tree_checked=body is not None)
-        return build_record(data, event_id=compute_event_id(data))
+        event_id = compute_event_id(data) if canonical is None else event_id_of(canonical)
+        return build_record(data, event_id=event_id)
     except InvalidEventError as exc:
         raise PoisonMessage("invalid_event", str(exc)) from None
     except (ValueError, TypeError) as exc:  # a validator that raised something unexpected
         raise PoisonMessage("invalid_event", str(exc)[:500]) from None
+
+
+class _Exactly:
+    """A message's body read by the standard library's parser, at most once, for the rare event
+    in which orjson may have read an integer beyond 64 bits as a float: ``json`` keeps every
+    integer exact and reads everything else as orjson does (orjson accepted the body first, so
+    its errors and limits stand). Each step is taken once per message, not per event."""
+
+    __slots__ = ("_body", "_data", "_digits")
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+        self._digits: bool | None = None  # None: not looked at yet
+        self._data: Any = None
+
+    def differs(self) -> bool:
+        """True when the body may hold an integer beyond 64 bits (a run of 19 digits)."""
+        if self._digits is None:
+            self._digits = may_hold_big_int(self._body)
+            if self._digits:
+                self._data = json.loads(self._body)
+        return self._digits
+
+    def item(self, index: int | None) -> Any:
+        """The message (``index`` None) or its batch item ``index``, read exactly (only after
+        :meth:`differs` said True)."""
+        return self._data if index is None else self._data[index]
+
+
+def _validated(
+    item: Any, index: int | None, body: bytes, exactly: _Exactly | None
+) -> LineageRecord:
+    """:func:`validate_event` of one event of a message, every integer kept exact.
+
+    orjson writes a float of 1e16 or more with an exponent (``1.8446744073709552e+19``), and
+    reads each integer beyond 64 bits as such a float: so only an event whose content-id text
+    (written anyway) holds ``e+`` may have lost one (:func:`may_have_rounded`), and only then is
+    the body looked at for a run of 19 digits and, if it has one, read again exactly (and the
+    event validated as sent: ``2**64`` is an integer wherever the spec asks for one)."""
+    if type(item) is not dict:
+        return validate_event(item, body)  # not an event: refused
+    canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+    if may_have_rounded(canonical):
+        exactly = exactly or _Exactly(body)  # a single event's message: made only now
+        if exactly.differs():
+            item = exactly.item(index)
+            canonical = dumps_exact(item, option=orjson.OPT_SORT_KEYS)
+    return validate_event(item, body, canonical)
 
 
 def _decompress(body: bytes, encoding: str, max_bytes: int) -> bytes:
@@ -176,16 +231,17 @@ def decode_message(
             raise PoisonMessage(
                 "not_an_event", f"JSON {type(data).__name__} is not an event object"
             )
-        return DecodedMessage(records=[validate_event(data, body)], positions=[0])
+        return DecodedMessage(records=[_validated(data, None, body, None)], positions=[0])
     if not data:
         raise PoisonMessage("not_a_batch", "batch message holds no events")
     decoded = DecodedMessage()
+    exactly = _Exactly(body)  # one for the batch: the body is looked at and read once
     for index, item in enumerate(data):
         try:
-            decoded.records.append(validate_event(item, body))  # body: the checks cover items
+            # body: its checks (NUL bytes, depth) cover every item
+            decoded.records.append(_validated(item, index, body, exactly))
             decoded.positions.append(index)
         except PoisonMessage as exc:
-            decoded.rejected.append(
-                RejectedEvent(index, orjson.dumps(item), exc.reason, exc.detail)
-            )
+            sent = exactly.item(index) if exactly.differs() else item
+            decoded.rejected.append(RejectedEvent(index, dumps_exact(sent), exc.reason, exc.detail))
     return decoded

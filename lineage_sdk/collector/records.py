@@ -18,12 +18,15 @@ import orjson
 from lineage_sdk.collector.store import DatasetRef, EventKind, LineageRecord
 from lineage_sdk.collector.symlinks import canonical
 from lineage_sdk.exceptions import InvalidEventError
+from lineage_sdk.models.json_exact import dumps_exact
 from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey
 
 __all__ = [
     "TERMINAL_STATES",
     "build_record",
+    "canonical_json",
     "compute_event_id",
+    "event_id_of",
     "format_time",
     "parse_event_time",
     "parse_time",
@@ -39,7 +42,18 @@ def compute_event_id(event: Mapping[str, Any]) -> str:
     keys an event alike. It is not the AMQP ``message_id``: the SDK's ``EncodedEvent.event_id``
     names a RunEvent by run id, event type and time (see docs/architecture.md).
     """
-    return hashlib.sha256(orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+    return event_id_of(canonical_json(event))
+
+
+def canonical_json(event: Mapping[str, Any]) -> bytes:
+    """The sorted-key JSON an event's content id hashes: orjson's, an integer beyond 64 bits
+    written as its decimal text (:func:`lineage_sdk.models.json_exact.dumps_exact`)."""
+    return dumps_exact(event, option=orjson.OPT_SORT_KEYS)
+
+
+def event_id_of(canonical: bytes) -> str:
+    """The content id of an event whose :func:`canonical_json` is ``canonical``."""
+    return hashlib.sha256(canonical).hexdigest()[:32]
 
 
 def format_time(value: datetime) -> str:

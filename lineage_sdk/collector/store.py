@@ -26,6 +26,7 @@ from lineage_sdk.config.keys import env_var_for
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.exceptions import ConfigError
+from lineage_sdk.models.json_exact import loads_exact
 from lineage_sdk.models.run_state import StateKey, pick_interval
 
 __all__ = [
@@ -562,10 +563,11 @@ class RawEvent:
         return (self.event_time, self.event_id)
 
     def data(self) -> Any:
-        """The event parsed (the standard library's parser where orjson refuses: integers beyond
-        64 bits, which the stores keep as they came)."""
+        """The event parsed, every integer exact (beyond 64 bits too, as the stores keep them:
+        :func:`~lineage_sdk.models.json_exact.loads_exact`; the standard library's parser for
+        text orjson refuses)."""
         try:
-            return orjson.loads(self.json)
+            return loads_exact(self.json)
         except orjson.JSONDecodeError:
             return json.loads(self.json)
 

@@ -13,6 +13,7 @@ names must be non-empty, and everything else as :func:`check_event`.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ from lineage_sdk.models._base import INGEST_CONTEXT, TOLERANT_CONTEXT
 from lineage_sdk.models.constants import PARENT_FACET_KEY
 from lineage_sdk.models.events import DatasetEvent, EventType, JobEvent, LineageEvent, RunEvent
 from lineage_sdk.models.fast import is_acceptable_event, is_valid_event
+from lineage_sdk.models.json_exact import dumps_exact, may_hold_big_int
 
 __all__ = [
     "MAX_DEPTH",
@@ -184,16 +186,18 @@ def to_dict(event: LineageEvent) -> dict[str, Any]:
 def to_json(event: LineageEvent | Mapping[str, Any]) -> bytes:
     """Sorted-key JSON bytes: the wire form (equal events give equal bytes, hence equal ids)."""
     data = to_dict(event) if isinstance(event, LineageEvent) else _as_dict(event)
-    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    return dumps_exact(data, option=orjson.OPT_SORT_KEYS)  # integers beyond 64 bits too
 
 
 def event_id(event: LineageEvent | Mapping[str, Any]) -> str:
     """The content id of an event: 32 hex chars = the first 128 bits of SHA-256.
 
     Defined as ``sha256(orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]`` over
-    the event *as a JSON mapping*. The SDK's payload bytes are that serialization, and decoding
-    and re-encoding orjson's own output is byte-stable, so ``event_id(orjson.loads(payload))``
-    is the hash of the payload as sent. It is not the AMQP ``message_id``
+    the event *as a JSON mapping* (an integer beyond 64 bits, which orjson refuses, written as
+    its decimal text: :func:`~lineage_sdk.models.json_exact.dumps_exact`). The SDK's payload
+    bytes are that serialization, and decoding and re-encoding orjson's own output is
+    byte-stable, so ``event_id(orjson.loads(payload))`` is the hash of the payload as sent
+    (``loads_exact`` when it holds such an integer). It is not the AMQP ``message_id``
     (``EncodedEvent.event_id``, which names a RunEvent by run id, event type and time); the
     stores key on this content id. Key order does not matter. Compute it on the decoded
     mapping, not on a model: a model normalises times (``.001Z`` becomes ``.001000Z``), which
@@ -238,6 +242,9 @@ def _decode(raw: bytes | bytearray | memoryview | str) -> dict[str, Any]:
         raise InvalidEventError(f"not a JSON object: got {_json_type(obj)}")
     if brackets > MAX_DEPTH or maybe_escaped_nul:
         _check_tree(obj)
+    if may_hold_big_int(raw):  # orjson read an integer beyond 64 bits as a float: read it exactly
+        exact: dict[str, Any] = json.loads(raw)
+        return exact
     return obj
 
 

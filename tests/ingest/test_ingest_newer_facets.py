@@ -20,7 +20,6 @@ and ``1.0`` differ).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import uuid
@@ -34,6 +33,7 @@ import orjson
 import pytest
 from collector_helpers import RABBIT_URL, connect, delete_queues, json_props, publish, wait_until
 from collector_helpers import running as running_collector
+from every_store import differences, every_store
 from newer_facets import (
     PRODUCER,
     dataset_facets,
@@ -43,7 +43,7 @@ from newer_facets import (
     output_facets,
     run_facets,
 )
-from servers import FalkorDBRespRunner, FalkorDBServer, MongoTarget, postgres_database
+from servers import FalkorDBServer, MongoTarget, postgres_database
 
 import lineage_sdk
 from lineage_sdk import LineageDataset, current_run, track_lineage
@@ -52,11 +52,6 @@ from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events
-from lineage_sdk.collector.settings import ConnectionConfig
-from lineage_sdk.collector.stores.document_backend import DocumentBackend
-from lineage_sdk.collector.stores.graph_backend import GraphBackend
-from lineage_sdk.collector.stores.memory import MemoryBackend
-from lineage_sdk.collector.stores.sql_backend import SqlBackend
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.models import TagsRunFacet
@@ -199,61 +194,10 @@ def _all_events(namespace: str) -> list[bytes]:
 # ------------------------------------------------------------------------------------ stores
 
 
-@contextlib.contextmanager
-def _five_stores(
-    tmp: Path, pg_url: str, mongo: MongoTarget, falkordb: FalkorDBServer
-) -> Iterator[dict[str, EngineStore]]:
-    tag = uuid.uuid4().hex[:10]
-    documents = DocumentBackend(
-        ConnectionConfig(uri=mongo.uri, database="lineage_tests", timeout_ms=5000),
-        collection_name=f"nf_{tag}",
-    )
-    runner = FalkorDBRespRunner("127.0.0.1", falkordb.redis_port, f"nf_{tag}")
-    stores = {
-        "memory": EngineStore(MemoryBackend()),
-        "sqlite": EngineStore(SqlBackend(f"sqlite:///{tmp}/{tag}.db")),
-        "postgres": EngineStore(SqlBackend(pg_url, table_prefix=f"nf{tag}_")),
-        "document": EngineStore(documents),
-        "graph": EngineStore(GraphBackend(runner=runner)),
-    }
-    try:
-        yield stores
-    finally:
-        with contextlib.suppress(Exception):
-            documents.drop()
-        with contextlib.suppress(Exception):
-            runner.drop()
-
-
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
     with postgres_database("lineage_newer") as url:
         yield url
-
-
-def _diff(sent: Any, got: Any, path: str = "") -> list[str]:
-    """Where ``got`` differs from ``sent``: JSON paths with both values (types count)."""
-    if type(sent) is not type(got):
-        return [f"{path or '(event)'}: sent {sent!r:.200}, got {got!r:.200}"]
-    if isinstance(sent, dict):
-        found: list[str] = []
-        for key in sorted(set(sent) | set(got)):
-            if key not in got:
-                found.append(f"{path}.{key}: dropped")
-            elif key not in sent:
-                found.append(f"{path}.{key}: added {got[key]!r:.200}")
-            else:
-                found.extend(_diff(sent[key], got[key], f"{path}.{key}"))
-        return found
-    if isinstance(sent, list):
-        if len(sent) != len(got):
-            return [f"{path}: {len(sent)} items sent, {len(got)} read back"]
-        return [
-            d
-            for i, (a, b) in enumerate(zip(sent, got, strict=True))
-            for d in _diff(a, b, f"{path}[{i}]")
-        ]
-    return [] if sent == got else [f"{path}: sent {sent!r:.200}, got {got!r:.200}"]
 
 
 def _compare(where: str, sent: list[dict[str, Any]], got: list[dict[str, Any]]) -> list[str]:
@@ -263,7 +207,7 @@ def _compare(where: str, sent: list[dict[str, Any]], got: list[dict[str, Any]]) 
         return [f"{where}: {len(sent)} events sent, {len(got)} read back"]
     by_time = sorted(sent, key=lambda e: e["eventType"])
     back = sorted(got, key=lambda e: e["eventType"])
-    return [f"{where} {d}" for a, b in zip(by_time, back, strict=True) for d in _diff(a, b)]
+    return [f"{where} {d}" for a, b in zip(by_time, back, strict=True) for d in differences(a, b)]
 
 
 def _check_every_store(stores: dict[str, EngineStore], bodies: list[bytes]) -> None:
@@ -304,7 +248,7 @@ def test_every_newer_facet_round_trips_through_http_and_every_store(
 ) -> None:
     bodies = _all_events(f"newer.http.{uuid.uuid4().hex[:6]}")
     config = LineageConfig.model_validate({"store": {"backend": "memory"}})
-    with _five_stores(tmp_path, pg_url, mongo, falkordb) as stores:
+    with every_store(tmp_path, pg_url, mongo, falkordb, "nf") as stores:
         manager = LineageManager(config, stores=list(stores.values()))
         manager.connect_sync()
         try:
@@ -343,7 +287,7 @@ def test_every_newer_facet_round_trips_through_the_queue_and_every_store(
             "collector": {"retry_delays_ms": [200], "max_attempts": 2, "batch_timeout_ms": 20},
         }
     )
-    with _five_stores(tmp_path, pg_url, mongo, falkordb) as stores:
+    with every_store(tmp_path, pg_url, mongo, falkordb, "nf") as stores:
         manager = LineageManager(config, stores=list(stores.values()))
         manager.connect_sync()
         try:

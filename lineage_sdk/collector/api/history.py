@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal
 
-import orjson
-
 from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.columns import (
     ColumnEdge,
@@ -208,7 +206,7 @@ def history_records(
         return list(_records(run_scope_events(store, run_id, as_of=as_of)))
     until = None if as_of is None else as_of + timedelta(microseconds=1)
     raws = list(store.iter_raw_events(until=until))
-    stored = (orjson.loads(raw.json) for raw in raws)
+    stored = (raw.data() for raw in raws)
     found = _records(stored, (raw.event_id for raw in raws))
     # The event's own time decides, to the microsecond, whatever precision a store indexes.
     return [rec for rec in found if as_of is None or rec.event_time <= as_of]

@@ -1,11 +1,12 @@
-"""The API's JSON answers, encoded with orjson."""
+"""The API's JSON answers, encoded with orjson (integers beyond 64 bits exactly too)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from fastapi.responses import JSONResponse
+
+from lineage_sdk.models.json_exact import dumps_exact
 
 __all__ = ["JSONBody"]
 
@@ -15,4 +16,4 @@ class JSONBody(JSONResponse):
     (A JSONResponse subclass, so FastAPI documents each route's response model in OpenAPI.)"""
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content)
+        return dumps_exact(content)

@@ -21,12 +21,9 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
-
-import orjson
 
 from lineage_sdk.collector.backend import (
     ColumnEdgeRow,
@@ -44,6 +41,7 @@ from lineage_sdk.collector.backend import (
 from lineage_sdk.collector.columns import column_edges, edge_rank
 from lineage_sdk.collector.records import build_record, format_time, state_rank
 from lineage_sdk.collector.store import FieldRef, LineageRecord, event_namespace
+from lineage_sdk.models.json_exact import dumps_exact, loads_exact
 from lineage_sdk.models.run_state import (
     TERMINAL_STATES,
     heartbeat_interval,
@@ -56,15 +54,12 @@ __all__ = ["derive", "event_json", "record_of", "run_rank"]
 
 def event_json(event: Mapping[str, Any]) -> str:
     """The event as one line of JSON text, exactly as received (integers beyond 64 bits too)."""
-    try:
-        return orjson.dumps(event).decode()
-    except TypeError:
-        return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return dumps_exact(event).decode()
 
 
 def record_of(row: EventRow) -> LineageRecord:
     """A stored event read back as the record the collector made of it."""
-    return build_record(orjson.loads(row.json), event_id=row.event_id)
+    return build_record(loads_exact(row.json), event_id=row.event_id)
 
 
 def run_rank(event_type: str | None, event_time: datetime, event_id: str) -> Ranked:

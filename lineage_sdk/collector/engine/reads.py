@@ -44,6 +44,7 @@ from lineage_sdk.collector.store import (
     unknown_as_of,
 )
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
+from lineage_sdk.models.json_exact import loads_exact
 from lineage_sdk.models.run_state import heartbeat_interval, state_key
 
 __all__ = ["Engine", "until_of"]
@@ -69,7 +70,7 @@ def _names(*, namespace: object, name: object) -> Key:
 
 
 def _loads(rows: Iterable[EventRow]) -> list[dict[str, Any]]:
-    return [orjson.loads(r.json) for r in rows]
+    return [loads_exact(r.json) for r in rows]
 
 
 def _latest_entry(run: RunRow) -> dict[str, Any]:
@@ -353,7 +354,7 @@ class Engine:
         if not jobs:
             return []
         rows = self.backend.events(jobs=list(jobs), kinds=["run"], until=until_of(as_of))
-        return [(r.event_id, orjson.loads(r.json)) for r in rows]
+        return [(r.event_id, loads_exact(r.json)) for r in rows]
 
     def lineage_events(
         self,

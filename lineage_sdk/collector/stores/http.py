@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, ClassVar
 
 import httpx
-import orjson
 import stamina
 from pydantic import Field, field_validator
 
@@ -24,6 +23,7 @@ from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.schema import LineageConfig, check_url
 from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
+from lineage_sdk.models.json_exact import dumps_exact
 
 __all__ = ["HttpStoreConfig", "OpenLineageStore"]
 
@@ -132,7 +132,7 @@ class OpenLineageStore(BaseLineageStore):
         return response
 
     def _post(self, record: LineageRecord) -> None:
-        body = orjson.dumps(record.event)
+        body = dumps_exact(record.event)
         try:
             for attempt in stamina.retry_context(
                 on=_Retryable,

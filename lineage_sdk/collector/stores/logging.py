@@ -13,12 +13,12 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import ClassVar
 
-import orjson
 from pydantic import Field
 
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
+from lineage_sdk.models.json_exact import dumps_exact
 
 __all__ = ["LoggingLineageStore", "LoggingStoreConfig"]
 
@@ -60,7 +60,7 @@ class LoggingLineageStore(BaseLineageStore):
             if record.event_id in seen:
                 continue
             seen[record.event_id] = None
-            line = orjson.dumps(
+            line = dumps_exact(
                 {
                     "event_id": record.event_id,
                     "eventType": record.event_type,
