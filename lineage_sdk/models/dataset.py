@@ -1,7 +1,7 @@
 """``LineageDataset``: the public way to name a dataset a run reads or writes.
 
-A leaf module (it imports only orjson): the recording API, the SDK core and the models all use it,
-so it sits below all of them.
+A leaf module (it imports only orjson and json_exact, a leaf too): the recording API, the SDK core
+and the models all use it, so it sits below all of them.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+
+from lineage_sdk.models.json_exact import dumps_exact
 
 __all__ = ["LineageDataset", "facets_to_dicts"]
 
@@ -111,12 +113,12 @@ class LineageDataset:
         if sided is None or side is None or self._side_facets(side) is None:
             cached: bytes | None = self._json
             if cached is None:
-                cached = orjson.dumps(self.to_dict(), option=orjson.OPT_SORT_KEYS)
+                cached = dumps_exact(self.to_dict(), option=orjson.OPT_SORT_KEYS)
                 object.__setattr__(self, "_json", cached)
             return cached
         found = sided.get(side)
         if found is None:
-            found = sided[side] = orjson.dumps(self.to_dict(side), option=orjson.OPT_SORT_KEYS)
+            found = sided[side] = dumps_exact(self.to_dict(side), option=orjson.OPT_SORT_KEYS)
         return found
 
     def to_dict(self, side: str | None = None) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from lineage_sdk.models.dataset import LineageDataset
+from lineage_sdk.models.json_exact import dumps_exact
 from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.runs import LineageRun, ParentRef
 from lineage_sdk.version import __version__
@@ -77,7 +78,7 @@ def encode_event(event: Mapping[str, Any]) -> EncodedEvent:
 
     A RunEvent's ``event_id`` is :func:`run_event_id`; other events get a hash of their bytes.
     """
-    payload = orjson.dumps(event, option=orjson.OPT_SORT_KEYS)
+    payload = dumps_exact(event, option=orjson.OPT_SORT_KEYS)
     run = event.get("run") or {}
     job = event.get("job") or {}
     run_id = run.get("runId")
@@ -206,7 +207,7 @@ class EventBuilder:
         if cached is None or cached[0] is not run.job_facets:
             if len(self._job_cache) > 4096:  # bounded: job names could be unbounded in theory
                 self._job_cache.clear()
-            job_json = orjson.dumps(self._job(run, processing_type), option=orjson.OPT_SORT_KEYS)
+            job_json = dumps_exact(self._job(run, processing_type), option=orjson.OPT_SORT_KEYS)
             cached = self._job_cache[key] = (run.job_facets, job_json)
         return cached[1]
 
@@ -384,7 +385,7 @@ class EventBuilder:
             facets_json = self._plain_run_facets_json(event_type, run)
         else:
             run_facets = self._run_facets(event_type, run, error, error_traceback, extra_run_facets)
-            facets_json = orjson.dumps(run_facets, option=orjson.OPT_SORT_KEYS)
+            facets_json = dumps_exact(run_facets, option=orjson.OPT_SORT_KEYS)
         body, tail = self._body_and_tail(run, inputs, outputs, processing_type)
         # Keys in sorted order, exactly as orjson.OPT_SORT_KEYS would write them.
         payload = b"".join(

@@ -367,3 +367,32 @@ def test_a_dataset_merged_with_what_a_database_instrumentor_found_keeps_its_side
     assert merged.input_facets == ORDERS.input_facets
     assert merged.output_facets == ORDERS.output_facets
     assert set(merged.facets) == {*ORDERS.facets, "lineagesdk_found"}
+
+
+def test_integers_beyond_64_bits_are_sent_exactly(memory_exporter: Any) -> None:
+    """A facet value beyond 64 bits (a row count, an id) reaches the exporter exact, from the
+    run's facets, the job's and a dataset's: orjson alone refuses to write it (issue 32, item
+    7; the collector keeps it exact from there)."""
+    from lineage_sdk.models.json_exact import loads_exact
+
+    big, negative = 2**70, -(10**30)
+    schema = {"_producer": PRODUCER, "_schemaURL": "https://example.com/BigFacet.json"}  # custom
+    table = LineageDataset("db", "t", facets={"rows": {**schema, "n": big}})
+
+    @track_lineage(
+        job_name="big.counts",
+        outputs=[table],
+        run_facets={"counter": {**schema, "value": negative}},
+        job_facets={"ids": {**schema, "first": [big, 1]}},
+    )
+    def work() -> None:
+        pass
+
+    work()
+    flushed_events(memory_exporter)  # waits for the pipeline
+    events = [loads_exact(e.payload) for e in memory_exporter.encoded]
+    assert [e["eventType"] for e in events] == ["START", "COMPLETE"]
+    for event in events:
+        assert event["run"]["facets"]["counter"]["value"] == negative
+        assert event["job"]["facets"]["ids"]["first"] == [big, 1]
+        assert event["outputs"][0]["facets"]["rows"]["n"] == big
