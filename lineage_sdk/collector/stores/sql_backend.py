@@ -1265,8 +1265,16 @@ class SqlBackend:
                 where.append(c.event_time < until)
             if after is not None:
                 at, event_id = after
-                sooner = c.event_time < at if descending else c.event_time > at
-                where.append(sa.or_(sooner, sa.and_(c.event_time == at, c.event_id > event_id)))
+                if descending:  # (time descending, id ascending): no row value orders so
+                    sooner = sa.and_(c.event_time == at, c.event_id > event_id)
+                    where.append(sa.or_(c.event_time < at, sooner))
+                else:
+                    # A row value, so the (time, id) index seeks to the position: the same test
+                    # written with OR made SQLite scan the index from its start on every page
+                    # (90,000 events in: 92 ms a page against 7.7), so reading every event in
+                    # pages took time quadratic in their number (export, retention, upgrade).
+                    mark = sa.tuple_(sa.literal(at, _Time()), sa.literal(event_id, sa.Text))
+                    where.append(sa.tuple_(c.event_time, c.event_id) > mark)
             query = sa.select(self._t["ev"]).where(*where)
             order = (c.event_time.desc() if descending else c.event_time, c.event_id)
             return self._paged(conn, query, order, limit, offset, count, _event_row)
