@@ -45,7 +45,8 @@ def _admin(pg: str, statement: str) -> None:
 def _count(engine: sa.Engine) -> int:
     try:
         with engine.connect() as conn:
-            return int(conn.execute(sa.text("SELECT count(*) FROM lineage_events")).scalar_one())
+            # The sql backend's events table (default prefix); lineage_events was the old store's.
+            return int(conn.execute(sa.text("SELECT count(*) FROM lineage_ev")).scalar_one())
     except sa.exc.DBAPIError:
         return 0  # the tables are not there yet
 
