@@ -10,7 +10,6 @@ import uuid
 import pytest
 from nosql_events import STORE_KINDS, StoreFactory, records, run_event
 
-from lineage_sdk.collector.api import queries
 from lineage_sdk.collector.engine import Engine
 
 pytestmark = [pytest.mark.mongodb, pytest.mark.neo4j]
@@ -56,10 +55,8 @@ def test_has_node_is_what_search_lists(make_store: StoreFactory, kind: str) -> N
     ]
     for node in recorded:
         assert store.has_node(*node), node
-        assert queries.exists(store, *node), node
     for node in unknown:
         assert not store.has_node(*node), node
-        assert not queries.exists(store, *node), node
     # A run's parent job is a job wherever search lists it, and has_node says the same.
     listed = ("JOB", "ns", "orchestrator") in store.search("orchestrator", limit=10)
     assert store.has_node("JOB", "ns", "orchestrator") is listed

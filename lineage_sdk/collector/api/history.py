@@ -61,6 +61,7 @@ from lineage_sdk.models.run_state import (
 __all__ = [
     "LineageFold",
     "columns_of_events",
+    "declared_edges",
     "events_up_to",
     "fold",
     "history_columns",
@@ -283,14 +284,16 @@ def _run_of(event: Mapping[str, Any]) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-def _static_records_up_to(
-    store: Engine, as_of: datetime, *, jobs: Sequence[_Key] = ()
-) -> list[LineageRecord]:
-    """The records of ``jobs``' JobEvents up to ``as_of``."""
+def declared_edges(
+    store: Engine, jobs: Sequence[_Key], as_of: datetime | None = None
+) -> set[tuple[str, str]]:
+    """The (origin, destination) node ids of the edges the JobEvents of ``jobs`` (up to
+    ``as_of``) declare: their inputs feed the job, the job feeds its outputs."""
     if not jobs:
-        return []
-    static = store.static_events(jobs=list(jobs))
-    return [rec for rec in _records(static) if rec.event_time <= as_of]
+        return set()
+    static = store.static_events(jobs=sorted(set(jobs)))
+    kept = static if as_of is None else events_up_to(static, as_of)
+    return fold(_records(kept), columns=False).declared
 
 
 def _past_graph(
@@ -349,9 +352,8 @@ def history_lineage(
         graph = store.lineage_as_of(
             node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of
         )
-        jobs = sorted((n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB")
-        declared = fold(_static_records_up_to(store, as_of, jobs=jobs), columns=False).declared
-        return graph, _among(graph, declared)
+        jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
+        return graph, _among(graph, declared_edges(store, jobs, as_of))
     facts = fold(history_records(store, as_of=as_of, run_id=run_id), columns=False)
     if (namespace, name) not in (facts.jobs if kind == "JOB" else facts.datasets):
         raise unknown_in_history(node, as_of, run_id)

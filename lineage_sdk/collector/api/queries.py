@@ -14,6 +14,7 @@ from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph, visible_cut
 from lineage_sdk.collector.api.history import (
     columns_of_events,
+    declared_edges,
     events_up_to,
     history_columns,
     history_lineage,
@@ -36,18 +37,14 @@ from lineage_sdk.collector.store import (
     NodeType,
     Page,
     cut_lineage,
-    node_id,
     parse_node_id,
 )
-from lineage_sdk.collector.symlinks import entry_name
 
 __all__ = [
     "NotFound",
     "bounded",
     "column_lineage",
     "dataset_events",
-    "declared_edges",
-    "exists",
     "job_events",
     "lineage",
     "parse_node",
@@ -66,11 +63,6 @@ def parse_node(node: str) -> tuple[NodeType, str, str]:
     if node.startswith("datasetField:"):
         raise ValueError("column-level node ids (datasetField:...) are not supported")
     return parse_node_id(node)
-
-
-def exists(store: Engine, node_type: NodeType, namespace: str, name: str) -> bool:
-    """Whether a job or dataset is recorded at all (asked only of nodes that have no edges)."""
-    return store.has_node(node_type, namespace, name)
 
 
 def lineage(
@@ -111,10 +103,15 @@ def lineage(
         )
     root = graph.nodes.get(graph.root)
     isolated = len(graph.nodes) <= 1 and (root is None or not (root.in_edges or root.out_edges))
-    if isolated and not exists(store, node_type, namespace, name):
+    if isolated and not store.has_node(node_type, namespace, name):
         raise NotFound(f"nothing is recorded for {node!r}")
+    jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
+    return _answer(graph, declared_edges(store, jobs), node_limit)
+
+
+def _answer(graph: LineageGraph, declared: set[tuple[str, str]], node_limit: int) -> dict[str, Any]:
+    """Marquez's answer for ``graph``, each edge some JobEvent declares marked ``declared``."""
     answer = marquez.lineage_graph(graph)
-    declared = declared_edges(store, [(n.namespace, n.name) for n in _job_nodes(graph)])
     if declared:
         for item in answer["graph"]:
             for edge in (*item["inEdges"], *item["outEdges"]):
@@ -170,44 +167,13 @@ def _history_lineage(
                 raise unknown_in_history(node, as_of, run_id)
     except LookupError as exc:
         raise NotFound(str(exc)) from None
-    answer = marquez.lineage_graph(graph)
-    for item in answer["graph"]:
-        for edge in (*item["inEdges"], *item["outEdges"]):
-            if (edge["origin"], edge["destination"]) in declared:
-                edge["declared"] = True
-    return bounded(answer, graph.truncated, node_limit)
+    return _answer(graph, declared, node_limit)
 
 
 def _pruner(
     readable: Callable[[str], bool], direction: Direction, depth: int
 ) -> Callable[[LineageGraph], LineageGraph]:
     return lambda graph: prune_graph(graph, readable, direction=direction, depth=depth)
-
-
-def _job_nodes(graph: Any) -> list[Any]:
-    """The job nodes of a store's lineage graph, by id."""
-    return sorted((n for n in graph.nodes.values() if n.type == "JOB"), key=lambda n: n.id)
-
-
-def declared_edges(store: Engine, jobs: list[tuple[str, str]]) -> set[tuple[str, str]]:
-    """The (origin, destination) node ids of the edges the JobEvents of ``jobs`` declare: their
-    inputs feed the job, the job feeds its outputs."""
-    if not jobs:
-        return set()
-    wanted = set(jobs)
-    edges: set[tuple[str, str]] = set()
-    for event in store.static_events(jobs=sorted(wanted)):
-        job = event.get("job")
-        if not isinstance(job, dict) or (job.get("namespace"), job.get("name")) not in wanted:
-            continue
-        jid = node_id("JOB", str(job["namespace"]), str(job["name"]))
-        for key in ("inputs", "outputs"):
-            for item in event.get(key) or ():
-                resolved = entry_name(item)
-                if resolved is not None:
-                    did = node_id("DATASET", *resolved)
-                    edges.add((did, jid) if key == "inputs" else (jid, did))
-    return edges
 
 
 def dataset_events(store: Engine, namespace: str, name: str) -> list[Any]:

@@ -118,7 +118,7 @@ def _present_job(state: ApiState, grant: Grant, namespace: str, job: str) -> dic
     graph = answer(lambda: store.lineage(node_id("JOB", namespace, job), depth=0))
     root = graph.nodes.get(graph.root)
     isolated = root is None or not (root.in_edges or root.out_edges)
-    known = runs or not isolated or answer(lambda: queries.exists(store, "JOB", namespace, job))
+    known = runs or not isolated or answer(lambda: store.has_node("JOB", namespace, job))
     if not known:
         raise ApiError(404, "not_found", "no job is recorded under this name")
     inputs = sorted(
@@ -225,7 +225,7 @@ def _events(
         events = answer(lambda: up_to(store, namespace, name, as_of))
     else:
         events = answer(lambda: kind.events(store, namespace, name))
-        if not events and not answer(lambda: queries.exists(store, kind.type, namespace, name)):
+        if not events and not answer(lambda: store.has_node(kind.type, namespace, name)):
             raise ApiError(404, "not_found", _unknown(kind, None))
         if as_of is not None:
             events = events_up_to(events, as_of)
