@@ -15,10 +15,10 @@ from typing import Any
 
 import orjson
 
-from lineage_sdk.collector.records import build_record, compute_event_id, event_id_of
+from lineage_sdk.collector.records import build_record, compute_event_id
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models.codec import MAX_DEPTH, check_ingest_event
+from lineage_sdk.models.codec import MAX_DEPTH, check_ingest_event, content_id, to_json
 from lineage_sdk.models.constants import BATCH_CONTENT_TYPE, JSON_CONTENT_TYPE
 from lineage_sdk.models.json_exact import dumps_exact, may_have_rounded, may_hold_big_int
 
@@ -107,13 +107,13 @@ def validate_event(
     ``body``, when given, says that the message it came from was already checked for NUL bytes
     and nesting depth (as :func:`decode_message` does), so the tree walk is skipped.
     ``canonical``, when given, is the event's
-    :func:`~lineage_sdk.collector.records.canonical_json`, already written.
+    :func:`~lineage_sdk.models.codec.to_json`, already written.
     """
     if not isinstance(data, dict):
         raise PoisonMessage("not_an_event", f"expected a JSON object, got {type(data).__name__}")
     try:
         check_ingest_event(data, tree_checked=body is not None)
-        event_id = compute_event_id(data) if canonical is None else event_id_of(canonical)
+        event_id = compute_event_id(data) if canonical is None else content_id(canonical)
         return build_record(data, event_id=event_id)
     except InvalidEventError as exc:
         raise PoisonMessage("invalid_event", str(exc)) from None
@@ -160,12 +160,12 @@ def _validated(
     event validated as sent: ``2**64`` is an integer wherever the spec asks for one)."""
     if type(item) is not dict:
         return validate_event(item, body)  # not an event: refused
-    canonical = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+    canonical = to_json(item)
     if may_have_rounded(canonical):
         exactly = exactly or _Exactly(body)  # a single event's message: made only now
         if exactly.differs():
             item = exactly.item(index)
-            canonical = dumps_exact(item, option=orjson.OPT_SORT_KEYS)
+            canonical = to_json(item)
     return validate_event(item, body, canonical)
 
 

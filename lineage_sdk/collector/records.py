@@ -8,52 +8,30 @@ so unknown facets pass through untouched in ``record.event``.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import orjson
-
 from lineage_sdk.collector.store import DatasetRef, EventKind, LineageRecord
 from lineage_sdk.collector.symlinks import canonical
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models.json_exact import dumps_exact
+
+#: The content identity of an event (the stores key on it): :func:`lineage_sdk.models.event_id`,
+#: one definition for the SDK and every path into the stores. It is not the AMQP
+#: ``message_id``, which names a RunEvent by run id, event type and time (docs/architecture.md).
+from lineage_sdk.models.codec import event_id as compute_event_id
 from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey
 
 __all__ = [
     "TERMINAL_STATES",
     "build_record",
-    "canonical_json",
     "compute_event_id",
-    "event_id_of",
     "format_time",
     "parse_event_time",
     "parse_time",
     "state_rank",
     "state_rank_time",
 ]
-
-
-def compute_event_id(event: Mapping[str, Any]) -> str:
-    """The content identity of an event: first 32 hex chars of sha256 over sorted-key JSON.
-
-    The same definition as :func:`lineage_sdk.models.event_id`, so every path into the stores
-    keys an event alike. It is not the AMQP ``message_id``: the SDK's ``EncodedEvent.event_id``
-    names a RunEvent by run id, event type and time (see docs/architecture.md).
-    """
-    return event_id_of(canonical_json(event))
-
-
-def canonical_json(event: Mapping[str, Any]) -> bytes:
-    """The sorted-key JSON an event's content id hashes: orjson's, an integer beyond 64 bits
-    written as its decimal text (:func:`lineage_sdk.models.json_exact.dumps_exact`)."""
-    return dumps_exact(event, option=orjson.OPT_SORT_KEYS)
-
-
-def event_id_of(canonical: bytes) -> str:
-    """The content id of an event whose :func:`canonical_json` is ``canonical``."""
-    return hashlib.sha256(canonical).hexdigest()[:32]
 
 
 def format_time(value: datetime) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "AnyEvent",
     "check_event",
     "check_ingest_event",
+    "content_id",
     "event_id",
     "event_kind",
     "parse_event",
@@ -204,7 +205,13 @@ def event_id(event: LineageEvent | Mapping[str, Any]) -> str:
     changes the bytes. A model is accepted for events built in Python, and hashed via
     :func:`to_dict`.
     """
-    return hashlib.sha256(to_json(event)).hexdigest()[:32]
+    return content_id(to_json(event))
+
+
+def content_id(wire: bytes) -> str:
+    """The content id of the event whose :func:`to_json` is ``wire`` (for a caller that wrote
+    those bytes already)."""
+    return hashlib.sha256(wire).hexdigest()[:32]
 
 
 # ---------------------------------------------------------------------------------------------
