@@ -27,9 +27,9 @@ from lineage_sdk.sdk.runs import LineageRun
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # servers.py
 from servers import free_port, postgres_database
+from vhosts import session_vhost
 
-__all__ = [
-    "AMQP_URL",
+__all__ = [  # and AMQP_URL, made on first use (__getattr__)
     "BODY",
     "TARGET_STREAMING",
     "NoopLineageExporter",
@@ -42,7 +42,16 @@ __all__ = [
     "serving",
 ]
 
-AMQP_URL = os.environ.get("LINEAGE_BENCH_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/%2F")
+
+def __getattr__(name: str) -> str:
+    """``AMQP_URL``, made on first import: $LINEAGE_BENCH_AMQP_URL, else a vhost of this run's own
+    on the machine's shared broker (tests/vhosts.py; deleted at exit), never its ``/``: a bench
+    declares and fills queues, which must not land where other people work."""
+    if name == "AMQP_URL":
+        return os.environ.get("LINEAGE_BENCH_AMQP_URL") or session_vhost().url
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 TARGET_STREAMING = 1.3  # streaming mode's cost per consumed message, times the uninstrumented
 BODY = b'{"order": 1, "amount": 12.5}'
 

@@ -6,8 +6,8 @@ against raw pika consume-and-ack (prefetch 100) of the same messages, in the sam
 
 Targets (issue 4): sql >= 0.5x raw, logging >= 0.8x raw. The raw consumer reads a queue of the
 same type as the collector's (``--queue-type``, default quorum, the collector's default; see
-bench_queue_types.py for quorum against classic). Uses the broker on 127.0.0.1:5672 with unique
-queue names, and deletes them afterwards. Take figures only on a quiet machine.
+bench_queue_types.py for quorum against classic). Uses a vhost of its own on the broker at
+127.0.0.1:5672 (or $LINEAGE_BENCH_AMQP_URL), with unique queue names, and deletes both afterwards. Take figures only on a quiet machine.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from typing import Any
 
 import orjson
 import pika
+from _bench_common import AMQP_URL
 
 from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.transport.unrouted import holding_queue, unrouted_exchange
 
-URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+URL = AMQP_URL  # a vhost of the run's own (_bench_common)
 PRODUCER = "https://github.com/lineage-sdk/lineage-sdk/bench"
 
 

@@ -5,7 +5,7 @@ consuming the same pre-filled quorum queue, in the same run (rounds alternate th
                                 [--json PATH]
 
 Each fleet gets a PostgreSQL database of its own (created, then dropped) and a unique topic on
-the broker at 127.0.0.1:5672 (queues deleted afterwards). Time runs from the first stored event
+a vhost of the run's own on the broker at 127.0.0.1:5672 (both deleted afterwards). Time runs from the first stored event
 to the last (process start-up is not counted), read from the store's row count. The ratios only
 mean something on a machine with a core per collector plus one for the broker and one for
 PostgreSQL; take figures on a quiet machine.

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pika
+from _bench_common import AMQP_URL
 
 import lineage_sdk
 from lineage_exporters.rabbitmq import RabbitMQExporter
@@ -50,7 +51,7 @@ from lineage_sdk.sdk.export import EncodedEvent
 from lineage_sdk.sdk.exporters import InMemoryExporter
 from lineage_sdk.transport.unrouted import declare_event_exchange, holding_queue, unrouted_exchange
 
-BROKER = "amqp://guest:guest@127.0.0.1:5672/%2F"
+BROKER = AMQP_URL  # a vhost of the run's own (_bench_common)
 ORDERS = LineageDataset("postgres://db:5432", "shop.public.orders")
 REPORT = LineageDataset("s3://bucket", "reports/daily.parquet")
 
