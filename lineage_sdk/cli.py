@@ -647,6 +647,7 @@ def graph(
         answer = source.lineage(
             node, direction, depth, as_of=as_of, run_id=run, node_limit=node_limit
         )
+    node = _asked_node(answer, node)
     _cut_note(answer)
     if fmt == "json":
         _print_json(answer)
@@ -673,6 +674,7 @@ def impact(
     _split_node(node)
     with _open_source() as source:
         answer = source.lineage(node, "downstream", depth, node_limit=node_limit)
+    node = _asked_node(answer, node)
     _cut_note(answer)
     nodes = _nodes(answer)
     dist = _distances(answer, node)
@@ -906,6 +908,7 @@ def columns(
         node, answer = _column_answer(
             source, target, depth, want_down, as_of, run_id=run, node_limit=node_limit
         )
+    node = _asked_node(answer, node)
     _cut_note(answer, "fields")
     if as_json:
         _print_json(answer)
@@ -928,6 +931,16 @@ def columns(
                 Text(words),
             )
         out.print(table)
+
+
+def _asked_node(answer: Mapping[str, Any], node: str) -> str:
+    """The node an answer starts at: ``node``, or the dataset it is another name of (the
+    answer's ``nodeId``), said on stderr."""
+    found = answer.get("nodeId")
+    if not isinstance(found, str) or found == node:
+        return node
+    err.print(Text(f"{node} is a name of {found}"), style="dim")
+    return found
 
 
 def _is_root(node: Mapping[str, Any], asked: str) -> bool:

@@ -22,7 +22,7 @@ from leftovers import (
     stale_names,
     take_snapshot,
 )
-from servers import FalkorDBServer, MongoTarget, falkordb_server, mongo_target
+from servers import FalkorDBServer, MongoTarget, falkordb_server, mongo_target, postgres_schema
 from vhosts import SESSION_TAG, Vhost, end_session_vhost, private_vhost
 
 import lineage_sdk
@@ -75,6 +75,14 @@ def mongo() -> Iterator[MongoTarget]:
     shared by every folder that needs one."""
     with mongo_target() as target:
         yield target
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards (never the
+    shared server's own databases)."""
+    with postgres_schema("lineage_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

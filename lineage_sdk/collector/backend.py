@@ -87,11 +87,15 @@ Key = tuple[str, str]
 Io = Literal["in", "out"]
 #: (event time, event id): the one order of events, and a resumable position in it.
 Position = tuple[datetime, str]
-NodeKind = Literal["JOB", "DATASET", "NAMESPACE"]
+#: ``SOURCE``: a data source (the ``dataSource`` dataset facet) as one dataset names it, keyed
+#: ``(the dataset's namespace, source_name(...))`` (:mod:`lineage_sdk.collector.engine.derive`).
+NodeKind = Literal["JOB", "DATASET", "NAMESPACE", "SOURCE"]
 #: How an event names a node besides as its own job (which ``events(jobs=...)`` finds): its
 #: parent job (``parent``), a dataset it reads (``input``) or writes (``output``), or the dataset
-#: a DatasetEvent is about (``dataset``).
-Role = Literal["input", "output", "dataset", "parent"]
+#: a DatasetEvent is about (``dataset``); a job its ``lineage`` facet says reads (``input``) or
+#: writes (``output``) a dataset; or a name it gives a symlinked dataset besides its canonical
+#: one (``alias``, keyed by that name, which no node has).
+Role = Literal["input", "output", "dataset", "parent", "alias"]
 
 MergeRule = Literal["key", "min", "max", "union", "ranked", "first"]
 
@@ -200,8 +204,9 @@ class ColumnEdgeRow:
 
 @_row
 class NodeRow:
-    """A job or dataset some event names (a namespace in answers of ``nodes("NAMESPACE")``,
-    keyed ``(namespace, "")``, with the kinds of nodes it ``holds``)."""
+    """A job, a dataset or a dataset's source some event names (a namespace in answers of
+    ``nodes("NAMESPACE")``, keyed ``(namespace, "")``, with the kinds of nodes it ``holds``:
+    JOB and DATASET only)."""
 
     kind: NodeKind = field(metadata=_KEY)
     key: Key = field(metadata=_KEY)
@@ -252,14 +257,19 @@ class Rows:
 class Touched:
     """The keys whose derived rows a deletion changes: ``replace`` removes the edges and column
     edges of ``jobs``, the runs and run mentions of ``runs``, the nodes of ``jobs`` and
-    ``datasets``, and the column edges without a job whose output lies in ``datasets``."""
+    ``datasets``, the SOURCE nodes of ``sources``, and the column edges without a job whose
+    output lies in ``datasets``. With ``every``, it removes every derived row and every mention
+    (the engine derives the whole store again:
+    :attr:`~lineage_sdk.collector.engine.derive.DERIVATION_VERSION`)."""
 
     jobs: frozenset[Key] = frozenset()
     datasets: frozenset[Key] = frozenset()
     runs: frozenset[str] = frozenset()
+    every: bool = False
+    sources: frozenset[Key] = frozenset()
 
     def __bool__(self) -> bool:
-        return bool(self.jobs or self.datasets or self.runs)
+        return bool(self.every or self.jobs or self.datasets or self.runs or self.sources)
 
 
 _R = TypeVar("_R")
@@ -518,9 +528,18 @@ class LineageBackend(Protocol):
 @runtime_checkable
 class Provisioned(Protocol):
     """A backend whose ``open`` creates a schema (tables, collections, indexes, constraints) can
-    say what it would create without creating it, for ``lineage-collector check``; a backend
-    without one (memory) has nothing to provision."""
+    say what it would create without creating it, for ``lineage-collector check``, and keeps
+    the version of the rules its derived rows were made by, so that rows a release derived by
+    older rules are derived again; a backend without one (memory) keeps nothing across opens.
+    """
 
     def missing(self) -> list[str]:
         """What ``open`` would create or copy, found without changing anything; raises
         StoreError when the server cannot be reached."""
+
+    def derivation(self) -> int | None:
+        """The version of the rules the stored derived rows were made by, as last marked (None:
+        never marked); the backend must be open."""
+
+    def mark_derivation(self, version: int) -> None:
+        """Record ``version`` as the rules the derived rows are made by (0: being made again)."""

@@ -83,14 +83,23 @@ class PurgeReport:
         return max(self.removed.values(), default=0)
 
 
-def names_target(event: Any, target: Target, namespace: str, name: str | None = None) -> bool:
-    """Whether ``event`` names the job, dataset or namespace anywhere (see the module)."""
+def names_target(
+    event: Any,
+    target: Target,
+    namespace: str,
+    name: str | None = None,
+    *,
+    node: tuple[str, str] | None = None,
+) -> bool:
+    """Whether ``event`` names the job, dataset or namespace anywhere (see the module); a dataset
+    by that name or by any name of ``node``, the dataset it is a name of (a symlinked dataset's
+    every name deletes it whole)."""
     mentions = event_mentions(event)
     if target == "namespace":
         return namespace in mentions.namespaces
     if target == "job":
         return (namespace, name) in mentions.jobs or (namespace, name) in mentions.parent_jobs
-    return (namespace, name) in mentions.datasets
+    return (namespace, name) in mentions.datasets or node in mentions.datasets
 
 
 def purge(
@@ -192,9 +201,12 @@ def purge_mentioning(
         raise ValueError("a job or dataset needs a namespace and a name; a namespace only itself")
     report = PurgeReport(dry_run=dry_run)
     for store in stores:
+        node = None if target != "dataset" or name is None else store.dataset_name(namespace, name)
         report.removed[store.name] = purge(
             store,
-            select=lambda event: names_target(_parsed(event), target, namespace, name),
+            select=lambda event, node=node: names_target(  # type: ignore[misc]
+                _parsed(event), target, namespace, name, node=node
+            ),
             batch_size=batch_size,
             dry_run=dry_run,
             progress=None if progress is None else _named(progress, store.name),

@@ -626,8 +626,8 @@ def _column_inputs(dataset: Mapping[str, Any]) -> set[tuple[str, str]]:
 
 def event_mentions(event: Any) -> Mentions:
     """The jobs (its own), parent jobs and runs (the ``parent`` run facet), and datasets (inputs,
-    outputs, a DatasetEvent's ``dataset``, and the datasets whose fields a ``columnLineage``
-    facet names) that ``event`` names."""
+    outputs, a DatasetEvent's ``dataset``, each as sent and as its ``symlinks`` resolve it, and
+    the datasets whose fields a ``columnLineage`` facet names) that ``event`` names."""
     jobs: set[tuple[str, str]] = set()
     parent_jobs: set[tuple[str, str]] = set()
     parent_runs: set[str] = set()
@@ -655,6 +655,7 @@ def event_mentions(event: Any) -> Mentions:
             ref = _ns_name(part)
             if ref is not None:
                 datasets.add(ref)
+                datasets.add(entry_name(part) or ref)  # and as its symlinks resolve it
                 datasets.update(_column_inputs(part))
     return Mentions(
         frozenset(jobs), frozenset(parent_jobs), frozenset(parent_runs), frozenset(datasets)

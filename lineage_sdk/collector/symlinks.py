@@ -16,14 +16,23 @@ a name of its own (nothing in that event says what it is an alias of).
 The collector applies the rule when it extracts an event (:func:`lineage_sdk.collector.records.
 build_record`), so every store indexes canonical names; the reads apply it again when they fold
 raw events (which keep the names as sent).
+
+**Every name finds the node.** The other names (:func:`event_aliases`) are kept as alias
+mentions (:mod:`lineage_sdk.collector.engine.derive`), and a name that is no node's resolves to
+the node an event that gave it resolved it to
+(:meth:`lineage_sdk.collector.engine.Engine.dataset_name`), in every read and in deletion. A
+name that is a node's own (a location also reported without ``symlinks``) stays that node's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["canonical", "entry_name", "event_aliases"]
+__all__ = ["ANY_NAMESPACE", "canonical", "entry_name", "event_aliases", "other_names"]
+
+#: The namespace of an alias mention keyed by the alias's name alone (search finds it by name).
+ANY_NAMESPACE = ""
 
 
 def canonical(namespace: str, name: str, facets: Any) -> tuple[str, str]:
@@ -82,3 +91,9 @@ def event_aliases(event: Mapping[str, Any]) -> dict[tuple[str, str], tuple[str, 
                     if isinstance(ns, str) and isinstance(nm, str) and (ns, nm) != resolved:
                         aliases.setdefault((ns, nm), resolved)
     return aliases
+
+
+def other_names(events: Iterable[Mapping[str, Any]], key: tuple[str, str]) -> list[tuple[str, str]]:
+    """The names ``events`` give the dataset ``key`` (canonical) besides ``key``, sorted."""
+    found = {alias for e in events for alias, node in event_aliases(e).items() if node == key}
+    return sorted(found)

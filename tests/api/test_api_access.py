@@ -77,6 +77,16 @@ def _graph_events() -> list[dict[str, Any]]:
                     seconds=at,
                 )
             )
+    # Each namespace's datasets name their own source: vault's must not show to the reader.
+    for event in events:
+        for entry in (*event["inputs"], *event["outputs"]):
+            uri = f"postgres://{entry['namespace']}:5432/db"
+            facet = "https://openlineage.io/spec/facets/1-0-1/DatasourceDatasetFacet.json"
+            source = {"_producer": "https://example.com", "_schemaURL": facet, "uri": uri}
+            entry.setdefault("facets", {})["dataSource"] = {
+                **source,
+                "name": f"{entry['namespace']}db",
+            }
     # c1's run names b1's as its parent: the parent facet must not show b1 to the reader.
     for event in events[-2:]:
         event["run"]["facets"]["parent"] = {
@@ -209,7 +219,10 @@ def test_lists_and_searches_hold_only_readable_namespaces(reader, admin):
     assert reader.get("/api/v1/namespaces/vault/datasets").json()["totalCount"] == 0
     assert reader.get("/api/v1/namespaces/beta/jobs/b1/runs").json()["totalCount"] == 0
     sources = {s["name"] for s in reader.get("/api/v1/sources").json()["sources"]}
-    assert sources == {"lake"}
+    assert sources == {"lakedb"}  # named by the readable datasets only (not vault's)
+    assert {"lakedb", "vaultdb"} <= {
+        s["name"] for s in admin.get("/api/v1/sources").json()["sources"]
+    }
     hits = reader.get("/api/v1/search", params={"q": "1"}).json()["results"]
     assert {(h["namespace"], h["name"]) for h in hits} == {("alpha", "a1"), ("gamma", "c1")}
     everything = admin.get("/api/v1/search", params={"q": "1"}).json()["results"]
@@ -239,7 +252,7 @@ def test_a_hidden_thing_is_not_found_worded_as_an_unknown_one(reader, admin):
         ("/api/v1/namespaces/beta/jobs/b1", "/api/v1/namespaces/alpha/jobs/nothing"),
         ("/api/v1/namespaces/beta/jobs/b1/versions", "/api/v1/namespaces/alpha/jobs/no/versions"),
         ("/api/v1/namespaces/vault/datasets/secret", "/api/v1/namespaces/lake/datasets/nothing"),
-        ("/api/v1/sources/vault", "/api/v1/sources/nowhere"),
+        ("/api/v1/sources/vaultdb", "/api/v1/sources/nowhere"),
     ]
     for hidden, unknown in pairs:
         assert admin.get(hidden).status_code == 200, hidden  # it is there
@@ -271,6 +284,16 @@ def test_a_readable_job_shows_no_hidden_dataset_nor_hidden_parent(reader, admin)
     facets = reader.get(f"/api/v1/jobs/runs/{c1_run}/facets").json()
     assert "parent" not in json.dumps(facets)
     assert "parent" in json.dumps(admin.get(f"/api/v1/jobs/runs/{c1_run}/facets").json())
+    # Marquez's parent fields of c1 name the hidden b1: not for the reader, in any answer.
+    c1 = "/api/v1/namespaces/gamma/jobs/c1"
+    assert admin.get(c1).json()["parentJobName"] == "b1"
+    listed = admin.get("/api/v1/namespaces/gamma/jobs").json()["jobs"]
+    assert [j["parentJobName"] for j in listed if j["name"] == "c1"] == ["b1"]
+    graph = {"nodeId": "job:gamma:c1", "depth": 1}
+    answers = [reader.get(c1).json(), reader.get("/api/v1/namespaces/gamma/jobs").json()]
+    answers.append(reader.get("/api/v1/lineage", params=graph).json())
+    assert "parentJob" not in json.dumps(answers) and '"b1"' not in json.dumps(answers)
+    assert "parentJobName" in json.dumps(admin.get("/api/v1/lineage", params=graph).json())
     # b_out was written by b1: the version that hidden run made is not shown, nor that run.
     b1_run = str(uuid.UUID(int=3, version=4))
     full = json.dumps(admin.get("/api/v1/namespaces/lake/datasets/b_out/versions").json())

@@ -1,7 +1,8 @@
 """Marquez's read API, complete: every GET of shared/marquez/openapi.yml an event store can answer,
-over real HTTP, from the engine over each backend (memory, sql on SQLite, document on SecantusDB,
-graph on FalkorDB), each answer validated against its operation in openapi.yml, the stores
-answering as the memory backend does, and Marquez's write endpoints refused with 405.
+over real HTTP, from the engine over each backend (memory, sql on SQLite and on PostgreSQL,
+document on SecantusDB, graph on FalkorDB), each answer validated against its operation in
+openapi.yml, the stores answering as the memory backend does, and Marquez's write endpoints
+refused with 405.
 
 One API per store for the module, loaded once with a small known history (tests only read it)."""
 
@@ -20,7 +21,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from api_helpers import PRODUCER, drop_store, engine_store
+from api_helpers import PRODUCER, drop_store, engine_store, postgres_store
 from jsonschema import ValidationError
 from openapi_check import OPERATION_CHECKS, operation, validate_operation
 from servers import free_port
@@ -29,13 +30,16 @@ from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.api.routes.writes import WRITE_ENDPOINTS
 from lineage_sdk.collector.engine import EngineStore
 
-#: The engine over each backend; memory (the reference backend) is what the others answer like.
-STORES = ("memory", "sql", "document", "graph")
+#: The engine over each backend (sql on SQLite, and on PostgreSQL as ``postgres``); memory (the
+#: reference backend) is what the others answer like.
+STORES = ("memory", "sql", "postgres", "document", "graph")
 NS = "warehouse"
 PG = "postgres://db.example:5432"
 SPEC = "https://openlineage.io/spec"
 RUNS = {name: str(uuid.UUID(int=i + 1, version=4)) for i, name in enumerate(("l1", "l2", "rep"))}
 LOCATION = "https://git.example/etl/load_orders.py"
+#: The ``dataSource`` facet load_orders sends with its datasets (report and the others send none).
+SHOPDB = "postgres://db:5432/shop"
 
 
 def _facet(name: str, **fields: Any) -> dict[str, Any]:
@@ -74,6 +78,12 @@ def _ds(name: str, facets: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"namespace": PG, "name": name, "facets": facets or {}}
 
 
+def _shopdb(facets: dict[str, Any]) -> dict[str, Any]:
+    """``facets`` with the ``dataSource`` facet of the shop database."""
+    source = {**_facet("DatasourceDatasetFacet", uri=SHOPDB), "name": "shopdb"}
+    return {**facets, "dataSource": source}
+
+
 def history() -> list[dict[str, Any]]:
     """load_orders ran twice (the second run also writes stg.audit: a second job version, and a
     second version of stg.orders with a new column); report read stg.orders and failed."""
@@ -87,15 +97,20 @@ def history() -> list[dict[str, Any]]:
     nominal = {
         "nominalTime": _facet("NominalTimeRunFacet", nominalStartTime="2025-04-01T00:00:00Z")
     }
-    raw = _ds("raw.orders", _schema(("id", "INTEGER"), ("amount", "DECIMAL")))
+    raw = _ds("raw.orders", _shopdb(_schema(("id", "INTEGER"), ("amount", "DECIMAL"))))
     v1 = _ds(
         "stg.orders",
-        {
-            **_schema(("id", "INTEGER"), ("amount", "DECIMAL")),
-            "documentation": _facet("DocumentationDatasetFacet", description="Staged orders."),
-        },
+        _shopdb(
+            {
+                **_schema(("id", "INTEGER"), ("amount", "DECIMAL")),
+                "documentation": _facet("DocumentationDatasetFacet", description="Staged orders."),
+            }
+        ),
     )
-    v2 = _ds("stg.orders", _schema(("id", "INTEGER"), ("amount", "DECIMAL"), ("currency", "TEXT")))
+    v2 = _ds(
+        "stg.orders",
+        _shopdb(_schema(("id", "INTEGER"), ("amount", "DECIMAL"), ("currency", "TEXT"))),
+    )
     return [
         _event("load_orders", "l1", "START", "01:00:00", [raw], [v1], job_facets, nominal),
         _event("load_orders", "l1", "COMPLETE", "01:00:10", [raw], [v1], job_facets),
@@ -120,25 +135,24 @@ def open_apis(
 ) -> Iterator[dict[str, httpx.Client]]:
     """An API per store (:data:`STORES`), each holding ``events``; dropped afterwards."""
     clients: dict[str, httpx.Client] = {}
-    opened: list[tuple[EngineStore, ApiServer, httpx.Client]] = []
-    try:
+    with contextlib.ExitStack() as stack:  # undone last first: client, server, store
         for kind in STORES:
-            store = engine_store(kind, request, tmp_path_factory.mktemp(kind))
+            store: EngineStore
+            if kind == "postgres":  # closed, then its database dropped
+                store = stack.enter_context(postgres_store("lineage_marquez"))
+            else:
+                store = engine_store(kind, request, tmp_path_factory.mktemp(kind))
+                stack.callback(store.close)
+                stack.callback(drop_store, store)
             store.open()
             server = ApiServer(create_app(store)).start()
-            client = httpx.Client(base_url=server.url, timeout=30)
-            opened.append((store, server, client))
+            stack.callback(server.stop)
+            client = stack.enter_context(httpx.Client(base_url=server.url, timeout=30))
             posted = client.post("/api/v1/lineage/batch", json=events)
             assert posted.status_code == 200, posted.text
             assert posted.json()["summary"]["successful"] == len(events)
             clients[kind] = client
         yield clients
-    finally:
-        for store, server, client in opened:
-            client.close()
-            server.stop()
-            drop_store(store)
-            store.close()
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +198,8 @@ def reads(client: httpx.Client) -> list[tuple[str, str, dict[str, Any] | None]]:
         ("getDatasetVersions", f"{ds}/versions", None),
         ("getDatasetVersion", f"{ds}/versions/{_version(client, ds + '/versions')}", None),
         ("getSources", "/api/v1/sources", None),
-        ("getSource", f"/api/v1/sources/{_q(PG)}", None),
+        ("getSource", "/api/v1/sources/shopdb", None),
+        ("getSource", "/api/v1/sources/default", None),
         ("getTags", "/api/v1/tags", None),
         ("getLineageEvents", "/api/v1/events/lineage", {"limit": 3}),
         ("getLineage", "/api/v1/lineage", {"nodeId": f"dataset:{PG}:stg.orders"}),
@@ -233,7 +248,7 @@ def test_dataset_fields_versions_and_source(api):
         ("amount", "DECIMAL"),
         ("currency", "TEXT"),  # the latest schema facet
     ]
-    assert body["sourceName"] == PG and body["physicalName"] == "stg.orders"
+    assert body["physicalName"] == "stg.orders"
     assert body["description"] == "Staged orders."  # an older facet the latest run did not resend
     assert (body["createdAt"], body["updatedAt"]) == (
         "2025-04-01T01:00:00Z",
@@ -259,8 +274,33 @@ def test_dataset_fields_versions_and_source(api):
         "versions"
     ]
     assert only_event["currentVersion"] == static["version"] and "createdByRun" not in static
+    # Marquez's sources: the dataSource facets' names, "default" for the entries without one
+    # (stg.audit, report's stg.orders, mart.revenue, ref.currencies), all typed POSTGRESQL.
     sources = api.get("/api/v1/sources").json()["sources"]
-    assert sources == [{"type": "POSTGRES", "name": PG, "connectionUrl": PG}]
+    assert sources == [
+        {
+            "type": "POSTGRESQL",
+            "name": "default",
+            "createdAt": "2025-04-01T02:00:00Z",
+            "updatedAt": "2025-04-01T04:00:00Z",
+            "connectionUrl": "",
+        },
+        {
+            "type": "POSTGRESQL",
+            "name": "shopdb",
+            "createdAt": "2025-04-01T01:00:00Z",
+            "updatedAt": "2025-04-01T02:00:30Z",
+            "connectionUrl": SHOPDB,
+        },
+    ]
+    assert api.get("/api/v1/sources/shopdb").json() == sources[1]
+    page = api.get("/api/v1/sources", params={"limit": 1, "offset": 1}).json()
+    assert page == {"sources": [sources[1]]}
+    # A dataset's source is the latest dataSource facet it was sent with, else "default".
+    assert body["sourceName"] == "shopdb"  # report read it without the facet: still shopdb
+    assert {v["sourceName"] for v in versions["versions"]} == {"shopdb"}
+    revenue = api.get(f"/api/v1/namespaces/{_q(PG)}/datasets/mart.revenue").json()
+    assert revenue["sourceName"] == "default"
 
 
 def test_job_versions_facets_and_run_version(api):
@@ -441,7 +481,7 @@ def client_calls(version_of: Any) -> dict[str, tuple[tuple[Any, ...], dict[str, 
         "get_namespace": ((PG,), {}, "getNamespace"),
         "list_namespaces": ((), {}, "getNamespaces"),
         "list_events": ((), {"limit": 3}, "getLineageEvents"),
-        "get_source": ((PG,), {}, "getSource"),
+        "get_source": (("shopdb",), {}, "getSource"),
         "list_sources": ((), {}, "getSources"),
         "get_dataset": ((PG, "stg.orders"), {}, "getDataset"),
         "get_dataset_version": (
@@ -523,7 +563,8 @@ def test_marquez_python_answers_carry_the_history(apis):
         "currency",
     ]
     assert client.list_dataset_versions(PG, "stg.orders", limit=1)["totalCount"] == 2
-    assert [s["name"] for s in client.list_sources()["sources"]] == [PG]
+    assert [s["name"] for s in client.list_sources()["sources"]] == ["default", "shopdb"]
+    assert client.get_source("shopdb")["connectionUrl"] == SHOPDB
     assert {t["name"] for t in client.list_tags()["tags"]} == {"PII", "SENSITIVE"}
     assert client.list_events(namespace=NS)["totalCount"] == 6
     assert client.get_job_run(RUNS["rep"])["state"] == "FAILED"

@@ -92,7 +92,7 @@ def test_answers_match_the_declared_schemas(api, loaded, openapi):
         ),
         ("/api/v1/jobs/runs/{id}/facets", f"/api/v1/jobs/runs/{run_id}/facets", None),
         ("/api/v1/sources", "/api/v1/sources", None),
-        ("/api/v1/sources/{source}", f"/api/v1/sources/{ns}", None),
+        ("/api/v1/sources/{source}", "/api/v1/sources/default", None),  # no dataSource facet
         ("/api/v1/tags", "/api/v1/tags", None),
         ("/api/v1/events/lineage", "/api/v1/events/lineage", None),
         ("/api/v1/events", "/api/v1/events", None),

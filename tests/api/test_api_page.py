@@ -313,6 +313,7 @@ def test_namespaces_are_on_the_nodes_in_the_list_and_in_details(api, columns, br
     rows = driver.find_elements("css selector", "#node-details dt, #node-details dd")
     pairs = dict(zip([r.text for r in rows[::2]], [r.text for r in rows[1::2]], strict=True))
     assert pairs["namespace"] == PG and pairs["name"] == "stg.orders"
+    assert pairs["source"] == "default"  # Marquez's source of a dataset without dataSource
     # Readable without a mouse or without sight: every control is labelled, every button named.
     unlabelled = driver.execute_script(
         "return Array.from(document.querySelectorAll('input, select'))"
@@ -534,6 +535,30 @@ def test_declared_edges_are_drawn_dashed(api, loaded, browser):
     assert by_pair[("job:shop:planned", f"dataset:{PG}:forecast")] == (True, "dashed")
     observed = [style for (_s, t), (declared, style) in by_pair.items() if not declared]
     assert observed and set(observed) == {"solid"}  # mart.daily's own run edges
+
+
+def test_a_lineage_facets_edges_are_drawn_dashed(api, loaded, browser):
+    """A run's explicit ``lineage`` facet (issue 32): its edges are declared, so dashed."""
+    event = run_event("explicit", namespace="shop", seconds=50)
+    ds = {"namespace": PG, "name": "mart.daily", "type": "DATASET"}
+    entry = {"namespace": PG, "name": "forecast2", "type": "DATASET", "inputs": [ds]}
+    event["job"]["facets"] = {
+        "lineage": {
+            "_producer": "https://example.com/explicit",
+            "_schemaURL": "https://openlineage.io/spec/facets/1-0-0/LineageFacet.json",
+            "entries": [entry],
+        }
+    }
+    assert api.client.post("/api/v1/lineage", json=event).status_code == 201
+    driver = browser
+    _open(driver, api.url, "job:shop:explicit", depth=1)
+    edges = driver.execute_script(
+        "return window.lineagePage.cy.edges().map(e => [e.source().id(), e.target().id(),"
+        " e.hasClass('declared'), e.style('line-style')]);"
+    )
+    by_pair = {(s, t): (declared, style) for s, t, declared, style in edges}
+    assert by_pair[(f"dataset:{PG}:mart.daily", "job:shop:explicit")] == (True, "dashed")
+    assert by_pair[("job:shop:explicit", f"dataset:{PG}:forecast2")] == (True, "dashed")
 
 
 def _drawn(driver) -> set[str]:
@@ -815,3 +840,24 @@ def test_a_wide_neighbourhood_is_drawn_to_the_node_limit_and_stays_responsive(ap
     assert driver.save_screenshot(str(ARTIFACTS / "graph-page-star.png"))
     print(f"\nstar of {STAR}: ready in {took:.2f} s, frame {frame:.0f} ms, click {clicked:.2f} s")
     assert took < 30 and clicked < 10
+
+
+def test_a_dataset_opened_by_another_name_shows_its_node_and_its_names(api, browser):
+    """Issue 32, item 2: a Spark location opens its Hive table, whose details list the other
+    names (and the address then names the table)."""
+    from test_api_symlink_names import T2, TABLE2, events
+
+    posted = api.client.post("/api/v1/lineage/batch", json=events())
+    assert posted.status_code == 200, posted.text
+    driver = browser
+    _open(driver, api.url, f"dataset:{T2[0]}:{T2[1]}", depth=1)
+    _details(driver)
+    _wait(
+        driver,
+        "return [...document.querySelectorAll('#node-details dt')]"
+        ".some(function (d) { return d.textContent === 'also named'; })",
+    )
+    details = driver.find_element("id", "node-details").text
+    assert f"{TABLE2[0]}:{TABLE2[1]}" in details or TABLE2[1] in details, details
+    assert f"{T2[0]}:{T2[1]}" in details, details
+    assert quote(f"dataset:{TABLE2[0]}:{TABLE2[1]}", safe="") in driver.current_url

@@ -182,7 +182,7 @@ def test_a_read_only_app_over_an_engine():
         validate_marquez("LineageGraph", graph)
         assert graph["graph"][0]["data"]["latestRun"] == {"id": RUN, "state": "FAILED"}
         sources = httpx.get(f"{server.url}/api/v1/sources").json()["sources"]
-        assert [s["name"] for s in sources] == ["n"]
+        assert [s["name"] for s in sources] == ["default"]  # no dataSource facet: Marquez's
         cut = httpx.get(
             f"{server.url}/api/v1/lineage", params={"nodeId": "job:n:j", "nodeLimit": 1}
         ).json()

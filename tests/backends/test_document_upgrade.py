@@ -488,7 +488,8 @@ def test_no_old_layout(mongo: MongoTarget, old: tuple[str, Any]) -> None:
         assert backend.events(count=True).total == len(_small())
         mine = [c for c in database.list_collection_names() if c.startswith(name)]
         assert sorted(mine) == sorted(
-            f"{name}_{k}" for k in ("events", "mentions", "edges", "runs", "columns", "nodes")
+            f"{name}_{k}"
+            for k in ("events", "mentions", "edges", "runs", "columns", "nodes", "meta")
         )
     finally:
         store.close()

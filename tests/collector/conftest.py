@@ -18,7 +18,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from collector_helpers import RABBIT_URL, connect
-from servers import postgres_schema
 
 from lineage_sdk.collector.settings import CollectorConfig
 from lineage_sdk.collector.topology import Topology
@@ -88,13 +87,6 @@ def make_config(topic: str, tmp_path: Path) -> Callable[..., LineageConfig]:
         return config
 
     return factory
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
-    with postgres_schema("lineage_test") as url:
-        yield url
 
 
 class LineageSink:

@@ -49,7 +49,8 @@ ANSWER_S = 60.0
 _OPENER = f"""
 import json, sys
 from lineage_sdk.collector.engine import EngineStore
-from lineage_sdk.collector.stores.sql_backend import SqlBackend, SqlPreEngineLayout
+from lineage_sdk.collector.stores.sql_backend import SqlBackend
+from lineage_sdk.collector.stores.sql_legacy import SqlPreEngineLayout
 print("ready", flush=True)
 for line in sys.stdin:
     task = json.loads(line)

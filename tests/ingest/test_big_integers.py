@@ -21,7 +21,6 @@ import io
 import json
 import logging
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from collector_helpers import running as running_collector
 from every_store import differences, every_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from servers import FalkorDBServer, MongoTarget, postgres_database
+from servers import FalkorDBServer, MongoTarget
 
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.consumer import LineageCollector
@@ -328,12 +327,6 @@ def test_the_http_store_forwards_the_integers() -> None:
 
 
 # ------------------------------------------------------------------------------- five stores
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    with postgres_database("lineage_bigint") as url:
-        yield url
 
 
 def _runs(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

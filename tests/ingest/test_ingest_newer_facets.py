@@ -77,7 +77,8 @@ EXAMPLE_FOLDERS = (
     "DataQualityAssertionsDatasetFacet",
 )
 #: Every other example of the spec ("accept and keep every facet of the current spec"), but the
-#: ``lineage`` facet's, whose edges are the engine's part of issue 32 (tested with it).
+#: ``lineage`` facet's, whose edges are the engine's part of issue 32: test_ingest_lineage_facet.py
+#: round-trips those examples the same way and reads their edges back.
 OTHER_EXAMPLE_FOLDERS = tuple(
     sorted(
         p.name

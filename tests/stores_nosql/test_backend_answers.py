@@ -78,7 +78,49 @@ def _more() -> list[dict[str, Any]]:
         for i in (2, 1)
         for kind in ("START", "COMPLETE")
     ]
-    return [*tie, *many, child, *twins]
+    return [*tie, *many, child, *twins, *_declaring()]
+
+
+def _declaring() -> list[dict[str, Any]]:
+    """Two jobs' ``lineage`` facets (issue 32): dataset -> dataset with a field, another job
+    reading a dataset (stated by both, so deleting one's events keeps it), another job writing."""
+
+    def ds(name: str, field: str | None = None) -> dict[str, Any]:
+        found = {"namespace": "ns3", "name": name, "type": "DATASET"}
+        return found if field is None else {**found, "field": field}
+
+    reads_dst = {"namespace": "ns3", "name": "other", "type": "JOB", "inputs": [ds("dst")]}
+    entries = [
+        {
+            "namespace": "ns3",
+            "name": "lin_t",
+            "type": "DATASET",
+            "inputs": [ds("src")],
+            "fields": {"f": {"inputs": [ds("src", "v")]}},
+        },
+        reads_dst,
+        {
+            "namespace": "ns3",
+            "name": "lin_k",
+            "type": "DATASET",
+            "inputs": [{"namespace": "ns3", "name": "other", "type": "JOB"}],
+        },
+    ]
+    facet = {"lineage": {"_producer": "p", "_schemaURL": "s", "entries": entries}}
+    again = {"lineage": {"_producer": "p", "_schemaURL": "s", "entries": [reads_dst]}}
+    return [
+        run_event(
+            job=job,
+            namespace="ns3",
+            run_id=f"0190dddd-0000-7000-8000-00000000000{i}",
+            event_type=kind,
+            inputs=[("ns3", "src")],
+            seconds=5 * DAY + i * 60 + (9 if kind == "COMPLETE" else 0),
+            job_facets=facet if i == 1 else again,
+        )
+        for i, job in ((1, "declarer"), (2, "declarer2"))
+        for kind in ("START", "COMPLETE")
+    ]
 
 
 EVENTS = [*CORPUS, *_more()]
@@ -87,6 +129,7 @@ ALL_NODES = sorted(
     {*NODES}
     | {f"job:{r.job_namespace}:{r.job_name}" for r in RECORDS if r.job_name}
     | {f"dataset:{d.namespace}:{d.name}" for r in RECORDS for d in (*r.inputs, *r.outputs)}
+    | {"job:ns3:other", "dataset:ns3:lin_t", "dataset:ns3:lin_k"}  # named by lineage facets
 )
 JOBS = sorted({(r.job_namespace or "", r.job_name or "") for r in RECORDS if r.job_name})
 DATASETS = sorted({(d.namespace, d.name) for r in RECORDS for d in (*r.inputs, *r.outputs)})
@@ -165,6 +208,9 @@ def answers(store: Any) -> dict[str, Any]:
             ]
         out[f"has job {ns}:{name}"] = store.has_node("JOB", ns, name)
     out["latest runs"] = sorted(store.latest_runs([*JOBS, ("ns9", "nothing")]).items())
+    every_job = [*JOBS, ("ns3", "other")]
+    for i, as_of in enumerate([None, *TIMES]):
+        out[f"declared {i}"] = sorted(store.declared(every_job, as_of=as_of))
     for ns, name in DATASETS:
         out[f"dataset events {ns}:{name}"] = _ids(store.events_of_dataset(ns, name))
         out[f"has dataset {ns}:{name}"] = store.has_node("DATASET", ns, name)

@@ -26,7 +26,7 @@ from lineage_sdk.collector.stores.graph_runner import detect_dialect
 pytestmark = pytest.mark.neo4j
 
 #: Every label of the graph backend's model (lineage_sdk/collector/stores/graph_backend.py).
-LABELS = {"Job", "Dataset", "Run", "Event", "Mention", "ColumnEdge"}
+LABELS = {"Job", "Dataset", "Source", "Run", "Event", "Mention", "ColumnEdge", "LineageMeta"}
 
 
 def count(store, query, **params):

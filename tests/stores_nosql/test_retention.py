@@ -54,6 +54,13 @@ DAY = 86400.0
 NOW = BASE_TIME + timedelta(days=100)  # "now" of the retention runs: cutoff at day 10 for 90d
 
 
+def _source(name: str, uri: str) -> dict[str, Any]:
+    """A ``dataSource`` facet: Marquez's sources (SOURCE nodes) that retention derives again."""
+    schema = "https://openlineage.io/spec/facets/1-0-1/DatasourceDatasetFacet.json"
+    facet = {"_producer": PRODUCER, "_schemaURL": schema}
+    return {"dataSource": {**facet, "name": name, "uri": uri}}
+
+
 def _corpus() -> list[dict[str, Any]]:
     """Old (day 0) and new (day 20) events sharing jobs, runs, datasets and column edges."""
     spans = "6f3b2a1c-0000-4000-8000-000000000001"  # START old, COMPLETE new
@@ -96,7 +103,7 @@ def _corpus() -> list[dict[str, Any]]:
             inputs=[("ns1", "c")],
             outputs=[("ns1", "gone")],
             seconds=2,
-            dataset_facets=old_cols,
+            dataset_facets={**old_cols, **_source("oldsrc", "pg://gone")},
         ),
         # an older statement of load's column edge b.c <- a.x: it wins again when load goes
         run_event(
@@ -119,7 +126,13 @@ def _corpus() -> list[dict[str, Any]]:
             seconds=20 * DAY + 2,
         ),
         # ns2: an old producer of "shared", a new consumer of it (the Marquez #1271 shape)
-        run_event(job="writer", namespace="ns2", outputs=[("ns2", "shared")], seconds=4),
+        run_event(
+            job="writer",
+            namespace="ns2",
+            outputs=[("ns2", "shared")],
+            seconds=4,
+            dataset_facets=_source("warehouse", "pg://old"),
+        ),
         run_event(
             job="reader",
             namespace="ns2",
@@ -128,7 +141,11 @@ def _corpus() -> list[dict[str, Any]]:
             seconds=20 * DAY + 3,
         ),
         run_event(
-            job="writer2", namespace="ns2", outputs=[("ns2", "shared")], seconds=20 * DAY + 4
+            job="writer2",
+            namespace="ns2",
+            outputs=[("ns2", "shared")],
+            seconds=20 * DAY + 4,
+            dataset_facets=_source("warehouse", "pg://new"),
         ),
         # static lineage: an old DatasetEvent, a new JobEvent
         {
@@ -191,9 +208,10 @@ def snapshot(store: Any, *, cross_check: bool = True) -> dict[str, Any]:
     for what in ("namespaces", "datasets"):
         out[what] = sorted(map(tuple, getattr(store, what)(limit=1000)))
     out["jobs"] = sorted((j.namespace, j.name) for j in store.jobs(limit=1000))
-    # Marquez's sources, in one read: exactly the namespaces of the datasets listed.
     out["dataset namespaces"] = store.dataset_namespaces()
     assert out["dataset namespaces"] == sorted({ns for ns, _ in out["datasets"]})
+    # Marquez's sources: how each dataset's entries name theirs, with first and last times.
+    out["sources"] = store.sources() if hasattr(store, "sources") else None
     # Static lineage: what the JobEvents and DatasetEvents of every node still say.
     jobs = [tuple(n.split(":", 2)[1:]) for n in NODES if n.startswith("job:")]
     jobs.append(("ns1", "static"))

@@ -23,7 +23,10 @@ Each key holds a :class:`Grant`: the namespaces it may write and read.
   unknown one. Lists hold readable namespaces only; a lineage graph is pruned by
   :func:`prune_graph` (nothing reached *through* a hidden node) before it is cut at its node
   limit (:func:`visible_cut`), and :func:`scrub` drops what an answer still names of a hidden
-  namespace.
+  namespace. A key sees a symlinked dataset under the names its namespaces hold: the events a
+  sight hands out leave out symlink identifiers of hidden namespaces (:func:`as_seen`), and a
+  readable alias of a hidden dataset answers as that alias (docs/api.md, "Every name of a
+  dataset").
 """
 
 from __future__ import annotations
@@ -34,23 +37,24 @@ import hmac
 import re
 import secrets
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-import orjson
-
-from lineage_sdk.collector.backend import Position
+from lineage_sdk.collector.backend import Io, Key, Position
 from lineage_sdk.collector.columns import parse_column_node
 from lineage_sdk.collector.engine import Engine
-from lineage_sdk.collector.records import build_record
+from lineage_sdk.collector.engine.lineage_facet import facet_lineage
+from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse
+from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.collector.store import (
     ColumnGraph,
     Direction,
     FieldRef,
     JobSummary,
+    LineageEdge,
     LineageGraph,
     LineageNode,
     LineageRecord,
@@ -59,10 +63,14 @@ from lineage_sdk.collector.store import (
     RawEvent,
     RunSummary,
     check_page,
+    names_dataset,
+    node_id,
+    parse_node_id,
     unknown_as_of,
     walk_directions,
 )
 from lineage_sdk.exceptions import ConfigError, InvalidEventError
+from lineage_sdk.models.json_exact import dumps_exact, loads_exact
 from lineage_sdk.models.run_state import (
     fold_states,
     heartbeat_interval,
@@ -81,6 +89,7 @@ __all__ = [
     "Grant",
     "NamespaceScope",
     "Sight",
+    "as_seen",
     "filing_namespace",
     "hash_key",
     "new_key",
@@ -255,8 +264,8 @@ def write_refusal(record: LineageRecord, grant: Grant) -> str | None:
     The targets: the job's namespace (a RunEvent's, a JobEvent's, and any job a DatasetEvent
     carries, which must not open another namespace to it), a DatasetEvent's dataset's (as sent
     and as its symlinks resolve it), and each output's, as sent and as resolved, where some
-    key owns it (``grant.owned``). Inputs are not targets: reading a dataset changes nothing of
-    it."""
+    key owns it (``grant.owned``), a ``lineage`` facet's written datasets among them. Inputs are
+    not targets: reading a dataset changes nothing of it."""
     if grant.write.everything:
         return None
     for namespace in _write_targets(record, grant.owned):
@@ -273,6 +282,8 @@ def _write_targets(record: LineageRecord, owned: NamespaceScope) -> Iterator[str
     sent = [event.get("dataset")] if record.kind == "dataset" else list(event.get("outputs") or ())
     outputs = [ns for ns in map(_named_ref, sent) if ns is not None]
     outputs += [ref.namespace for ref in record.outputs]
+    facet = facet_lineage(record)  # a ``lineage`` facet's written datasets are outputs too
+    outputs += [ds[0] for _, ds, io in facet.edges if io == "out"] if facet is not None else []
     for namespace in outputs:
         if record.kind == "dataset" or owned.allows(namespace):
             yield namespace
@@ -481,6 +492,92 @@ def prune_columns(
 # ------------------------------------------------------------------------ the visible view
 
 
+def as_seen(event: dict[str, Any], readable: Callable[[str], bool]) -> dict[str, Any]:
+    """``event`` (itself when nothing changes) with the ``symlinks`` identifiers of unreadable
+    namespaces left out of its datasets, as :func:`scrub` leaves them out of answers, so what is
+    folded from it resolves no name to a hidden one: a location whose table is hidden stays the
+    location. A ``parent`` run facet naming a hidden job goes too (as :func:`scrub` drops it),
+    so no ``parentJobName`` is folded from it."""
+    changed: dict[str, Any] = {}
+    for key in ("inputs", "outputs", "dataset"):
+        value = event.get(key)
+        items = value if isinstance(value, list) else [value]
+        kept = [_entry_as_seen(item, readable) for item in items]
+        if any(a is not b for a, b in zip(kept, items, strict=True)):
+            changed[key] = kept if isinstance(value, list) else kept[0]
+    run = event.get("run")
+    facets = run.get("facets") if isinstance(run, Mapping) else None
+    parent = facets.get("parent") if isinstance(facets, Mapping) else None
+    hidden = isinstance(parent, Mapping) and not all(
+        readable(ns) for ns in _parent_namespaces(parent) if isinstance(ns, str)
+    )
+    if hidden and isinstance(run, Mapping) and isinstance(facets, Mapping):
+        changed["run"] = {**run, "facets": {k: v for k, v in facets.items() if k != "parent"}}
+    return {**event, **changed} if changed else event
+
+
+def _entry_as_seen(item: Any, readable: Callable[[str], bool]) -> Any:
+    facets = item.get("facets") if isinstance(item, Mapping) else None
+    symlinks = facets.get("symlinks") if isinstance(facets, Mapping) else None
+    found = symlinks.get("identifiers") if isinstance(symlinks, Mapping) else None
+    if not isinstance(found, list) or facets is None or symlinks is None:
+        return item
+    kept = [i for i in found if readable(_named_ref(i) or "") or _named_ref(i) is None]
+    if len(kept) == len(found):
+        return item
+    return {**item, "facets": {**facets, "symlinks": {**symlinks, "identifiers": kept}}}
+
+
+def _run_of(event: Mapping[str, Any]) -> str | None:
+    run = event.get("run")
+    run_id = run.get("runId") if isinstance(run, Mapping) else None
+    return run_id if isinstance(run_id, str) else None
+
+
+def _renamed(graph: LineageGraph, start: str | None, node: str) -> LineageGraph:
+    """``graph``, walked from ``start``, with that dataset named as ``node`` (the alias a key
+    sees it under); ``graph`` itself when ``start`` is None."""
+    if start is None:
+        return graph
+    _, namespace, name = parse_node_id(node)
+
+    def nid(found: str) -> str:
+        return node if found == start else found
+
+    renamed = LineageGraph(root=nid(graph.root), truncated=graph.truncated)
+    for item in graph.nodes.values():
+        named = (namespace, name) if item.id == start else (item.namespace, item.name)
+        renamed.nodes[nid(item.id)] = LineageNode(
+            id=nid(item.id),
+            type=item.type,
+            namespace=named[0],
+            name=named[1],
+            data=item.data,
+            in_edges=[LineageEdge(nid(e.origin), nid(e.destination)) for e in item.in_edges],
+            out_edges=[LineageEdge(nid(e.origin), nid(e.destination)) for e in item.out_edges],
+        )
+    return renamed
+
+
+def _renamed_columns(
+    graph: ColumnGraph, dataset: tuple[str, str], shown: tuple[str, str], node: str
+) -> ColumnGraph:
+    """``graph`` with the fields of ``dataset`` named as fields of ``shown`` (the alias a key
+    sees it under), rooted at ``node``."""
+
+    def ref(found: FieldRef) -> FieldRef:
+        same = (found.namespace, found.dataset) == dataset
+        return FieldRef(*shown, found.field) if same else found
+
+    return ColumnGraph(
+        root=node,
+        roots=tuple(map(ref, graph.roots)),
+        fields=set(map(ref, graph.fields)),
+        edges={(ref(out), ref(src)): info for (out, src), info in graph.edges.items()},
+        truncated=graph.truncated,
+    )
+
+
 class Sight(Engine):
     """The engine's reads as one grant sees them: what the store would hold had only the
     readable events been sent.
@@ -537,8 +634,11 @@ class Sight(Engine):
     ) -> LineageGraph:
         if not self._rooted(node):
             return LineageGraph(root=node)
-        graph = self._all.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
-        return self._seen_latest_runs(graph, None)
+        start = self._aliased_root(node)
+        graph = self._all.lineage(
+            start or node, direction=direction, depth=depth, node_limit=node_limit
+        )
+        return self._seen_latest_runs(_renamed(graph, start, node), None)
 
     def lineage_as_of(
         self,
@@ -551,10 +651,11 @@ class Sight(Engine):
     ) -> LineageGraph:
         if not self._rooted(node):
             raise unknown_as_of(node, as_of)
+        start = self._aliased_root(node)
         graph = self._all.lineage_as_of(
-            node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of
+            start or node, direction=direction, depth=depth, node_limit=node_limit, as_of=as_of
         )
-        return self._seen_latest_runs(graph, as_of)
+        return self._seen_latest_runs(_renamed(graph, start, node), as_of)
 
     def column_lineage(
         self,
@@ -566,9 +667,41 @@ class Sight(Engine):
     ) -> ColumnGraph:
         if not self._rooted(node):
             return ColumnGraph(root=node)
-        return self._all.column_lineage(
-            node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+        root = parse_column_node(node)
+        found = None if root.kind == "JOB" else self._through_alias(root.namespace, root.name)
+        if found is None:
+            return self._all.column_lineage(
+                node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+            )
+        field = root.field
+        start = node_id("DATASET", *found) if field is None else FieldRef(*found, field).id
+        graph = self._all.column_lineage(
+            start, depth=depth, with_downstream=with_downstream, node_limit=node_limit
         )
+        return _renamed_columns(graph, found, (root.namespace, root.name), node)
+
+    def _through_alias(self, namespace: str, name: str) -> tuple[str, str] | None:
+        """The dataset a readable name is an alias of when the dataset's namespace is hidden:
+        the key sees that dataset under this name (docs/api.md, "Every name of a dataset");
+        else None."""
+        if not self.readable(namespace):
+            return None
+        found = self._all.dataset_name(namespace, name)
+        return None if self.readable(found[0]) else found
+
+    def _aliased_root(self, node: str) -> str | None:
+        """The id of the dataset a walk's root names by an alias the key sees it under, or None
+        (a malformed id: None, the engine answers it)."""
+        try:
+            kind, namespace, name = parse_node_id(node)
+        except ValueError:
+            return None
+        found = None if kind != "DATASET" else self._through_alias(namespace, name)
+        return None if found is None else node_id("DATASET", *found)
+
+    def _seen(self, events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The readable events, each as the key sees it (:func:`as_seen`)."""
+        return [as_seen(e, self.readable) for e in events if self.sees(e)]
 
     def _seen_latest_runs(self, graph: LineageGraph, as_of: datetime | None) -> LineageGraph:
         """Each readable job node's ``latestRun`` folded again from the readable events of its
@@ -610,7 +743,7 @@ class Sight(Engine):
         return {key: self._seen_summary(run) for key, run in found.items()}
 
     def events_of_run(self, run_id: str) -> list[dict[str, Any]]:
-        return [e for e in self._all.events_of_run(run_id) if self.sees(e)]
+        return self._seen(self._all.events_of_run(run_id))
 
     def child_runs(self, run_id: str) -> list[str]:
         """The children with a readable event (a child filed under a hidden namespace is not
@@ -672,6 +805,39 @@ class Sight(Engine):
     def dataset_namespaces(self) -> list[str]:
         return [ns for ns in self._all.dataset_namespaces() if self.readable(ns)]
 
+    def newest_event_time(self) -> datetime | None:
+        """The newest readable event's time."""
+        found = self.lineage_events(limit=1)
+        try:
+            return parse_event_time(found[0].get("eventTime")) if found else None
+        except InvalidEventError:
+            return None
+
+    def sources(self, name: str | None = None) -> list[SourceUse]:
+        """The sources as the readable datasets name them."""
+        return [s for s in self._all.sources(name) if self.readable(s.dataset[0])]
+
+    def node_facts(
+        self,
+        jobs: Collection[Key],
+        datasets: Collection[Key],
+        latest: Mapping[Key, str] | None = None,
+    ) -> NodeFacts:
+        """The readable nodes' facts, from their readable events (a hidden job is no writer)."""
+        seen = self.readable
+        facts = self._all.node_facts(
+            [k for k in jobs if seen(k[0])], [k for k in datasets if seen(k[0])], latest
+        )
+        return NodeFacts(
+            facts.times,
+            {k: [d for d in found if seen(d[0])] for k, found in facts.sides.items()},
+            {k: [j for j in found if seen(j[0])] for k, found in facts.writers.items()},
+            {k: run for k, run in facts.latest.items() if seen(k[0])},
+            {run_id: self._seen(found) for run_id, found in facts.events.items()},
+            {k: self._seen(found) for k, found in facts.static.items()},
+            facts.declared,  # of the readable jobs alone, as ``declared`` answers
+        )
+
     def jobs(
         self, namespace: str | None = None, *, limit: int = 100, offset: int = 0
     ) -> Page[JobSummary]:
@@ -709,7 +875,25 @@ class Sight(Engine):
         return Page(kept, page.total - (len(page) - len(kept)))
 
     def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
-        return self.readable(namespace) and self._all.has_node(node_type, namespace, name)
+        if not self.readable(namespace):
+            return False
+        if self._all.has_node(node_type, namespace, name):
+            return True
+        return node_type == "DATASET" and self._through_alias(namespace, name) is not None
+
+    def dataset_name(self, namespace: str, name: str) -> tuple[str, str]:
+        """A name resolves for a key that may read both its namespace and the node's; else it
+        stays itself, which the key does not see, so neither name tells of the other (docs/api.md,
+        "Every name of a dataset")."""
+        if not self.readable(namespace):
+            return (namespace, name)
+        found = self._all.dataset_name(namespace, name)
+        return found if self.readable(found[0]) else (namespace, name)
+
+    def dataset_aliases(self, name: str) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+        """The aliases of readable namespaces, each of a hidden dataset as the dataset itself."""
+        found = self._all.dataset_aliases(name)
+        return [(a, n if self.readable(n[0]) else a) for a, n in found if self.readable(a[0])]
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:
         return [hit for hit in self._all.search(text, limit=limit) if self.readable(hit[1])]
@@ -721,12 +905,27 @@ class Sight(Engine):
         readable events."""
         if not self.readable(namespace):
             return []
-        return [e for e in self._all.events_of_job(namespace, name) if self.sees(e)]
+        return self._seen(self._all.events_of_job(namespace, name))
 
     def events_of_dataset(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        """The readable events of the runs that named the dataset; of a hidden dataset the key
+        sees under an alias, those of the runs that gave that name."""
         if not self.readable(namespace):
             return []
-        return [e for e in self._all.events_of_dataset(namespace, name) if self.sees(e)]
+        found = self._through_alias(namespace, name)
+        seen = self._seen(self._all.events_of_dataset(*(found or (namespace, name))))
+        if found is None:
+            return seen
+        runs = {_run_of(e) for e in seen if names_dataset(e, namespace, name)} - {None}
+        return [e for e in seen if _run_of(e) in runs]
+
+    def declared(
+        self, jobs: Sequence[tuple[str, str]], *, as_of: datetime | None = None
+    ) -> set[tuple[tuple[str, str], tuple[str, str], Io]]:
+        """The readable jobs' declared edges: only events filed under a job's namespace
+        declare its edges (a ``lineage`` facet states no other namespace's job)."""
+        readable = [j for j in jobs if self.readable(j[0])]
+        return self._all.declared(readable, as_of=as_of) if readable else set()
 
     def static_events(
         self,
@@ -735,11 +934,10 @@ class Sight(Engine):
         datasets: Sequence[tuple[str, str]] = (),
     ) -> list[dict[str, Any]]:
         jobs = [j for j in jobs if self.readable(j[0])]
-        datasets = [d for d in datasets if self.readable(d[0])]
+        datasets = [self._through_alias(*d) or d for d in datasets if self.readable(d[0])]
         if not jobs and not datasets:
             return []
-        found = self._all.static_events(jobs=jobs, datasets=datasets)
-        return [e for e in found if self.sees(e)]
+        return self._seen(self._all.static_events(jobs=jobs, datasets=datasets))
 
     def job_events_up_to(
         self, jobs: Sequence[tuple[str, str]], as_of: datetime
@@ -747,7 +945,8 @@ class Sight(Engine):
         readable = [k for k in jobs if self.readable(k[0])]
         if not readable:
             return []
-        return [p for p in self._all.job_events_up_to(readable, as_of) if self.sees(p[1])]
+        found = self._all.job_events_up_to(readable, as_of)
+        return [(i, as_seen(e, self.readable)) for i, e in found if self.sees(e)]
 
     def lineage_events(
         self,
@@ -769,7 +968,7 @@ class Sight(Engine):
             limit=limit,
             offset=offset,
         )
-        kept = [e for e in page if self.sees(e)]
+        kept = self._seen(page)
         return Page(kept, page.total - (len(page) - len(kept)))
 
     def iter_raw_events(
@@ -784,7 +983,12 @@ class Sight(Engine):
         found = self._all.iter_raw_events(
             namespace=namespace, since=since, until=until, after=after, batch_size=batch_size
         )
-        return (raw for raw in found if self.sees(orjson.loads(raw.json)))
+        for raw in found:
+            event = loads_exact(raw.json)
+            if self.sees(event):
+                seen = as_seen(event, self.readable)
+                json = raw.json if seen is event else dumps_exact(seen).decode()
+                yield RawEvent(raw.event_id, raw.event_time, json)
 
 
 class ClosedAttribute(RuntimeError):

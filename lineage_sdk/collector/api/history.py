@@ -35,6 +35,7 @@ from lineage_sdk.collector.columns import (
     walk_columns,
 )
 from lineage_sdk.collector.engine import Engine
+from lineage_sdk.collector.engine.lineage_facet import FacetLineage, facet_lineage
 from lineage_sdk.collector.keyed import keyed_graph, walk_keys
 from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.store import (
@@ -62,6 +63,7 @@ __all__ = [
     "LineageFold",
     "columns_of_events",
     "declared_edges",
+    "declared_ids",
     "events_up_to",
     "fold",
     "history_columns",
@@ -111,6 +113,9 @@ class LineageFold:
         for ref in (*rec.inputs, *rec.outputs):
             self.datasets.add((ref.namespace, ref.name))
         stated = column_edges(rec) if self.with_columns else None
+        facet = facet_lineage(rec)
+        if facet is not None:
+            self._add_facet(facet, stated)
         if stated:
             rank = edge_rank(rec.event_time, rec.event_id)
             for pair, info in stated.items():
@@ -139,6 +144,22 @@ class LineageFold:
             old = self.latest.get(job)
             if old is None or (rec.event_time, old[1]) > (old[0], rec.run_id):
                 self.latest[job] = (rec.event_time, rec.run_id)
+
+    def _add_facet(
+        self, facet: FacetLineage, stated: dict[tuple[FieldRef, FieldRef], str] | None
+    ) -> None:
+        """A ``lineage`` facet's declared edges, and its column edges into ``stated`` (the
+        greatest info of an edge stated twice, as the engine joins them)."""
+        for job, ds, io in facet.edges:
+            self.jobs.add(job)
+            self.datasets.add(ds)
+            (self.reads if io == "in" else self.writes)[job].add(ds)
+            (self.readers if io == "in" else self.writers)[ds].add(job)
+            self.declared.add(_declared_ids(job, ds, io))
+        if stated is not None:
+            for (out, src, _job), info in facet.columns.items():
+                if info > stated.get((out, src), ""):
+                    stated[(out, src)] = info
 
 
 def fold(records: Iterable[LineageRecord], *, columns: bool = True) -> LineageFold:
@@ -287,13 +308,20 @@ def _run_of(event: Mapping[str, Any]) -> str | None:
 def declared_edges(
     store: Engine, jobs: Sequence[_Key], as_of: datetime | None = None
 ) -> set[tuple[str, str]]:
-    """The (origin, destination) node ids of the edges the JobEvents of ``jobs`` (up to
-    ``as_of``) declare: their inputs feed the job, the job feeds its outputs."""
-    if not jobs:
-        return set()
-    static = store.static_events(jobs=sorted(set(jobs)))
-    kept = static if as_of is None else events_up_to(static, as_of)
-    return fold(_records(kept), columns=False).declared
+    """The (origin, destination) node ids of the edges of ``jobs`` declared (up to ``as_of``):
+    a JobEvent's inputs and outputs, a ``lineage`` facet's edges (:meth:`Engine.declared`)."""
+    return declared_ids(store.declared(sorted(set(jobs)), as_of=as_of))
+
+
+def declared_ids(found: Iterable[tuple[_Key, _Key, str]]) -> set[tuple[str, str]]:
+    """Declared edges (job, dataset, io) as (origin, destination) node ids."""
+    return {_declared_ids(job, dataset, io) for job, dataset, io in found}
+
+
+def _declared_ids(job: _Key, dataset: _Key, io: str) -> tuple[str, str]:
+    """A declared edge as (origin, destination) node ids, pointing with the data."""
+    jid, did = node_id("JOB", *job), node_id("DATASET", *dataset)
+    return (did, jid) if io == "in" else (jid, did)
 
 
 def _past_graph(

@@ -18,8 +18,12 @@ Marquez derives from the same events:
   that agree on those share a version (Marquez's rule), id again a derived UUID;
 - **fields** come from the latest ``schema`` facet, **facets** are merged oldest first so the latest
   value of each facet wins;
-- a **source** is a dataset namespace (OpenLineage's naming spec makes the namespace the data
-  source), ``connectionUrl`` the namespace itself;
+- a **source** is what the ``dataSource`` facets of the datasets' entries name (Marquez's
+  ``OpenLineageDao``): one per name, ``connectionUrl`` the ``uri`` of the latest entry naming it,
+  and ``default`` (no URI) for the entries without the facet; each typed ``POSTGRESQL``, as
+  Marquez types every source it makes of an event (``getSourceType``). A dataset's
+  ``sourceName`` is the latest ``dataSource`` facet it was sent with, else ``default`` (Marquez
+  keeps the first source it saw a dataset with; the latest is what the producer says now);
 - **tags** are the two Marquez creates at start-up (tags are only ever added through Marquez's
   write API, which this collector does not offer);
 - a run's **upstream lineage** reads each input at the version made by the latest run that wrote
@@ -41,9 +45,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from lineage_sdk.collector.api.marquez import iso, run_from_events
+from lineage_sdk.collector.engine.derive import DEFAULT_SOURCE
+from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse
 from lineage_sdk.collector.records import parse_event_time
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
+    NodeType,
     check_node_limit,
     names_dataset,
     nearest_first,
@@ -55,16 +62,20 @@ from lineage_sdk.exceptions import InvalidEventError
 __all__ = [
     "DEFAULT_TAGS",
     "OWNER",
+    "NodeFold",
     "dataset_from_events",
     "dataset_versions",
     "facets_of_run",
     "job_details",
+    "job_type",
     "job_version_id",
     "job_versions",
     "merge_events",
     "namespace_data",
+    "parent_fields",
+    "parent_job",
     "run_job_version",
-    "source_data",
+    "sources_data",
     "upstream_run_lineage",
 ]
 
@@ -81,7 +92,13 @@ _JOB_TYPES = {"STREAMING": "STREAM", "STREAM": "STREAM", "BATCH": "BATCH", "SERV
 
 
 def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    if type(value) is dict:  # decoded JSON: the exact type checks are the cheap ones
+        return value
+    return {} if value is None or not isinstance(value, Mapping) else value
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _time(event: Mapping[str, Any]) -> datetime | None:
@@ -105,11 +122,30 @@ def namespace_data(name: str) -> dict[str, Any]:
     return {"name": name, "ownerName": OWNER}
 
 
-def source_data(namespace: str) -> dict[str, Any]:
-    """A Marquez ``Source`` for a dataset namespace; ``type`` is its URI scheme, upper case."""
-    scheme, sep, _ = namespace.partition("://")
-    kind = scheme.upper() if sep and scheme else "DEFAULT"
-    return {"type": kind, "name": namespace, "connectionUrl": namespace}
+def sources_data(uses: Iterable[SourceUse]) -> list[dict[str, Any]]:
+    """Marquez ``Source`` objects, by name, from how the datasets name them (see the rules)."""
+    merged: dict[str, list[Any]] = {}
+    for use in uses:
+        latest = (use.last_seen, use.uri)  # ties: the greatest URI, so every store agrees
+        span = merged.setdefault(use.name, [use.first_seen, use.last_seen, latest])
+        span[0], span[1] = min(span[0], use.first_seen), max(span[1], use.last_seen)
+        span[2] = max(span[2], latest)
+    return [
+        {
+            "type": "POSTGRESQL",
+            "name": name,
+            "createdAt": iso(first),
+            "updatedAt": iso(last),
+            "connectionUrl": uri,
+        }
+        for name, (first, last, (_, uri)) in sorted(merged.items())
+    ]
+
+
+def _source_name(facets: Mapping[str, Any]) -> str:
+    """A dataset's ``sourceName``: its latest ``dataSource`` facet's name, else ``default``."""
+    name = _map(facets.get("dataSource")).get("name")
+    return name if isinstance(name, str) and name else DEFAULT_SOURCE
 
 
 # ------------------------------------------------------------------------------------- datasets
@@ -149,21 +185,32 @@ def _merged_facets(
     return facets
 
 
-def _tag_names(facets: Mapping[str, Any], field: str | None = None) -> list[str]:
-    """Tag names from an OpenLineage ``tags`` facet (``[{key, value, field?}]``)."""
+def _tags_by_field(facets: Mapping[str, Any]) -> dict[Any, list[str]]:
+    """Tag names from an OpenLineage ``tags`` facet (``[{key, value, field?}]``), by the field
+    they tag (None: the dataset), read in one pass for every field."""
     tags = _map(facets.get("tags")).get("tags")
-    names = {
-        str(t["key"])
-        for t in (tags if isinstance(tags, list) else ())
-        if isinstance(t, Mapping) and "key" in t and t.get("field") == field
-    }
-    return sorted(names)
+    found: dict[Any, set[str]] = {}
+    for t in tags if isinstance(tags, list) else ():
+        field = t.get("field") if isinstance(t, Mapping) and "key" in t else 0
+        if field is None or isinstance(field, str):  # a field of another type tags nothing
+            found.setdefault(field, set()).add(str(t["key"]))
+    return {field: sorted(names) for field, names in found.items()}
 
 
-def _fields(facets: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Marquez ``fields`` from a ``schema`` facet (nested fields are left to the facet)."""
+def _tag_names(facets: Mapping[str, Any]) -> list[str]:
+    """The dataset's own tag names (those of no field)."""
+    return _tags_by_field(facets).get(None, [])
+
+
+def _fields(
+    facets: Mapping[str, Any], tags: Mapping[Any, list[str]] | None = None
+) -> list[dict[str, Any]]:
+    """Marquez ``fields`` from a ``schema`` facet (nested fields are left to the facet);
+    ``tags``: the facets' ``_tags_by_field`` when the caller has it already."""
     out: list[dict[str, Any]] = []
     items = _map(facets.get("schema")).get("fields")
+    if tags is None:
+        tags = _tags_by_field(facets) if items else {}
     for item in items if isinstance(items, list) else ():
         item = _map(item)
         if not isinstance(item.get("name"), str):
@@ -171,7 +218,7 @@ def _fields(facets: Mapping[str, Any]) -> list[dict[str, Any]]:
         field: dict[str, Any] = {"name": item["name"]}
         if isinstance(item.get("type"), str):
             field["type"] = item["type"]
-        field["tags"] = _tag_names(facets, item["name"])
+        field["tags"] = tags.get(item["name"], [])
         if isinstance(item.get("description"), str):
             field["description"] = item["description"]
         out.append(field)
@@ -277,7 +324,7 @@ def dataset_from_events(
         "name": name,
         "physicalName": name,
         "namespace": namespace,
-        "sourceName": namespace,
+        "sourceName": _source_name(facets),
         "fields": _fields(facets),
         "tags": _tag_names(facets),
         "facets": facets,
@@ -316,6 +363,7 @@ def dataset_versions(
     ``createdByRun`` is the first run that wrote the version, else the first run that named it
     (null for a version only DatasetEvents describe)."""
     by_run = _runs(events)
+    source = _source_name(_merged_facets(events, namespace, name))
     versions: list[dict[str, Any]] = []
     for found in _timeline(events, namespace, name).versions:
         facets = _merged_facets(found.events, namespace, name)
@@ -331,7 +379,7 @@ def dataset_versions(
             "createdAt": iso(min(times)) if times else None,
             "version": found.id,
             "namespace": namespace,
-            "sourceName": namespace,
+            "sourceName": source,
             "fields": _fields(facets),
             "description": _description(facets) or "",
             "facets": facets,
@@ -387,19 +435,51 @@ def _runs(events: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, An
     return by_run
 
 
+def job_type(facets: Mapping[str, Any]) -> str:
+    """Marquez's job ``type``, from the ``jobType`` facet's ``processingType`` (BATCH without)."""
+    processing = _map(facets.get("jobType")).get("processingType")
+    return _JOB_TYPES.get(str(processing).upper(), "BATCH")
+
+
+def parent_job(events: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:
+    """The job the latest ``parent`` run facet among ``events`` (in event-time order) names."""
+    found: tuple[str, str] | None = None
+    for event in events:
+        job = _map(_map(_map(_map(event.get("run")).get("facets")).get("parent")).get("job"))
+        ns, name = job.get("namespace"), job.get("name")
+        if isinstance(ns, str) and isinstance(name, str) and ns and name:
+            found = (ns, name)
+    return found
+
+
+def parent_fields(name: str, events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Marquez's ``simpleName``, ``parentJobName`` and ``parentJobUuid`` of a job, from the
+    ``parent`` facet of its events (for an Airflow task, its DAG): the simple name is the name
+    without the parent's name and a dot before it (``OpenLineageDao.buildJobFromEvent``), the
+    whole name when it has no parent or does not start so; the parent's UUID is derived from
+    its namespace and name, the same in every answer and store."""
+    parent = parent_job(events)
+    if parent is None:
+        return {"simpleName": name}
+    prefix = parent[1] + "."
+    simple = name[len(prefix) :] if name.startswith(prefix) and len(name) > len(prefix) else name
+    return {
+        "simpleName": simple,
+        "parentJobName": parent[1],
+        "parentJobUuid": _derived_id("job", *parent),
+    }
+
+
 def job_details(namespace: str, name: str, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """What a job's own events add to a Marquez ``Job``: type, times, facets, location,
-    description and current version (empty when the job has no events). JobEvents (static
-    lineage) add facets and times; the current version comes from the latest run event."""
+    """What a job's own events add to a Marquez ``Job``: type, simple name and parent, times,
+    facets, location, description and current version (empty when the job has no events).
+    JobEvents (static lineage) add facets and times; the current version comes from the latest
+    run event."""
     if not events:
         return {}
     facets = _job_facets(events)
-    processing = _map(facets.get("jobType")).get("processingType")
-    details: dict[str, Any] = {
-        "type": _JOB_TYPES.get(str(processing).upper(), "BATCH"),
-        "simpleName": name.rsplit(".", 1)[-1],
-        "facets": facets,
-    }
+    details: dict[str, Any] = {"type": job_type(facets), **parent_fields(name, events)}
+    details["facets"] = facets
     times = [t for t in (_time(e) for e in events) if t is not None]
     if times:
         details["createdAt"] = iso(min(times))
@@ -483,6 +563,108 @@ def run_job_version(run_events: Sequence[Mapping[str, Any]]) -> dict[str, str] |
         if (_map(e.get("job")).get("namespace"), _map(e.get("job")).get("name")) == (ns, name)
     ]
     return {"namespace": ns, "name": name, "version": job_version_id(ns, name, own)}
+
+
+# ---------------------------------------------------------------- nodes of lineage and lists
+
+
+class NodeFold:
+    """Marquez's ``JobData`` and ``DatasetData`` fields of many jobs and datasets (lineage
+    nodes, a page of a list), folded from one :class:`~lineage_sdk.collector.engine.reads.
+    NodeFacts`, so a graph of a thousand nodes costs the engine's few batched reads, not a read
+    of each node's history.
+
+    A job's are its latest run's: type, parent and simple name, location and description from
+    that run's events, inputs and outputs from its edges, times from its node row. A dataset's
+    are what the latest runs of its writers (and of the jobs asked beside it) say of it, folded
+    oldest first (its DatasetEvents when no job writes it): fields, source, tags, description,
+    lifecycle state, and when a write among them completed, ``lastModifiedAt``. The
+    single-job and single-dataset reads fold every event instead (``job_details``,
+    ``dataset_from_events``)."""
+
+    def __init__(self, facts: NodeFacts) -> None:
+        self.facts = facts
+        every = [e for found in (*facts.events.values(), *facts.static.values()) for e in found]
+        timed = sorted(((_time(e) or _NEVER, i) for i, e in enumerate(every)))
+        # Each dataset's entries, oldest first: their facets, and the time of a completed write.
+        self._entries: dict[tuple[str, str], list[tuple[Mapping[str, Any], datetime | None]]] = {}
+        for at, i in timed:
+            event = every[i]
+            done = event.get("eventType") == "COMPLETE"
+            for section in ("inputs", "outputs", "dataset"):
+                value = event.get(section)
+                wrote = at if done and section == "outputs" else None
+                for entry in value if isinstance(value, list) else [value]:
+                    facets = _map(_map(entry).get("facets"))
+                    if not facets and wrote is None:
+                        continue  # adds nothing to any dataset: its name is not worked out
+                    key = entry_name(entry)
+                    if key is not None:
+                        self._entries.setdefault(key, []).append((facets, wrote))
+        self._stamps: dict[datetime, str] = {}  # many nodes share a time: each written once
+
+    def _iso(self, at: datetime) -> str:
+        stamp = self._stamps.get(at)
+        if stamp is None:
+            stamp = self._stamps[at] = iso(at)
+        return stamp
+
+    def _times(self, kind: NodeType, key: tuple[str, str], data: dict[str, Any]) -> None:
+        span = self.facts.times.get((kind, key))
+        if span is not None:
+            data["createdAt"], data["updatedAt"] = self._iso(span[0]), self._iso(span[1])
+
+    def job(self, namespace: str, name: str, *, full: bool = False) -> dict[str, Any]:
+        """``JobData``'s fields of the job beside its identity and latest run; ``full`` adds
+        a ``Job``'s facets and current version (a list's answer)."""
+        key = (namespace, name)
+        run = self.facts.latest.get(key)
+        events = [
+            e
+            for e in (self.facts.events.get(run, []) if run is not None else [])
+            if (_map(e.get("job")).get("namespace"), _map(e.get("job")).get("name")) == key
+        ]
+        facets = _job_facets(events)
+        data: dict[str, Any] = {"type": job_type(facets), **parent_fields(name, events)}
+        self._times("JOB", key, data)
+        for io, side in (("in", "inputs"), ("out", "outputs")):
+            data[side] = [
+                {"namespace": ns, "name": nm} for ns, nm in self.facts.sides.get((key, io), [])
+            ]
+        location, description = _location(facets), _description(facets)
+        if location is not None:
+            data["location"] = location
+        if description is not None:
+            data["description"] = description
+        if full:
+            data["facets"] = facets
+            if events:
+                data["currentVersion"] = job_version_id(namespace, name, events)
+        return data
+
+    def dataset(self, namespace: str, name: str) -> dict[str, Any]:
+        """``DatasetData``'s fields of the dataset beside its identity (see the class)."""
+        key = (namespace, name)
+        entries = self._entries.get(key, [])
+        facets: dict[str, Any] = {}
+        for entry_facets, _ in entries:
+            facets.update(entry_facets)
+        data: dict[str, Any] = {"type": "DB_TABLE", "physicalName": name}
+        self._times("DATASET", key, data)
+        data["sourceName"] = _source_name(facets)
+        tags = _tags_by_field(facets)
+        data["fields"] = _fields(facets, tags)
+        data["tags"] = tags.get(None, [])
+        written = [at for _, at in entries if at is not None and at is not _NEVER]
+        if written:
+            data["lastModifiedAt"] = self._iso(max(written))
+        description = _description(facets)
+        if description is not None:
+            data["description"] = description
+        lifecycle = _map(facets.get("lifecycleStateChange")).get("lifecycleStateChange")
+        if isinstance(lifecycle, str):
+            data["lastLifecycleState"] = lifecycle
+        return data
 
 
 # ------------------------------------------------------------------------ run lineage (upstream)

@@ -14,7 +14,7 @@ from lineage_sdk.collector.api import marquez, marquez_events
 from lineage_sdk.collector.api.access import prune_columns, prune_graph, visible_cut
 from lineage_sdk.collector.api.history import (
     columns_of_events,
-    declared_edges,
+    declared_ids,
     events_up_to,
     history_columns,
     history_lineage,
@@ -28,6 +28,7 @@ from lineage_sdk.collector.columns import (
     parse_column_node,
 )
 from lineage_sdk.collector.engine import Engine
+from lineage_sdk.collector.engine.reads import NodeFacts, shared_edges
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
     ColumnGraph,
@@ -37,6 +38,7 @@ from lineage_sdk.collector.store import (
     NodeType,
     Page,
     cut_lineage,
+    node_id,
     parse_node_id,
 )
 
@@ -51,6 +53,7 @@ __all__ = [
     "run_events",
     "run_scope",
     "runs",
+    "with_node_facts",
 ]
 
 
@@ -88,36 +91,97 @@ def lineage(
     run, its parents and children) answer from the raw events instead
     (:mod:`lineage_sdk.collector.api.history`).
     """
+    asked = node
     node_type, namespace, name = parse_node(node)
+    if node_type == "DATASET":
+        namespace, name = store.dataset_name(namespace, name)
+        node = node_id("DATASET", namespace, name)
     if as_of is not None or run_id is not None:
-        return _history_lineage(store, node, direction, depth, readable, as_of, run_id, node_limit)
-    if readable is None:
-        graph = store.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
-    else:
-        graph = visible_cut(
-            lambda limit: store.lineage(node, direction=direction, depth=depth, node_limit=limit),
-            _pruner(readable, direction, depth),
-            lambda pruned: cut_lineage(pruned, direction, node_limit),
-            node_limit,
-            truncated=lambda found: found.truncated,
-        )
-    root = graph.nodes.get(graph.root)
-    isolated = len(graph.nodes) <= 1 and (root is None or not (root.in_edges or root.out_edges))
-    if isolated and not store.has_node(node_type, namespace, name):
-        raise NotFound(f"nothing is recorded for {node!r}")
-    jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
-    return _answer(graph, declared_edges(store, jobs), node_limit)
+        found = _history_lineage(store, node, direction, depth, readable, as_of, run_id, node_limit)
+        if run_id is None and as_of is not None and _at_present(store, as_of):
+            with_node_facts(store, found)  # as of now: the present answer, node facts too
+        return _as_asked(found, asked, node)
+    with shared_edges():  # the node facts take the walked nodes' edges from the walk
+        if readable is None:
+            graph = store.lineage(node, direction=direction, depth=depth, node_limit=node_limit)
+        else:
+            graph = visible_cut(
+                lambda limit: store.lineage(
+                    node, direction=direction, depth=depth, node_limit=limit
+                ),
+                _pruner(readable, direction, depth),
+                lambda pruned: cut_lineage(pruned, direction, node_limit),
+                node_limit,
+                truncated=lambda found: found.truncated,
+            )
+        root = graph.nodes.get(graph.root)
+        lone = len(graph.nodes) <= 1 and (root is None or not (root.in_edges or root.out_edges))
+        if lone and not store.has_node(node_type, namespace, name):
+            raise NotFound(f"nothing is recorded for {asked!r}")
+        answer = _answer(graph, set(), node_limit)
+        # The node facts read the graph's jobs' edges, declared ones marked: one read, not two.
+        _declare(answer, declared_ids(_fold_nodes(store, answer).declared))
+    return _as_asked(answer, asked, node)
+
+
+def with_node_facts(store: Engine, answer: dict[str, Any]) -> dict[str, Any]:
+    """A graph answer whose job and dataset nodes carry Marquez's ``JobData`` and
+    ``DatasetData`` fields beside their names and latest runs, as the store holds them now
+    (``NodeFold``, the jobs' latest runs the answer's own). The answers as of a past time or of
+    a run's scope keep their names and latest runs alone."""
+    _fold_nodes(store, answer)
+    return answer
+
+
+def _fold_nodes(store: Engine, answer: dict[str, Any]) -> NodeFacts:
+    """``with_node_facts``'s work on ``answer``; the facts it was folded from."""
+    keys: dict[str, list[tuple[str, str]]] = {"JOB": [], "DATASET": []}
+    latest: dict[tuple[str, str], str] = {}
+    for item in answer["graph"]:
+        data = item["data"]
+        key = (data["namespace"], data["name"])
+        keys[item["type"]].append(key)
+        run = data.get("latestRun")
+        if isinstance(run, dict) and isinstance(run.get("id"), str):
+            latest[key] = run["id"]
+    facts = store.node_facts(keys["JOB"], keys["DATASET"], latest)
+    fold = marquez_events.NodeFold(facts)
+    for item in answer["graph"]:
+        data = item["data"]
+        if item["type"] == "JOB":
+            data.update(fold.job(data["namespace"], data["name"]))
+        else:
+            data.update(fold.dataset(data["namespace"], data["name"]))
+    return facts
+
+
+def _at_present(store: Engine, as_of: datetime) -> bool:
+    """Whether no event the store holds is later than ``as_of``: the past is then the present."""
+    newest = store.newest_event_time()
+    return newest is None or newest <= as_of
+
+
+def _as_asked(answer: dict[str, Any], asked: str, node: str) -> dict[str, Any]:
+    """The answer, with the node it starts at as ``nodeId`` (a lineage-sdk extension) when the
+    node asked for is a dataset asked by another of its names."""
+    if node != asked:
+        answer["nodeId"] = node
+    return answer
 
 
 def _answer(graph: LineageGraph, declared: set[tuple[str, str]], node_limit: int) -> dict[str, Any]:
     """Marquez's answer for ``graph``, each edge some JobEvent declares marked ``declared``."""
-    answer = marquez.lineage_graph(graph)
+    return bounded(_declare(marquez.lineage_graph(graph), declared), graph.truncated, node_limit)
+
+
+def _declare(answer: dict[str, Any], declared: set[tuple[str, str]]) -> dict[str, Any]:
+    """``answer`` with each edge in ``declared`` (origin, destination) marked ``declared``."""
     if declared:
         for item in answer["graph"]:
             for edge in (*item["inEdges"], *item["outEdges"]):
                 if (edge["origin"], edge["destination"]) in declared:
                     edge["declared"] = True
-    return bounded(answer, graph.truncated, node_limit)
+    return answer
 
 
 def bounded(answer: dict[str, Any], truncated: bool, node_limit: int) -> dict[str, Any]:
@@ -260,6 +324,9 @@ def column_lineage(
     job names answers as an unknown one), nothing reached through an unreadable field, and the
     limit counting readable fields only."""
     root = parse_column_node(node)
+    asked, asked_node = root, node
+    node = _dataset_root(store, node, root)
+    root = parse_column_node(node)
     if as_of is not None or run_id is not None:
         try:
             graph = history_columns(
@@ -300,8 +367,21 @@ def column_lineage(
             "DATASET": "dataset",
             "JOB": "the outputs of job",
         }[root.kind]
-        raise NotFound(f"no column lineage is recorded for {what} {root.namespace}:{root.name}")
-    return bounded(marquez_column_graph(graph), graph.truncated, node_limit)
+        raise NotFound(f"no column lineage is recorded for {what} {asked.namespace}:{asked.name}")
+    answer = bounded(marquez_column_graph(graph), graph.truncated, node_limit)
+    return _as_asked(answer, asked_node, node)
+
+
+def _dataset_root(store: Engine, node: str, root: ColumnRoot) -> str:
+    """A column-lineage root with its dataset's name resolved (:meth:`Engine.dataset_name`)."""
+    if root.kind == "JOB":
+        return node
+    namespace, name = store.dataset_name(root.namespace, root.name)
+    if (namespace, name) == (root.namespace, root.name):
+        return node
+    if root.field is None:
+        return node_id("DATASET", namespace, name)
+    return FieldRef(namespace, name, root.field).id
 
 
 def _store_columns(

@@ -154,6 +154,11 @@ class DatasetModel(_Doc):
     updatedAt: str | None = None
     lastModifiedAt: str | None = None
     currentVersion: str | None = None
+    otherNames: list[DatasetId] | None = Field(
+        default=None,
+        description="lineage-sdk extension: the dataset's other names (its symlinks, and the "
+        "names producers sent it under), each of which finds it too.",
+    )
 
 
 class JobModel(_Doc):
@@ -198,6 +203,11 @@ class Bounded(_Doc):
     )
     nodeLimit: int = Field(
         default=1000, description="lineage-sdk extension: the node limit the answer was cut at."
+    )
+    nodeId: str | None = Field(
+        default=None,
+        description="lineage-sdk extension: the node the answer starts at, when the nodeId asked "
+        "named a dataset by another of its names (a symlink, or a name a producer sent).",
     )
 
 
@@ -312,8 +322,13 @@ class JobVersionList(_Doc):
 
 
 class SourceModel(_Doc):
+    """Marquez ``Source``: what the datasets' ``dataSource`` facets name (``default``: the
+    datasets sent without one, with no URL)."""
+
     type: str
     name: str
+    createdAt: str
+    updatedAt: str
     connectionUrl: str
 
 

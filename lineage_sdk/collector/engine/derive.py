@@ -6,9 +6,15 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
 * **Nodes.** An event names its job, its parent job (the ``parent`` run facet), the datasets it
   reads and writes, and a DatasetEvent's dataset: those are the known nodes (``has_node``,
   search, lists). Datasets named only inside a ``columnLineage`` facet are not.
+* **Sources.** Each dataset entry names its data source as Marquez reads it (``OpenLineageDao``):
+  the ``dataSource`` facet's ``name`` and ``uri``, or ``default`` with no URI when the entry has
+  no such facet. One SOURCE node per (dataset, source name, URI), keyed by the dataset's
+  namespace (:func:`source_key`), so a deletion derives a source again from the touched
+  datasets' events alone and a key's namespaces say which sources it sees. No mention.
 * **Edges.** A job reads (``in``) its events' inputs and writes (``out``) their outputs, first
   seen at the least event time that states the edge; a JobEvent's edges are also *declared*.
-  DatasetEvents state no edge.
+  DatasetEvents state no edge. A ``lineage`` facet's edges are declared too, whatever the
+  event's kind (:mod:`~lineage_sdk.collector.engine.lineage_facet` says how it maps).
 * **Runs.** One row per (run id, job its events name): first and last event time, the winning
   state (:func:`~lineage_sdk.models.run_state.state_key`, rank 0 when no event states one,
   which still dates the row), start, end, parent and root run, heartbeat interval.
@@ -17,6 +23,12 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
 * **Mentions.** One row per (run, node, role), or per (event, node, role) for an event
   without a run, but none for an event's own job (``events(jobs=...)`` finds those): what a
   node's runs, its static events and a deletion read.
+* **Aliases.** Each name an event gives a symlinked dataset besides its canonical one (the
+  name as sent, its other symlink identifiers: :func:`~lineage_sdk.collector.symlinks.
+  event_aliases`) is a DATASET mention in role ``alias``, keyed by that name and again by the
+  name alone (namespace :data:`~lineage_sdk.collector.symlinks.ANY_NAMESPACE`, what search
+  finds it by). No node: the engine resolves an alias to its node from the event
+  (:meth:`~lineage_sdk.collector.engine.Engine.dataset_name`).
 """
 
 from __future__ import annotations
@@ -39,8 +51,10 @@ from lineage_sdk.collector.backend import (
     RunRow,
 )
 from lineage_sdk.collector.columns import column_edges, edge_rank
+from lineage_sdk.collector.engine.lineage_facet import FacetLineage, facet_lineage
 from lineage_sdk.collector.records import build_record, format_time, state_rank
 from lineage_sdk.collector.store import FieldRef, LineageRecord, event_namespace
+from lineage_sdk.collector.symlinks import ANY_NAMESPACE, event_aliases
 from lineage_sdk.models.json_exact import dumps_exact, loads_exact
 from lineage_sdk.models.run_state import (
     TERMINAL_STATES,
@@ -49,7 +63,57 @@ from lineage_sdk.models.run_state import (
     state_key,
 )
 
-__all__ = ["derive", "event_json", "record_of", "run_rank"]
+__all__ = [
+    "DEFAULT_SOURCE",
+    "DERIVATION_VERSION",
+    "derive",
+    "event_json",
+    "event_sources",
+    "record_of",
+    "run_rank",
+    "source_key",
+    "source_of_key",
+]
+
+#: The version of the rules above. A backend keeps the version its derived rows were made by;
+#: when it is older, the engine derives every stored event's rows again at ``open``. Add one,
+#: with a line here saying what changed, whenever :func:`derive` would make other rows of a
+#: stored event.
+#:
+#: 1. Edges, runs, column edges, nodes and mentions (the engine's first layout).
+#: 2. SOURCE nodes, one per (dataset, ``dataSource`` name and URI) (issue 32).
+#: 3. The ``lineage`` facet's declared edges, column edges and the nodes they name (issue 32).
+#: 4. Alias mentions: every name of a symlinked dataset besides its canonical one (issue 32).
+DERIVATION_VERSION = 4
+
+#: Marquez's source of a dataset entry without a ``dataSource`` facet (``DEFAULT_SOURCE_NAME``).
+DEFAULT_SOURCE = "default"
+
+
+def source_key(dataset: Key, facets: Mapping[str, Any] | None) -> Key:
+    """The SOURCE node of one dataset entry: ``(dataset namespace, JSON [dataset name, source
+    name, URI])``; the source is the ``dataSource`` facet's (its URI "" when it has none), or
+    :data:`DEFAULT_SOURCE` with URI "" when the entry has no facet with a name."""
+    found = facets.get("dataSource") if facets else None
+    name = found.get("name") if isinstance(found, Mapping) else None
+    if not isinstance(name, str) or not name:
+        return (dataset[0], dumps_exact([dataset[1], DEFAULT_SOURCE, ""]).decode())
+    uri = found.get("uri") if isinstance(found, Mapping) else None
+    return (
+        dataset[0],
+        dumps_exact([dataset[1], name, uri if isinstance(uri, str) else ""]).decode(),
+    )
+
+
+def source_of_key(key: Key) -> tuple[Key, str, str]:
+    """A SOURCE node's key read back: (the dataset, the source name, its URI)."""
+    name, source, uri = loads_exact(key[1])
+    return (key[0], str(name)), str(source), str(uri)
+
+
+def event_sources(record: LineageRecord) -> set[Key]:
+    """The SOURCE nodes an event names (what its deletion touches)."""
+    return {source_key((r.namespace, r.name), r.facets) for r in (*record.inputs, *record.outputs)}
 
 
 def event_json(event: Mapping[str, Any]) -> str:
@@ -114,6 +178,7 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
         for refs, io in ((rec.inputs, "in"), (rec.outputs, "out")):
             for ref in refs:
                 dataset = (ref.namespace, ref.name)
+                named.append(("SOURCE", source_key(dataset, ref.facets), None))
                 if rec.kind == "dataset":
                     named.append(("DATASET", dataset, "dataset"))
                     continue
@@ -125,6 +190,9 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                     else:
                         edge[0] = _least(edge[0], at)
                         edge[1] = _least(edge[1], declared)
+        facet = facet_lineage(rec)
+        if facet is not None:
+            _join_facet(facet, rec, job, edges, columns, named)
         source, source_id = ("run", run_id) if run_id else ("event", eid)
         for kind, key, role in named:
             if role is not None:
@@ -139,6 +207,11 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                 seen[0] = at
             elif at > seen[1]:
                 seen[1] = at
+        for key in _alias_keys(rec):
+            mention = (source, source_id, "DATASET", key, "alias")
+            first = mentions.get(mention)
+            if first is None or at < first:
+                mentions[mention] = at
         if run_id:
             _join_run(runs, rec, job)
         stated = column_edges(rec)
@@ -172,6 +245,49 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             for mention, first in mentions.items()
         ),
     )
+
+
+def _join_facet(
+    facet: FacetLineage,
+    rec: LineageRecord,
+    job: Key | None,
+    edges: dict[tuple[Key, Key, str], list[datetime | None]],
+    columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]],
+    named: list[tuple[NodeKind, Key, Role | None]],
+) -> None:
+    """Join what an event's ``lineage`` facets state (:mod:`.lineage_facet`): declared edges,
+    the nodes they name, column edges."""
+    at = rec.event_time
+    for key in facet.edges:
+        edge = edges.get(key)
+        if edge is None:
+            edges[key] = [at, at]
+        else:
+            edge[0] = _least(edge[0], at)
+            edge[1] = _least(edge[1], at)
+    named.extend(facet.named(job))
+    rank = edge_rank(at, rec.event_id)
+    for stated, info in facet.columns.items():
+        column = columns.get(stated)
+        if column is None:
+            columns[stated] = [at, Ranked(rank, info)]
+        else:
+            column[0] = min(column[0], at)
+            if rank > column[1].rank:
+                column[1] = Ranked(rank, info)
+
+
+_NO_KEYS: frozenset[Key] = frozenset()
+
+
+def _alias_keys(rec: LineageRecord) -> frozenset[Key] | set[Key]:
+    """The keys of the event's alias mentions (see Aliases above); none without a symlink."""
+    if not any("symlinks" in ref.facets for ref in (*rec.inputs, *rec.outputs)):
+        return _NO_KEYS
+    found: set[Key] = set()
+    for namespace, name in event_aliases(rec.event):
+        found.update(((namespace, name), (ANY_NAMESPACE, name)))
+    return found
 
 
 def _least(a: datetime | None, b: datetime | None) -> datetime | None:

@@ -1,30 +1,79 @@
-"""Deletion: forget events, then derive again, once, what they touched.
+"""Deletion: forget events, then derive again, once, what they changed.
 
-Derived rows are joins over events and cannot be un-joined, so the rows of every key a deleted
-event touched (its job and parent job, its run, the datasets it names) are derived again from
-the events that remain, and put in place of the old ones with ``replace``. The cost follows the
-touched keys, not the store.
+Derived rows are joins over events and cannot be un-joined, but a join tells which of its
+values a deleted event held. A stored row that the deleted events took no part in, or whose
+every least and greatest value is still held by an event that remains (the deleted one's
+strictly inside it), is what the remaining events derive: it stays as it is. Only the keys
+(jobs, datasets, sources) with a row the deletion changed are replaced (``replace``), and the
+touched runs, derived again from their own remaining events (a run's state ranks are not
+times). So the cost follows what was deleted, not the store:
 
-A writer may append an event of a touched key between the read of the remaining events and the
-``replace``: its rows would be replaced away. So after ``replace`` the engine reads the touched
-keys' event ids again and appends the rows of any it did not derive (appends are joins, so
-rows appended twice are no harm). Backends write an event's row no later than its derived rows.
+* a row whose first time (``first_seen``, ``declared``: event times, least wins) was a deleted
+  event's takes the least time of the remaining events read *ahead* of it: events in position
+  order from the least such time on, derived in pages (at most ``_AHEAD`` per deleted event),
+  until each such time is found: the first found is the least, as events come by time, and
+  none before that least time held one. Retention deletes the oldest events, so the next ones
+  hold the new first times;
+* a key with any other changed value (a greatest time, a rank, a row no event ahead holds) is
+  derived again from every remaining event that takes part in its rows (:func:`_remaining`).
+
+Every other value of a replaced key's rows is the stored one. The rules are the row types'
+(:mod:`lineage_sdk.collector.backend`): the engine reads them from the fields, so a new row
+type, node kind or mention role needs nothing here, as long as its least values are event times.
+
+A writer may append an event of a replaced key between the reads and the ``replace``: its rows
+would be replaced away. So the engine notes, before reading, the last time a touched key was
+seen and how many events are not newer; after ``replace`` it derives the events newer than that
+time and appends their rows to the replaced keys (appends are joins: rows appended twice are no
+harm). If an event not newer was written meanwhile (the count grew), it derives the replaced
+keys again from all their remaining events and appends those rows. Backends write an event's
+row no later than its derived rows, in one transaction (sql, memory); the document backend
+writes them one after the other, and an append caught between the two when the count is taken
+is the one it can miss.
+Two deletions at once are not supported (the count is not a fingerprint then).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import fields, replace
+from datetime import datetime, timedelta
+from itertools import islice
+from typing import Any
 
-import orjson
-
-from lineage_sdk.collector.backend import EventRow, LineageBackend, MentionRow, Rows, Touched
-from lineage_sdk.collector.engine.derive import derive, record_of
+from lineage_sdk.collector.backend import (
+    ColumnEdgeRow,
+    EdgeRow,
+    EventRow,
+    LineageBackend,
+    MentionRow,
+    NodeKind,
+    NodeRow,
+    Rows,
+    RunRow,
+    Touched,
+    key_of,
+    merge,
+)
+from lineage_sdk.collector.engine.derive import derive, event_sources, record_of, source_of_key
+from lineage_sdk.collector.engine.lineage_facet import facet_lineage
 from lineage_sdk.collector.store import event_mentions
 
 __all__ = ["forget", "touched_by"]
 
-#: How many times a deletion derives again when writers keep adding to the touched keys.
-_RETRIES = 5
+#: Remaining events read ahead of the deleted ones, at most, per deleted event, to find the new
+#: first times of the rows they began (in pages of as many as were deleted).
+_AHEAD = 6
+#: Fewer deleted events than this are not worth a read ahead: a range read costs SecantusDB a
+#: time window of about 1,000 events however few it returns, so a batch of ten read ahead is
+#: dozens of events read per event deleted (tests/stores_nosql/test_retention.py bounds them).
+#: Their keys are derived again from their events, as every key was before the read ahead.
+_AHEAD_LEAST = 100
+_TICK = timedelta(microseconds=1)
+
+#: A row's owner: the :class:`Touched` field that removes it, and the key there.
+Owner = tuple[str, Any]
+_NODE_FIELD: dict[NodeKind, str] = {"JOB": "jobs", "DATASET": "datasets", "SOURCE": "sources"}
 
 
 def touched_by(removed: Sequence[EventRow]) -> Touched:
@@ -32,28 +81,38 @@ def touched_by(removed: Sequence[EventRow]) -> Touched:
     jobs: set[tuple[str, str]] = set()
     datasets: set[tuple[str, str]] = set()
     runs: set[str] = set()
+    sources: set[tuple[str, str]] = set()
     for row in removed:
-        named = event_mentions(orjson.loads(row.json))
+        record = record_of(row)
+        named = event_mentions(record.event)
         jobs.update(named.jobs, named.parent_jobs)
         datasets.update(named.datasets)
+        facet = facet_lineage(record)  # another job's edges, datasets named only there
+        for job, dataset, _ in facet.edges if facet is not None else ():
+            jobs.add(job)
+            datasets.add(dataset)
+        sources.update(event_sources(record))
         if row.run_id:
             runs.add(row.run_id)
-    return Touched(frozenset(jobs), frozenset(datasets), frozenset(runs))
+    found = frozenset(sources)
+    return Touched(frozenset(jobs), frozenset(datasets), frozenset(runs), sources=found)
 
 
 def _remaining(backend: LineageBackend, touched: Touched) -> dict[str, EventRow]:
     """Every stored event that takes part in a row of a touched key: the touched jobs' and
-    runs' events, and those of the runs (and run-less events) that name a touched dataset or
-    have a touched job as their parent."""
+    runs' events, and those of the runs (and run-less events) that name a touched dataset (or
+    a touched source's dataset) or have a touched job as their parent."""
     found: dict[str, EventRow] = {}
     runs: set[str] = set(touched.runs)
     ids: set[str] = set()
     named: list[MentionRow] = []
+    datasets = touched.datasets | {source_of_key(key)[0] for key in touched.sources}
     if touched.jobs:
         found.update((r.event_id, r) for r in backend.events(jobs=touched.jobs))
-        named += backend.mentions("JOB", touched.jobs, roles=["parent"])
-    if touched.datasets:
-        named += backend.mentions("DATASET", touched.datasets)
+        # as a parent, or as a job another job's ``lineage`` facet states edges of
+        named += backend.mentions("JOB", touched.jobs, roles=["parent", "input", "output"])
+    if datasets:
+        named += backend.mentions("DATASET", datasets)
     for mention in named:
         (runs if mention.source == "run" else ids).add(mention.source_id)
     if runs:
@@ -64,25 +123,216 @@ def _remaining(backend: LineageBackend, touched: Touched) -> dict[str, EventRow]
     return found
 
 
+def _owner(row: Any) -> Owner | None:
+    """The touched key a derived row belongs to (what ``replace`` removes it with); None for a
+    row no ``replace`` removes (an event's own mention, a node of a kind without a key set)."""
+    if isinstance(row, EdgeRow):
+        return ("jobs", row.job)
+    if isinstance(row, ColumnEdgeRow):
+        if row.job is not None:
+            return ("jobs", row.job)
+        return ("datasets", (row.output.namespace, row.output.dataset))
+    if isinstance(row, NodeRow):
+        field = _NODE_FIELD.get(row.kind)
+        return None if field is None else (field, row.key)
+    if isinstance(row, RunRow):
+        return ("runs", row.run_id)
+    if isinstance(row, MentionRow) and row.source == "run":
+        return ("runs", row.source_id)
+    return None
+
+
+def _keys(touched: Touched) -> dict[str, frozenset[Any]]:
+    return {
+        "jobs": touched.jobs,
+        "datasets": touched.datasets,
+        "sources": touched.sources,
+        "runs": touched.runs,
+    }
+
+
+def _derived(rows: Rows) -> Iterable[Any]:
+    """Every derived row of ``rows`` (not its events)."""
+    return (*rows.edges, *rows.runs, *rows.columns, *rows.nodes, *rows.mentions)
+
+
+def _rows(items: Iterable[Any]) -> Rows:
+    """Derived rows, by type."""
+    by: dict[type, list[Any]] = {}
+    for row in items:
+        by.setdefault(type(row), []).append(row)
+    return Rows(
+        edges=tuple(by.get(EdgeRow, ())),
+        runs=tuple(by.get(RunRow, ())),
+        columns=tuple(by.get(ColumnEdgeRow, ())),
+        nodes=tuple(by.get(NodeRow, ())),
+        mentions=tuple(by.get(MentionRow, ())),
+    )
+
+
 def _of_touched(rows: Rows, touched: Touched) -> Rows:
     """The derived rows of ``rows`` that belong to a touched key."""
-    jobs, datasets = touched.jobs, touched.datasets
-    return Rows(
-        edges=tuple(e for e in rows.edges if e.job in jobs),
-        runs=tuple(r for r in rows.runs if r.run_id in touched.runs),
-        mentions=tuple(m for m in rows.mentions if m.run_id in touched.runs),
-        columns=tuple(
-            c
-            for c in rows.columns
-            if c.job in jobs
-            or (c.job is None and (c.output.namespace, c.output.dataset) in datasets)
-        ),
-        nodes=tuple(
-            n
-            for n in rows.nodes
-            if (n.kind == "JOB" and n.key in jobs) or (n.kind == "DATASET" and n.key in datasets)
-        ),
+    keys = _keys(touched)
+    return _rows(r for r in _derived(rows) if (o := _owner(r)) is not None and o[1] in keys[o[0]])
+
+
+def _touched(owners: Iterable[Owner], runs: frozenset[str] = frozenset()) -> Touched:
+    keys: dict[str, set[Any]] = {"jobs": set(), "datasets": set(), "sources": set()}
+    for field, key in owners:
+        keys[field].add(key)
+    return Touched(
+        frozenset(keys["jobs"]),
+        frozenset(keys["datasets"]),
+        runs,
+        sources=frozenset(keys["sources"]),
     )
+
+
+def _rid(row: Any) -> tuple[str, tuple[Any, ...]]:
+    return (type(row).__name__, key_of(row))
+
+
+def _stored(backend: LineageBackend, owners: set[Owner]) -> dict[tuple[str, Any], Any]:
+    """Every stored row of these jobs, datasets and sources, by type and key (a job's column
+    edges lie on the datasets of its edges; one without a job, on its output dataset)."""
+    jobs = [key for field, key in owners if field == "jobs"]
+    found: list[Any] = []
+    if jobs:
+        found += backend.edges("JOB", jobs, "in")
+        found += backend.edges("JOB", jobs, "out")
+    for kind, field in _NODE_FIELD.items():
+        keys = [key for f, key in owners if f == field]
+        if keys:
+            found += backend.nodes(kind, keys=keys)
+    around = {e.dataset for e in found if isinstance(e, EdgeRow)}
+    around.update(key for field, key in owners if field == "datasets")
+    if around:
+        found += backend.column_edges(datasets=around)
+    return {_rid(r): r for r in found if _owner(r) in owners}
+
+
+def _changed(stored: Any, gone: Any) -> list[str] | None:
+    """Which values of ``stored`` a deleted event held, given the join of the deleted events'
+    rows of its key (``gone``): [] none (the row stays), the names of least times (found
+    ahead), or None when another value was (the key is derived again)."""
+    least: list[str] = []
+    for f in fields(stored):
+        rule = f.metadata.get("merge", "first")
+        old, new = getattr(stored, f.name), getattr(gone, f.name)
+        if rule == "key" or new is None or (rule == "union" and not new):
+            continue
+        if old is None or rule not in ("min", "max", "ranked"):
+            return None
+        if (rule == "min" and new > old) or (rule == "max" and new < old):
+            continue
+        if rule == "ranked" and new.rank < old.rank:
+            continue
+        if rule != "min" or not isinstance(new, datetime):
+            return None
+        least.append(f.name)
+    return least
+
+
+def _ahead(
+    backend: LineageBackend,
+    pending: dict[tuple[str, Any], tuple[Any, list[str]]],
+    size: int,
+    until: datetime,
+) -> tuple[dict[tuple[str, Any], Any], set[Owner]]:
+    """The new least times of ``pending`` rows (the stored row, the names of its least times a
+    deleted event held), from the remaining events read ahead in position order (see the
+    module), one read of ``_AHEAD`` times ``size`` events at most, derived in pages of ``size``
+    (the document backend reads on only as the pages are taken; pages that doubled read a
+    third more than retention needs), none
+    at or after ``until`` (past the touched keys' last time: a range read with both ends needs
+    no search for its end); the rows found,
+    and the owners of those not found."""
+    found: dict[tuple[str, Any], Any] = {}
+    since = min(getattr(row, name) for row, names in pending.values() for name in names)
+    joined: dict[tuple[str, Any], Any] = {}
+    ahead = iter(backend.events(since=since, until=until, limit=_AHEAD * size))
+    while pending and (page := list(islice(ahead, size))):
+        for row in _derived(derive(map(record_of, page))):
+            rid = _rid(row)
+            if rid in pending:
+                have = joined.get(rid)
+                joined[rid] = row if have is None else merge(have, row)
+        for rid, (row, names) in list(pending.items()):
+            ahead_row = joined.get(rid)
+            values = {n: None if ahead_row is None else getattr(ahead_row, n) for n in names}
+            if all(v is not None for v in values.values()):
+                found[rid] = replace(row, **values)
+                del pending[rid]
+    return found, {o for row, _ in pending.values() if (o := _owner(row)) is not None}
+
+
+def _settle(
+    backend: LineageBackend, touched: Touched, removed: Sequence[EventRow], newest: datetime
+) -> tuple[Touched, Rows]:
+    """What to ``replace`` after ``removed`` went: the keys whose rows changed (with every
+    touched run) and their rows as the remaining events derive them (see the module)."""
+    keys = _keys(touched)
+    gone: dict[tuple[str, Any], tuple[Any, Owner]] = {}
+    for row in _derived(derive(map(record_of, removed))):
+        owner = _owner(row)
+        if owner is not None and owner[0] != "runs" and owner[1] in keys[owner[0]]:
+            gone[_rid(row)] = (row, owner)
+    stored = _stored(backend, {owner for _, owner in gone.values()})
+    slow: set[Owner] = set()
+    pending: dict[tuple[str, Any], tuple[Any, list[str], Owner]] = {}
+    for rid, (row, owner) in gone.items():
+        old = stored.get(rid)
+        names = None if old is None else _changed(old, row)
+        if names is None:
+            slow.add(owner)
+        elif names:
+            pending[rid] = (old, names, owner)
+    dirty = slow | {owner for _, _, owner in pending.values()}
+    ahead = {rid: (old, names) for rid, (old, names, o) in pending.items() if o not in slow}
+    if ahead and len(removed) >= _AHEAD_LEAST:
+        found, missed = _ahead(backend, ahead, len(removed), newest + _TICK)
+    else:
+        found, missed = {}, dirty - slow
+    slow |= missed
+    kept = dirty - slow
+    out = [found.get(rid, row) for rid, row in stored.items() if _owner(row) in kept]
+    runs = list(backend.events(run_ids=touched.runs)) if touched.runs else []
+    out += _derived(_of_touched(derive(map(record_of, runs)), Touched(runs=touched.runs)))
+    if slow:
+        again = _touched(slow)
+        remaining = _remaining(backend, again).values()
+        out += _derived(_of_touched(derive(map(record_of, remaining)), again))
+    return _touched(dirty, touched.runs), _rows(out)
+
+
+def _mark(
+    backend: LineageBackend, touched: Touched, removed: Sequence[EventRow]
+) -> tuple[datetime, int, int]:
+    """A time, how many events are not newer, and how many there are (see the module): the
+    last time a touched key was seen, so that no event of theirs is newer and the events read
+    after ``replace`` are about the new ones (any time would be right; asking for the newest
+    event needs a range read with an open end, which SecantusDB answers by reading it all)."""
+    at = max(row.event_time for row in removed)
+    for kind, field in _NODE_FIELD.items():
+        keys = _keys(touched)[field]
+        if keys:
+            at = max([at, *(node.last_seen for node in backend.nodes(kind, keys=keys))])
+    older = backend.events(until=at + _TICK, limit=0, count=True).total
+    return at, older, backend.events(limit=0, count=True).total
+
+
+def _catch_up(backend: LineageBackend, touched: Touched, mark: tuple[datetime, int, int]) -> None:
+    """Append the rows of the replaced keys that events written since ``mark`` derive."""
+    at, older, every = mark
+    late: list[EventRow]
+    if backend.events(limit=0, count=True).total == every:
+        return  # none written
+    if backend.events(until=at + _TICK, limit=0, count=True).total == older:
+        late = list(backend.events(since=at + _TICK))
+    else:  # an event not newer than the mark was written meanwhile: derive the keys again
+        late = list(_remaining(backend, touched).values())
+    if late:
+        backend.append(_of_touched(derive(map(record_of, late)), touched))
 
 
 def forget(backend: LineageBackend, event_ids: Sequence[str]) -> int:
@@ -95,13 +345,9 @@ def forget(backend: LineageBackend, event_ids: Sequence[str]) -> int:
     touched = touched_by(removed)
     if not touched:
         return len(removed)
-    remaining = _remaining(backend, touched)
-    backend.replace(touched, _of_touched(derive(map(record_of, remaining.values())), touched))
-    for _ in range(_RETRIES):
-        now = _remaining(backend, touched)
-        late = [row for event_id, row in now.items() if event_id not in remaining]
-        if not late:
-            break
-        backend.append(_of_touched(derive(map(record_of, late)), touched))
-        remaining = now
+    mark = _mark(backend, touched, removed)
+    settled, rows = _settle(backend, touched, removed, mark[0])
+    if settled:
+        backend.replace(settled, rows)
+        _catch_up(backend, settled, mark)
     return len(removed)

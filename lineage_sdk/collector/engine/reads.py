@@ -9,7 +9,10 @@ knows how a backend stores a row, and no backend knows what a row means.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -17,13 +20,17 @@ import orjson
 
 from lineage_sdk.collector.backend import (
     ColumnEdgeRow,
+    EdgeRow,
     EventRow,
+    Io,
     Key,
     LineageBackend,
+    MentionRow,
     Position,
     RunRow,
 )
 from lineage_sdk.collector.columns import ColumnEdge, ColumnRoot, walk_columns
+from lineage_sdk.collector.engine.derive import source_of_key
 from lineage_sdk.collector.engine.forget import forget
 from lineage_sdk.collector.keyed import keyed_answer, walk_keys
 from lineage_sdk.collector.records import state_rank_time
@@ -43,13 +50,35 @@ from lineage_sdk.collector.store import (
     parse_node_id,
     unknown_as_of,
 )
+from lineage_sdk.collector.symlinks import ANY_NAMESPACE, entry_name, event_aliases
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 from lineage_sdk.models.json_exact import loads_exact
 from lineage_sdk.models.run_state import heartbeat_interval, state_key
 
-__all__ = ["Engine", "until_of"]
+__all__ = ["Engine", "NodeFacts", "SourceUse", "shared_edges", "until_of"]
 
 _MICROSECOND = timedelta(microseconds=1)
+#: The most sources of an alias's mentions a resolution reads (the first mentions decide), and
+#: the events read at a time from a source run.
+_ALIAS_SOURCES = 32
+_PAGE = 100
+
+
+#: The present edges a walk read inside :func:`shared_edges`, by (end, io), then key.
+_SHARED: ContextVar[dict[tuple[NodeType, Io], dict[Key, list[EdgeRow]]] | None] = ContextVar(
+    "lineage_sdk_shared_edges", default=None
+)
+
+
+@contextmanager
+def shared_edges() -> Iterator[None]:
+    """Within it (one answer), :meth:`Engine.node_facts` takes a key's present edges from what
+    a walk read of them, not from a second read: the graph's nodes were mostly walked."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def until_of(as_of: datetime) -> datetime:
@@ -96,6 +125,37 @@ def _summary(run: RunRow, job: Key | None = None) -> RunSummary:
         state_time=state_rank_time(run.state.rank),
         heartbeat_s=run.heartbeat_s,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SourceUse:
+    """A data source as the events of one dataset name it (a SOURCE node read back)."""
+
+    dataset: Key
+    name: str
+    uri: str
+    first_seen: datetime
+    last_seen: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFacts:
+    """What job and dataset nodes show beside their names (:meth:`Engine.node_facts`)."""
+
+    #: Each node's first and last event time, by (kind, key).
+    times: dict[tuple[NodeType, Key], tuple[datetime, datetime]]
+    #: Each job's inputs (``in``) and outputs (``out``), sorted.
+    sides: dict[tuple[Key, str], list[Key]]
+    #: The jobs writing each dataset, sorted.
+    writers: dict[Key, list[Key]]
+    #: Each job's latest run id (the asked jobs' and the datasets' writers').
+    latest: dict[Key, str]
+    #: The events of each of those runs, by position.
+    events: dict[str, list[dict[str, Any]]]
+    #: The DatasetEvents of each dataset no job writes, by position.
+    static: dict[Key, list[dict[str, Any]]]
+    #: The jobs' declared edges (:meth:`Engine.declared`'s answer, read with ``sides``).
+    declared: set[tuple[Key, Key, Io]]
 
 
 def _by_job(rows: Iterable[RunRow]) -> dict[Key, RunRow]:
@@ -164,10 +224,14 @@ class Engine:
         root: tuple[NodeType, Key] = (node_type, (namespace, name))
         b = self.backend
 
+        shared = _SHARED.get() if until is None else None
+
         def step(
             end: NodeType, keys: Collection[Key], io: Literal["in", "out"]
         ) -> list[tuple[Key, Key]]:
-            rows = b.edges(end, keys, io, until=until)
+            rows = list(b.edges(end, keys, io, until=until))
+            if shared is not None:
+                _share(shared.setdefault((end, io), {}), end, keys, rows)
             return [(r.job, r.dataset) for r in rows]
 
         def read_names(node_type: NodeType, keys: list[Key]) -> dict[Key, Key]:
@@ -183,6 +247,21 @@ class Engine:
 
         walk = walk_keys(step, root, direction, max(0, depth), node_limit, read_names)
         return keyed_answer(node, root, walk, direction, node_limit, read_names, read_jobs)
+
+    def declared(
+        self, jobs: Sequence[Key], *, as_of: datetime | None = None
+    ) -> set[tuple[Key, Key, Io]]:
+        """The edges of ``jobs`` some event declares (a JobEvent's inputs and outputs, a
+        ``lineage`` facet's edges), by ``as_of`` when given: (job, dataset, io)."""
+        if not jobs:
+            return set()
+        until = None if as_of is None else until_of(as_of)  # declared no earlier than first seen
+        found: set[tuple[Key, Key, Io]] = set()
+        for io in ("in", "out"):
+            for row in self.backend.edges("JOB", list(jobs), io, until=until):
+                if row.declared is not None and (until is None or row.declared < until):
+                    found.add((row.job, row.dataset, row.io))
+        return found
 
     def _latest_entries(
         self, jobs: Sequence[Key], until: datetime | None
@@ -301,6 +380,126 @@ class Engine:
         )
         return Page((r.key for r in page), page.total)
 
+    def sources(self, name: str | None = None) -> list[SourceUse]:
+        """How the datasets name their sources (only source ``name``'s when given), by source
+        name, then dataset. The backend is asked for the SOURCE nodes whose key holds the name
+        (its JSON text holds a printable ASCII name as it is, unless JSON escapes a character)."""
+        plain = name is not None and _text("name", name).isascii() and name.isprintable()
+        plain = plain and not ('"' in str(name) or "\\" in str(name))
+        rows = self.backend.nodes("SOURCE", text=name if plain else None)
+        found: list[SourceUse] = []
+        for row in rows:
+            dataset, source, uri = source_of_key(row.key)
+            if name is None or source == name:
+                found.append(SourceUse(dataset, source, uri, row.first_seen, row.last_seen))
+        found.sort(key=lambda s: (s.name, s.dataset, s.uri))
+        return found
+
+    def dataset_name(self, namespace: str, name: str) -> Key:
+        """The dataset a name is a name of: the node of that name; else, for an alias (a name an
+        event gave a symlinked dataset besides its canonical one), the node the first event that
+        gave it resolved it to; else the name itself. The one resolution of every read by a
+        dataset's name and of deletion (:mod:`lineage_sdk.collector.symlinks`)."""
+        key = _names(namespace=namespace, name=name)
+        if self.backend.nodes("DATASET", keys=[key]):
+            return key
+        found = self._aliased(key, lambda alias: alias == key, first=True)
+        return found[0][1] if found else key
+
+    def dataset_aliases(self, name: str) -> list[tuple[Key, Key]]:
+        """(alias, node) for every alias named exactly ``name``, in any namespace (search)."""
+        _text("name", name)
+        return self._aliased((ANY_NAMESPACE, name), lambda alias: alias[1] == name, first=False)
+
+    def _aliased(
+        self, key: Key, wanted: Callable[[Key], bool], *, first: bool
+    ) -> list[tuple[Key, Key]]:
+        """(alias, node) as the events behind ``key``'s alias mentions state it, for the aliases
+        ``wanted`` keeps: the sources in the order of their first mention, at most
+        :data:`_ALIAS_SOURCES` of them, each read up to its first event stating one (``first``:
+        up to the first pair)."""
+        rows = self.backend.mentions("DATASET", [key], roles=["alias"])
+        order = sorted(rows, key=lambda m: (m.first_seen, m.source, m.source_id))
+        pairs: dict[tuple[Key, Key], None] = {}
+        for mention in order[:_ALIAS_SOURCES]:
+            for row in self._events_of_source(mention):
+                stated = [p for p in event_aliases(loads_exact(row.json)).items() if wanted(p[0])]
+                pairs.update(dict.fromkeys(stated))
+                if stated:
+                    break
+            if pairs and first:
+                break
+        return list(pairs)
+
+    def _events_of_source(self, mention: MentionRow) -> Iterator[EventRow]:
+        """The events of a mention's run (a page at a time, by position) or its one event."""
+        if mention.source == "event":
+            yield from self.backend.events(ids=[mention.source_id])
+            return
+        after: Position | None = None
+        while True:
+            page = self.backend.events(run_ids=[mention.source_id], after=after, limit=_PAGE)
+            yield from page
+            if len(page) < _PAGE:
+                return
+            after = page[-1].position
+
+    def node_facts(
+        self,
+        jobs: Collection[Key],
+        datasets: Collection[Key],
+        latest: Mapping[Key, str] | None = None,
+    ) -> NodeFacts:
+        """What Marquez's job and dataset nodes carry beside their names, for many nodes in a
+        few batched reads (none per node): their times (node rows), the jobs' inputs and
+        outputs and the datasets' writers (edges), the latest run of each of those jobs (read
+        unless ``latest`` names it already: a walk's answer has them) and its events, and the
+        DatasetEvents of the datasets no job writes; the jobs' declared edges come with their
+        sides (one read of their edges serves both)."""
+        b, jobs, datasets = self.backend, set(jobs), set(datasets)
+        times: dict[tuple[NodeType, Key], tuple[datetime, datetime]] = {}
+        kinds: tuple[tuple[NodeType, set[Key]], ...] = (("JOB", jobs), ("DATASET", datasets))
+        for kind, keys in kinds:
+            for node in b.nodes(kind, keys=keys) if keys else ():
+                times[(kind, node.key)] = (node.first_seen, node.last_seen)
+        sides: dict[tuple[Key, str], list[Key]] = {}
+        declared: set[tuple[Key, Key, Io]] = set()
+        for io in ("in", "out"):
+            for edge in self._present_edges("JOB", jobs, io):
+                sides.setdefault((edge.job, io), []).append(edge.dataset)
+                if edge.declared is not None:
+                    declared.add((edge.job, edge.dataset, edge.io))
+        writers: dict[Key, list[Key]] = {}
+        for edge in self._present_edges("DATASET", datasets, "out"):
+            writers.setdefault(edge.dataset, []).append(edge.job)
+        for found in (*sides.values(), *writers.values()):
+            found.sort()
+        runs = {job: run for job, run in (latest or {}).items() if job in jobs}
+        asked = jobs.union(*writers.values()).difference(runs)
+        for job, row in _by_job(b.runs(jobs=asked, latest=1)).items() if asked else ():
+            runs[job] = row.run_id
+        events: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in runs.values()}
+        for stored in b.events(run_ids=list(events)) if events else ():
+            if stored.run_id in events:
+                events[stored.run_id].append(loads_exact(stored.json))
+        lone = sorted(d for d in datasets if d not in writers)
+        static: dict[Key, list[dict[str, Any]]] = {}
+        for event in self.static_events(datasets=lone) if lone else ():
+            about = entry_name(event.get("dataset"))  # a DatasetEvent's one dataset
+            if about is not None:
+                static.setdefault(about, []).append(event)
+        return NodeFacts(times, sides, writers, runs, events, static, declared)
+
+    def _present_edges(self, end: NodeType, keys: Collection[Key], io: Io) -> list[EdgeRow]:
+        """``edges(end, keys, io)``: the keys a walk read inside :func:`shared_edges` from what
+        it read (the same rows: edges come in no order), the others in one read."""
+        shared = _SHARED.get()
+        known = {} if shared is None else shared.get((end, io), {})
+        missing = [k for k in keys if k not in known]
+        found = [row for k in keys if k in known for row in known[k]]
+        found.extend(self.backend.edges(end, missing, io) if missing else ())
+        return found
+
     def has_node(self, node_type: NodeType, namespace: str, name: str) -> bool:
         key = _names(namespace=namespace, name=name)
         return bool(self.backend.nodes(node_type, keys=[key]))
@@ -312,6 +511,11 @@ class Engine:
             for row in self.backend.nodes(node_type, text=text, limit=limit):
                 out.append((node_type, *row.key))
         return out[:limit]
+
+    def newest_event_time(self) -> datetime | None:
+        """The time of the newest stored event (None: there is none)."""
+        rows = self.backend.events(descending=True, limit=1)
+        return rows[0].event_time if rows else None
 
     def count_events(self) -> int:
         """Number of stored events (tests, tooling)."""
@@ -456,6 +660,16 @@ class Engine:
     def delete_events(self, event_ids: Sequence[str]) -> int:
         """Remove these events and leave the derived rows equal to what the rest derive."""
         return forget(self.backend, event_ids)
+
+
+def _share(
+    known: dict[Key, list[EdgeRow]], end: NodeType, keys: Iterable[Key], rows: Iterable[EdgeRow]
+) -> None:
+    """Keep the edges one read of ``keys`` answered, by key (a key without edges too)."""
+    fresh: dict[Key, list[EdgeRow]] = {key: [] for key in keys}
+    for row in rows:
+        fresh.get(row.job if end == "JOB" else row.dataset, []).append(row)
+    known.update(fresh)
 
 
 def _column_edges(rows: Iterable[ColumnEdgeRow]) -> list[ColumnEdge]:

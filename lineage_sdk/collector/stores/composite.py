@@ -25,6 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from lineage_sdk.collector.backend import Rows
 from lineage_sdk.collector.engine import EngineStore, derive
+from lineage_sdk.collector.engine.lineage_facet import warn_skipped
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord, LineageStoreProtocol
 from lineage_sdk.exceptions import StoreError
 
@@ -91,6 +92,8 @@ class CompositeStore(BaseLineageStore):
                 rows = derive(records)
             except Exception:  # noqa: BLE001 - each store derives again, and fails as itself
                 rows = None
+            else:
+                warn_skipped(records)  # as each engine store's write_batch would have
         if len(self.stores) == 1:
             errors = [_write(self.stores[0], records, rows)]
         else:

@@ -381,15 +381,27 @@ class DocumentBackend:
 
     def replace(self, touched: Touched, rows: Rows) -> None:
         _refuse_namespaces(rows)
+        for kind in ("edges", "columns", "runs", "mentions", "nodes") if touched.every else ():
+            with self.connector.errors(f"delete {kind}"):
+                self._coll(kind).delete_many({})
         jobs = [_k(*j) for j in touched.jobs]
         self._delete("edges", "xj", jobs)
         self._delete("columns", "xj", jobs)
         self._delete("columns", "xod", [_k(*d) for d in touched.datasets], {"xj": None})
         self._delete("runs", "run_id", list(touched.runs))
         self._delete("mentions", "xs", [_k("run", r) for r in touched.runs])
-        nodes = [_k("JOB", j) for j in touched.jobs] + [_k("DATASET", d) for d in touched.datasets]
-        self._delete("nodes", "_id", nodes)
+        named = (("JOB", touched.jobs), ("DATASET", touched.datasets), ("SOURCE", touched.sources))
+        self._delete("nodes", "_id", [_k(kind, k) for kind, keys in named for k in keys])
         self.append(rows)
+
+    def derivation(self) -> int | None:
+        with self.connector.errors("find meta"):
+            found = self._coll("meta").find_one({"_id": "derivation"})
+        return None if found is None else int(found["value"])
+
+    def mark_derivation(self, version: int) -> None:
+        with self.connector.errors("upsert meta"):
+            self._coll("meta").replace_one({"_id": "derivation"}, {"value": version}, upsert=True)
 
     def _delete(
         self, kind: str, field: str, values: Sequence[Any], rest: Mapping[str, Any] | None = None
@@ -792,5 +804,5 @@ def _opt(key: Key | None) -> str | None:
 def _refuse_namespaces(rows: Rows) -> None:
     """NAMESPACE rows are answered from JOB and DATASET rows (memory's choice); checked before
     any write, so a refused batch leaves nothing half-written."""
-    if any(node.kind not in _STORED_KINDS for node in rows.nodes):
+    if any(node.kind == "NAMESPACE" for node in rows.nodes):
         raise ValueError("NAMESPACE node rows are answered from JOB and DATASET rows")

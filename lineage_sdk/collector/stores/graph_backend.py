@@ -107,7 +107,7 @@ class GraphStoreConfig(Section):
 
 
 _log = logging.getLogger(__name__)
-_LABEL: dict[str, str] = {"JOB": "Job", "DATASET": "Dataset"}
+_LABEL: dict[str, str] = {"JOB": "Job", "DATASET": "Dataset", "SOURCE": "Source"}
 _REL: dict[str, str] = {"in": "READS", "out": "WRITES"}
 _US = timedelta(microseconds=1)
 _LAST = "~"  # sorts after every format_time text: "no upper bound"
@@ -198,7 +198,7 @@ _APPEND_COLUMNS = (
 _DROP_EDGES = "UNWIND $jobs AS k\nMATCH (:Job {key: k})-[e:READS|WRITES]->(:Dataset)\nDELETE e\n"
 _DROP_JOB_COLUMNS = "UNWIND $jobs AS k\nMATCH (x:ColumnEdge {jobKey: k})\nDELETE x\n"
 _DROP_DATASET_COLUMNS = (
-    "UNWIND $datasets AS k\nMATCH (x:ColumnEdge {outDs: k})\nWITH x WHERE x.jobKey = ''\nDELETE x\n"
+    "UNWIND $datasets AS k\nMATCH (x:ColumnEdge {outDs: k})\nWHERE x.jobNs IS NULL\nDELETE x\n"
 )
 _DROP_RUNS = "UNWIND $runs AS k\nMATCH (x:Run {runId: k})\nDELETE x\n"
 _DROP_MENTIONS = {  # a run's mentions (replace), an event's (delete)
@@ -211,6 +211,11 @@ _DROP_NODES = {
     "SET n.firstSeen = NULL, n.lastSeen = NULL, n.holds = NULL\n"
     for kind, label in _LABEL.items()
 }
+_DROP_DERIVED = (  # every derived row, for a derivation of the whole store
+    "MATCH (n) WHERE n:Job OR n:Dataset OR n:Source OR n:Run OR n:ColumnEdge OR n:Mention "
+    "DETACH DELETE n"
+)
+_META = "MERGE (m:LineageMeta {name: 'derivation'})\nSET m.value = $version\n"
 _BARE_NODES = {  # touched vertices that hold no row and link nothing
     kind: f"UNWIND ${kind.lower()}s AS k\nMATCH (n:{label} {{key: k}})\n"
     "WITH n WHERE n.firstSeen IS NULL AND NOT (n)--()\nDELETE n\n"
@@ -231,7 +236,7 @@ _EDGES = {
     )
     + ("WITH k, f, x WHERE x.firstSeen < $until\n" if dated else "")
     + "RETURN k + x.firstSeen + coalesce(x.declared, '') AS t, f.namespace AS ns, f.name AS name\n"
-    for end in _LABEL
+    for end in ("JOB", "DATASET")
     for io, rel in _REL.items()
     for dated in (False, True)
 }
@@ -733,20 +738,26 @@ class GraphBackend:
 
     def replace(self, touched: Touched, rows: Rows) -> None:
         writes = list(self._chunks(_statements(rows)))
-        keys = {
-            "jobs": [_key(k) for k in touched.jobs],
-            "datasets": [_key(k) for k in touched.datasets],
-            "runs": list(touched.runs),
-        }
+        named = {"jobs": touched.jobs, "datasets": touched.datasets, "sources": touched.sources}
+        keys: dict[str, Any] = {n: [_key(k) for k in ks] for n, ks in named.items()}
+        keys["runs"] = list(touched.runs)
         drops = (_DROP_EDGES, _DROP_JOB_COLUMNS, _DROP_DATASET_COLUMNS, _DROP_RUNS,
                  _DROP_MENTIONS["run"])  # fmt: skip
         self.runner.run_all(
             [
+                *([(_DROP_DERIVED, {})] if touched.every else []),
                 *((q, keys) for q in (*drops, *_DROP_NODES.values())),
                 *writes,
                 *((q, keys) for q in _BARE_NODES.values()),
             ]
         )
+
+    def derivation(self) -> int | None:
+        found = self._run("MATCH (m:LineageMeta {name: 'derivation'}) RETURN m.value AS v", {})
+        return None if not found else int(found[0]["v"])
+
+    def mark_derivation(self, version: int) -> None:
+        self._run(_META, {"version": version})
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -761,7 +772,7 @@ class GraphBackend:
         *,
         until: datetime | None = None,
     ) -> Iterable[EdgeRow]:
-        if end not in _LABEL:
+        if end not in ("JOB", "DATASET"):
             raise ValueError(f"edges end must be JOB or DATASET, not {end!r}")
         if not keys:
             return []
@@ -837,11 +848,11 @@ class GraphBackend:
     ) -> list[NodeRow]:
         """One row per namespace holding a JOB or DATASET row first seen before ``until``."""
         spans: dict[str, tuple[datetime, datetime, set[NodeKind]]] = {}
-        for kind in _LABEL:
+        for kind in ("JOB", "DATASET"):
             for r in self._run(_NAMESPACES[kind], {"until": _t(until)}):
                 first, last = _time(r["first"]), _time(r["last"])
                 a, b, holds = spans.get(r["ns"], (first, last, set()))
-                spans[r["ns"]] = (min(a, first), max(b, last), holds | {kind})  # type: ignore[arg-type]
+                spans[r["ns"]] = (min(a, first), max(b, last), holds | {kind})
         wanted = None if keys is None else {ns for ns, name in keys if name == ""}
         return [
             NodeRow("NAMESPACE", (ns, ""), first, last, frozenset(holds))

@@ -14,6 +14,7 @@ __all__ = ["INDEXED", "NEO4J", "OPENCYPHER_SCHEMA", "GraphTactics"]
 INDEXED = (
     ("Job", "key", True),
     ("Dataset", "key", True),
+    ("Source", "key", True),
     ("Run", "key", True),
     ("Event", "eventId", True),
     ("ColumnEdge", "key", True),

@@ -61,7 +61,8 @@ _R = TypeVar("_R")
 _T = TypeVar("_T")
 _RowKey = tuple[Any, ...]
 _IOS: tuple[Io, Io] = ("in", "out")
-_STORED_KINDS: tuple[NodeKind, NodeKind] = ("JOB", "DATASET")
+_STORED_KINDS: tuple[NodeKind, NodeKind] = ("JOB", "DATASET")  # what a namespace holds
+_KINDS: tuple[NodeKind, ...] = (*_STORED_KINDS, "SOURCE")
 
 
 class _Table(Generic[_R]):
@@ -98,6 +99,11 @@ class _Table(Generic[_R]):
         if row is not None:
             self._unindex(key, row)
         return row
+
+    def clear(self) -> None:
+        self.rows.clear()
+        for by in self._by.values():
+            by.clear()
 
     def find(self, index: str, values: Iterable[Hashable]) -> set[_RowKey]:
         """The keys of the rows whose ``index`` holds any of ``values``."""
@@ -169,7 +175,7 @@ class MemoryBackend:
             job=lambda r: (r.job,),
         )
         self._nodes: _Table[NodeRow] = _Table()
-        self._node_keys: dict[NodeKind, list[Key]] = {kind: [] for kind in _STORED_KINDS}
+        self._node_keys: dict[NodeKind, list[Key]] = {kind: [] for kind in _KINDS}
 
     # -- lifecycle: nothing to reach, nothing to release -------------------------------------
 
@@ -208,6 +214,12 @@ class MemoryBackend:
     def replace(self, touched: Touched, rows: Rows) -> None:
         with self._lock:
             self._refuse_namespaces(rows)
+            if touched.every:
+                for table in (self._edges, self._columns, self._runs, self._mentions):
+                    table.clear()
+                self._nodes.clear()
+                for ordered in self._node_keys.values():
+                    ordered.clear()
             jobs, datasets = touched.jobs, touched.datasets
             for key in self._edges.find("job", [(job, io) for job in jobs for io in _IOS]):
                 self._edges.pop(key)
@@ -222,7 +234,11 @@ class MemoryBackend:
                 self._runs.pop(key)
             for key in self._mentions.find("source", [("run", run) for run in touched.runs]):
                 self._mentions.pop(key)
-            touched_nodes: dict[NodeKind, frozenset[Key]] = {"JOB": jobs, "DATASET": datasets}
+            touched_nodes: dict[NodeKind, frozenset[Key]] = {
+                "JOB": jobs,
+                "DATASET": datasets,
+                "SOURCE": touched.sources,
+            }
             for kind, keys in touched_nodes.items():
                 for node in keys:
                     if self._nodes.pop((kind, node)) is not None:
@@ -249,7 +265,7 @@ class MemoryBackend:
     @staticmethod
     def _refuse_namespaces(rows: Rows) -> None:
         """Checked before any write, so a refused batch leaves nothing half-written."""
-        if any(node.kind not in _STORED_KINDS for node in rows.nodes):
+        if any(node.kind not in _KINDS for node in rows.nodes):
             raise ValueError("NAMESPACE node rows are answered from JOB and DATASET rows")
 
     # -- reads -------------------------------------------------------------------------------

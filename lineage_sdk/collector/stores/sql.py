@@ -3,7 +3,7 @@
 :class:`SqlStore` keeps the name, constructor and ``from_config`` of the store of the releases
 before the engine, so code and entry points that name it run unchanged. A database such a
 release wrote is copied into the engine's tables at the first :meth:`~EngineStore.open`
-(:class:`~.sql_backend.SqlPreEngineLayout`), then its old tables are dropped.
+(:class:`~.sql_legacy.SqlPreEngineLayout`), then its old tables are dropped.
 """
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ from typing import ClassVar
 
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.store import named_connection
-from lineage_sdk.collector.stores.sql_backend import (
-    SqlBackend,
-    SqlPreEngineLayout,
-    SqlStoreConfig,
-)
+from lineage_sdk.collector.stores.sql_backend import SqlBackend, SqlStoreConfig
+from lineage_sdk.collector.stores.sql_legacy import SqlPreEngineLayout
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 

@@ -1,5 +1,5 @@
-"""The catalog reads: namespaces, sources (the namespaces holding datasets), Marquez's default
-tags, and search over job and dataset names."""
+"""The catalog reads: namespaces, sources (what the datasets' ``dataSource`` facets name), Marquez's
+default tags, and search over job and dataset names."""
 
 from __future__ import annotations
 
@@ -83,29 +83,28 @@ def get_namespace(state: State, grant: ReadGrant, namespace: str) -> Response:
     "/api/v1/sources",
     response_model=SourceList,
     tags=["Sources"],
-    summary="Sources: the namespaces holding datasets",
+    summary="Sources: what the datasets' dataSource facets name (default: datasets without one)",
     responses=error_responses(401, 503),
 )
 def get_sources(state: State, grant: ReadGrant, limit: Limit = 100, offset: Offset = 0) -> Response:
     store = catalog(state, grant)
-    names = answer(lambda: store.dataset_namespaces())
-    page = paged(names, limit, offset)
-    return JSONBody({"sources": [marquez_events.source_data(n) for n in page]})
+    found = marquez_events.sources_data(answer(lambda: store.sources()))
+    return JSONBody({"sources": paged(found, limit, offset)})
 
 
 @router.get(
     "/api/v1/sources/{source:path}",
     response_model=SourceModel,
     tags=["Sources"],
-    summary="One source (a namespace holding datasets)",
+    summary="One source (as the datasets' dataSource facets name it)",
     responses=error_responses(401, 404, 503),
 )
 def get_source(state: State, grant: ReadGrant, source: str) -> Response:
     store = catalog(state, grant)
-    found = answer(lambda: store.datasets(source, limit=1))
+    found = marquez_events.sources_data(answer(lambda: store.sources(source)))
     if not found:
-        raise ApiError(404, "not_found", "no dataset is recorded in a namespace of this name")
-    return JSONBody(marquez_events.source_data(source))
+        raise ApiError(404, "not_found", "no dataset names a source of this name")
+    return JSONBody(found[0])
 
 
 @router.get(
@@ -183,6 +182,8 @@ def search(
     literal, pattern = _search_pattern(q)
     store = catalog(state, grant)
     hits = answer(lambda: store.search(literal, limit=100_000))
+    # A dataset is found by any of its names: ``q`` naming one of its aliases exactly finds it.
+    aliased = [] if kind == "JOB" else answer(lambda: store.dataset_aliases(q))
     found = sorted(
         {
             (t, ns, nm)
@@ -190,6 +191,11 @@ def search(
             if pattern.search(nm)
             and (kind is None or t == kind)
             and (namespace is None or ns == namespace)
+        }
+        | {
+            ("DATASET", *node)
+            for alias, node in aliased
+            if namespace is None or namespace in (alias[0], node[0])
         },
         key=lambda h: (h[2], h[1], h[0]),
     )

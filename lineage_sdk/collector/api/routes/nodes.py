@@ -23,7 +23,6 @@ from lineage_sdk.collector.api.access import Grant
 from lineage_sdk.collector.api.dependencies import ReadGrant, State, answer, read_auth
 from lineage_sdk.collector.api.errors import ApiError, error_responses
 from lineage_sdk.collector.api.history import events_up_to, history_job, of_dataset, of_job
-from lineage_sdk.collector.api.responses import JSONBody
 from lineage_sdk.collector.api.routes.common import (
     Limit,
     Offset,
@@ -45,6 +44,7 @@ from lineage_sdk.collector.api.schemas import (
 from lineage_sdk.collector.api.state import ApiState
 from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.store import NodeType, node_id
+from lineage_sdk.collector.symlinks import other_names
 
 __all__ = [
     "get_dataset",
@@ -243,16 +243,33 @@ def _node(
     asOf: str | None,
     runId: str | None,
 ) -> Response:
-    """``GET .../jobs/{job}`` and ``.../datasets/{dataset}``."""
+    """``GET .../jobs/{job}`` and ``.../datasets/{dataset}`` (a dataset by any of its names,
+    answered as its node, with its ``otherNames``: a lineage-sdk extension)."""
     as_of = instant(asOf, "asOf")
     if kind.present is not None and as_of is None and runId is None:
         return reply(kind.present(state, grant, namespace, name), grant)
+    namespace, name = _named(kind, state, grant, namespace, name)
     up_to = kind.node_events_up_to or kind.events_up_to
     events = _events(kind, state, grant, namespace, name, as_of, runId, up_to)
     found = kind.fold(namespace, name, events, as_of)
     if found is None:  # not expected: _events answers 404 rather than no events up to as_of
         raise ApiError(404, "not_found", _unknown(kind, as_of))
+    named = other_names(events, (namespace, name)) if kind.type == "DATASET" else []
+    aliases = [a for a in named if grant.may_read(a[0])]  # no trace of a hidden one: no []
+    if aliases:
+        found["otherNames"] = [{"namespace": ns, "name": nm} for ns, nm in aliases]
     return reply(found, grant)
+
+
+def _named(
+    kind: _Kind, state: ApiState, grant: Grant, namespace: str, name: str
+) -> tuple[str, str]:
+    """A dataset's name resolved to its node's (every name of a dataset finds it); a job's as
+    asked."""
+    if kind.type != "DATASET":
+        return namespace, name
+    store = catalog(state, grant)
+    return answer(lambda: store.dataset_name(namespace, name))
 
 
 def _all_versions(
@@ -266,6 +283,7 @@ def _all_versions(
 ) -> _Events:
     """Its Marquez versions, newest first, as of ``asOf`` or run ``runId``'s scope."""
     as_of = instant(asOf, "asOf")
+    namespace, name = _named(kind, state, grant, namespace, name)
     events = _events(kind, state, grant, namespace, name, as_of, runId, kind.events_up_to)
     return kind.versions(namespace, name, events)
 
@@ -319,7 +337,13 @@ def get_jobs(
 ) -> Response:
     store = catalog(state, grant)
     jobs = answer(lambda: store.jobs(namespace, limit=limit, offset=offset))
-    body = [marquez.job_from_summary(j) for j in jobs]
+    keys = [(j.namespace, j.name) for j in jobs]
+    latest = {k: j.latest_run.run_id for j, k in zip(jobs, keys, strict=True) if j.latest_run}
+    fold = marquez_events.NodeFold(answer(lambda: store.node_facts(keys, [], latest)))
+    body = [
+        {**marquez.job_from_summary(j), **fold.job(*k, full=True)}
+        for j, k in zip(jobs, keys, strict=True)
+    ]
     return reply({"jobs": body, "totalCount": jobs.total}, grant)
 
 
@@ -376,8 +400,9 @@ def get_datasets(
 ) -> Response:
     store = catalog(state, grant)
     pairs = answer(lambda: store.datasets(namespace, limit=limit, offset=offset))
-    body = [marquez.dataset_data(ns, nm) for ns, nm in pairs]
-    return JSONBody({"datasets": body, "totalCount": pairs.total})
+    fold = marquez_events.NodeFold(answer(lambda: store.node_facts([], pairs)))
+    body = [{**marquez.dataset_data(*key), **fold.dataset(*key)} for key in pairs]
+    return reply({"datasets": body, "totalCount": pairs.total}, grant)
 
 
 @router.get(

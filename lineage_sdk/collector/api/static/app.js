@@ -702,6 +702,8 @@
     addRow(dl, "namespace", data.namespace || "");
     addRow(dl, "name", data.name || "");
     addRow(dl, "node id", node.id);
+    if (data.parentJobName) addRow(dl, "parent job", data.parentJobName);
+    if (data.sourceName) addRow(dl, "source", data.sourceName);
     addRow(dl, "upstream", String((node.inEdges || []).length) + " edge(s)");
     addRow(dl, "downstream", String((node.outEdges || []).length) + " edge(s)");
     var s = latestState(node);
@@ -813,11 +815,24 @@
     return serverHas().then(function (has) {
       if (!has.dataset) return fieldsFromEvents(node);
       return apiGet(path).then(function (dataset) {
+        showOtherNames(node, dataset.otherNames);
         return fieldList(dataset.fields);
       }).catch(function (error) {
         if (error.status !== 404 && error.status !== 405) throw error;
         return fieldsFromEvents(node);
       });
+    });
+  }
+
+  // A dataset's other names (its symlinks, names producers sent it under: the answer's
+  // `otherNames`, a lineage-sdk extension), each a row of its details.
+  function showOtherNames(node, names) {
+    var dl = $("node-details");
+    if (!dl || state.selected !== node.id || !Array.isArray(names)) return;
+    names.forEach(function (n) {
+      if (n && typeof n.name === "string") {
+        addRow(dl, "also named", String(n.namespace || "") + ":" + n.name);
+      }
     });
   }
 
@@ -1220,7 +1235,7 @@
       var root = bounded(answer, choice.nodeId, choice.nodeLimit);
       return Promise.all(choice.expand.map(fetchHop)).then(function (hops) {
         return {
-          graph: root.graph, before: answer.before, hops: hops,
+          graph: root.graph, before: answer.before, hops: hops, nodeId: answer.nodeId,
           truncated: hops.reduce(function (cut, hop) { return cut || hop.truncated; }, root.truncated),
         };
       });
@@ -1239,6 +1254,13 @@
       state.byId = {};
       state.links = {};
       merge(answer.graph);
+      // A dataset asked by another of its names (a symlink): the answer names its node, shown
+      // from then on (its details list the other names).
+      if (!state.byId[choice.nodeId] && state.byId[answer.nodeId]) {
+        if (state.selected === choice.nodeId) state.selected = answer.nodeId;
+        choice.nodeId = answer.nodeId;
+        writeHash();
+      }
       // A node two answers hold gets the edges of both (merge), then all is drawn at once.
       answer.hops.forEach(function (hop) { merge(hop.graph); });
       draw(state.graph, choice.nodeId);

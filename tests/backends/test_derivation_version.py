@@ -1,0 +1,159 @@
+"""A backend keeps the version of the rules its derived rows were made by, and the engine derives
+them again at open when it is older (``DERIVATION_VERSION``).
+
+On every backend that keeps rows across opens (SQLite, PostgreSQL, SecantusDB, FalkorDB): a new
+store is marked with today's version; a store whose mark is older (or 0, a re-derivation a crash
+interrupted) gets exactly the rows a fresh derivation of its events gives, whatever rows it held;
+a store marked by newer rules is kept as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ingest.every_store import every_store
+from servers import FalkorDBServer, MongoTarget
+from stores_nosql.nosql_events import chain, column_lineage, records, run_event
+
+from lineage_sdk.collector.backend import (
+    EdgeRow,
+    LineageBackend,
+    NodeKind,
+    Provisioned,
+    Rows,
+    Touched,
+)
+from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.engine.derive import DERIVATION_VERSION
+from lineage_sdk.collector.stores.memory import MemoryBackend
+
+PARENT_RUN = "0190aaaa-0000-7000-8000-000000000001"
+
+
+def _events() -> list[dict[str, Any]]:
+    """A chain of runs, a parent with a child, column lineage: every kind of derived row."""
+    cols = column_lineage({"c": [("ns1", "d1", "a")]})
+    return [
+        *chain("ns1", 6),
+        run_event(job="orchestrator", namespace="ns1", run_id=PARENT_RUN, seconds=0.5),
+        run_event(
+            job="task",
+            namespace="ns1",
+            parent=(PARENT_RUN, "ns1", "orchestrator"),
+            inputs=[("ns1", "d1")],
+            outputs=[("ns3", "wide")],
+            dataset_facets={"columnLineage": cols},
+            seconds=40.0,
+        ),
+    ]
+
+
+def stored_rows(backend: LineageBackend) -> dict[str, list[str]]:
+    """Every derived row the backend holds of the nodes it lists, as sorted text."""
+    kinds: tuple[NodeKind, NodeKind] = ("JOB", "DATASET")
+    nodes = [n for kind in kinds for n in backend.nodes(kind)]
+    keys = {kind: [n.key for n in nodes if n.kind == kind] for kind in kinds}
+    return {
+        "nodes": sorted(map(repr, nodes)),
+        "edges": sorted(
+            repr(e) for io in ("in", "out") for e in backend.edges("JOB", keys["JOB"], io)
+        ),
+        "runs": sorted(map(repr, backend.runs())),
+        "mentions": sorted(repr(m) for kind in kinds for m in backend.mentions(kind, keys[kind])),
+        "columns": sorted(map(repr, backend.column_edges())),
+    }
+
+
+@pytest.fixture
+def backends(
+    tmp_path: Path, pg_url: str, mongo: MongoTarget, falkordb: FalkorDBServer
+) -> Iterator[dict[str, EngineStore]]:
+    with every_store(tmp_path, pg_url, mongo, falkordb, "dv") as stores:
+        del stores["memory"]  # keeps nothing across opens: nothing to version
+        yield stores
+
+
+def _versioned(store: EngineStore) -> Provisioned:
+    assert isinstance(store.backend, Provisioned)
+    return store.backend
+
+
+@pytest.mark.postgres
+@pytest.mark.mongodb
+@pytest.mark.neo4j
+def test_rows_of_older_rules_are_derived_again_at_open(
+    backends: dict[str, EngineStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    events = _events()
+    fresh = EngineStore(MemoryBackend())
+    fresh.open()
+    fresh.write_batch(records(*events))
+    expected = stored_rows(fresh.backend)
+    assert all(expected.values())  # the corpus makes rows of every type
+    stale = EdgeRow(("ns1", "gone"), ("ns1", "d1"), "in", datetime(2020, 1, 1, tzinfo=UTC), None)
+    for name, store in backends.items():
+        store.open()
+        assert _versioned(store).derivation() == DERIVATION_VERSION, name  # a new store
+        store.write_batch(records(*events))
+        assert stored_rows(store.backend) == expected, name
+        # Rows of other rules: some lost, one that today's rules do not make; the mark older.
+        store.backend.replace(Touched(every=True), Rows(edges=(stale,)))
+        assert stored_rows(store.backend) != expected, name
+        _versioned(store).mark_derivation(DERIVATION_VERSION - 1)
+        store.close()
+
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="lineage_sdk.collector.engine.store"):
+            store.open()
+        assert stored_rows(store.backend) == expected, name
+        assert _versioned(store).derivation() == DERIVATION_VERSION, name
+        said = [r.getMessage() for r in caplog.records]
+        assert any(f"deriving them again by version {DERIVATION_VERSION}" in m for m in said), said
+
+        # Marked 0: a re-derivation that a crash interrupted after removing the rows.
+        store.backend.replace(Touched(every=True), Rows())
+        _versioned(store).mark_derivation(0)
+        store.close()
+        store.open()
+        assert stored_rows(store.backend) == expected, name
+
+        # Opened again at today's version: nothing is derived again, nothing said.
+        caplog.clear()
+        store.close()
+        with caplog.at_level(logging.WARNING, logger="lineage_sdk.collector.engine.store"):
+            store.open()
+        assert not caplog.records, name
+        store.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.mongodb
+@pytest.mark.neo4j
+def test_rows_of_newer_rules_are_kept_as_they_are(
+    backends: dict[str, EngineStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    events = _events()
+    for name, store in backends.items():
+        store.open()
+        store.write_batch(records(*events))
+        held = stored_rows(store.backend)
+        _versioned(store).mark_derivation(DERIVATION_VERSION + 1)
+        store.close()
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="lineage_sdk.collector.engine.store"):
+            store.open()
+        assert stored_rows(store.backend) == held, name
+        assert _versioned(store).derivation() == DERIVATION_VERSION + 1, name
+        said = " ".join(r.getMessage() for r in caplog.records)
+        assert f"newer rules (version {DERIVATION_VERSION + 1}" in said, name
+        store.close()
+
+
+def test_the_memory_backend_keeps_no_version() -> None:
+    """Nothing survives its process, so nothing is derived again: it is no Provisioned."""
+    assert not isinstance(MemoryBackend(), Provisioned)
