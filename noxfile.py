@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import time
 
 import nox
@@ -83,21 +85,33 @@ def tests(session: nox.Session) -> None:
     against real RabbitMQ, PostgreSQL, MongoDB-wire and Bolt servers (CI runs this session, so a
     lint or type error or a broken wheel fails CI)."""
     session.install("-e", ".[all,test]", *LINT_TOOLS, *TYPECHECK_TOOLS, *PACKAGE_TOOLS)
-    _lint(session)
-    _typecheck(session)
-    _ensure_rabbitmq(session)
-    _ensure_postgres(session)
-    _ensure_chromium(session)
-    if session.posargs:
-        session.log("posargs given: skipping the package smoke (a run without them includes it)")
-    else:
-        # The built sdist and wheel, installed alone in a fresh venv outside the repo, run the
-        # decorator example and `lineage-collector check` (~35 s): a file the package misses
-        # fails here, where every test from the source tree would pass.
-        session.run("python", "scripts/package_smoke.py")
-    # dbt-ol's venv (its own: dbt-core and mypy need different pathspec), built before the clock
-    # of any test starts; reused while pyproject's dbt-producer extra is unchanged.
-    session.run("python", "tests/ingest/dbt_env.py")
+    # The real producers' venvs (dbt-ol's and Airflow's, each its own: their pins clash with the
+    # tests'), built while lint, typecheck and the package smoke run, so before the clock of any
+    # test starts: 1.5-4 min the first time (mostly Airflow's), nothing while pyproject's
+    # *-producer extras are unchanged (tests/ingest/producer_env.py).
+    producers = subprocess.Popen(
+        [os.path.join(session.bin, "python"), "tests/ingest/producer_env.py"],
+        start_new_session=True,  # its pip children are stopped with it on a failure below
+    )
+    try:
+        _lint(session)
+        _typecheck(session)
+        _ensure_rabbitmq(session)
+        _ensure_postgres(session)
+        _ensure_chromium(session)
+        if session.posargs:
+            session.log("posargs given: skipping the package smoke (a run without them has it)")
+        else:
+            # The built sdist and wheel, installed alone in a fresh venv outside the repo, run
+            # the decorator example and `lineage-collector check` (~35 s): a file the package
+            # misses fails here, where every test from the source tree would pass.
+            session.run("python", "scripts/package_smoke.py")
+    except BaseException:
+        os.killpg(producers.pid, signal.SIGTERM)
+        producers.wait()
+        raise
+    if producers.wait() != 0:
+        session.error("tests/ingest/producer_env.py failed: a producer's venv was not built")
     # Two workers: most tests wait on servers, so two share the two cores well; the heavy ones
     # (private broker nodes, slow scenarios) stay together on one worker (tests/conftest.py).
     args = session.posargs or [

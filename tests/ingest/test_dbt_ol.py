@@ -4,7 +4,7 @@ real ``lineage-collector serve`` on loopback.
 
 The project has two source tables, two staging models and a model joining them, so dbt-ol emits
 table lineage for every model and a ``columnLineage`` facet (parsed by openlineage-sql from the
-compiled SQL) for the join. dbt runs from a venv of its own (see dbt_env.py for why).
+compiled SQL) for the join. dbt runs from a venv of its own (see producer_env.py for why).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from urllib.parse import quote
 import httpx
 import psycopg
 import pytest
-from dbt_env import dbt_bin
+from producer_env import producer_bin
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -118,7 +118,7 @@ def dbt_run(
     """``dbt-ol run`` over a copy of the project (dbt writes target/ and logs/ beside it)."""
     project = tmp_path_factory.mktemp("dbt") / "project"
     shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("target", "logs"))
-    bin_dir = dbt_bin()
+    bin_dir = producer_bin("dbt")
     env = _clean_env() | {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",  # dbt-ol runs `dbt`
         "OPENLINEAGE_URL": serve,
