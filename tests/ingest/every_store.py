@@ -1,6 +1,7 @@
 """What the ingest round-trip tests share: one engine store of every backend (memory, SQLite,
-PostgreSQL, SecantusDB, FalkorDB), each in tables, collections or a graph of its own, and a
-JSON difference in which types count (an integer read back as a float differs)."""
+PostgreSQL, SecantusDB, FalkorDB), each in tables, collections or a graph of its own, a manager
+writing them all, a served API over it, the queue's config and clean-up, and a JSON difference in
+which types count (an integer read back as a float differs)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,28 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 from servers import FalkorDBRespRunner, FalkorDBServer, MongoTarget
 
+from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.stores.document_backend import DocumentBackend
 from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.collector.stores.sql_backend import SqlBackend
+from lineage_sdk.collector.topology import Topology
+from lineage_sdk.config.schema import LineageConfig
 
-__all__ = ["differences", "every_store"]
+__all__ = [
+    "api_client",
+    "deleting_queues",
+    "differences",
+    "every_store",
+    "managing",
+    "queue_config",
+]
 
 
 @contextlib.contextmanager
@@ -48,6 +61,68 @@ def every_store(
             documents.drop()
         with contextlib.suppress(Exception):
             runner.drop()
+
+
+@contextlib.contextmanager
+def managing(
+    stores: dict[str, EngineStore], config: LineageConfig | None = None
+) -> Iterator[LineageManager]:
+    """A manager writing every store, connected, as ``serve`` and the consumer run it; closed on
+    exit (which closes the stores). ``config``: the queue's, or by default one with no queue."""
+    if config is None:
+        config = LineageConfig.model_validate({"store": {"backend": "memory"}})
+    manager = LineageManager(config, stores=list(stores.values()))
+    manager.connect_sync()
+    try:
+        yield manager
+    finally:
+        manager.close_sync()
+
+
+@contextlib.contextmanager
+def api_client(target: LineageManager | EngineStore) -> Iterator[httpx.Client]:
+    """A client of a real server over loopback serving ``target``; the server stops on exit."""
+    server = ApiServer(create_app(target)).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            yield client
+    finally:
+        server.stop()
+
+
+def queue_config(topic: str) -> LineageConfig:
+    """A consumer of ``topic`` on this process's vhost, reconnecting and retrying fast."""
+    # Imported here: tests/collector is on the path under tests/ingest only (its conftest), and
+    # tests/backends imports this module for every_store.
+    from collector_helpers import RABBIT_URL
+
+    return LineageConfig.model_validate(
+        {
+            "store": {"backend": "memory"},
+            "collector_topic": topic,
+            "rabbitmq": {"url": RABBIT_URL, "reconnect_initial_ms": 100, "reconnect_max_ms": 1000},
+            "collector": {"retry_delays_ms": [200], "max_attempts": 2, "batch_timeout_ms": 20},
+        }
+    )
+
+
+@contextlib.contextmanager
+def deleting_queues(config: LineageConfig) -> Iterator[None]:
+    """On exit, the collector's queues and its topic's exchange are deleted (the topic is the
+    test's own)."""
+    from collector_helpers import connect, delete_queues  # see queue_config
+
+    try:
+        yield
+    finally:
+        topology = Topology.from_config(config)
+        conn = connect()
+        try:
+            channel = conn.channel()
+            delete_queues(channel, topology)
+            channel.exchange_delete(topology.exchange)
+        finally:
+            conn.close()
 
 
 def differences(sent: Any, got: Any, path: str = "") -> list[str]:

@@ -28,16 +28,20 @@ import httpx
 import orjson
 import pytest
 from collector_helpers import (
-    RABBIT_URL,
-    connect,
-    delete_queues,
     drain,
     json_props,
     publish,
     wait_until,
 )
 from collector_helpers import running as running_collector
-from every_store import differences, every_store
+from every_store import (
+    api_client,
+    deleting_queues,
+    differences,
+    every_store,
+    managing,
+    queue_config,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from servers import FalkorDBServer, MongoTarget
@@ -384,12 +388,8 @@ def check_every_store(
         export_events(store, out, namespace=namespace)
         exported = [json.loads(line) for line in out.getvalue().splitlines()]
         found += [f"{name} export {d}" for d in differences(_by_time(sent), _by_time(exported))]
-        server = ApiServer(create_app(store)).start()
-        try:
-            with httpx.Client(base_url=server.url, timeout=60) as client:
-                found += [f"{name} API {d}" for d in _read_api(client, namespace, sent)]
-        finally:
-            server.stop()
+        with api_client(store) as client:
+            found += [f"{name} API {d}" for d in _read_api(client, namespace, sent)]
     assert found == [], "\n".join(found)
 
 
@@ -410,40 +410,31 @@ def test_big_integers_round_trip_through_http_and_every_store(
 ) -> None:
     namespace = f"big.http.{uuid.uuid4().hex[:6]}"
     sent = sent_events(namespace)
-    config = LineageConfig.model_validate({"store": {"backend": "memory"}})
-    with every_store(tmp_path, pg_url, mongo, falkordb, "bi") as stores:
-        manager = LineageManager(config, stores=list(stores.values()))
-        manager.connect_sync()
-        try:
-            server = ApiServer(create_app(manager)).start()
-            try:
-                with httpx.Client(base_url=server.url, timeout=60) as client:
-                    headers = {"Content-Type": "application/json"}
-                    for event in sent[:2]:  # one by one, the first twice: stored once
-                        for _attempt in range(2):
-                            answer = client.post(
-                                "/api/v1/lineage", content=body(event), headers=headers
-                            )
-                            assert answer.status_code == 201, answer.text
-                            assert answer.json() == {"eventId": event_id(event)}
-                    batch = b"[" + b",".join(body(e) for e in sent[2:]) + b"]"
-                    answer = client.post(BATCH, content=batch, headers=headers)
-                    assert answer.status_code == 200, answer.text
-                    assert answer.json()["summary"]["successful"] == len(sent) - 2
-                    bad = json.loads(body(sent[0]))
-                    bad["run"]["runId"] = "not a uuid"
-                    answer = client.post("/api/v1/lineage", content=body(bad), headers=headers)
-                    assert answer.status_code == 400, answer.text
-                    assert "runId" in answer.text
-                    broken = body(sent[0])[:-1]  # malformed, with its big integers
-                    answer = client.post("/api/v1/lineage", content=broken, headers=headers)
-                    assert answer.status_code == 400, answer.text
-                    assert answer.json()["reason"] == "malformed_json"
-            finally:
-                server.stop()
-            check_every_store(stores, namespace, sent)  # a 2xx comes after every store wrote
-        finally:
-            manager.close_sync()
+    with (
+        every_store(tmp_path, pg_url, mongo, falkordb, "bi") as stores,
+        managing(stores) as manager,
+    ):
+        with api_client(manager) as client:
+            headers = {"Content-Type": "application/json"}
+            for event in sent[:2]:  # one by one, the first twice: stored once
+                for _attempt in range(2):
+                    answer = client.post("/api/v1/lineage", content=body(event), headers=headers)
+                    assert answer.status_code == 201, answer.text
+                    assert answer.json() == {"eventId": event_id(event)}
+            batch = b"[" + b",".join(body(e) for e in sent[2:]) + b"]"
+            answer = client.post(BATCH, content=batch, headers=headers)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["summary"]["successful"] == len(sent) - 2
+            bad = json.loads(body(sent[0]))
+            bad["run"]["runId"] = "not a uuid"
+            answer = client.post("/api/v1/lineage", content=body(bad), headers=headers)
+            assert answer.status_code == 400, answer.text
+            assert "runId" in answer.text
+            broken = body(sent[0])[:-1]  # malformed, with its big integers
+            answer = client.post("/api/v1/lineage", content=broken, headers=headers)
+            assert answer.status_code == 400, answer.text
+            assert answer.json()["reason"] == "malformed_json"
+        check_every_store(stores, namespace, sent)  # a 2xx comes after every store wrote
 
 
 @pytest.mark.rabbitmq
@@ -456,49 +447,33 @@ def test_big_integers_round_trip_through_the_queue_and_every_store(
     namespace = f"big.queue.{uuid.uuid4().hex[:6]}"
     sent = sent_events(namespace)
     topic = f"test.lineage.bigint.{uuid.uuid4().hex[:10]}"
-    config = LineageConfig.model_validate(
-        {
-            "store": {"backend": "memory"},
-            "collector_topic": topic,
-            "rabbitmq": {"url": RABBIT_URL, "reconnect_initial_ms": 100, "reconnect_max_ms": 1000},
-            "collector": {"retry_delays_ms": [200], "max_attempts": 2, "batch_timeout_ms": 20},
-        }
-    )
+    config = queue_config(topic)
     bad = big_event(namespace, str(uuid.uuid4()), "START", 59)
     bad["eventTime"] = "not a time"
-    with every_store(tmp_path, pg_url, mongo, falkordb, "bi") as stores:
-        manager = LineageManager(config, stores=list(stores.values()))
-        manager.connect_sync()
-        try:
-            collector: LineageCollector
-            with running_collector(config, manager) as collector:
-                messages = [(body(event), json_props()) for event in sent[:2]]
-                batch = b"[" + b",".join([*map(body, sent[2:]), body(bad)]) + b"]"
-                messages.append((batch, json_props(content_type=BATCH_CONTENT_TYPE)))
-                publish(topic, messages)
-                run_ids = list(_runs(sent))
-                wait_until(
-                    lambda: _stored_everywhere(stores, run_ids, 2),
-                    60,
-                    message="every event in every store",
-                )
-                wait_until(
-                    lambda: (
-                        collector.metrics.dead_lettered.labels("invalid_event")._value.get() >= 1
-                    ),
-                    30,
-                    message="the bad event parked",
-                )
-                check_every_store(stores, namespace, sent)
-            parked = drain(Topology.from_config(config).dead_letter_queue)
-            assert len(parked) == 1
-            assert differences(bad, json.loads(parked[0][1])) == []
-        finally:
-            conn = connect()
-            try:
-                channel = conn.channel()
-                delete_queues(channel, Topology.from_config(config))
-                channel.exchange_delete(topic)
-            finally:
-                conn.close()
-            manager.close_sync()
+    with (
+        every_store(tmp_path, pg_url, mongo, falkordb, "bi") as stores,
+        managing(stores, config) as manager,
+        deleting_queues(config),
+    ):
+        collector: LineageCollector
+        with running_collector(config, manager) as collector:
+            messages = [(body(event), json_props()) for event in sent[:2]]
+            batch = b"[" + b",".join([*map(body, sent[2:]), body(bad)]) + b"]"
+            messages.append((batch, json_props(content_type=BATCH_CONTENT_TYPE)))
+            publish(topic, messages)
+            run_ids = list(_runs(sent))
+            wait_until(
+                lambda: _stored_everywhere(stores, run_ids, 2),
+                60,
+                message="every event in every store",
+            )
+            wait_until(
+                lambda: collector.metrics.dead_lettered.labels("invalid_event")._value.get() >= 1,
+                30,
+                message="the bad event parked",
+            )
+            check_every_store(stores, namespace, sent)
+        # The collector stopped; its dead-letter queue is drained before the queues go.
+        parked = drain(Topology.from_config(config).dead_letter_queue)
+        assert len(parked) == 1
+        assert differences(bad, json.loads(parked[0][1])) == []

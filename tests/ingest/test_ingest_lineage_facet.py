@@ -34,21 +34,18 @@ import conformance
 import httpx
 import orjson
 import pytest
-from collector_helpers import RABBIT_URL, connect, delete_queues, json_props, publish, wait_until
+from collector_helpers import json_props, publish, wait_until
 from collector_helpers import running as running_collector
-from every_store import every_store
+from every_store import api_client, deleting_queues, every_store, managing, queue_config
 from servers import FalkorDBServer, MongoTarget, postgres_database
 
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.api.access import AccessPolicy, hash_key, write_refusal
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
-from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events
 from lineage_sdk.collector.records import build_record, compute_event_id
 from lineage_sdk.collector.settings import ApiKeyConfig
-from lineage_sdk.collector.topology import Topology
-from lineage_sdk.config.schema import LineageConfig
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgres, pytest.mark.mongodb, pytest.mark.neo4j]
 
@@ -430,30 +427,23 @@ def test_lineage_facet_through_http_and_every_store(
     caplog.set_level(logging.WARNING, logger=FACET_LOGGER)
     events = all_events()
     bodies = [orjson.dumps(e) for e in events]
-    config = LineageConfig.model_validate({"store": {"backend": "memory"}})
-    with every_store(tmp_path, pg_url, mongo, falkordb, "lf") as stores:
-        manager = LineageManager(config, stores=list(stores.values()))
-        manager.connect_sync()
-        try:
-            server = ApiServer(create_app(manager)).start()
-            try:
-                with httpx.Client(base_url=server.url, timeout=60) as client:
-                    headers = {"Content-Type": "application/json"}
-                    ids = []
-                    for body in bodies[:4]:  # one by one, the bad one last
-                        answer = client.post("/api/v1/lineage", content=body, headers=headers)
-                        assert answer.status_code == 201, answer.text
-                        ids.append(answer.json()["eventId"])
-                    batch = b"[" + b",".join(bodies[4:]) + b"]"
-                    answer = client.post(BATCH, content=batch, headers=headers)
-                    assert answer.status_code == 200, answer.text
-                    assert answer.json()["summary"]["successful"] == len(bodies) - 4
-            finally:
-                server.stop()
-            _one_warning(caplog, ids[3])
-            _check_every_store(stores, events)
-        finally:
-            manager.close_sync()
+    with (
+        every_store(tmp_path, pg_url, mongo, falkordb, "lf") as stores,
+        managing(stores) as manager,
+    ):
+        with api_client(manager) as client:
+            headers = {"Content-Type": "application/json"}
+            ids = []
+            for body in bodies[:4]:  # one by one, the bad one last
+                answer = client.post("/api/v1/lineage", content=body, headers=headers)
+                assert answer.status_code == 201, answer.text
+                ids.append(answer.json()["eventId"])
+            batch = b"[" + b",".join(bodies[4:]) + b"]"
+            answer = client.post(BATCH, content=batch, headers=headers)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["summary"]["successful"] == len(bodies) - 4
+        _one_warning(caplog, ids[3])  # the server stopped; the manager still open
+        _check_every_store(stores, events)
 
 
 # ------------------------------------------------------------------------------------ queue
@@ -470,36 +460,21 @@ def test_lineage_facet_through_the_queue_and_every_store(
     events = all_events()
     bodies = [orjson.dumps(e) for e in events]
     topic = f"test.lineage.facet.{uuid.uuid4().hex[:10]}"
-    config = LineageConfig.model_validate(
-        {
-            "store": {"backend": "memory"},
-            "collector_topic": topic,
-            "rabbitmq": {"url": RABBIT_URL, "reconnect_initial_ms": 100, "reconnect_max_ms": 1000},
-            "collector": {"retry_delays_ms": [200], "max_attempts": 2, "batch_timeout_ms": 20},
-        }
-    )
-    with every_store(tmp_path, pg_url, mongo, falkordb, "lf") as stores:
-        manager = LineageManager(config, stores=list(stores.values()))
-        manager.connect_sync()
-        try:
-            with running_collector(config, manager):
-                publish(topic, [(body, json_props()) for body in bodies])
-                wait_until(
-                    lambda: all(s.count_events() == len(events) for s in stores.values()),
-                    60,
-                    message="every event in every store",
-                )
-                _one_warning(caplog, compute_event_id(events[3]))
-                _check_every_store(stores, events)  # the collector closes them when it stops
-        finally:
-            conn = connect()
-            try:
-                channel = conn.channel()
-                delete_queues(channel, Topology.from_config(config))
-                channel.exchange_delete(topic)
-            finally:
-                conn.close()
-            manager.close_sync()
+    config = queue_config(topic)
+    with (
+        every_store(tmp_path, pg_url, mongo, falkordb, "lf") as stores,
+        managing(stores, config) as manager,
+        deleting_queues(config),
+        running_collector(config, manager),
+    ):
+        publish(topic, [(body, json_props()) for body in bodies])
+        wait_until(
+            lambda: all(s.count_events() == len(events) for s in stores.values()),
+            60,
+            message="every event in every store",
+        )
+        _one_warning(caplog, compute_event_id(events[3]))
+        _check_every_store(stores, events)  # the collector closes them when it stops
 
 
 # ------------------------------------------------------------------------------------ access

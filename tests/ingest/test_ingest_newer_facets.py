@@ -28,12 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import conformance
-import httpx
 import orjson
 import pytest
-from collector_helpers import RABBIT_URL, connect, delete_queues, json_props, publish, wait_until
+from collector_helpers import json_props, publish, wait_until
 from collector_helpers import running as running_collector
-from every_store import differences, every_store
+from every_store import (
+    api_client,
+    deleting_queues,
+    differences,
+    every_store,
+    managing,
+    queue_config,
+)
 from newer_facets import (
     PRODUCER,
     dataset_facets,
@@ -47,12 +53,9 @@ from servers import FalkorDBServer, MongoTarget, postgres_database
 
 import lineage_sdk
 from lineage_sdk import LineageDataset, current_run, track_lineage
-from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.consumer import LineageCollector
 from lineage_sdk.collector.engine import EngineStore
-from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.portability import export_events
-from lineage_sdk.collector.topology import Topology
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.models import TagsRunFacet
 from lineage_sdk.models.constants import BATCH_CONTENT_TYPE
@@ -248,28 +251,21 @@ def test_every_newer_facet_round_trips_through_http_and_every_store(
     tmp_path: Path, pg_url: str, mongo: MongoTarget, falkordb: FalkorDBServer
 ) -> None:
     bodies = _all_events(f"newer.http.{uuid.uuid4().hex[:6]}")
-    config = LineageConfig.model_validate({"store": {"backend": "memory"}})
-    with every_store(tmp_path, pg_url, mongo, falkordb, "nf") as stores:
-        manager = LineageManager(config, stores=list(stores.values()))
-        manager.connect_sync()
-        try:
-            server = ApiServer(create_app(manager)).start()
-            try:
-                with httpx.Client(base_url=server.url, timeout=60) as client:
-                    headers = {"Content-Type": "application/json"}
-                    half = len(bodies) // 2
-                    for body in bodies[:half]:  # one by one
-                        answer = client.post("/api/v1/lineage", content=body, headers=headers)
-                        assert answer.status_code == 201, answer.text
-                    batch = b"[" + b",".join(bodies[half:]) + b"]"
-                    answer = client.post(BATCH, content=batch, headers=headers)
-                    assert answer.status_code == 200, answer.text
-                    assert answer.json()["summary"]["successful"] == len(bodies) - half
-            finally:
-                server.stop()
-            _check_every_store(stores, bodies)  # a 2xx comes after every store wrote
-        finally:
-            manager.close_sync()
+    with (
+        every_store(tmp_path, pg_url, mongo, falkordb, "nf") as stores,
+        managing(stores) as manager,
+    ):
+        with api_client(manager) as client:
+            headers = {"Content-Type": "application/json"}
+            half = len(bodies) // 2
+            for body in bodies[:half]:  # one by one
+                answer = client.post("/api/v1/lineage", content=body, headers=headers)
+                assert answer.status_code == 201, answer.text
+            batch = b"[" + b",".join(bodies[half:]) + b"]"
+            answer = client.post(BATCH, content=batch, headers=headers)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["summary"]["successful"] == len(bodies) - half
+        _check_every_store(stores, bodies)  # a 2xx comes after every store wrote
 
 
 # ------------------------------------------------------------------------------------ queue
@@ -280,45 +276,30 @@ def test_every_newer_facet_round_trips_through_the_queue_and_every_store(
 ) -> None:
     bodies = _all_events(f"newer.queue.{uuid.uuid4().hex[:6]}")
     topic = f"test.lineage.newer.{uuid.uuid4().hex[:10]}"
-    config = LineageConfig.model_validate(
-        {
-            "store": {"backend": "memory"},
-            "collector_topic": topic,
-            "rabbitmq": {"url": RABBIT_URL, "reconnect_initial_ms": 100, "reconnect_max_ms": 1000},
-            "collector": {"retry_delays_ms": [200], "max_attempts": 2, "batch_timeout_ms": 20},
-        }
-    )
-    with every_store(tmp_path, pg_url, mongo, falkordb, "nf") as stores:
-        manager = LineageManager(config, stores=list(stores.values()))
-        manager.connect_sync()
-        try:
-            collector: LineageCollector
-            with running_collector(config, manager) as collector:
-                half = len(bodies) // 2
-                messages = [(body, json_props()) for body in bodies[:half]]
-                batch = b"[" + b",".join(bodies[half:]) + b"]"
-                messages.append((batch, json_props(content_type=BATCH_CONTENT_TYPE)))
-                publish(topic, messages)
-                run_ids = [orjson.loads(b)["run"]["runId"] for b in bodies]
-                wait_until(
-                    lambda: _stored_everywhere(stores, run_ids),
-                    60,
-                    message="every event in every store",
-                )
-                parked = sum(
-                    s.value
-                    for metric in collector.metrics.dead_lettered.collect()
-                    for s in metric.samples
-                    if s.name.endswith("_total")
-                )
-                assert parked == 0
-                _check_every_store(stores, bodies)  # the collector closes them when it stops
-        finally:
-            conn = connect()
-            try:
-                channel = conn.channel()
-                delete_queues(channel, Topology.from_config(config))
-                channel.exchange_delete(topic)
-            finally:
-                conn.close()
-            manager.close_sync()
+    config = queue_config(topic)
+    collector: LineageCollector
+    with (
+        every_store(tmp_path, pg_url, mongo, falkordb, "nf") as stores,
+        managing(stores, config) as manager,
+        deleting_queues(config),
+        running_collector(config, manager) as collector,
+    ):
+        half = len(bodies) // 2
+        messages = [(body, json_props()) for body in bodies[:half]]
+        batch = b"[" + b",".join(bodies[half:]) + b"]"
+        messages.append((batch, json_props(content_type=BATCH_CONTENT_TYPE)))
+        publish(topic, messages)
+        run_ids = [orjson.loads(b)["run"]["runId"] for b in bodies]
+        wait_until(
+            lambda: _stored_everywhere(stores, run_ids),
+            60,
+            message="every event in every store",
+        )
+        parked = sum(
+            s.value
+            for metric in collector.metrics.dead_lettered.collect()
+            for s in metric.samples
+            if s.name.endswith("_total")
+        )
+        assert parked == 0
+        _check_every_store(stores, bodies)  # the collector closes them when it stops
