@@ -89,7 +89,9 @@ Io = Literal["in", "out"]
 Position = tuple[datetime, str]
 #: ``SOURCE``: a data source (the ``dataSource`` dataset facet) as one dataset names it, keyed
 #: ``(the dataset's namespace, source_name(...))`` (:mod:`lineage_sdk.collector.engine.derive`).
-NodeKind = Literal["JOB", "DATASET", "NAMESPACE", "SOURCE"]
+#: ``ALIAS``: a name an event gives a symlinked dataset besides its canonical one, keyed ``(the
+#: name's namespace, alias_key(...))``, what search finds a dataset by any of its names with.
+NodeKind = Literal["JOB", "DATASET", "NAMESPACE", "SOURCE", "ALIAS"]
 #: How an event names a node besides as its own job (which ``events(jobs=...)`` finds): its
 #: parent job (``parent``), a dataset it reads (``input``) or writes (``output``), or the dataset
 #: a DatasetEvent is about (``dataset``); a job its ``lineage`` facet says reads (``input``) or
@@ -257,9 +259,9 @@ class Rows:
 class Touched:
     """The keys whose derived rows a deletion changes: ``replace`` removes the edges and column
     edges of ``jobs``, the runs and run mentions of ``runs``, the nodes of ``jobs`` and
-    ``datasets``, the SOURCE nodes of ``sources``, and the column edges without a job whose
-    output lies in ``datasets``. With ``every``, it removes every derived row and every mention
-    (the engine derives the whole store again:
+    ``datasets``, the SOURCE nodes of ``sources``, the ALIAS nodes of ``aliases``, and the
+    column edges without a job whose output lies in ``datasets``. With ``every``, it removes
+    every derived row and every mention (the engine derives the whole store again:
     :attr:`~lineage_sdk.collector.engine.derive.DERIVATION_VERSION`)."""
 
     jobs: frozenset[Key] = frozenset()
@@ -267,9 +269,20 @@ class Touched:
     runs: frozenset[str] = frozenset()
     every: bool = False
     sources: frozenset[Key] = frozenset()
+    aliases: frozenset[Key] = frozenset()
 
     def __bool__(self) -> bool:
-        return bool(self.every or self.jobs or self.datasets or self.runs or self.sources)
+        return bool(self.every or self.runs or any(keys for _, keys in self.nodes))
+
+    @property
+    def nodes(self) -> tuple[tuple[NodeKind, frozenset[Key]], ...]:
+        """The nodes ``replace`` removes, by kind (one list for every backend)."""
+        return (
+            ("JOB", self.jobs),
+            ("DATASET", self.datasets),
+            ("SOURCE", self.sources),
+            ("ALIAS", self.aliases),
+        )
 
 
 _R = TypeVar("_R")

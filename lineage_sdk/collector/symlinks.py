@@ -29,10 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["ANY_NAMESPACE", "canonical", "entry_name", "event_aliases", "other_names"]
-
-#: The namespace of an alias mention keyed by the alias's name alone (search finds it by name).
-ANY_NAMESPACE = ""
+__all__ = ["canonical", "entry_name", "event_aliases", "other_names"]
 
 
 def canonical(namespace: str, name: str, facets: Any) -> tuple[str, str]:

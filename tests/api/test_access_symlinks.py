@@ -127,6 +127,9 @@ def test_the_key_of_the_location_sees_the_location_and_nothing_of_the_table(loc)
     hits = _ok(loc, "/api/v1/search", "search", TABLE_WORDS, q=T2[1])["results"]
     assert [(h["namespace"], h["name"]) for h in hits] == [T2]
     assert _ok(loc, "/api/v1/search", "search", (), q="default.t2")["results"] == []
+    # A part of the location finds both datasets, each as the location the key sees.
+    hits = _ok(loc, "/api/v1/search", "search", TABLE_WORDS, q="WAREHOUSE/t")["results"]
+    assert [(h["namespace"], h["name"]) for h in hits] == [T1, T2]
     run_events = loc.get(f"/api/v1/jobs/runs/{SPARK_RUN}/events")
     assert run_events.status_code == 200 and T2[1] in run_events.text, run_events.text
     assert not [w for w in TABLE_WORDS if w in run_events.text], run_events.text
@@ -142,6 +145,8 @@ def test_the_key_of_the_table_sees_the_table_and_nothing_of_the_location(table):
     graph = _ok(table, "/api/v1/lineage", "getLineage", LOCATION_WORDS, nodeId=_node(TABLE2))
     assert {n["id"] for n in graph["graph"]} >= {_node(TABLE2), "job:warehouse:report"}
     assert _ok(table, "/api/v1/search", "search", (), q=T2[1])["results"] == []
+    for part in ("warehouse/t2", "hive/ware", "user%t2"):  # no part of a hidden alias finds it
+        assert _ok(table, "/api/v1/search", "search", (), q=part)["results"] == [], part
     hits = _ok(table, "/api/v1/search", "search", LOCATION_WORDS, q="default.t2")["results"]
     assert [(h["namespace"], h["name"]) for h in hits] == [TABLE2]
     response = table.get("/api/v1/column-lineage", params={"nodeId": _node(TABLE2)})

@@ -168,6 +168,23 @@ def test_search_finds_it_by_both_names(apis):
         assert jobs == [], kind
 
 
+def test_search_finds_it_by_a_part_of_any_name(apis):
+    """As Marquez's ``name ILIKE %q%`` over a row per name: once, under its canonical name."""
+    both = [("DATASET", *TABLE1), ("DATASET", *TABLE2)]
+    for kind, api in apis.items():
+        for q in ("warehouse", "HIVE/WAREHOUSE/T", "user%ware_ouse"):
+            hits = _get(api, "/api/v1/search", "search", q=q)["results"]
+            assert [(h["type"], h["namespace"], h["name"]) for h in hits] == both, (kind, q)
+        hits = _get(api, "/api/v1/search", "search", q="warehouse/t2", namespace=HDFS)["results"]
+        assert [(h["namespace"], h["name"]) for h in hits] == [TABLE2], kind
+        # An alias is found by its own name only, not by the dataset's it is kept with.
+        assert _get(api, "/api/v1/search", "search", q="metastore")["results"] == [], kind
+        assert _get(api, "/api/v1/search", "search", q='"')["results"] == [], kind
+        assert _get(api, "/api/v1/search", "search", q="warehouse", filter="job")["results"] == []
+        names = {n["name"] for n in _get(api, "/api/v1/namespaces", "getNamespaces")["namespaces"]}
+        assert HDFS not in names, (kind, names)  # no namespace holds only aliases
+
+
 def test_a_name_no_event_gave_stays_unknown(apis):
     for kind, api in apis.items():
         missing = (HDFS, "/user/hive/warehouse/t9")
@@ -219,12 +236,15 @@ def stores(
 def test_deleting_either_name_deletes_the_node(stores, name):
     for kind, store in stores.items():
         assert store.dataset_name(*T2) == TABLE2, kind
+        assert store.dataset_aliases("WAREHOUSE/t2") == [(T2, TABLE2)], kind
         found = purge_mentioning([store], "dataset", *name)
         assert found.removed[store.name] == 3, (kind, found.removed)
         assert not store.has_node("DATASET", *TABLE2), kind
         assert store.dataset_name(*T2) == T2, kind  # no event gives the name any more
         assert store.count_events() == 0, kind
         assert not list(store.backend.mentions("DATASET", [T2, TABLE2])), kind
+        assert store.dataset_aliases("warehouse") == [], kind  # search no longer finds it
+        assert not store.backend.nodes("ALIAS"), kind
 
 
 @pytest.mark.postgres
@@ -239,14 +259,17 @@ def test_retention_keeps_the_names_the_remaining_events_give(stores):
         "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
         "dataset": _symlinked((HDFS, "/user/hive/warehouse/t4"), (HIVE, "default.t4")),
     }
+    t4 = (HIVE, "default.t4")
     for kind, store in stores.items():
         store.write_batch([build_record(described)])
         assert store.dataset_name(HDFS, "/user/hive/warehouse/t4") == (HIVE, "default.t4"), kind
         spark = [r.event_id for r in store.iter_raw_events() if "etl.write_t2" in r.json]
         static = [r.event_id for r in store.iter_raw_events() if "t4" in r.json]
         assert len(spark) == 2 and len(static) == 1, kind
+        assert store.dataset_aliases("/t4") == [((HDFS, "/user/hive/warehouse/t4"), t4)], kind
         store.delete_events(spark[:1])
         assert store.dataset_name(*T2) == TABLE2, kind
+        assert store.dataset_aliases("warehouse/t2") == [(T2, TABLE2)], kind
         store.delete_events(spark[1:] + static)
         assert store.dataset_name(*T2) == T2, kind
         assert store.dataset_name(HDFS, "/user/hive/warehouse/t4") == (
@@ -257,3 +280,5 @@ def test_retention_keeps_the_names_the_remaining_events_give(stores):
         assert not store.has_node("DATASET", HIVE, "default.t4"), kind
         left = store.backend.mentions("DATASET", [T2, T1, ("", T2[1])], roles=["alias"])
         assert not list(left), kind
+        assert store.dataset_aliases("warehouse") == [], kind
+        assert not store.backend.nodes("ALIAS"), kind

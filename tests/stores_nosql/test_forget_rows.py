@@ -6,7 +6,8 @@ themselves on random corpora and random deletions, on every backend.
 finds new first times in the events ahead, and derives a key again from its events otherwise
 (:mod:`lineage_sdk.collector.engine.forget`); the corpora make every path run: retention-shaped
 deletions (the oldest first), scattered ones, a run deleted in part, runs shared by two jobs,
-parents, JobEvents, DatasetEvents, column lineage, data sources and equal times.
+parents, JobEvents, DatasetEvents, column lineage, data sources, symlinks (aliases, one
+location now and then of two tables) and equal times.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.mongodb, pytest.mark.neo4j]
 
 JOBS = [("ns1", f"j{i}") for i in range(5)] + [("ns2", "j5")]
 DATASETS = [("ns1", f"d{i}") for i in range(6)] + [("ns2", "d6"), ("ns2", "d7")]
+SYMLINKS = "https://openlineage.io/spec/facets/1-0-1/SymlinksDatasetFacet.json"
 SHAPES = [["COMPLETE"], ["START", "COMPLETE"], ["START", "RUNNING", "FAIL"]]
 
 
@@ -38,7 +40,7 @@ def _when(seconds: float) -> str:
 
 
 def _facets(rng: random.Random) -> dict[str, Any]:
-    """Dataset facets: now and then column lineage, or a data source."""
+    """Dataset facets: now and then column lineage, a data source, or a symlink to a table."""
     pick = rng.random()
     if pick < 0.2:
         ns, name = rng.choice(DATASETS)
@@ -53,6 +55,10 @@ def _facets(rng: random.Random) -> dict[str, Any]:
                 "uri": f"{source}://host",
             }
         }
+    if pick < 0.45:
+        ns, name = rng.choice(DATASETS)
+        table = {"namespace": "hive", "name": f"{ns}.{name}", "type": "TABLE"}
+        return {"symlinks": {"_producer": PRODUCER, "_schemaURL": SYMLINKS, "identifiers": [table]}}
     return {}
 
 

@@ -890,9 +890,9 @@ class Sight(Engine):
         found = self._all.dataset_name(namespace, name)
         return found if self.readable(found[0]) else (namespace, name)
 
-    def dataset_aliases(self, name: str) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    def dataset_aliases(self, text: str) -> list[tuple[tuple[str, str], tuple[str, str]]]:
         """The aliases of readable namespaces, each of a hidden dataset as the dataset itself."""
-        found = self._all.dataset_aliases(name)
+        found = self._all.dataset_aliases(text)
         return [(a, n if self.readable(n[0]) else a) for a, n in found if self.readable(a[0])]
 
     def search(self, text: str, *, limit: int = 50) -> list[tuple[NodeType, str, str]]:

@@ -25,10 +25,12 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
   node's runs, its static events and a deletion read.
 * **Aliases.** Each name an event gives a symlinked dataset besides its canonical one (the
   name as sent, its other symlink identifiers: :func:`~lineage_sdk.collector.symlinks.
-  event_aliases`) is a DATASET mention in role ``alias``, keyed by that name and again by the
-  name alone (namespace :data:`~lineage_sdk.collector.symlinks.ANY_NAMESPACE`, what search
-  finds it by). No node: the engine resolves an alias to its node from the event
-  (:meth:`~lineage_sdk.collector.engine.Engine.dataset_name`).
+  event_aliases`) is a DATASET mention in role ``alias``, keyed by that name: the engine
+  resolves an alias to its node from the event that gave it
+  (:meth:`~lineage_sdk.collector.engine.Engine.dataset_name`). Each (alias, node) pair is also
+  an ALIAS node keyed by the alias's namespace (:func:`alias_key`), what search finds a dataset
+  by a part of any of its names with; like a SOURCE node it holds its dataset in its key, so a
+  deletion derives it again from the touched datasets' events alone. No mention.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from lineage_sdk.collector.columns import column_edges, edge_rank
 from lineage_sdk.collector.engine.lineage_facet import FacetLineage, facet_lineage
 from lineage_sdk.collector.records import build_record, format_time, state_rank
 from lineage_sdk.collector.store import FieldRef, LineageRecord, event_namespace
-from lineage_sdk.collector.symlinks import ANY_NAMESPACE, event_aliases
+from lineage_sdk.collector.symlinks import event_aliases
 from lineage_sdk.models.json_exact import dumps_exact, loads_exact
 from lineage_sdk.models.run_state import (
     TERMINAL_STATES,
@@ -66,7 +68,10 @@ from lineage_sdk.models.run_state import (
 __all__ = [
     "DEFAULT_SOURCE",
     "DERIVATION_VERSION",
+    "alias_key",
+    "alias_of_key",
     "derive",
+    "event_alias_keys",
     "event_json",
     "event_sources",
     "record_of",
@@ -84,7 +89,8 @@ __all__ = [
 #: 2. SOURCE nodes, one per (dataset, ``dataSource`` name and URI) (issue 32).
 #: 3. The ``lineage`` facet's declared edges, column edges and the nodes they name (issue 32).
 #: 4. Alias mentions: every name of a symlinked dataset besides its canonical one (issue 32).
-DERIVATION_VERSION = 4
+#: 5. ALIAS nodes, one per (alias, dataset), for search; no alias mention by the name alone.
+DERIVATION_VERSION = 5
 
 #: Marquez's source of a dataset entry without a ``dataSource`` facet (``DEFAULT_SOURCE_NAME``).
 DEFAULT_SOURCE = "default"
@@ -114,6 +120,23 @@ def source_of_key(key: Key) -> tuple[Key, str, str]:
 def event_sources(record: LineageRecord) -> set[Key]:
     """The SOURCE nodes an event names (what its deletion touches)."""
     return {source_key((r.namespace, r.name), r.facets) for r in (*record.inputs, *record.outputs)}
+
+
+def alias_key(alias: Key, node: Key) -> Key:
+    """The ALIAS node of ``alias``, a name of the dataset ``node``: ``(alias namespace, JSON
+    [alias name, node namespace, node name])``."""
+    return (alias[0], dumps_exact([alias[1], *node]).decode())
+
+
+def alias_of_key(key: Key) -> tuple[Key, Key]:
+    """An ALIAS node's key read back: (the alias, the dataset)."""
+    name, namespace, node = loads_exact(key[1])
+    return (key[0], str(name)), (str(namespace), str(node))
+
+
+def event_alias_keys(record: LineageRecord) -> set[Key]:
+    """The ALIAS nodes an event names (what its deletion touches)."""
+    return {alias_key(alias, node) for alias, node in _aliases(record).items()}
 
 
 def event_json(event: Mapping[str, Any]) -> str:
@@ -193,6 +216,8 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
         facet = facet_lineage(rec)
         if facet is not None:
             _join_facet(facet, rec, job, edges, columns, named)
+        aliases = _aliases(rec)
+        named.extend(("ALIAS", alias_key(alias, node), None) for alias, node in aliases.items())
         source, source_id = ("run", run_id) if run_id else ("event", eid)
         for kind, key, role in named:
             if role is not None:
@@ -207,7 +232,7 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                 seen[0] = at
             elif at > seen[1]:
                 seen[1] = at
-        for key in _alias_keys(rec):
+        for key in aliases:
             mention = (source, source_id, "DATASET", key, "alias")
             first = mentions.get(mention)
             if first is None or at < first:
@@ -277,17 +302,14 @@ def _join_facet(
                 column[1] = Ranked(rank, info)
 
 
-_NO_KEYS: frozenset[Key] = frozenset()
+_NO_ALIASES: Mapping[Key, Key] = {}
 
 
-def _alias_keys(rec: LineageRecord) -> frozenset[Key] | set[Key]:
-    """The keys of the event's alias mentions (see Aliases above); none without a symlink."""
+def _aliases(rec: LineageRecord) -> Mapping[Key, Key]:
+    """The event's aliases, each with its dataset (see Aliases above); none without a symlink."""
     if not any("symlinks" in ref.facets for ref in (*rec.inputs, *rec.outputs)):
-        return _NO_KEYS
-    found: set[Key] = set()
-    for namespace, name in event_aliases(rec.event):
-        found.update(((namespace, name), (ANY_NAMESPACE, name)))
-    return found
+        return _NO_ALIASES
+    return event_aliases(rec.event)
 
 
 def _least(a: datetime | None, b: datetime | None) -> datetime | None:

@@ -4,9 +4,9 @@ Derived rows are joins over events and cannot be un-joined, but a join tells whi
 values a deleted event held. A stored row that the deleted events took no part in, or whose
 every least and greatest value is still held by an event that remains (the deleted one's
 strictly inside it), is what the remaining events derive: it stays as it is. Only the keys
-(jobs, datasets, sources) with a row the deletion changed are replaced (``replace``), and the
-touched runs, derived again from their own remaining events (a run's state ranks are not
-times). So the cost follows what was deleted, not the store:
+(jobs, datasets, sources, aliases) with a row the deletion changed are replaced (``replace``),
+and the touched runs, derived again from their own remaining events (a run's state ranks are
+not times). So the cost follows what was deleted, not the store:
 
 * a row whose first time (``first_seen``, ``declared``: event times, least wins) was a deleted
   event's takes the least time of the remaining events read *ahead* of it: events in position
@@ -55,7 +55,14 @@ from lineage_sdk.collector.backend import (
     key_of,
     merge,
 )
-from lineage_sdk.collector.engine.derive import derive, event_sources, record_of, source_of_key
+from lineage_sdk.collector.engine.derive import (
+    alias_of_key,
+    derive,
+    event_alias_keys,
+    event_sources,
+    record_of,
+    source_of_key,
+)
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
 from lineage_sdk.collector.store import event_mentions
 
@@ -73,7 +80,12 @@ _TICK = timedelta(microseconds=1)
 
 #: A row's owner: the :class:`Touched` field that removes it, and the key there.
 Owner = tuple[str, Any]
-_NODE_FIELD: dict[NodeKind, str] = {"JOB": "jobs", "DATASET": "datasets", "SOURCE": "sources"}
+_NODE_FIELD: dict[NodeKind, str] = {
+    "JOB": "jobs",
+    "DATASET": "datasets",
+    "SOURCE": "sources",
+    "ALIAS": "aliases",
+}
 
 
 def touched_by(removed: Sequence[EventRow]) -> Touched:
@@ -82,6 +94,7 @@ def touched_by(removed: Sequence[EventRow]) -> Touched:
     datasets: set[tuple[str, str]] = set()
     runs: set[str] = set()
     sources: set[tuple[str, str]] = set()
+    aliases: set[tuple[str, str]] = set()
     for row in removed:
         record = record_of(row)
         named = event_mentions(record.event)
@@ -92,21 +105,28 @@ def touched_by(removed: Sequence[EventRow]) -> Touched:
             jobs.add(job)
             datasets.add(dataset)
         sources.update(event_sources(record))
+        aliases.update(event_alias_keys(record))
         if row.run_id:
             runs.add(row.run_id)
-    found = frozenset(sources)
-    return Touched(frozenset(jobs), frozenset(datasets), frozenset(runs), sources=found)
+    return Touched(
+        frozenset(jobs),
+        frozenset(datasets),
+        frozenset(runs),
+        sources=frozenset(sources),
+        aliases=frozenset(aliases),
+    )
 
 
 def _remaining(backend: LineageBackend, touched: Touched) -> dict[str, EventRow]:
     """Every stored event that takes part in a row of a touched key: the touched jobs' and
     runs' events, and those of the runs (and run-less events) that name a touched dataset (or
-    a touched source's dataset) or have a touched job as their parent."""
+    a touched source's or alias's dataset) or have a touched job as their parent."""
     found: dict[str, EventRow] = {}
     runs: set[str] = set(touched.runs)
     ids: set[str] = set()
     named: list[MentionRow] = []
     datasets = touched.datasets | {source_of_key(key)[0] for key in touched.sources}
+    datasets |= {alias_of_key(key)[1] for key in touched.aliases}
     if touched.jobs:
         found.update((r.event_id, r) for r in backend.events(jobs=touched.jobs))
         # as a parent, or as a job another job's ``lineage`` facet states edges of
@@ -147,6 +167,7 @@ def _keys(touched: Touched) -> dict[str, frozenset[Any]]:
         "jobs": touched.jobs,
         "datasets": touched.datasets,
         "sources": touched.sources,
+        "aliases": touched.aliases,
         "runs": touched.runs,
     }
 
@@ -177,7 +198,7 @@ def _of_touched(rows: Rows, touched: Touched) -> Rows:
 
 
 def _touched(owners: Iterable[Owner], runs: frozenset[str] = frozenset()) -> Touched:
-    keys: dict[str, set[Any]] = {"jobs": set(), "datasets": set(), "sources": set()}
+    keys: dict[str, set[Any]] = {field: set() for field in _NODE_FIELD.values()}
     for field, key in owners:
         keys[field].add(key)
     return Touched(
@@ -185,6 +206,7 @@ def _touched(owners: Iterable[Owner], runs: frozenset[str] = frozenset()) -> Tou
         frozenset(keys["datasets"]),
         runs,
         sources=frozenset(keys["sources"]),
+        aliases=frozenset(keys["aliases"]),
     )
 
 

@@ -9,7 +9,7 @@ knows how a backend stores a row, and no backend knows what a row means.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -30,7 +30,7 @@ from lineage_sdk.collector.backend import (
     RunRow,
 )
 from lineage_sdk.collector.columns import ColumnEdge, ColumnRoot, walk_columns
-from lineage_sdk.collector.engine.derive import source_of_key
+from lineage_sdk.collector.engine.derive import alias_of_key, source_of_key
 from lineage_sdk.collector.engine.forget import forget
 from lineage_sdk.collector.keyed import keyed_answer, walk_keys
 from lineage_sdk.collector.records import state_rank_time
@@ -50,7 +50,7 @@ from lineage_sdk.collector.store import (
     parse_node_id,
     unknown_as_of,
 )
-from lineage_sdk.collector.symlinks import ANY_NAMESPACE, entry_name, event_aliases
+from lineage_sdk.collector.symlinks import entry_name, event_aliases
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 from lineage_sdk.models.json_exact import loads_exact
 from lineage_sdk.models.run_state import heartbeat_interval, state_key
@@ -403,33 +403,31 @@ class Engine:
         key = _names(namespace=namespace, name=name)
         if self.backend.nodes("DATASET", keys=[key]):
             return key
-        found = self._aliased(key, lambda alias: alias == key, first=True)
-        return found[0][1] if found else key
+        return self._alias_of(key) or key
 
-    def dataset_aliases(self, name: str) -> list[tuple[Key, Key]]:
-        """(alias, node) for every alias named exactly ``name``, in any namespace (search)."""
-        _text("name", name)
-        return self._aliased((ANY_NAMESPACE, name), lambda alias: alias[1] == name, first=False)
+    def dataset_aliases(self, text: str) -> list[tuple[Key, Key]]:
+        """(alias, node) for every alias whose name holds ``text`` (any case), in any namespace,
+        sorted (search: a dataset is found by a part of any of its names, as in Marquez). The
+        backend is asked for the ALIAS nodes whose key holds the text (its JSON text holds the
+        names as they are, unless JSON escapes a character of ``text``: then for them all)."""
+        _text("text", text)
+        plain = not any(c in '"\\' or c < " " for c in text)
+        rows = self.backend.nodes("ALIAS", text=text if plain else None)
+        pairs = {alias_of_key(row.key) for row in rows}
+        return sorted(p for p in pairs if text.lower() in p[0][1].lower())
 
-    def _aliased(
-        self, key: Key, wanted: Callable[[Key], bool], *, first: bool
-    ) -> list[tuple[Key, Key]]:
-        """(alias, node) as the events behind ``key``'s alias mentions state it, for the aliases
-        ``wanted`` keeps: the sources in the order of their first mention, at most
-        :data:`_ALIAS_SOURCES` of them, each read up to its first event stating one (``first``:
-        up to the first pair)."""
-        rows = self.backend.mentions("DATASET", [key], roles=["alias"])
+    def _alias_of(self, alias: Key) -> Key | None:
+        """The node the first event that gave ``alias`` resolved it to, as the events behind its
+        alias mentions state it: their sources in the order of their first mention, at most
+        :data:`_ALIAS_SOURCES` of them, each read up to its first event stating the alias."""
+        rows = self.backend.mentions("DATASET", [alias], roles=["alias"])
         order = sorted(rows, key=lambda m: (m.first_seen, m.source, m.source_id))
-        pairs: dict[tuple[Key, Key], None] = {}
         for mention in order[:_ALIAS_SOURCES]:
             for row in self._events_of_source(mention):
-                stated = [p for p in event_aliases(loads_exact(row.json)).items() if wanted(p[0])]
-                pairs.update(dict.fromkeys(stated))
-                if stated:
-                    break
-            if pairs and first:
-                break
-        return list(pairs)
+                node = event_aliases(loads_exact(row.json)).get(alias)
+                if node is not None:
+                    return node
+        return None
 
     def _events_of_source(self, mention: MentionRow) -> Iterator[EventRow]:
         """The events of a mention's run (a page at a time, by position) or its one event."""

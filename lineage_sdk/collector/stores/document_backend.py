@@ -390,8 +390,7 @@ class DocumentBackend:
         self._delete("columns", "xod", [_k(*d) for d in touched.datasets], {"xj": None})
         self._delete("runs", "run_id", list(touched.runs))
         self._delete("mentions", "xs", [_k("run", r) for r in touched.runs])
-        named = (("JOB", touched.jobs), ("DATASET", touched.datasets), ("SOURCE", touched.sources))
-        self._delete("nodes", "_id", [_k(kind, k) for kind, keys in named for k in keys])
+        self._delete("nodes", "_id", [_k(kind, k) for kind, keys in touched.nodes for k in keys])
         self.append(rows)
 
     def derivation(self) -> int | None:

@@ -107,7 +107,7 @@ class GraphStoreConfig(Section):
 
 
 _log = logging.getLogger(__name__)
-_LABEL: dict[str, str] = {"JOB": "Job", "DATASET": "Dataset", "SOURCE": "Source"}
+_LABEL: dict[str, str] = {k: k.title() for k in ("JOB", "DATASET", "SOURCE", "ALIAS")}
 _REL: dict[str, str] = {"in": "READS", "out": "WRITES"}
 _US = timedelta(microseconds=1)
 _LAST = "~"  # sorts after every format_time text: "no upper bound"
@@ -195,10 +195,10 @@ _APPEND_COLUMNS = (
 
 # -- replace: the touched rows out, then the new rows in ------------------------------------------
 
-_DROP_EDGES = "UNWIND $jobs AS k\nMATCH (:Job {key: k})-[e:READS|WRITES]->(:Dataset)\nDELETE e\n"
-_DROP_JOB_COLUMNS = "UNWIND $jobs AS k\nMATCH (x:ColumnEdge {jobKey: k})\nDELETE x\n"
+_DROP_EDGES = "UNWIND $JOB AS k\nMATCH (:Job {key: k})-[e:READS|WRITES]->(:Dataset)\nDELETE e\n"
+_DROP_JOB_COLUMNS = "UNWIND $JOB AS k\nMATCH (x:ColumnEdge {jobKey: k})\nDELETE x\n"
 _DROP_DATASET_COLUMNS = (
-    "UNWIND $datasets AS k\nMATCH (x:ColumnEdge {outDs: k})\nWHERE x.jobNs IS NULL\nDELETE x\n"
+    "UNWIND $DATASET AS k\nMATCH (x:ColumnEdge {outDs: k})\nWHERE x.jobNs IS NULL\nDELETE x\n"
 )
 _DROP_RUNS = "UNWIND $runs AS k\nMATCH (x:Run {runId: k})\nDELETE x\n"
 _DROP_MENTIONS = {  # a run's mentions (replace), an event's (delete)
@@ -207,17 +207,17 @@ _DROP_MENTIONS = {  # a run's mentions (replace), an event's (delete)
     for source in ("run", "event")
 }
 _DROP_NODES = {
-    kind: f"UNWIND ${kind.lower()}s AS k\nMATCH (n:{label} {{key: k}})\n"
+    kind: f"UNWIND ${kind} AS k\nMATCH (n:{label} {{key: k}})\n"
     "SET n.firstSeen = NULL, n.lastSeen = NULL, n.holds = NULL\n"
     for kind, label in _LABEL.items()
 }
 _DROP_DERIVED = (  # every derived row, for a derivation of the whole store
-    "MATCH (n) WHERE n:Job OR n:Dataset OR n:Source OR n:Run OR n:ColumnEdge OR n:Mention "
-    "DETACH DELETE n"
+    "MATCH (n) WHERE n:Job OR n:Dataset OR n:Source OR n:Alias OR n:Run OR n:ColumnEdge "
+    "OR n:Mention DETACH DELETE n"
 )
 _META = "MERGE (m:LineageMeta {name: 'derivation'})\nSET m.value = $version\n"
 _BARE_NODES = {  # touched vertices that hold no row and link nothing
-    kind: f"UNWIND ${kind.lower()}s AS k\nMATCH (n:{label} {{key: k}})\n"
+    kind: f"UNWIND ${kind} AS k\nMATCH (n:{label} {{key: k}})\n"
     "WITH n WHERE n.firstSeen IS NULL AND NOT (n)--()\nDELETE n\n"
     for kind, label in _LABEL.items()
 }
@@ -738,8 +738,7 @@ class GraphBackend:
 
     def replace(self, touched: Touched, rows: Rows) -> None:
         writes = list(self._chunks(_statements(rows)))
-        named = {"jobs": touched.jobs, "datasets": touched.datasets, "sources": touched.sources}
-        keys: dict[str, Any] = {n: [_key(k) for k in ks] for n, ks in named.items()}
+        keys: dict[str, Any] = {kind: [_key(k) for k in ks] for kind, ks in touched.nodes}
         keys["runs"] = list(touched.runs)
         drops = (_DROP_EDGES, _DROP_JOB_COLUMNS, _DROP_DATASET_COLUMNS, _DROP_RUNS,
                  _DROP_MENTIONS["run"])  # fmt: skip

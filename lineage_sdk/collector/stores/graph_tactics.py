@@ -15,6 +15,7 @@ INDEXED = (
     ("Job", "key", True),
     ("Dataset", "key", True),
     ("Source", "key", True),
+    ("Alias", "key", True),
     ("Run", "key", True),
     ("Event", "eventId", True),
     ("ColumnEdge", "key", True),

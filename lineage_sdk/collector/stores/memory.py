@@ -62,7 +62,7 @@ _T = TypeVar("_T")
 _RowKey = tuple[Any, ...]
 _IOS: tuple[Io, Io] = ("in", "out")
 _STORED_KINDS: tuple[NodeKind, NodeKind] = ("JOB", "DATASET")  # what a namespace holds
-_KINDS: tuple[NodeKind, ...] = (*_STORED_KINDS, "SOURCE")
+_KINDS: tuple[NodeKind, ...] = (*_STORED_KINDS, "SOURCE", "ALIAS")
 
 
 class _Table(Generic[_R]):
@@ -234,12 +234,7 @@ class MemoryBackend:
                 self._runs.pop(key)
             for key in self._mentions.find("source", [("run", run) for run in touched.runs]):
                 self._mentions.pop(key)
-            touched_nodes: dict[NodeKind, frozenset[Key]] = {
-                "JOB": jobs,
-                "DATASET": datasets,
-                "SOURCE": touched.sources,
-            }
-            for kind, keys in touched_nodes.items():
+            for kind, keys in touched.nodes:
                 for node in keys:
                     if self._nodes.pop((kind, node)) is not None:
                         _discard(self._node_keys[kind], node)

@@ -988,9 +988,8 @@ class SqlBackend:
 
     def replace(self, touched: Touched, rows: Rows) -> None:
         self._refuse_namespaces(rows)
-        t, keys = self._t, (touched.jobs, touched.datasets, touched.sources)
-        jobs, datasets, sources = ([_key_hash(*k) for k in of] for of in keys)
-        runs = sorted(touched.runs)
+        t, hashed = self._t, {kind: [_key_hash(*k) for k in ks] for kind, ks in touched.nodes}
+        jobs, datasets, runs = hashed["JOB"], hashed["DATASET"], sorted(touched.runs)
 
         def work(conn: Connection) -> None:
             col = t["coledge"].c
@@ -1006,9 +1005,9 @@ class SqlBackend:
                 conn.execute(sa.delete(t["run"]).where(_within(conn, t["run"].c.run_id, runs)))
                 conn.execute(_sourced(conn, t["mention_by"], "run", runs))
             node = t["node"].c
-            for kind, hashed in (("JOB", jobs), ("DATASET", datasets), ("SOURCE", sources)):
-                if hashed:
-                    of_kind = sa.and_(node.kind == kind, _within(conn, node.node_key, hashed))
+            for kind, keys in hashed.items():
+                if keys:
+                    of_kind = sa.and_(node.kind == kind, _within(conn, node.node_key, keys))
                     conn.execute(sa.delete(t["node"]).where(of_kind))
             self._write(conn, rows)
 
@@ -1022,9 +1021,10 @@ class SqlBackend:
     def mark_derivation(self, version: int) -> None:
         meta = self._t["meta"]
 
-        def work(conn: Connection) -> None:  # delete and insert: the same SQL for both dialects
-            conn.execute(sa.delete(meta).where(meta.c.name == "derivation"))
-            conn.execute(sa.insert(meta).values(name="derivation", value=version))
+        def work(conn: Connection) -> None:  # an upsert: collectors opening at once all mark it
+            dialect = pg_dialect if conn.dialect.name == "postgresql" else sqlite_dialect
+            mark = dialect.insert(meta).values(name="derivation", value=version)
+            conn.execute(mark.on_conflict_do_update(index_elements=["name"], set_=mark.excluded))
 
         self._writing(work)
 

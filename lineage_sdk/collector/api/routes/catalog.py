@@ -182,8 +182,8 @@ def search(
     literal, pattern = _search_pattern(q)
     store = catalog(state, grant)
     hits = answer(lambda: store.search(literal, limit=100_000))
-    # A dataset is found by any of its names: ``q`` naming one of its aliases exactly finds it.
-    aliased = [] if kind == "JOB" else answer(lambda: store.dataset_aliases(q))
+    # A dataset is found by any of its names: ``q`` matching one of its aliases finds it.
+    aliased = [] if kind == "JOB" else answer(lambda: store.dataset_aliases(literal))
     found = sorted(
         {
             (t, ns, nm)
@@ -195,7 +195,7 @@ def search(
         | {
             ("DATASET", *node)
             for alias, node in aliased
-            if namespace is None or namespace in (alias[0], node[0])
+            if pattern.search(alias[1]) and (namespace is None or namespace in (alias[0], node[0]))
         },
         key=lambda h: (h[2], h[1], h[0]),
     )
