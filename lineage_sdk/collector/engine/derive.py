@@ -207,12 +207,7 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                     continue
                 named.append(("DATASET", dataset, "input" if io == "in" else "output"))
                 if job is not None:
-                    edge = edges.get((job, dataset, io))
-                    if edge is None:
-                        edges[(job, dataset, io)] = [at, declared]
-                    else:
-                        edge[0] = _least(edge[0], at)
-                        edge[1] = _least(edge[1], declared)
+                    _join_edge(edges, (job, dataset, io), at, declared)
         facet = facet_lineage(rec)
         if facet is not None:
             _join_facet(facet, rec, job, edges, columns, named)
@@ -243,13 +238,7 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
         if stated:
             rank = edge_rank(at, eid)
             for (out, src), info in stated.items():
-                column = columns.get((out, src, job))
-                if column is None:
-                    columns[(out, src, job)] = [at, Ranked(rank, info)]
-                else:
-                    column[0] = min(column[0], at)
-                    if rank > column[1].rank:
-                        column[1] = Ranked(rank, info)
+                _join_column(columns, (out, src, job), at, rank, info)
     return Rows(
         events=tuple(events.values()),
         edges=tuple(
@@ -284,22 +273,43 @@ def _join_facet(
     the nodes they name, column edges."""
     at = rec.event_time
     for key in facet.edges:
-        edge = edges.get(key)
-        if edge is None:
-            edges[key] = [at, at]
-        else:
-            edge[0] = _least(edge[0], at)
-            edge[1] = _least(edge[1], at)
+        _join_edge(edges, key, at, at)
     named.extend(facet.named(job))
     rank = edge_rank(at, rec.event_id)
     for stated, info in facet.columns.items():
-        column = columns.get(stated)
-        if column is None:
-            columns[stated] = [at, Ranked(rank, info)]
-        else:
-            column[0] = min(column[0], at)
-            if rank > column[1].rank:
-                column[1] = Ranked(rank, info)
+        _join_column(columns, stated, at, rank, info)
+
+
+def _join_edge(
+    edges: dict[tuple[Key, Key, str], list[datetime | None]],
+    key: tuple[Key, Key, str],
+    at: datetime,
+    declared: datetime | None,
+) -> None:
+    """Join one statement of an edge: its first time and its first declaration."""
+    edge = edges.get(key)
+    if edge is None:
+        edges[key] = [at, declared]
+    else:
+        edge[0] = _least(edge[0], at)
+        edge[1] = _least(edge[1], declared)
+
+
+def _join_column(
+    columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]],
+    key: tuple[FieldRef, FieldRef, Key | None],
+    at: datetime,
+    rank: str,
+    info: str,
+) -> None:
+    """Join one statement of a column edge: its first time and the latest statement's info."""
+    column = columns.get(key)
+    if column is None:
+        columns[key] = [at, Ranked(rank, info)]
+    else:
+        column[0] = min(column[0], at)
+        if rank > column[1].rank:
+            column[1] = Ranked(rank, info)
 
 
 _NO_ALIASES: Mapping[Key, Key] = {}

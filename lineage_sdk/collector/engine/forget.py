@@ -64,7 +64,7 @@ from lineage_sdk.collector.engine.derive import (
     source_of_key,
 )
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
-from lineage_sdk.collector.store import event_mentions
+from lineage_sdk.collector.store import LineageRecord, event_mentions
 
 __all__ = ["forget", "touched_by"]
 
@@ -88,15 +88,14 @@ _NODE_FIELD: dict[NodeKind, str] = {
 }
 
 
-def touched_by(removed: Sequence[EventRow]) -> Touched:
+def touched_by(removed: Sequence[LineageRecord]) -> Touched:
     """The keys whose rows the removed events took part in."""
     jobs: set[tuple[str, str]] = set()
     datasets: set[tuple[str, str]] = set()
     runs: set[str] = set()
     sources: set[tuple[str, str]] = set()
     aliases: set[tuple[str, str]] = set()
-    for row in removed:
-        record = record_of(row)
+    for record in removed:
         named = event_mentions(record.event)
         jobs.update(named.jobs, named.parent_jobs)
         datasets.update(named.datasets)
@@ -106,8 +105,8 @@ def touched_by(removed: Sequence[EventRow]) -> Touched:
             datasets.add(dataset)
         sources.update(event_sources(record))
         aliases.update(event_alias_keys(record))
-        if row.run_id:
-            runs.add(row.run_id)
+        if record.run_id:
+            runs.add(record.run_id)
     return Touched(
         frozenset(jobs),
         frozenset(datasets),
@@ -163,13 +162,8 @@ def _owner(row: Any) -> Owner | None:
 
 
 def _keys(touched: Touched) -> dict[str, frozenset[Any]]:
-    return {
-        "jobs": touched.jobs,
-        "datasets": touched.datasets,
-        "sources": touched.sources,
-        "aliases": touched.aliases,
-        "runs": touched.runs,
-    }
+    """The touched keys by the :class:`Touched` field that holds them."""
+    return {_NODE_FIELD[kind]: keys for kind, keys in touched.nodes} | {"runs": touched.runs}
 
 
 def _derived(rows: Rows) -> Iterable[Any]:
@@ -289,13 +283,13 @@ def _ahead(
 
 
 def _settle(
-    backend: LineageBackend, touched: Touched, removed: Sequence[EventRow], newest: datetime
+    backend: LineageBackend, touched: Touched, removed: Sequence[LineageRecord], newest: datetime
 ) -> tuple[Touched, Rows]:
     """What to ``replace`` after ``removed`` went: the keys whose rows changed (with every
     touched run) and their rows as the remaining events derive them (see the module)."""
     keys = _keys(touched)
     gone: dict[tuple[str, Any], tuple[Any, Owner]] = {}
-    for row in _derived(derive(map(record_of, removed))):
+    for row in _derived(derive(removed)):
         owner = _owner(row)
         if owner is not None and owner[0] != "runs" and owner[1] in keys[owner[0]]:
             gone[_rid(row)] = (row, owner)
@@ -328,15 +322,14 @@ def _settle(
 
 
 def _mark(
-    backend: LineageBackend, touched: Touched, removed: Sequence[EventRow]
+    backend: LineageBackend, touched: Touched, removed: Sequence[LineageRecord]
 ) -> tuple[datetime, int, int]:
     """A time, how many events are not newer, and how many there are (see the module): the
     last time a touched key was seen, so that no event of theirs is newer and the events read
     after ``replace`` are about the new ones (any time would be right; asking for the newest
     event needs a range read with an open end, which SecantusDB answers by reading it all)."""
-    at = max(row.event_time for row in removed)
-    for kind, field in _NODE_FIELD.items():
-        keys = _keys(touched)[field]
+    at = max(record.event_time for record in removed)
+    for kind, keys in touched.nodes:
         if keys:
             at = max([at, *(node.last_seen for node in backend.nodes(kind, keys=keys))])
     older = backend.events(until=at + _TICK, limit=0, count=True).total
@@ -363,7 +356,7 @@ def forget(backend: LineageBackend, event_ids: Sequence[str]) -> int:
     ids = sorted(set(event_ids))
     if not ids:
         return 0
-    removed = backend.delete(ids)
+    removed = [record_of(row) for row in backend.delete(ids)]  # each parsed once
     touched = touched_by(removed)
     if not touched:
         return len(removed)

@@ -94,6 +94,13 @@ def _text(argument: str, value: object) -> str:
     return value
 
 
+def _in_json(text: str) -> bool:
+    """Whether ``text`` stands as it is in the JSON text of a key that holds it (SOURCE and
+    ALIAS keys: JSON escapes only quotes, backslashes and control characters), so that a
+    backend's text search of the keys finds it."""
+    return not any(c in '"\\' or c < " " for c in text)
+
+
 def _names(*, namespace: object, name: object) -> Key:
     return (_text("namespace", namespace), _text("name", name))
 
@@ -383,9 +390,8 @@ class Engine:
     def sources(self, name: str | None = None) -> list[SourceUse]:
         """How the datasets name their sources (only source ``name``'s when given), by source
         name, then dataset. The backend is asked for the SOURCE nodes whose key holds the name
-        (its JSON text holds a printable ASCII name as it is, unless JSON escapes a character)."""
-        plain = name is not None and _text("name", name).isascii() and name.isprintable()
-        plain = plain and not ('"' in str(name) or "\\" in str(name))
+        (:func:`_in_json`; for them all when JSON escapes a character of it)."""
+        plain = name is not None and _in_json(_text("name", name))
         rows = self.backend.nodes("SOURCE", text=name if plain else None)
         found: list[SourceUse] = []
         for row in rows:
@@ -408,11 +414,9 @@ class Engine:
     def dataset_aliases(self, text: str) -> list[tuple[Key, Key]]:
         """(alias, node) for every alias whose name holds ``text`` (any case), in any namespace,
         sorted (search: a dataset is found by a part of any of its names, as in Marquez). The
-        backend is asked for the ALIAS nodes whose key holds the text (its JSON text holds the
-        names as they are, unless JSON escapes a character of ``text``: then for them all)."""
-        _text("text", text)
-        plain = not any(c in '"\\' or c < " " for c in text)
-        rows = self.backend.nodes("ALIAS", text=text if plain else None)
+        backend is asked for the ALIAS nodes whose key holds the text (:func:`_in_json`; for
+        them all when JSON escapes a character of it)."""
+        rows = self.backend.nodes("ALIAS", text=text if _in_json(_text("text", text)) else None)
         pairs = {alias_of_key(row.key) for row in rows}
         return sorted(p for p in pairs if text.lower() in p[0][1].lower())
 
