@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
+from lineage_sdk.collector.api.history import of_dataset
 from lineage_sdk.collector.backend import Io, Key, Position
 from lineage_sdk.collector.columns import parse_column_node
 from lineage_sdk.collector.engine import Engine
@@ -63,7 +64,6 @@ from lineage_sdk.collector.store import (
     RawEvent,
     RunSummary,
     check_page,
-    names_dataset,
     node_id,
     parse_node_id,
     unknown_as_of,
@@ -528,12 +528,6 @@ def _entry_as_seen(item: Any, readable: Callable[[str], bool]) -> Any:
     return {**item, "facets": {**facets, "symlinks": {**symlinks, "identifiers": kept}}}
 
 
-def _run_of(event: Mapping[str, Any]) -> str | None:
-    run = event.get("run")
-    run_id = run.get("runId") if isinstance(run, Mapping) else None
-    return run_id if isinstance(run_id, str) else None
-
-
 def _renamed(graph: LineageGraph, start: str | None, node: str) -> LineageGraph:
     """``graph``, walked from ``start``, with that dataset named as ``node`` (the alias a key
     sees it under); ``graph`` itself when ``start`` is None."""
@@ -916,8 +910,7 @@ class Sight(Engine):
         seen = self._seen(self._all.events_of_dataset(*(found or (namespace, name))))
         if found is None:
             return seen
-        runs = {_run_of(e) for e in seen if names_dataset(e, namespace, name)} - {None}
-        return [e for e in seen if _run_of(e) in runs]
+        return of_dataset(seen, namespace, name)
 
     def declared(
         self, jobs: Sequence[tuple[str, str]], *, as_of: datetime | None = None
