@@ -12,7 +12,7 @@ a PostgreSQL database of each test's own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import pytest
 import sqlalchemy as sa
+from backends.sql_pre_engine import PREFIX, old_rows, write_pre_engine
 from backends.upgrade_helpers import Interrupting
 from servers import postgres_database
 from stores_nosql.nosql_events import chain, column_lineage, records, run_event
@@ -33,116 +34,9 @@ from lineage_sdk.collector.stores.sql_backend import (
     UPGRADE_MARK_TABLE,
     SqlBackend,
     _tables,
-    name_key,
 )
 from lineage_sdk.collector.stores.sql_legacy import SqlPreEngineLayout
 from lineage_sdk.config.schema import LineageConfig
-
-PREFIX = "lineage_"
-
-#: The old store's tables as it created them ({ts}: its UTCDateTime column type on the dialect).
-_OLD_DDL = (
-    "CREATE TABLE {p}events (event_id VARCHAR(32) NOT NULL, kind VARCHAR(8) NOT NULL, "
-    "event_type VARCHAR(16), event_time {ts} NOT NULL, event_time_raw TEXT NOT NULL, "
-    "run_id VARCHAR(64), job_key VARCHAR(32), producer TEXT NOT NULL, payload TEXT NOT NULL, "
-    "PRIMARY KEY (event_id))",
-    "CREATE INDEX ix_{p}events_run ON {p}events (run_id, event_time)",
-    "CREATE INDEX ix_{p}events_time ON {p}events (event_time, event_id)",
-    "CREATE INDEX ix_{p}events_job_run ON {p}events (job_key, event_time, run_id)",
-    "CREATE TABLE {p}jobs (job_key VARCHAR(32) NOT NULL, namespace TEXT NOT NULL, "
-    "name TEXT NOT NULL, latest_run_id VARCHAR(64), latest_run_time {ts}, PRIMARY KEY (job_key))",
-    "CREATE TABLE {p}datasets (dataset_key VARCHAR(32) NOT NULL, namespace TEXT NOT NULL, "
-    "name TEXT NOT NULL, PRIMARY KEY (dataset_key))",
-    "CREATE TABLE {p}runs (run_id VARCHAR(64) NOT NULL, job_key VARCHAR(32), "
-    "state VARCHAR(16), state_rank INTEGER NOT NULL, state_time {ts} NOT NULL, "
-    "started_at {ts}, ended_at {ts}, first_event_time {ts} NOT NULL, "
-    "parent_run_id VARCHAR(64), root_run_id VARCHAR(64), heartbeat_s FLOAT, "
-    "PRIMARY KEY (run_id))",
-    "CREATE INDEX ix_{p}runs_parent ON {p}runs (parent_run_id)",
-    "CREATE INDEX ix_{p}runs_job ON {p}runs (job_key, first_event_time)",
-    "CREATE TABLE {p}run_io (run_id VARCHAR(64) NOT NULL, dataset_key VARCHAR(32) NOT NULL, "
-    "direction VARCHAR(3) NOT NULL, first_seen {ts}, PRIMARY KEY (run_id, dataset_key, direction))",
-    "CREATE INDEX ix_{p}run_io_dataset ON {p}run_io (dataset_key, direction)",
-    "CREATE TABLE {p}job_io (job_key VARCHAR(32) NOT NULL, dataset_key VARCHAR(32) NOT NULL, "
-    "direction VARCHAR(3) NOT NULL, first_seen {ts}, PRIMARY KEY (job_key, dataset_key, direction))",
-    "CREATE INDEX ix_{p}job_io_dataset ON {p}job_io (dataset_key, direction, job_key)",
-    "CREATE TABLE {p}column_edges (out_key VARCHAR(32) NOT NULL, in_key VARCHAR(32) NOT NULL, "
-    "out_dataset_key VARCHAR(32) NOT NULL, in_dataset_key VARCHAR(32) NOT NULL, "
-    "out_namespace TEXT NOT NULL, out_dataset TEXT NOT NULL, out_field TEXT NOT NULL, "
-    "in_namespace TEXT NOT NULL, in_dataset TEXT NOT NULL, in_field TEXT NOT NULL, "
-    "info TEXT NOT NULL, rank VARCHAR(64) NOT NULL, PRIMARY KEY (out_key, in_key))",
-    "CREATE INDEX ix_{p}column_edges_in ON {p}column_edges (in_key)",
-    "CREATE INDEX ix_{p}column_edges_in_ds ON {p}column_edges (in_dataset_key)",
-    "CREATE INDEX ix_{p}column_edges_out_ds ON {p}column_edges (out_dataset_key)",
-    "CREATE TABLE {p}static_refs (ref_kind VARCHAR(8) NOT NULL, ref_key VARCHAR(32) NOT NULL, "
-    "event_id VARCHAR(32) NOT NULL, PRIMARY KEY (ref_kind, ref_key, event_id))",
-)
-
-_OLD_COLUMNS = (
-    "event_id",
-    "kind",
-    "event_type",
-    "event_time",
-    "event_time_raw",
-    "run_id",
-    "job_key",
-    "producer",
-    "payload",
-)
-
-
-def old_rows(events: list[dict[str, Any]], dialect: str) -> list[dict[str, Any]]:
-    """The old store's ``{prefix}events`` rows of ``events``, valued as it bound them: the event
-    time naive UTC text to the microsecond on SQLite, aware UTC on PostgreSQL; the job key the
-    hash of its names; the payload the event's compact JSON."""
-    rows = []
-    for event in events:
-        rec = build_record(event)
-        at = rec.event_time.astimezone(UTC)
-        job_key = (
-            name_key(rec.job_namespace, rec.job_name)
-            if rec.job_namespace is not None and rec.job_name is not None
-            else None
-        )
-        rows.append(
-            {
-                "event_id": rec.event_id,
-                "kind": rec.kind,
-                "event_type": rec.event_type,
-                "event_time": (
-                    at.replace(tzinfo=None).isoformat(" ", "microseconds")
-                    if dialect == "sqlite"
-                    else at
-                ),
-                "event_time_raw": rec.event_time_raw,
-                "run_id": rec.run_id,
-                "job_key": job_key,
-                "producer": rec.producer,
-                "payload": orjson.dumps(rec.event).decode(),
-            }
-        )
-    return rows
-
-
-def write_pre_engine(
-    url: str, events: list[dict[str, Any]], *, poison: Sequence[dict[str, Any]] = ()
-) -> None:
-    """A database as the old store left it: its tables, ``events`` stored (and ``poison``, rows
-    given as they are)."""
-    engine = sa.create_engine(url)
-    try:
-        dialect = engine.dialect.name
-        ts = "DATETIME" if dialect == "sqlite" else "TIMESTAMP WITH TIME ZONE"
-        insert = sa.text(
-            f"INSERT INTO {PREFIX}events ({', '.join(_OLD_COLUMNS)}) "
-            f"VALUES ({', '.join(':' + c for c in _OLD_COLUMNS)})"
-        )
-        with engine.begin() as conn:
-            for ddl in _OLD_DDL:
-                conn.exec_driver_sql(ddl.format(p=PREFIX, ts=ts))
-            conn.execute(insert, [*old_rows(events, dialect), *poison])
-    finally:
-        engine.dispose()
 
 
 def table_names(url: str) -> set[str]:

@@ -22,16 +22,14 @@ import select
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC
 from pathlib import Path
 
-import orjson
 import pytest
 import sqlalchemy as sa
+from backends.sql_pre_engine import write_pre_engine
 from collector_helpers import run_event
 from servers import postgres_schema
 
-from lineage_sdk.collector.records import build_record
 from lineage_sdk.collector.stores.sql_backend import PRE_ENGINE_TABLES, UPGRADE_MARK_TABLE
 
 OPENERS = 4
@@ -69,16 +67,6 @@ for line in sys.stdin:
         print("opened", flush=True)
 """
 
-#: The events table of the ``sql`` store of the releases before the engine, and one of its
-#: derived tables (see tests/backends/test_sql_upgrade.py: the upgrade reads the events only).
-_OLD_DDL = (
-    "CREATE TABLE {p}events (event_id VARCHAR(32) NOT NULL, kind VARCHAR(8) NOT NULL, "
-    "event_type VARCHAR(16), event_time {ts} NOT NULL, event_time_raw TEXT NOT NULL, "
-    "run_id VARCHAR(64), job_key VARCHAR(32), producer TEXT NOT NULL, payload TEXT NOT NULL, "
-    "PRIMARY KEY (event_id))",
-    "CREATE TABLE {p}datasets (dataset_key VARCHAR(32) NOT NULL, namespace TEXT NOT NULL, "
-    "name TEXT NOT NULL, PRIMARY KEY (dataset_key))",
-)
 OLD_EVENTS = 12
 
 
@@ -142,51 +130,12 @@ def openers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Openers]:
         started.close()
 
 
-def _old_rows(dialect: str) -> list[dict[str, object]]:
-    """``OLD_EVENTS`` events as the old store stored them (its event time naive UTC text on
-    SQLite, aware on PostgreSQL; its payload the event's JSON)."""
-    rows: list[dict[str, object]] = []
-    for i in range(OLD_EVENTS):
-        rec = build_record(run_event(job=f"j{i % 4}", outputs=[("db", f"t{i}")], seconds=i))
-        at = rec.event_time.astimezone(UTC)
-        rows.append(
-            {
-                "event_id": rec.event_id,
-                "kind": rec.kind,
-                "event_type": rec.event_type,
-                "event_time": (
-                    at.replace(tzinfo=None).isoformat(" ", "microseconds")
-                    if dialect == "sqlite"
-                    else at
-                ),
-                "event_time_raw": rec.event_time_raw,
-                "run_id": rec.run_id,
-                "job_key": None,
-                "producer": rec.producer,
-                "payload": orjson.dumps(rec.event).decode(),
-            }
-        )
-    return rows
-
-
 def write_old_layout(url: str, prefix: str) -> None:
     """The tables a release before the engine left, with ``OLD_EVENTS`` events."""
-    engine = sa.create_engine(url)
-    try:
-        dialect = engine.dialect.name
-        ts = "DATETIME" if dialect == "sqlite" else "TIMESTAMP WITH TIME ZONE"
-        rows = _old_rows(dialect)
-        columns = list(rows[0])
-        insert = sa.text(
-            f"INSERT INTO {prefix}events ({', '.join(columns)}) "
-            f"VALUES ({', '.join(':' + c for c in columns)})"
-        )
-        with engine.begin() as conn:
-            for ddl in _OLD_DDL:
-                conn.exec_driver_sql(ddl.format(p=prefix, ts=ts))
-            conn.execute(insert, rows)
-    finally:
-        engine.dispose()
+    events = [
+        run_event(job=f"j{i % 4}", outputs=[("db", f"t{i}")], seconds=i) for i in range(OLD_EVENTS)
+    ]
+    write_pre_engine(url, events, prefix=prefix)
 
 
 def check_opened(url: str, prefix: str, answers: list[str], *, old: bool) -> None:
