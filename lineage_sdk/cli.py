@@ -43,6 +43,15 @@ __all__ = [
 ]
 
 Direction = Literal["both", "upstream", "downstream"]
+#: The query parameters as the commands' options spell them, in the messages of refused input.
+CLI_NAMES = {
+    "since": "--since",
+    "until": "--until",
+    "granularity": "--granularity",
+    "asOf": "--as-of",
+    "runId": "--run",
+    "nodeId": "the node",
+}
 
 app = typer.Typer(
     name="lineage",
@@ -85,10 +94,15 @@ class LineageSource(abc.ABC):
         as_of: str | None = None,
         run_id: str | None = None,
         node_limit: int = DEFAULT_NODE_LIMIT,
+        since: str | None = None,
+        until: str | None = None,
+        granularity: str | None = None,
     ) -> dict[str, Any]:
         """``{"graph": [GraphNode, ...], "truncated": ..., "nodeLimit": ...}`` around ``node``,
         at most ``node_limit`` nodes; ``as_of`` (a time) and ``run_id`` ask for the graph of the
-        events up to that time, or of that run and its relatives."""
+        events up to that time, or of that run and its relatives; ``since`` and ``until`` (times,
+        until exclusive) for the edges a run made within that window; ``granularity`` for the
+        view (job, dataset, run or parent; None: job)."""
 
     @abc.abstractmethod
     def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
@@ -110,10 +124,13 @@ class LineageSource(abc.ABC):
         as_of: str | None = None,
         run_id: str | None = None,
         node_limit: int = DEFAULT_NODE_LIMIT,
+        since: str | None = None,
+        until: str | None = None,
     ) -> dict[str, Any]:
         """Marquez's column-lineage graph (``DATASET_FIELD`` nodes) around ``node``; ``as_of``:
         as the events up to that time (inclusive) state it; ``run_id``: as that run's events,
-        its parents' and its children's state it."""
+        its parents' and its children's state it; ``since``/``until``: as the events within
+        that window (until exclusive) state it."""
         raise SourceError(f"{type(self).__name__} cannot answer column lineage", 2)
 
 
@@ -156,6 +173,9 @@ class HttpSource(LineageSource):
         as_of: str | None = None,
         run_id: str | None = None,
         node_limit: int = DEFAULT_NODE_LIMIT,
+        since: str | None = None,
+        until: str | None = None,
+        granularity: str | None = None,
     ) -> dict[str, Any]:
         params: dict[str, str | int] = {
             "nodeId": node,
@@ -163,10 +183,15 @@ class HttpSource(LineageSource):
             "direction": direction,
             "nodeLimit": node_limit,
         }
-        if as_of is not None:
-            params["asOf"] = as_of
-        if run_id is not None:
-            params["runId"] = run_id
+        for name, value in (
+            ("asOf", as_of),
+            ("runId", run_id),
+            ("since", since),
+            ("until", until),
+            ("granularity", granularity),
+        ):
+            if value is not None:
+                params[name] = value
         answer: dict[str, Any] = self._get("/api/v1/lineage", params)
         return answer
 
@@ -193,6 +218,8 @@ class HttpSource(LineageSource):
         as_of: str | None = None,
         run_id: str | None = None,
         node_limit: int = DEFAULT_NODE_LIMIT,
+        since: str | None = None,
+        until: str | None = None,
     ) -> dict[str, Any]:
         params: dict[str, str | int] = {
             "nodeId": node,
@@ -200,10 +227,9 @@ class HttpSource(LineageSource):
             "withDownstream": "true" if with_downstream else "false",
             "nodeLimit": node_limit,
         }
-        if as_of is not None:
-            params["asOf"] = as_of
-        if run_id is not None:
-            params["runId"] = run_id
+        for name, value in (("asOf", as_of), ("runId", run_id), ("since", since), ("until", until)):
+            if value is not None:
+                params[name] = value
         answer: dict[str, Any] = self._get("/api/v1/column-lineage", params)
         return answer
 
@@ -253,11 +279,17 @@ class StoreSource(LineageSource):
         as_of: str | None = None,
         run_id: str | None = None,
         node_limit: int = DEFAULT_NODE_LIMIT,
+        since: str | None = None,
+        until: str | None = None,
+        granularity: str | None = None,
     ) -> dict[str, Any]:
         from lineage_sdk.collector.api import queries
         from lineage_sdk.collector.api.history import parse_instant
+        from lineage_sdk.collector.api.views import check_node, read_view
 
         with self._guard():
+            view = read_view(since, until, granularity, as_of=as_of, run_id=run_id, names=CLI_NAMES)
+            check_node(node, view.granularity, names=CLI_NAMES)
             when = None if as_of is None else parse_instant(as_of, "--as-of")
             return queries.lineage(
                 self.store,
@@ -267,6 +299,9 @@ class StoreSource(LineageSource):
                 as_of=when,
                 run_id=run_id,
                 node_limit=node_limit,
+                since=view.since,
+                until=view.until,
+                granularity=view.granularity,
             )
 
     def runs(self, namespace: str, name: str, limit: int) -> list[dict[str, Any]]:
@@ -295,11 +330,15 @@ class StoreSource(LineageSource):
         as_of: str | None = None,
         run_id: str | None = None,
         node_limit: int = DEFAULT_NODE_LIMIT,
+        since: str | None = None,
+        until: str | None = None,
     ) -> dict[str, Any]:
         from lineage_sdk.collector.api import queries
         from lineage_sdk.collector.api.history import parse_instant
+        from lineage_sdk.collector.api.views import read_view
 
         with self._guard():
+            view = read_view(since, until, None, as_of=as_of, run_id=run_id, names=CLI_NAMES)
             when = None if as_of is None else parse_instant(as_of, "--as-of")
             return queries.column_lineage(
                 self.store,
@@ -309,6 +348,8 @@ class StoreSource(LineageSource):
                 as_of=when,
                 run_id=run_id,
                 node_limit=node_limit,
+                since=view.since,
+                until=view.until,
             )
 
 
@@ -359,23 +400,58 @@ def _nodes(graph: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _state(node: Mapping[str, Any]) -> str | None:
-    """The latest run's state; STALE for a running run whose heartbeats stopped (the API keeps
-    Marquez's RUNNING in ``state`` and says STALE in its ``liveness``)."""
-    run = node.get("data", {}).get("latestRun")
+    """The latest run's state (a RUN node's own); STALE for a running run whose heartbeats
+    stopped (the API keeps Marquez's RUNNING in ``state`` and says STALE in its ``liveness``)."""
+    data = node.get("data", {})
+    if node.get("type") == "RUN":
+        run: Any = data
+    else:
+        run = data.get("latestRun")
     if isinstance(run, Mapping) and run.get("liveness") == "STALE":
         return "STALE"
     state = run.get("state") if isinstance(run, Mapping) else None
     return state if isinstance(state, str) else None
 
 
+def _run_parts(node: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A RUN node's job namespace, job name and run id."""
+    data = node.get("data", {})
+    job = data.get("job") if isinstance(data.get("job"), Mapping) else {}
+    run_id = data.get("runId") or str(node.get("id", "")).removeprefix("run:")
+    return str(job.get("namespace", "")), str(job.get("name", "")), str(run_id)
+
+
+def _name(node: Mapping[str, Any]) -> str:
+    """A node's short name for a drawing: a job's or dataset's name, a run's job and run id."""
+    if node.get("type") == "RUN":
+        _, job, run_id = _run_parts(node)
+        return f"{job} {run_id}"
+    return str(node.get("data", {}).get("name", node.get("id", "")))
+
+
 def _label(node: Mapping[str, Any]) -> Text:
     data = node.get("data", {})
-    is_job = node.get("type") == "JOB"
+    kind = node.get("type")
+    is_job = kind == "JOB"
     text = Text()
-    text.append("job     " if is_job else "dataset ", style="bold blue" if is_job else "green")
-    text.append(str(data.get("namespace", "")), style="dim")
-    text.append(":", style="dim")
-    text.append(str(data.get("name", node.get("id", ""))), style="bold" if is_job else "")
+    if kind == "RUN":
+        namespace, job, run_id = _run_parts(node)
+        text.append("run     ", style="bold magenta")
+        text.append(namespace, style="dim")
+        text.append(":", style="dim")
+        text.append(job, style="bold")
+        text.append(f" {run_id}", style="dim")
+        started = data.get("startedAt")
+        if isinstance(started, str):
+            text.append(f"  {started}", style="dim")
+    else:
+        text.append("job     " if is_job else "dataset ", style="bold blue" if is_job else "green")
+        text.append(str(data.get("namespace", "")), style="dim")
+        text.append(":", style="dim")
+        text.append(str(data.get("name", node.get("id", ""))), style="bold" if is_job else "")
+        children = data.get("children")
+        if is_job and isinstance(children, list) and children:
+            text.append(f"  (+{len(children)} child job(s))", style="dim")
     state = _state(node)
     if state:
         failed = state in ("FAILED", "ABORTED", "STALE")
@@ -392,6 +468,36 @@ def _children(node: Mapping[str, Any], upstream: bool) -> list[str]:
     return sorted(e["destination"] if e["origin"] == me else e["origin"] for e in edges)
 
 
+def _edge_jobs(edge: Mapping[str, Any]) -> list[str]:
+    """The job ids a dataset-view edge names (``data.jobs``); none on other edges."""
+    data = edge.get("data")
+    jobs = data.get("jobs") if isinstance(data, Mapping) else None
+    if not isinstance(jobs, list):
+        return []
+    return [
+        f"job:{job.get('namespace')}:{job.get('name')}" for job in jobs if isinstance(job, Mapping)
+    ]
+
+
+def _root_children(
+    graph: Mapping[str, Any], nodes: Mapping[str, Any], root: str, upstream: bool
+) -> list[str]:
+    """The root's neighbours. A job asked in the dataset view is no node of the answer: its
+    neighbours are then the inputs (upstream) or outputs of the edges it made, and, when it made
+    none, every node of the answer (downstream)."""
+    if root in nodes:
+        return _children(nodes[root], upstream)
+    made = {
+        edge["origin"] if upstream else edge["destination"]
+        for node in nodes.values()
+        for edge in node.get("outEdges", [])
+        if root in _edge_jobs(edge)
+    }
+    if not made and not upstream and root.startswith("job:"):
+        return sorted(nodes)
+    return sorted(made)
+
+
 def _tree(
     graph: Mapping[str, Any],
     root: str,
@@ -400,12 +506,12 @@ def _tree(
 ) -> Tree:
     nodes = _nodes(graph)
     title = Text("upstream of " if upstream else "downstream of ", style="italic")
-    tree = Tree(title.append_text(label(nodes[root])) if root in nodes else Text(root))
+    tree = Tree(title.append_text(label(nodes[root])) if root in nodes else title.append(root))
     shown: set[str] = {root}
     # Iterative depth-first preorder, children sorted: each node is expanded once, and a later
     # meeting (a diamond or a cycle) prints "(shown above)", which is then true on screen.
     stack: list[tuple[Tree, str]] = [
-        (tree, child) for child in reversed(_children(nodes.get(root, {}), upstream))
+        (tree, child) for child in reversed(_root_children(graph, nodes, root, upstream))
     ]
     while stack:
         parent, current = stack.pop()
@@ -435,10 +541,12 @@ def to_dot(graph: Mapping[str, Any], root: str) -> str:
     nodes = _nodes(graph)
     for nid in sorted(nodes):
         node = nodes[nid]
-        name = str(node.get("data", {}).get("name", nid))
-        attrs = [f"label={_dot_string(name)}", f"tooltip={_dot_string(nid)}"]
+        attrs = [f"label={_dot_string(_name(node))}", f"tooltip={_dot_string(nid)}"]
         if node.get("type") == "JOB":
             attrs += ["shape=box", "style=filled", 'fillcolor="#2f6fbf"', "fontcolor=white"]
+        elif node.get("type") == "RUN":
+            attrs += ["shape=box", 'style="rounded,filled"', 'fillcolor="#7b4fa0"']
+            attrs += ["fontcolor=white"]
         else:
             attrs += ["shape=ellipse", "style=filled", 'fillcolor="#2e8b57"', "fontcolor=white"]
         if _state(node) in ("FAILED", "ABORTED"):
@@ -446,12 +554,35 @@ def to_dot(graph: Mapping[str, Any], root: str) -> str:
         if nid == root:
             attrs += ["peripheries=2"]
         lines.append(f"  {_dot_string(nid)} [{', '.join(attrs)}];")
-    for nid in sorted(nodes):
-        for dest in _children(nodes[nid], upstream=False):
-            if dest in nodes:
-                lines.append(f"  {_dot_string(nid)} -> {_dot_string(dest)};")
+    for nid, dest, edge in _out_edges(nodes):
+        jobs = ", ".join(_edge_jobs(edge))
+        attrs = [f"label={_dot_string(jobs)}"] if jobs else []
+        if _is_parent_link(edge):
+            attrs.append("style=dashed")
+        tail = f" [{', '.join(attrs)}]" if attrs else ""
+        lines.append(f"  {_dot_string(nid)} -> {_dot_string(dest)}{tail};")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _out_edges(
+    nodes: Mapping[str, Mapping[str, Any]],
+) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    """Each edge among ``nodes`` once, downstream, as (origin, destination, edge), sorted."""
+    for nid in sorted(nodes):
+        me = nodes[nid]
+        found: dict[str, Mapping[str, Any]] = {}
+        for edge in me.get("outEdges", []):
+            dest = edge["destination"] if edge["origin"] == nid else edge["origin"]
+            if dest in nodes:
+                found.setdefault(dest, edge)
+        for dest in sorted(found):
+            yield nid, dest, found[dest]
+
+
+def _is_parent_link(edge: Mapping[str, Any]) -> bool:
+    data = edge.get("data")
+    return isinstance(data, Mapping) and data.get("link") == "parent"
 
 
 _MERMAID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,/-+@")
@@ -470,24 +601,29 @@ def to_mermaid(graph: Mapping[str, Any], root: str) -> str:
     lines = ["flowchart LR"]
     for nid in sorted(nodes):
         node = nodes[nid]
-        label = _mermaid_text(str(node.get("data", {}).get("name", nid)))
+        label = _mermaid_text(_name(node))
         if node.get("type") == "JOB":
             lines.append(f'  {ids[nid]}["{label}"]')
+        elif node.get("type") == "RUN":
+            lines.append(f'  {ids[nid]}(["{label}"])')
         else:
             lines.append(f'  {ids[nid]}[("{label}")]')
-    for nid in sorted(nodes):
-        for dest in _children(nodes[nid], upstream=False):
-            if dest in ids:
-                lines.append(f"  {ids[nid]} --> {ids[dest]}")
+    for nid, dest, edge in _out_edges(nodes):
+        jobs = _mermaid_text(", ".join(_edge_jobs(edge)))
+        arrow = "-.->" if _is_parent_link(edge) else "-->"
+        lines.append(f"  {ids[nid]} {arrow}{f'|{jobs}|' if jobs else ''} {ids[dest]}")
     lines += [
         "  classDef job fill:#2f6fbf,color:#fff",
         "  classDef dataset fill:#2e8b57,color:#fff",
+        "  classDef run fill:#7b4fa0,color:#fff",
         "  classDef failed stroke:#d62828,stroke-width:4px",
         "  classDef root stroke:#f4a259,stroke-width:4px",
     ]
+    kinds = {n: nodes[n].get("type") for n in sorted(nodes)}
     for cls, members in (
-        ("job", [n for n in sorted(nodes) if nodes[n].get("type") == "JOB"]),
-        ("dataset", [n for n in sorted(nodes) if nodes[n].get("type") != "JOB"]),
+        ("job", [n for n, kind in kinds.items() if kind == "JOB"]),
+        ("run", [n for n, kind in kinds.items() if kind == "RUN"]),
+        ("dataset", [n for n, kind in kinds.items() if kind not in ("JOB", "RUN")]),
         ("failed", [n for n in sorted(nodes) if _state(nodes[n]) in ("FAILED", "ABORTED")]),
         ("root", [root] if root in ids else []),
     ):
@@ -598,10 +734,11 @@ def _cut_note(answer: Mapping[str, Any], what: str = "nodes") -> None:
     if answer.get("truncated"):
         shown = len(answer.get("graph", ()))
         limit = answer.get("nodeLimit")
-        err.print(
-            Text(f"showing {shown} {what}; the graph was cut at --node-limit {limit}"),
-            style="yellow",
-        )
+        note = f"showing {shown} {what}; the graph was cut at --node-limit {limit}"
+        omitted = answer.get("omittedNodes")
+        if isinstance(omitted, int) and omitted > 0:
+            note += f" ({omitted} more {what} found were left out)"
+        err.print(Text(note), style="yellow")
 
 
 @app.command()
@@ -633,9 +770,46 @@ def graph(
         ),
     ] = None,
     node_limit: NodeLimitOption = DEFAULT_NODE_LIMIT,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Only the edges a run made at or after this time (RFC 3339, or YYYY-MM-DD for "
+            "that day's start); not with --as-of or --run.",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            help="Only the edges a run made before this time (exclusive; RFC 3339 or "
+            "YYYY-MM-DD); not with --as-of or --run.",
+        ),
+    ] = None,
+    granularity: Annotated[
+        Literal["job", "dataset", "run", "parent"] | None,
+        typer.Option(
+            "--granularity",
+            "-g",
+            help="job (default): jobs and datasets; dataset: datasets alone, each edge naming "
+            "its jobs; run: runs and the datasets they read and wrote (the node may be "
+            "run:<runId>); parent: child jobs folded into their root job.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Print the lineage graph around a job or dataset."""
-    _split_node(node)
+    """Print the lineage graph around a job, dataset or run (run:<runId>, with --granularity
+    run)."""
+    from lineage_sdk.collector.api.views import check_node, read_view
+    from lineage_sdk.collector.engine.views import RUN_PREFIX
+
+    try:
+        view = read_view(since, until, granularity, as_of=as_of, run_id=run, names=CLI_NAMES)
+        check_node(node, view.granularity, names=CLI_NAMES)
+    except ValueError as exc:
+        raise SourceError(str(exc), 2) from None
+    if not node.startswith(RUN_PREFIX):
+        _split_node(node)
     direction: Direction = (
         "upstream"
         if upstream and not downstream
@@ -645,9 +819,17 @@ def graph(
     )
     with _open_source() as source:
         answer = source.lineage(
-            node, direction, depth, as_of=as_of, run_id=run, node_limit=node_limit
+            node,
+            direction,
+            depth,
+            as_of=as_of,
+            run_id=run,
+            node_limit=node_limit,
+            since=since,
+            until=until,
+            granularity=granularity,
         )
-    node = _asked_node(answer, node)
+    node = _asked_node(answer, node, folded=view.granularity == "parent")
     _cut_note(answer)
     if fmt == "json":
         _print_json(answer)
@@ -814,6 +996,8 @@ def _column_answer(
     as_of: str | None = None,
     run_id: str | None = None,
     node_limit: int = DEFAULT_NODE_LIMIT,
+    since: str | None = None,
+    until: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The asked node id and its answer. ``<ns>:<name>`` may omit ``dataset:``; a last ``:part``
     is read as a field when no dataset has the whole name."""
@@ -853,6 +1037,8 @@ def _column_answer(
                 as_of=as_of,
                 run_id=run_id,
                 node_limit=node_limit,
+                since=since,
+                until=until,
             )
         except NothingRecorded as exc:
             missing.append(str(exc))
@@ -899,14 +1085,44 @@ def columns(
         ),
     ] = None,
     node_limit: NodeLimitOption = DEFAULT_NODE_LIMIT,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="As the events at or after this time state it (RFC 3339 or YYYY-MM-DD); "
+            "not with --as-of or --run.",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            help="As the events before this time state it (exclusive; RFC 3339 or YYYY-MM-DD); "
+            "not with --as-of or --run.",
+        ),
+    ] = None,
 ) -> None:
     """Show column lineage: the fields a field (or each field of a dataset) derives from, and
     with --downstream the fields derived from it, from the columnLineage facet."""
+    from lineage_sdk.collector.api.views import read_view
+
+    try:
+        read_view(since, until, None, as_of=as_of, run_id=run, names=CLI_NAMES)
+    except ValueError as exc:
+        raise SourceError(str(exc), 2) from None
     want_up = upstream or not downstream
     want_down = downstream or not upstream
     with _open_source() as source:
         node, answer = _column_answer(
-            source, target, depth, want_down, as_of, run_id=run, node_limit=node_limit
+            source,
+            target,
+            depth,
+            want_down,
+            as_of,
+            run_id=run,
+            node_limit=node_limit,
+            since=since,
+            until=until,
         )
     node = _asked_node(answer, node)
     _cut_note(answer, "fields")
@@ -933,13 +1149,15 @@ def columns(
         out.print(table)
 
 
-def _asked_node(answer: Mapping[str, Any], node: str) -> str:
+def _asked_node(answer: Mapping[str, Any], node: str, *, folded: bool = False) -> str:
     """The node an answer starts at: ``node``, or the dataset it is another name of (the
-    answer's ``nodeId``), said on stderr."""
+    answer's ``nodeId``), or with ``folded`` (the parent view) the root job it is folded into,
+    said on stderr."""
     found = answer.get("nodeId")
     if not isinstance(found, str) or found == node:
         return node
-    err.print(Text(f"{node} is a name of {found}"), style="dim")
+    said = f"{node} is folded into {found}" if folded else f"{node} is a name of {found}"
+    err.print(Text(said), style="dim")
     return found
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple, Protocol
 
 import orjson
@@ -110,6 +110,11 @@ def edge_rank(event_time: datetime, event_id: str) -> str:
     delta = aware.astimezone(UTC) - _EPOCH
     micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     return f"{micros:020d}{event_id}"
+
+
+def edge_rank_time(rank: str) -> datetime:
+    """The event time inside an :func:`edge_rank` text: the latest statement's time."""
+    return _EPOCH + timedelta(microseconds=int(rank[:20]))
 
 
 def edge_info(input_field: Mapping[str, Any], spec: Mapping[str, Any]) -> str:
@@ -299,6 +304,7 @@ def cut_columns(graph: ColumnGraph, with_downstream: bool, node_limit: int | Non
         fields={f for f in graph.fields if f.id in kept},
         edges={k: v for k, v in graph.edges.items() if k[0].id in kept and k[1].id in kept},
         truncated=True,
+        omitted=len(graph.fields) - len(kept),
     )
 
 

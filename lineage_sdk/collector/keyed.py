@@ -146,9 +146,13 @@ def walk_keys(
     depth: int,
     node_limit: int | None,
     read_names: NameReader[K] | None = None,
+    *,
+    size: Callable[[KeyedWalk[K]], int] = len,
 ) -> KeyedWalk[K]:
     """Breadth-first from ``root`` (type, key), the ways of ``direction`` together, up to
-    ``depth`` levels, stopping past ``node_limit`` nodes as the module docstring says.
+    ``depth`` levels, stopping past ``node_limit`` nodes as the module docstring says (``size``
+    counts them: a view that answers datasets alone counts its datasets; it then cuts the answer
+    itself, so no ``read_names``).
 
     With ``read_names``, the closing step is narrowed to the frontier nodes the cut will keep
     (:func:`kept_keys`): an edge matters only between two kept nodes, and closing
@@ -164,7 +168,7 @@ def walk_keys(
         ways.append(_Way(upstream, jobs, datasets, set(jobs), set(datasets)))
 
     def closes() -> bool:
-        if node_limit is None or not walk_full(len(walk), node_limit):
+        if node_limit is None or not walk_full(size(walk), node_limit):
             return False
         if read_names is not None:
             walk.kept = kept = kept_keys(walk, root, direction, node_limit, read_names)
@@ -286,6 +290,7 @@ def keyed_answer(
     """The answer of a walk: cut on keys (before any name is read: only the nodes at the cut's
     distance need theirs), then the kept nodes' names, the jobs' with their latest runs
     (``read_jobs``, asked of the kept jobs alone: a cut walk may have found many more)."""
+    found = len(walk)
     walk, truncated = cut_keys(walk, root, direction, node_limit, read_names)
     job_names, latest = read_jobs(walk.jobs)
     names: dict[NodeType, dict[K, tuple[str, str]]] = {
@@ -293,6 +298,7 @@ def keyed_answer(
         "DATASET": read_names("DATASET", list(walk.datasets)),
     }
     graph, kept = keyed_graph(node, root, walk, names, truncated=truncated)
+    graph.omitted = found - len(walk)
     for job_key, latest_run in latest.items():
         if job_key in kept:
             graph.nodes[kept[job_key]].data["latestRun"] = latest_run

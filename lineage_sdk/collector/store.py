@@ -31,12 +31,15 @@ from lineage_sdk.models.run_state import StateKey, pick_interval
 
 __all__ = [
     "DEFAULT_NODE_LIMIT",
+    "GRANULARITIES",
     "BaseLineageStore",
     "ColumnGraph",
     "DatasetRef",
     "Direction",
     "EventKind",
     "FieldRef",
+    "Granularity",
+    "GraphNodeType",
     "JobSummary",
     "LineageEdge",
     "LineageGraph",
@@ -74,6 +77,12 @@ _log = logging.getLogger("lineage_sdk.collector")
 
 EventKind = Literal["run", "dataset", "job"]
 NodeType = Literal["DATASET", "JOB"]
+#: A node of a lineage answer: a job, a dataset, or a run (the ``run`` view's nodes).
+GraphNodeType = Literal["DATASET", "JOB", "RUN"]
+#: The zoom of a lineage answer (``granularity``): jobs and datasets (Marquez's graph), datasets
+#: alone, runs and datasets, or jobs folded into their root parent job.
+Granularity = Literal["job", "dataset", "run", "parent"]
+GRANULARITIES: tuple[Granularity, ...] = ("job", "dataset", "run", "parent")
 #: ``upstream`` against the data flow, ``downstream`` with it, ``both`` the two directed walks
 #: together; ``undirected`` Marquez's walk (``LineageDao.getLineage``): every job sharing any
 #: dataset with a job walked, whichever way the data flows, to ``depth``.
@@ -253,10 +262,10 @@ class LineageEdge:
 
 @dataclass(slots=True)
 class LineageNode:
-    """A job or dataset in a lineage answer, with Marquez's ``id``/``type`` naming."""
+    """A job, dataset or run in a lineage answer, with Marquez's ``id``/``type`` naming."""
 
     id: str
-    type: NodeType
+    type: GraphNodeType
     namespace: str
     name: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -273,6 +282,9 @@ class LineageGraph:
     nodes: dict[str, LineageNode] = field(default_factory=dict)
     #: True when nodes were left out because of the asked node limit (see :func:`cut_lineage`).
     truncated: bool = False
+    #: How many nodes the walk found and the cut left out (the answer's ``omittedNodes``): a walk
+    #: stops one level past the limit, so nodes further out are not counted.
+    omitted: int = 0
 
 
 def walk_directions(direction: Direction) -> tuple[bool | None, ...]:
@@ -380,7 +392,7 @@ def cut_lineage(graph: LineageGraph, direction: Direction, node_limit: int | Non
         return graph
     distance = lineage_distances(graph, direction)
     kept = set(nearest(distance, node_limit))
-    cut = LineageGraph(root=graph.root, truncated=True)
+    cut = LineageGraph(root=graph.root, truncated=True, omitted=len(graph.nodes) - len(kept))
     for nid, node in graph.nodes.items():
         if nid in kept:
             node.in_edges = [e for e in node.in_edges if e.origin in kept]
@@ -538,6 +550,8 @@ class ColumnGraph:
     edges: dict[tuple[FieldRef, FieldRef], str] = field(default_factory=dict)
     #: True when fields were left out because of the asked node limit.
     truncated: bool = False
+    #: How many fields the walk found and the cut left out (``omittedNodes``).
+    omitted: int = 0
 
 
 # -- portability: the raw events every query store keeps, read back in one order -----------------

@@ -53,7 +53,17 @@ def test_document_lists_every_route(openapi):
     assert "201" in post["responses"]
     assert {"400", "401", "413", "415", "503"} <= set(post["responses"])
     params = {p["name"] for p in openapi["paths"]["/api/v1/lineage"]["get"]["parameters"]}
-    assert params == {"nodeId", "depth", "direction", "asOf", "runId", "nodeLimit"}
+    assert params == {
+        "nodeId",
+        "depth",
+        "direction",
+        "asOf",
+        "runId",
+        "nodeLimit",
+        "since",
+        "until",
+        "granularity",
+    }
 
 
 def test_answers_match_the_declared_schemas(api, loaded, openapi):

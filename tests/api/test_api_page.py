@@ -781,6 +781,11 @@ def test_an_answer_cut_at_the_node_limit_is_said_so(api, loaded, browser):
         f"Showing {len(drawn)} nodes; the neighbourhood was cut at the node limit (3 per answer)"
     )
     assert "expand nodes to see more" in notice.text
+    # And how many it left out (the API's omittedNodes for the page's walk, both ways).
+    omitted = _view(api, stg, nodeLimit="3")["omittedNodes"]
+    assert omitted > 0
+    left = f"{omitted} node{'s' if omitted != 1 else ''} of the view left out"
+    assert f": {left}" in notice.text, notice.text
     assert "nodeLimit=3" in driver.current_url
     # Without the limit the same view is whole, and the notice goes.
     _open(driver, api.url, stg, depth=10)
@@ -861,3 +866,347 @@ def test_a_dataset_opened_by_another_name_shows_its_node_and_its_names(api, brow
     assert f"{TABLE2[0]}:{TABLE2[1]}" in details or TABLE2[1] in details, details
     assert f"{T2[0]}:{T2[1]}" in details, details
     assert quote(f"dataset:{TABLE2[0]}:{TABLE2[1]}", safe="") in driver.current_url
+
+
+# ---- views (granularity), the time window, runs as nodes (#33 item 4) ---------------------------
+
+
+def _view(api, node: str, depth: int = 10, **params: str) -> dict:
+    """The API's answer the page asks for (both directed ways, the page's walk)."""
+    response = api.client.get(
+        "/api/v1/lineage",
+        params={"nodeId": node, "depth": depth, "direction": "both", **params},
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _choose_view(driver, granularity: str) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element("id", "granularity-input")).select_by_value(granularity)
+    if granularity == "job":  # the default view is not written in the URL
+        _wait(driver, "return !location.hash.includes('granularity=')")
+    else:
+        _wait(driver, f"return location.hash.includes('granularity={granularity}')")
+    assert _ready(driver) == "ready", driver.find_element("id", "status").text
+
+
+def _click_edge(driver, source: str, target: str) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    pos = driver.execute_script(
+        "return window.lineagePage.edgeClientPosition(arguments[0], arguments[1])", source, target
+    )
+    assert pos is not None, f"{source} -> {target} is not drawn"
+    body = driver.find_element("tag name", "body")
+    size = body.size
+    (
+        ActionChains(driver)
+        .move_to_element_with_offset(
+            body, int(pos["x"] - size["width"] / 2), int(pos["y"] - size["height"] / 2)
+        )
+        .click()
+        .perform()
+    )
+
+
+def test_the_view_switch_draws_datasets_alone_then_runs(api, loaded, browser):
+    """job -> dataset: no job node, each edge names the jobs that made it (on the edge, in its
+    panel and in the dataset's); -> run: runs drawn as their own shape with their state; the
+    URL keeps the view."""
+    driver = browser
+    stg, raw = f"dataset:{PG}:stg.orders", f"dataset:{PG}:raw.orders"
+    _open(driver, api.url, stg)
+    assert "job:shop:extract" in _drawn(driver)
+    assert "granularity=" not in driver.current_url  # the default view leaves links as they were
+
+    _choose_view(driver, "dataset")
+    _wait(driver, "return !window.lineagePage.cy.nodes().some(n => n.id().startsWith('job:'))")
+    answer = _view(api, stg, granularity="dataset")
+    expected = {n["id"] for n in answer["graph"]}
+    assert expected and all(nid.startswith("dataset:") for nid in expected)
+    assert _drawn(driver) == expected
+    edges = {
+        (s, t): label
+        for s, t, label in driver.execute_script(
+            "return window.lineagePage.cy.edges().map(e => [e.source().id(), e.target().id(),"
+            " e.data('label')])"
+        )
+    }
+    assert edges[(raw, stg)] == "extract"
+    assert edges[(stg, f"dataset:{PG}:clean.orders")] == "clean"
+    # The chosen dataset's panel lists where it comes from, through which job.
+    _wait(driver, "return document.querySelector('#edges-in li') !== null")
+    came = driver.find_element("css selector", f'#edges-in li[data-node-id="{raw}"]').text
+    assert came == "raw.orders via extract"
+    # An edge clicked opens its own panel: its ends and its jobs, each one click from its lineage.
+    _click_edge(driver, raw, stg)
+    _wait(driver, "return document.querySelector('#edge-jobs li') !== null")
+    assert [
+        li.get_attribute("data-node-id")
+        for li in driver.find_elements("css selector", "#edge-jobs li")
+    ] == ["job:shop:extract"]
+    panel = driver.find_element("id", "edge-details").text
+    assert "raw.orders" in panel and "stg.orders" in panel
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "graph-page-datasets.png"))
+    shared = driver.current_url
+    driver.get("about:blank")
+    driver.get(shared)
+    assert _ready(driver) == "ready"
+    assert driver.find_element("id", "granularity-input").get_attribute("value") == "dataset"
+    assert _drawn(driver) == expected
+
+    _choose_view(driver, "run")
+    _wait(driver, "return window.lineagePage.cy.nodes().some(n => n.id().startsWith('run:'))")
+    answer = _view(api, stg, granularity="run")
+    runs = {n["id"]: n for n in answer["graph"] if n["type"] == "RUN"}
+    assert runs and _drawn(driver) == {n["id"] for n in answer["graph"]}
+    assert not any(nid.startswith("job:") for nid in _drawn(driver))
+    clean_run = f"run:{loaded['runs']['clean']}"
+    extract_run = f"run:{loaded['runs']['extract']}"
+    assert {clean_run, extract_run} <= set(runs)
+    looks = {
+        nid: (shape, cls, failed, label)
+        for nid, shape, cls, failed, label in driver.execute_script(
+            "return window.lineagePage.cy.nodes().map(n => [n.id(), n.style('shape'),"
+            " n.hasClass('run'), n.hasClass('failed'), n.data('label')])"
+        )
+    }
+    assert looks[clean_run][0] != looks[stg][0] and looks[clean_run][1] is True
+    assert looks[clean_run][2] is True and looks[extract_run][2] is False  # FAILED is marked
+    assert looks[clean_run][3] == "clean\nFAILED\n2025-03-01 00:01:40"
+    assert looks[extract_run][3] == "extract\nCOMPLETED\n2025-03-01 00:00:00"
+    assert driver.find_element("css selector", "#legend li[data-view='run']").is_displayed()
+    assert not driver.find_element("css selector", "#legend li[data-view='parent']").is_displayed()
+    assert "run" in driver.find_element("css selector", "#node-list .kind.RUN").text
+    # A run's panel: its job, state, times; it expands in the run view.
+    _click_node(driver, clean_run)
+    _wait(driver, f"return location.hash.includes({quote(clean_run, safe='')!r})")
+    assert _ready(driver) == "ready"
+    rows = driver.find_elements("css selector", "#node-details dt, #node-details dd")
+    pairs = dict(zip([r.text for r in rows[::2]], [r.text for r in rows[1::2]], strict=True))
+    assert pairs["type"] == "run" and pairs["state"] == "FAILED"
+    assert pairs["job"] == "clean" and pairs["job namespace"] == "shop"
+    assert pairs["run id"] == loaded["runs"]["clean"]
+    assert pairs["started"] == "2025-03-01 00:01:40 UTC" and pairs["duration"] == "12.0 s"
+    ARTIFACTS.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(ARTIFACTS / "graph-page-runs.png"))
+    # The run view starts at a dataset or a run: for a job the switch says so.
+    _open(driver, api.url, "job:shop:extract")
+    run_option = driver.find_element("css selector", "#granularity-input option[value='run']")
+    assert run_option.get_attribute("disabled") is not None
+    assert driver.find_element("id", "granularity-hint").is_displayed()
+    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == [], errors
+
+
+def test_the_parent_view_folds_child_jobs_into_their_root(api, browser):
+    """fold:dag runs fold:dag.extract (src -> stage) and fold:dag.load (stage -> mart), each
+    with a parent facet: the parent view draws one job, whose panel lists its children."""
+    dag_run = "01900000-0000-7000-8000-0000000000d0"
+    events = []
+    for job, run, inputs, outputs, at in (
+        ("dag", dag_run, [], [], 0),
+        (
+            "dag.extract",
+            "01900000-0000-7000-8000-0000000000d1",
+            [("fold", "src")],
+            [("fold", "stage")],
+            1,
+        ),
+        (
+            "dag.load",
+            "01900000-0000-7000-8000-0000000000d2",
+            [("fold", "stage")],
+            [("fold", "mart")],
+            5,
+        ),
+    ):
+        for kind, delta in (("START", 0), ("COMPLETE", 1)):
+            event = run_event(
+                job,
+                namespace="fold",
+                event_type=kind,
+                run_id=run,
+                inputs=inputs,
+                outputs=outputs,
+                seconds=at + delta,
+            )
+            if run != dag_run:
+                event["run"]["facets"]["parent"] = {
+                    "_producer": event["producer"],
+                    "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/ParentRunFacet.json",
+                    "run": {"runId": dag_run},
+                    "job": {"namespace": "fold", "name": "dag"},
+                }
+            events.append(event)
+    assert api.client.post("/api/v1/lineage/batch", json=events).status_code == 200
+    driver = browser
+    child = "job:fold:dag.load"
+    driver.get(
+        f"{api.url}/#nodeId={quote(child, safe='')}&depth=10&direction=both&granularity=parent"
+    )
+    assert _ready(driver) == "ready", driver.find_element("id", "status").text
+    answer = _view(api, child, granularity="parent")
+    assert answer["nodeId"] == "job:fold:dag"
+    drawn = _drawn(driver)
+    assert drawn == {n["id"] for n in answer["graph"]}
+    assert "job:fold:dag" in drawn and not {child, "job:fold:dag.extract"} & drawn
+    # The page starts at the root the answer names, the URL too.
+    _wait(driver, f"return location.hash.includes({quote('job:fold:dag', safe='')!r} + '&')")
+    assert driver.execute_script("return window.lineagePage.cy.$('.root').id()") == "job:fold:dag"
+    assert driver.execute_script(
+        "return window.lineagePage.cy.getElementById('job:fold:dag').hasClass('parent')"
+    )
+    _wait(driver, "return document.querySelectorAll('#children li').length === 2")
+    assert [
+        li.get_attribute("data-node-id")
+        for li in driver.find_elements("css selector", "#children li")
+    ] == ["job:fold:dag.extract", "job:fold:dag.load"]
+    assert "Child jobs (2)" in _details(driver)
+    # A child opens in the view of jobs.
+    driver.find_element(
+        "css selector", '#children li[data-node-id="job:fold:dag.load"] button'
+    ).click()
+    _wait(driver, "return !location.hash.includes('granularity=')")
+    assert _ready(driver) == "ready"
+    assert child in _drawn(driver)
+
+
+def _window_events() -> list[dict]:
+    """days:daily reads days:in.a on 1 March and days:in.b on 2 March, writing days:out both
+    times (Marquez #3093's shape: one job, two runs, two inputs)."""
+    return [
+        run_event(
+            "daily",
+            namespace="days",
+            event_type=kind,
+            run_id=run,
+            inputs=[("days", source)],
+            outputs=[("days", "out")],
+            seconds=at + delta,
+        )
+        for run, source, at in (
+            ("01900000-0000-7000-8000-0000000000a1", "in.a", 3600),
+            ("01900000-0000-7000-8000-0000000000a2", "in.b", 86400 + 3600),
+        )
+        for kind, delta in (("START", 0), ("COMPLETE", 60))
+    ]
+
+
+def _set_window(driver, since: str, until: str) -> None:
+    driver.execute_script(
+        "document.getElementById('since-input').value = arguments[0];"
+        "document.getElementById('until-input').value = arguments[1];",
+        since,
+        until,
+    )
+    driver.find_element("id", "window-apply").click()
+
+
+def _lineage_requests(driver) -> list[str]:
+    return driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(u => u.includes('/api/v1/lineage?'))"
+    )
+
+
+def test_a_time_window_draws_only_the_edges_made_within_it(api, browser):
+    assert api.client.post("/api/v1/lineage/batch", json=_window_events()).status_code == 200
+    driver = browser
+    out, a, b = "dataset:days:out", "dataset:days:in.a", "dataset:days:in.b"
+    _open(driver, api.url, out, depth=1)
+    assert _drawn(driver) == {a, b, "job:days:daily", out}
+
+    driver.execute_script("performance.clearResourceTimings()")
+    _set_window(driver, "2025-03-01T00:00:00", "2025-03-02T00:00:00")
+    _wait(driver, "return location.hash.includes('since=') && location.hash.includes('until=')")
+    _wait(
+        driver,
+        "return document.body.dataset.state === 'ready'"
+        " && !window.lineagePage.cy.nodes().some(n => n.id() === 'dataset:days:in.b')",
+    )
+    assert _drawn(driver) == {a, "job:days:daily", out}
+    asked = _lineage_requests(driver)
+    windowed = [u for u in asked if "since=" in u]
+    assert any("nodeId=dataset%3Adays%3Aout&depth=1&" in u for u in windowed), asked
+    assert all(
+        "since=2025-03-01T00%3A00%3A00.000Z" in u and "until=2025-03-02T00%3A00%3A00.000Z" in u
+        for u in windowed
+    ), windowed
+    assert not any("asOf=" in u for u in asked)
+    assert "asOf=" not in driver.current_url
+    # The slider rests while a window is set (asOf and a window are exclusive).
+    assert driver.find_element("id", "asof-range").get_attribute("disabled") is not None
+    status = driver.find_element("id", "status").text
+    assert "from 2025-03-01 00:00:00 UTC to 2025-03-02 00:00:00 UTC" in status, status
+
+    _set_window(driver, "2025-03-02T00:00:00", "2025-03-03T00:00:00")
+    _wait(driver, "return location.hash.includes('since=2025-03-02')")
+    _wait(
+        driver,
+        "return document.body.dataset.state === 'ready'"
+        " && !window.lineagePage.cy.nodes().some(n => n.id() === 'dataset:days:in.a')",
+    )
+    assert _drawn(driver) == {b, "job:days:daily", out}
+    shared = driver.current_url
+    driver.get("about:blank")
+    driver.get(shared)
+    assert _ready(driver) == "ready"
+    assert _drawn(driver) == {b, "job:days:daily", out}
+    # (chromium writes a picker's zero seconds as nothing: 2025-03-02T00:00)
+    assert (
+        driver.find_element("id", "since-input")
+        .get_attribute("value")
+        .startswith("2025-03-02T00:00")
+    )
+    assert (
+        driver.find_element("id", "until-input")
+        .get_attribute("value")
+        .startswith("2025-03-03T00:00")
+    )
+    assert driver.current_url == shared
+    # In the run view the window answers "which run wrote out that day".
+    _choose_view(driver, "run")
+    runs = {n for n in _drawn(driver) if n.startswith("run:")}
+    assert runs == {"run:01900000-0000-7000-8000-0000000000a2"}
+    _choose_view(driver, "job")
+
+    driver.find_element("id", "window-clear").click()
+    _wait(driver, "return !location.hash.includes('since=')")
+    _wait(
+        driver,
+        "return document.body.dataset.state === 'ready'"
+        " && window.lineagePage.cy.nodes().some(n => n.id() === 'dataset:days:in.a')",
+    )
+    assert _drawn(driver) == {a, b, "job:days:daily", out}
+    assert driver.find_element("id", "since-input").get_attribute("value") == ""
+
+
+def test_a_window_the_api_refuses_is_said_as_the_api_says_it(api, browser):
+    """since after until: the API answers 400 naming the parameter; the page shows that."""
+    assert api.client.post("/api/v1/lineage/batch", json=_window_events()).status_code == 200
+    refused = api.client.get(
+        "/api/v1/lineage",
+        params={  # as the page sends them
+            "nodeId": "dataset:days:out",
+            "since": "2025-03-03T00:00:00.000Z",
+            "until": "2025-03-02T00:00:00.000Z",
+        },
+    )
+    assert refused.status_code == 400
+    detail = refused.json()["detail"]
+    assert "since" in detail
+    driver = browser
+    _open(driver, api.url, "dataset:days:out", depth=1)
+    _set_window(driver, "2025-03-03T00:00:00", "2025-03-02T00:00:00")
+    _wait(driver, "return document.body.dataset.state === 'error'")
+    status = driver.find_element("id", "status")
+    assert status.get_attribute("class") == "error"
+    assert detail in status.text, status.text
+    # Mended, the graph comes back.
+    _set_window(driver, "2025-03-01T00:00:00", "2025-03-02T00:00:00")
+    _wait(driver, "return document.body.dataset.state === 'ready'")
+    assert _drawn(driver) == {"dataset:days:in.a", "job:days:daily", "dataset:days:out"}

@@ -39,7 +39,7 @@ import secrets
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from lineage_sdk.collector.api.history import of_dataset
@@ -48,12 +48,14 @@ from lineage_sdk.collector.columns import parse_column_node
 from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
 from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse
+from lineage_sdk.collector.engine.views import ALWAYS, Readable, ViewGraph, Window
 from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.collector.store import (
     ColumnGraph,
     Direction,
     FieldRef,
+    Granularity,
     JobSummary,
     LineageEdge,
     LineageGraph,
@@ -651,6 +653,33 @@ class Sight(Engine):
         )
         return self._seen_latest_runs(_renamed(graph, start, node), as_of)
 
+    def lineage_view(
+        self,
+        node: str,
+        *,
+        granularity: Granularity = "job",
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+        window: Window = ALWAYS,
+        readable: Readable | None = None,
+    ) -> ViewGraph:
+        """The engine's view, its walk kept to the readable namespaces (the grant's test, with
+        ``readable`` too when given), the job nodes' latest runs folded as the key sees them."""
+        grant = self.readable if readable is None else lambda ns: self.readable(ns) and readable(ns)
+        view = self._all.lineage_view(
+            node,
+            granularity=granularity,
+            direction=direction,
+            depth=depth,
+            node_limit=node_limit,
+            window=window,
+            readable=grant,
+        )
+        until = None if window.until is None else window.until - timedelta(microseconds=1)
+        self._seen_latest_runs(view.graph, until)
+        return view
+
     def column_lineage(
         self,
         node: str,
@@ -658,20 +687,25 @@ class Sight(Engine):
         depth: int = 20,
         with_downstream: bool = False,
         node_limit: int | None = None,
+        window: Window = ALWAYS,
     ) -> ColumnGraph:
         if not self._rooted(node):
             return ColumnGraph(root=node)
         root = parse_column_node(node)
         found = None if root.kind == "JOB" else self._through_alias(root.namespace, root.name)
-        if found is None:
-            return self._all.column_lineage(
-                node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
-            )
         field = root.field
-        start = node_id("DATASET", *found) if field is None else FieldRef(*found, field).id
+        start = node_id("DATASET", *found) if found and field is None else node
+        if found is not None and field is not None:
+            start = FieldRef(*found, field).id
         graph = self._all.column_lineage(
-            start, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+            start,
+            depth=depth,
+            with_downstream=with_downstream,
+            node_limit=node_limit,
+            window=window,
         )
+        if found is None:
+            return graph
         return _renamed_columns(graph, found, (root.namespace, root.name), node)
 
     def _through_alias(self, namespace: str, name: str) -> tuple[str, str] | None:

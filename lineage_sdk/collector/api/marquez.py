@@ -247,6 +247,29 @@ def lineage_graph(graph: LineageGraph) -> dict[str, Any]:
     return {"graph": [_node(n) for n in nodes]}
 
 
+def lineage_view(
+    graph: LineageGraph, edge_data: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A view's answer (``granularity`` other than ``job``, or a window) in Marquez's envelope:
+    job and dataset nodes as :func:`lineage_graph` gives them (with a parent view's
+    ``children``), RUN nodes with their run's data, edges with what they carry (``data``)."""
+    answer = lineage_graph(graph)
+    for item in answer["graph"]:
+        node = graph.nodes[item["id"]]
+        if node.type == "RUN":  # times in RFC 3339, the state as Marquez's runs name it
+            item["data"] = {
+                k: iso(v) if isinstance(v, datetime) else v for k, v in node.data.items()
+            }
+            item["data"]["state"] = marquez_state(node.data.get("state"))
+        elif "children" in node.data:
+            item["data"]["children"] = node.data["children"]
+        for edge in (*item["inEdges"], *item["outEdges"]):
+            carried = edge_data.get((edge["origin"], edge["destination"]))
+            if carried:
+                edge["data"] = dict(carried)
+    return answer
+
+
 def search_results(hits: Iterable[tuple[NodeType, str, str]]) -> dict[str, Any]:
     """Marquez's ``SearchResultList``."""
     results = [

@@ -7,7 +7,7 @@ the same answer (including what counts as "not found") for the same data.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
@@ -21,6 +21,7 @@ from lineage_sdk.collector.api.history import (
     run_scope_events,
     unknown_in_history,
 )
+from lineage_sdk.collector.api.marquez import iso
 from lineage_sdk.collector.columns import (
     ColumnRoot,
     cut_columns,
@@ -29,11 +30,13 @@ from lineage_sdk.collector.columns import (
 )
 from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.engine.reads import NodeFacts, shared_edges
+from lineage_sdk.collector.engine.views import ALWAYS, Window, parse_run_node
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
     ColumnGraph,
     Direction,
     FieldRef,
+    Granularity,
     LineageGraph,
     NodeType,
     Page,
@@ -78,8 +81,16 @@ def lineage(
     as_of: datetime | None = None,
     run_id: str | None = None,
     node_limit: int = DEFAULT_NODE_LIMIT,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    granularity: Granularity = "job",
 ) -> dict[str, Any]:
     """Marquez's ``LineageGraph`` around ``node``; NotFound if nothing is recorded for it.
+
+    ``since``/``until`` (``until`` exclusive) and ``granularity`` ask for a view
+    (:mod:`lineage_sdk.collector.engine.views`): ``until`` with no ``since`` is ``asOf`` a
+    microsecond before it. What may not be asked together (``asOf`` or ``runId`` with a view)
+    is refused before, by :func:`lineage_sdk.collector.api.views.read_view`.
 
     At most ``node_limit`` nodes, nearest the root first (the store stops walking early); the
     answer's ``truncated`` says whether nodes were left out, ``nodeLimit`` echoes the limit.
@@ -91,11 +102,22 @@ def lineage(
     run, its parents and children) answer from the raw events instead
     (:mod:`lineage_sdk.collector.api.history`).
     """
+    window = Window(since, until)
+    if granularity == "job" and since is None and until is not None:
+        as_of = until - timedelta(microseconds=1)
     asked = node
+    if parse_run_node(node) is not None:
+        return _view(
+            store, node, asked, granularity, direction, depth, readable, window, node_limit
+        )
     node_type, namespace, name = parse_node(node)
     if node_type == "DATASET":
         namespace, name = store.dataset_name(namespace, name)
         node = node_id("DATASET", namespace, name)
+    if granularity != "job" or since is not None:
+        return _view(
+            store, node, asked, granularity, direction, depth, readable, window, node_limit
+        )
     if as_of is not None or run_id is not None:
         found = _history_lineage(store, node, direction, depth, readable, as_of, run_id, node_limit)
         if run_id is None and as_of is not None and _at_present(store, as_of):
@@ -121,6 +143,46 @@ def lineage(
         answer = _answer(graph, set(), node_limit)
         # The node facts read the graph's jobs' edges, declared ones marked: one read, not two.
         _declare(answer, declared_ids(_fold_nodes(store, answer).declared))
+    return _as_asked(answer, asked, node)
+
+
+def _view(
+    store: Engine,
+    node: str,
+    asked: str,
+    granularity: Granularity,
+    direction: Direction,
+    depth: int,
+    readable: Callable[[str], bool] | None,
+    window: Window,
+    node_limit: int,
+) -> dict[str, Any]:
+    """``lineage`` at a granularity or in a window (:meth:`Engine.lineage_view`)."""
+    try:
+        view = store.lineage_view(
+            node,
+            granularity=granularity,
+            direction=direction,
+            depth=depth,
+            node_limit=node_limit,
+            window=window,
+            readable=readable,
+        )
+    except LookupError as exc:
+        raise NotFound(str(exc).replace(repr(node), repr(asked))) from None
+    graph = view.graph
+    answer = marquez.lineage_view(graph, view.edge_data)
+    if granularity == "job":
+        jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
+        as_of = None if window.until is None else window.until - timedelta(microseconds=1)
+        _declare(answer, declared_ids(store.declared(jobs, as_of=as_of)))
+    bounded(answer, graph.truncated, node_limit, graph.omitted)
+    answer["granularity"] = granularity
+    for name, at in (("since", window.since), ("until", window.until)):
+        if at is not None:
+            answer[name] = iso(at)
+    if view.start is not None:
+        answer["nodeId"] = view.start
     return _as_asked(answer, asked, node)
 
 
@@ -171,7 +233,8 @@ def _as_asked(answer: dict[str, Any], asked: str, node: str) -> dict[str, Any]:
 
 def _answer(graph: LineageGraph, declared: set[tuple[str, str]], node_limit: int) -> dict[str, Any]:
     """Marquez's answer for ``graph``, each edge some JobEvent declares marked ``declared``."""
-    return bounded(_declare(marquez.lineage_graph(graph), declared), graph.truncated, node_limit)
+    answer = _declare(marquez.lineage_graph(graph), declared)
+    return bounded(answer, graph.truncated, node_limit, graph.omitted)
 
 
 def _declare(answer: dict[str, Any], declared: set[tuple[str, str]]) -> dict[str, Any]:
@@ -184,11 +247,15 @@ def _declare(answer: dict[str, Any], declared: set[tuple[str, str]]) -> dict[str
     return answer
 
 
-def bounded(answer: dict[str, Any], truncated: bool, node_limit: int) -> dict[str, Any]:
+def bounded(
+    answer: dict[str, Any], truncated: bool, node_limit: int, omitted: int
+) -> dict[str, Any]:
     """A graph answer with the lineage-sdk extension of bounded reads: ``truncated`` (nodes
-    were left out because of the limit) and ``nodeLimit``."""
+    were left out because of the limit), ``nodeLimit``, and ``omittedNodes``, how many nodes
+    the walk found and left out (it stops one level past the limit, so at least that many)."""
     answer["truncated"] = truncated
     answer["nodeLimit"] = node_limit
+    answer["omittedNodes"] = omitted
     return answer
 
 
@@ -312,6 +379,8 @@ def column_lineage(
     as_of: datetime | None = None,
     run_id: str | None = None,
     node_limit: int = DEFAULT_NODE_LIMIT,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> dict[str, Any]:
     """Marquez's column-lineage graph around ``node`` (``datasetField:...`` or ``dataset:...``);
     ValueError for a malformed id, NotFound when column lineage names no such field or dataset.
@@ -322,7 +391,13 @@ def column_lineage(
     ``readable`` as for :func:`lineage` (``store`` the key's view): only what the readable
     events state (an edge or field a hidden job stated is not there, and a field only a hidden
     job names answers as an unknown one), nothing reached through an unreadable field, and the
-    limit counting readable fields only."""
+    limit counting readable fields only.
+
+    ``since``/``until``: the column edges whose job wrote the output's dataset in the window
+    (:meth:`Engine.column_lineage`); ``until`` alone is ``asOf`` a microsecond before it."""
+    window = Window(since, until)
+    if since is None and until is not None:
+        as_of, window = until - timedelta(microseconds=1), ALWAYS
     root = parse_column_node(node)
     asked, asked_node = root, node
     node = _dataset_root(store, node, root)
@@ -347,10 +422,10 @@ def column_lineage(
                 node_limit,
             )
     elif readable is None:
-        graph = _store_columns(store, node, root, depth, with_downstream, node_limit)
+        graph = _store_columns(store, node, root, depth, with_downstream, node_limit, window)
     else:
         graph = visible_cut(
-            lambda limit: _store_columns(store, node, root, depth, with_downstream, limit),
+            lambda limit: _store_columns(store, node, root, depth, with_downstream, limit, window),
             lambda found: prune_columns(
                 _as_readable_events_state(store, found, node, root, depth, with_downstream),
                 readable,
@@ -368,7 +443,7 @@ def column_lineage(
             "JOB": "the outputs of job",
         }[root.kind]
         raise NotFound(f"no column lineage is recorded for {what} {asked.namespace}:{asked.name}")
-    answer = bounded(marquez_column_graph(graph), graph.truncated, node_limit)
+    answer = bounded(marquez_column_graph(graph), graph.truncated, node_limit, graph.omitted)
     return _as_asked(answer, asked_node, node)
 
 
@@ -391,13 +466,14 @@ def _store_columns(
     depth: int,
     with_downstream: bool,
     node_limit: int | None,
+    window: Window,
 ) -> ColumnGraph:
     """The engine's column-lineage walk, cut at ``node_limit``; a node column lineage does not
-    name answers the fields its schema lists."""
+    name answers the fields its schema lists (in a window: nothing)."""
     graph = store.column_lineage(
-        node, depth=depth, with_downstream=with_downstream, node_limit=node_limit
+        node, depth=depth, with_downstream=with_downstream, node_limit=node_limit, window=window
     )
-    if not graph.roots:
+    if not graph.roots and window == ALWAYS:
         graph = cut_columns(_schema_fields(store, node, root), with_downstream, node_limit)
     return graph
 

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lineage_sdk.collector.store import Granularity
+
 __all__ = [
     "BatchFailedEvent",
     "BatchResult",
@@ -26,8 +28,12 @@ __all__ = [
     "DatasetVersionModel",
     "ErrorBody",
     "FacetsResultModel",
+    "GraphDatasetRef",
     "GraphEdge",
+    "GraphEdgeData",
+    "GraphJobData",
     "GraphNode",
+    "GraphRunData",
     "HealthBody",
     "IngestAccepted",
     "JobId",
@@ -52,6 +58,7 @@ __all__ = [
     "UpstreamRunInput",
     "UpstreamRunLineageModel",
     "UpstreamRunSummary",
+    "Windowed",
 ]
 
 RunState = Literal["NEW", "RUNNING", "COMPLETED", "FAILED", "ABORTED"]
@@ -177,6 +184,19 @@ class JobModel(_Doc):
     currentVersion: str | None = None
 
 
+class GraphEdgeData(_Doc):
+    """lineage-sdk extension: what an edge of the dataset and run views stands for."""
+
+    jobs: list[JobId] | None = Field(
+        default=None,
+        description="dataset view: the jobs that read the origin and wrote the destination, "
+        "sorted by namespace and name.",
+    )
+    link: Literal["parent"] | None = Field(
+        default=None, description="run view: parent, on the edge from a parent run to its child."
+    )
+
+
 class GraphEdge(_Doc):
     origin: str
     destination: str
@@ -184,12 +204,51 @@ class GraphEdge(_Doc):
         default=None,
         description="true when a JobEvent (static lineage) declares the edge; left out otherwise",
     )
+    data: GraphEdgeData | None = Field(
+        default=None,
+        description="lineage-sdk extension, in the dataset and run views only (see "
+        "GraphEdgeData); left out in the job view.",
+    )
+
+
+class GraphJobData(JobModel):
+    """A job node's data: Marquez's ``Job``; in the parent view a root job also lists the jobs
+    folded into it."""
+
+    children: list[JobId] | None = Field(
+        default=None,
+        description="lineage-sdk extension, parent view: the child jobs (those whose parent "
+        "facet names this root job) folded into this node, sorted.",
+    )
+
+
+class GraphDatasetRef(_Doc):
+    """A dataset node's data in the dataset and run views: its name alone."""
+
+    namespace: str
+    name: str
+
+
+class GraphRunData(_Doc):
+    """lineage-sdk extension: a RUN node's data (run view); times RFC 3339 or null."""
+
+    runId: str
+    job: JobId | None = Field(default=None, description="The run's job; null when unknown.")
+    state: str | None = Field(default=None, description="The run's latest state, if stated.")
+    startedAt: str | None = None
+    endedAt: str | None = None
+    parentRunId: str | None = None
 
 
 class GraphNode(_Doc):
-    id: str = Field(description="dataset:<namespace>:<name> or job:<namespace>:<name>")
-    type: Literal["DATASET", "JOB"]
-    data: JobModel | DatasetModel
+    id: str = Field(
+        description="dataset:<namespace>:<name> or job:<namespace>:<name>; run:<runId> for a RUN "
+        "node (run view)."
+    )
+    type: Literal["DATASET", "JOB", "RUN"] = Field(
+        description="DATASET or JOB (Marquez's); RUN in the run view (a lineage-sdk extension)."
+    )
+    data: GraphJobData | DatasetModel | GraphRunData | GraphDatasetRef
     inEdges: list[GraphEdge]
     outEdges: list[GraphEdge]
 
@@ -211,8 +270,29 @@ class Bounded(_Doc):
     )
 
 
-class LineageGraphModel(Bounded):
+class Windowed(Bounded):
+    """The lineage-sdk extension of the graph reads that take a window (issue 33's views)."""
+
+    omittedNodes: int | None = Field(
+        default=None,
+        description="lineage-sdk extension: how many nodes found within depth were left out "
+        "by nodeLimit (0 when none; counted in the view's own nodes).",
+    )
+    since: str | None = Field(
+        default=None,
+        description="lineage-sdk extension: the window's start (inclusive), echoed when asked.",
+    )
+    until: str | None = Field(
+        default=None,
+        description="lineage-sdk extension: the window's end (exclusive), echoed when asked.",
+    )
+
+
+class LineageGraphModel(Windowed):
     graph: list[GraphNode]
+    granularity: Granularity | None = Field(
+        default=None, description="lineage-sdk extension: the view answered (job by default)."
+    )
 
 
 class NamespaceModel(_Doc):

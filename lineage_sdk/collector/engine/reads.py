@@ -29,15 +29,26 @@ from lineage_sdk.collector.backend import (
     Position,
     RunRow,
 )
-from lineage_sdk.collector.columns import ColumnEdge, ColumnRoot, walk_columns
+from lineage_sdk.collector.columns import ColumnEdge, ColumnRoot, edge_rank_time, walk_columns
 from lineage_sdk.collector.engine.derive import alias_of_key, source_of_key
 from lineage_sdk.collector.engine.forget import forget
+from lineage_sdk.collector.engine.views import (
+    ALWAYS,
+    Readable,
+    ViewGraph,
+    Window,
+    check_node,
+    parse_run_node,
+    view_graph,
+    windowed_pairs,
+)
 from lineage_sdk.collector.keyed import keyed_answer, walk_keys
 from lineage_sdk.collector.records import state_rank_time
 from lineage_sdk.collector.store import (
     ColumnGraph,
     Direction,
     FieldRef,
+    Granularity,
     JobSummary,
     LineageGraph,
     NodeType,
@@ -205,6 +216,48 @@ class Engine:
         if not self._known_as_of(node, as_of):
             raise unknown_as_of(node, as_of)
         return self._walk(node, direction, depth, node_limit, until_of(as_of))
+
+    def lineage_view(
+        self,
+        node: str,
+        *,
+        granularity: Granularity = "job",
+        direction: Direction = "both",
+        depth: int = 5,
+        node_limit: int | None = None,
+        window: Window = ALWAYS,
+        readable: Readable | None = None,
+    ) -> ViewGraph:
+        """The graph around ``node`` (a job, a dataset, or in the run view ``run:<runId>``) at
+        ``granularity``, within ``window`` (:mod:`~lineage_sdk.collector.engine.views`), the walk
+        kept to ``readable`` namespaces; LookupError when nothing before the window's end names
+        the root."""
+        check_node(node, granularity)
+        run_id = parse_run_node(node)
+        if run_id is not None:
+            root: tuple[NodeType, Key] | str = run_id
+        else:
+            node_type, namespace, name = parse_node_id(node)
+            if readable is not None and not readable(namespace):
+                raise LookupError(f"nothing is recorded for {node!r}")
+            if window.until is not None:
+                if not self._known_as_of(node, window.until - _MICROSECOND):
+                    raise unknown_as_of(node, window.until - _MICROSECOND)
+            elif not self.has_node(node_type, namespace, name):
+                raise LookupError(f"nothing is recorded for {node!r}")
+            root = (node_type, (namespace, name))
+        return view_graph(
+            self.backend,
+            node,
+            root,
+            granularity=granularity,
+            direction=direction,
+            depth=depth,
+            node_limit=node_limit,
+            window=window,
+            readable=readable,
+            latest_runs=self._latest_entries,
+        )
 
     def _known_as_of(self, node: str, as_of: datetime) -> bool:
         """Whether an event up to ``as_of`` names ``node``: a job by one of its own events; a
@@ -596,27 +649,54 @@ class Engine:
         depth: int = 20,
         with_downstream: bool = False,
         node_limit: int | None = None,
+        window: Window = ALWAYS,
     ) -> ColumnGraph:
-        """Fields ``depth`` column hops from ``node`` (see :func:`walk_columns`)."""
+        """Fields ``depth`` column hops from ``node`` (see :func:`walk_columns`); within
+        ``window``, the column edges stated in it: first before its end, last at or after its
+        start, by a job that wrote the output's dataset in it (a DatasetEvent's: no job)."""
         b = self.backend
+        timed = window != ALWAYS
+
+        def in_window(rows: Iterable[ColumnEdgeRow]) -> list[ColumnEdgeRow]:
+            # Stated first before the end and last at or after the start, by a job that wrote
+            # the output's dataset in the window (a job's run with an event in it).
+            since, until = window.since, window.until
+            rows = [
+                r
+                for r in rows
+                if (until is None or r.first_seen < until)
+                and (since is None or edge_rank_time(r.info.rank) >= since)
+            ]
+            jobs = {r.job for r in rows if r.job is not None}
+            if not timed or not jobs:
+                return rows
+            edges = b.edges("JOB", jobs, "out", until=window.until)
+            wrote = {(job, ds) for job, ds, _ in windowed_pairs(b, edges, window)}
+            return [
+                r
+                for r in rows
+                if r.job is None or (r.job, (r.output.namespace, r.output.dataset)) in wrote
+            ]
 
         def roots(root: ColumnRoot) -> list[FieldRef]:
             if root.field is not None:
                 ref = FieldRef(root.namespace, root.name, root.field)
-                named = any(True for _ in b.column_edges(outputs=[ref]))
-                return [ref] if named or any(True for _ in b.column_edges(inputs=[ref])) else []
+                named = any(True for _ in in_window(b.column_edges(outputs=[ref])))
+                if not named:
+                    named = any(True for _ in in_window(b.column_edges(inputs=[ref])))
+                return [ref] if named else []
             key = (root.namespace, root.name)
             datasets = {key}
             if root.kind == "JOB":
                 datasets = {e.dataset for e in b.edges("JOB", [key], "out")}
             found: set[FieldRef] = set()
-            for row in b.column_edges(datasets=datasets) if datasets else ():
+            for row in in_window(b.column_edges(datasets=datasets)) if datasets else ():
                 found.update((row.output, row.input))
             return sorted(f for f in found if (f.namespace, f.dataset) in datasets)
 
         def step(fields: Sequence[FieldRef], upstream: bool) -> list[ColumnEdge]:
             rows = b.column_edges(outputs=fields) if upstream else b.column_edges(inputs=fields)
-            return _column_edges(rows)
+            return _column_edges(in_window(rows) if timed else rows)
 
         return walk_columns(
             node, roots, step, depth=depth, with_downstream=with_downstream, node_limit=node_limit

@@ -34,6 +34,8 @@ __all__ = [
     "UUID_PATTERN",
     "Limit",
     "Offset",
+    "Since",
+    "Until",
     "catalog",
     "event_time",
     "instant",
@@ -48,6 +50,23 @@ UUID_PATTERN = r"^[0-9A-Fa-f]{8}(-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}$"
 # annotations, FastAPI resolves a parameter's type in the globals of the route's module.
 Limit = Annotated[int, Query(ge=1, le=1000, description="Most results to return.")]
 Offset = Annotated[int, Query(ge=0, le=100_000, description="Results to skip.")]
+Since = Annotated[
+    str | None,
+    Query(
+        description="lineage-sdk extension: the window's start (inclusive; RFC 3339, or "
+        "YYYY-MM-DD for that day's start): only edges a run read or wrote with an event at or "
+        "after it. Not with asOf or runId; 400 naming it when unreadable or not before until.",
+    ),
+]
+Until = Annotated[
+    str | None,
+    Query(
+        description="lineage-sdk extension: the window's end (exclusive; RFC 3339, or "
+        "YYYY-MM-DD for that day's start): only edges a run read or wrote with an event before "
+        "it, and declared edges declared before it. Not with asOf (asOf=T is until just after "
+        "T) or runId.",
+    ),
+]
 
 
 def catalog(state: ApiState, grant: Grant) -> Engine:

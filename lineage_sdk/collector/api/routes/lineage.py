@@ -18,13 +18,17 @@ from lineage_sdk.collector.api.dependencies import (
 from lineage_sdk.collector.api.errors import ApiError, error_responses
 from lineage_sdk.collector.api.routes.common import (
     UUID_PATTERN,
+    Since,
+    Until,
     catalog,
     instant,
     reply,
     run_events,
 )
 from lineage_sdk.collector.api.schemas import LineageGraphModel, UpstreamRunLineageModel
-from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT
+from lineage_sdk.collector.api.views import check_node, read_view
+from lineage_sdk.collector.engine.views import RUN_PREFIX
+from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT, GRANULARITIES
 
 __all__ = ["get_lineage", "get_run_lineage_upstream", "router"]
 
@@ -45,7 +49,8 @@ def get_lineage(
         Query(
             min_length=1,
             max_length=20_000,
-            description="dataset:<namespace>:<name> or job:<namespace>:<name>",
+            description="dataset:<namespace>:<name> or job:<namespace>:<name>; with "
+            "granularity=run also run:<runId>.",
         ),
     ],
     grant: ReadGrant,
@@ -76,26 +81,51 @@ def get_lineage(
         ),
     ] = None,
     nodeLimit: NodeLimit = DEFAULT_NODE_LIMIT,
+    since: Since = None,
+    until: Until = None,
+    granularity: Annotated[
+        str,
+        Query(
+            json_schema_extra={"enum": list(GRANULARITIES)},
+            description="lineage-sdk extension: the graph's nodes. job (Marquez's answer): jobs "
+            "and datasets; dataset: datasets alone, each edge listing the jobs that made it "
+            "(data.jobs); run: runs (RUN nodes, run:<runId>) and the datasets they read and "
+            "wrote, with parent run links; parent: jobs with a parent job folded into their "
+            "root job (data.children). 400 naming it when unknown.",
+        ),
+    ] = "job",
 ) -> Response:
     try:
-        queries.parse_node(nodeId)
+        asked = read_view(since, until, granularity, as_of=asOf, run_id=runId)
+        check_node(nodeId, asked.granularity)
     except ValueError as exc:
-        raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
+        raise ApiError(400, "invalid_parameter", str(exc)[:300]) from None
+    if not nodeId.startswith(RUN_PREFIX):
+        try:
+            queries.parse_node(nodeId)
+        except ValueError as exc:
+            raise ApiError(400, "invalid_node_id", str(exc)[:300]) from None
     as_of = instant(asOf, "asOf")
     store = catalog(state, grant)
     readable = None if grant.reads_all else grant.may_read
-    graph = answer(
-        lambda: queries.lineage(
-            store,
-            nodeId,
-            direction=direction or "undirected",
-            depth=depth,
-            readable=readable,
-            as_of=as_of,
-            run_id=runId,
-            node_limit=nodeLimit,
+    try:
+        graph = answer(
+            lambda: queries.lineage(
+                store,
+                nodeId,
+                direction=direction or "undirected",
+                depth=depth,
+                readable=readable,
+                as_of=as_of,
+                run_id=runId,
+                node_limit=nodeLimit,
+                since=asked.since,
+                until=asked.until,
+                granularity=asked.granularity,
+            )
         )
-    )
+    except ValueError as exc:  # a combination the engine refuses; the message names it
+        raise ApiError(400, "invalid_parameter", str(exc)[:300]) from None
     return reply(graph, grant)
 
 

@@ -16,12 +16,18 @@
     // asOf: "" for now, else the time the graph is drawn as of (as the API takes it).
     // expand: the nodes whose one-hop neighbourhood was added on click, in click order.
     // nodeLimit: the most nodes one answer may bring (the API's `nodeLimit`).
-    choice: { nodeId: "", depth: 1, direction: "both", asOf: "", expand: [], nodeLimit: NODE_LIMIT },
+    // granularity: the view (job, dataset, run or parent; the API's `granularity`).
+    // since, until: the time window ("" for open ends; until excluded), exclusive with asOf.
+    choice: {
+      nodeId: "", depth: 1, direction: "both", asOf: "", expand: [], nodeLimit: NODE_LIMIT,
+      granularity: "job", since: "", until: "",
+    },
     selected: "", field: "",
     // The first and last event time of the present graph, the time slider's ends.
     timeRange: null,
-    // The present answer was cut at the node limit (by the server or by the page).
-    truncated: false,
+    // The present answer was cut at the node limit (by the server or by the page), and how
+    // many nodes of the chosen view it left out (null when the server does not say).
+    truncated: false, omitted: null,
     // Bumped by every load: an expansion answering after a reload is dropped.
     seq: 0, expanding: {},
     // Every neighbour any answer showed, drawn or not: id -> {up: {id: true}, down: {...}}.
@@ -121,7 +127,13 @@
         ? params.get("direction") : "both",
       selected: params.get("selected") || "",
       field: params.get("field") || "",
-      asOf: isFinite(Date.parse(params.get("asOf") || "")) ? params.get("asOf") : "",
+      asOf: isFinite(Date.parse(params.get("asOf") || "")) && !params.get("since") &&
+        !params.get("until") ? params.get("asOf") : "",
+      granularity: GRANULARITIES.indexOf(params.get("granularity")) >= 0
+        ? params.get("granularity") : "job",
+      // Sent as given: a window the API refuses (since after until) is said by its answer.
+      since: isFinite(Date.parse(params.get("since") || "")) ? params.get("since") : "",
+      until: isFinite(Date.parse(params.get("until") || "")) ? params.get("until") : "",
     };
   }
 
@@ -132,7 +144,12 @@
     });
     if (state.selected && state.selected !== choice.nodeId) params.set("selected", state.selected);
     if (state.field) params.set("field", state.field);
+    if (choice.granularity && choice.granularity !== "job") {
+      params.set("granularity", choice.granularity);
+    }
     if (choice.asOf) params.set("asOf", choice.asOf);
+    if (choice.since) params.set("since", choice.since);
+    if (choice.until) params.set("until", choice.until);
     (choice.expand || []).forEach(function (id) { params.append("expand", id); });
     if (choice.nodeLimit !== NODE_LIMIT) params.set("nodeLimit", String(choice.nodeLimit));
     var next = "#" + params.toString();
@@ -150,7 +167,92 @@
       asOf: state.choice.asOf || "",
       expand: nodeId === state.choice.nodeId ? (state.choice.expand || []).slice() : [],
       nodeLimit: state.choice.nodeLimit || NODE_LIMIT,
+      granularity: $("granularity-input").value,
+      since: state.choice.since || "",
+      until: state.choice.until || "",
     };
+  }
+
+  // ---- views and the time window --------------------------------------------------------------
+
+  var GRANULARITIES = ["job", "dataset", "run", "parent"];
+  var VIEW_NAMES = {
+    job: "jobs and datasets", dataset: "datasets only", run: "runs and datasets",
+    parent: "parent jobs",
+  };
+
+  function windowed(choice) {
+    return !!(choice.since || choice.until);
+  }
+
+  // The lineage read's parameters for `nodeId` in the chosen view and time: asOf, or the
+  // window (the API refuses both at once), and the granularity when not the default.
+  function viewParams(choice, nodeId, depth) {
+    var params = {
+      nodeId: nodeId, depth: String(depth), direction: choice.direction,
+      nodeLimit: String(choice.nodeLimit || NODE_LIMIT),
+    };
+    if (choice.granularity && choice.granularity !== "job") params.granularity = choice.granularity;
+    if (windowed(choice)) {
+      if (choice.since) params.since = choice.since;
+      if (choice.until) params.until = choice.until;
+    } else if (choice.asOf) {
+      params.asOf = choice.asOf;
+    }
+    return params;
+  }
+
+  // " as of …", " from … to …", " since …", " until …" or "" (now, all time).
+  function whenText(choice) {
+    if (choice.since && choice.until) {
+      return " from " + fmtTime(choice.since) + " to " + fmtTime(choice.until) + " (excluded)";
+    }
+    if (choice.since) return " since " + fmtTime(choice.since);
+    if (choice.until) return " until " + fmtTime(choice.until) + " (excluded)";
+    return choice.asOf ? " as of " + fmtTime(choice.asOf) : "";
+  }
+
+  // A run's view starts at a dataset or a run (the API refuses a job there); a run node is a
+  // root in the run view only. The switch says so instead of asking what the API refuses.
+  function showViewChoices() {
+    var nodeId = $("node-input").value.trim();
+    var select = $("granularity-input");
+    var hint = $("granularity-hint");
+    var runOption = select.querySelector("option[value='run']");
+    runOption.disabled = /^job:/.test(nodeId) && select.value !== "run";
+    hint.hidden = !runOption.disabled;
+    hint.textContent = runOption.disabled ? "runs: choose a dataset or a run" : "";
+    runOption.title = runOption.disabled ? "The run view starts at a dataset or a run." : "";
+  }
+
+  // Redraw the same node in another view. Leaving the run view from a run goes to its job.
+  function setGranularity(granularity) {
+    var root = state.byId[state.choice.nodeId];
+    var job = root && root.type === "RUN" && root.data && root.data.job;
+    if (granularity !== "run" && /^run:/.test($("node-input").value.trim()) && job) {
+      $("node-input").value = "job:" + job.namespace + ":" + job.name;
+    }
+    showViewChoices();
+    var choice = currentChoice();
+    choice.granularity = granularity;
+    choice.expand = [];  // expansions were asked in the other view
+    load(choice, choice.nodeId === state.choice.nodeId ? state.selected : "");
+  }
+
+  // Redraw the same view within [since, until) ("" for an open end); drops asOf.
+  function setWindow(since, until) {
+    var choice = currentChoice();
+    choice.since = since;
+    choice.until = until;
+    if (since || until) choice.asOf = "";
+    load(choice, state.selected);
+  }
+
+  function windowValue(id) {
+    var text = $(id).value;
+    if (!text) return "";
+    var ms = Date.parse(text + "Z");
+    return isFinite(ms) ? new Date(ms).toISOString() : "";
   }
 
   // ---- time slider --------------------------------------------------------------------------
@@ -182,9 +284,11 @@
     });
   }
 
-  // The slider's ends for `choice`, from the present graph (`graph`, or asked for when null).
+  // The slider's ends for `choice`, from the present graph of jobs and datasets (`graph`, or
+  // asked for when null: for a past time, a window or another view).
   function timeRange(choice, graph) {
     var key = rangeKey(choice);
+    if (/^run:/.test(choice.nodeId)) return Promise.resolve(null);  // no job view around a run
     if (!graph && state.timeRange && state.timeRange.key === key) return Promise.resolve(state.timeRange);
     var present = graph ? Promise.resolve(graph) : apiGet("lineage", {
       nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction,
@@ -211,7 +315,10 @@
     var range = state.timeRange;
     var slider = $("asof-range");
     var asOf = state.choice.asOf;
-    slider.disabled = !range || range.min === range.max;
+    var windowOn = windowed(state.choice);
+    // asOf and the window are exclusive: with a window the slider rests.
+    slider.disabled = !range || range.min === range.max || windowOn;
+    $("asof-input").disabled = windowOn;
     if (range) {
       slider.min = String(range.min);
       slider.max = String(range.max);
@@ -223,12 +330,23 @@
     }
     $("asof-now").disabled = !asOf;
     document.body.classList.toggle("past", !!asOf);
+    [["since-input", state.choice.since], ["until-input", state.choice.until]].forEach(function (p) {
+      var input = $(p[0]);
+      var ms = p[1] ? Date.parse(p[1]) : NaN;
+      input.value = isFinite(ms) ? toInputValue(ms).slice(0, 19) : "";
+      // The first and last event of the present graph bound the pickers (typing may go beyond).
+      input.min = range ? toInputValue(range.min - 1000).slice(0, 19) : "";
+      input.max = range ? toInputValue(range.max + 1000).slice(0, 19) : "";
+    });
+    $("window-clear").disabled = !windowOn;
+    document.body.classList.toggle("windowed", windowOn);
   }
 
   // Redraw the same graph as of `asOf` ("" for now), keeping the open details where they exist.
   function setAsOf(asOf) {
     var choice = currentChoice();
     choice.asOf = asOf;
+    if (asOf) choice.since = choice.until = "";  // a point in time replaces a window
     load(choice, state.selected);
   }
 
@@ -245,7 +363,16 @@
 
   // A running run whose heartbeats stopped reads STALE here: the API keeps Marquez's state
   // (RUNNING) and says so in its own `liveness` field.
+  // A run node's state as the run lists say it (Marquez's words), whether the view sends those
+  // or OpenLineage's event types (COMPLETE, FAIL, …).
+  var RUN_STATES = { START: "RUNNING", RUNNING: "RUNNING", COMPLETE: "COMPLETED", FAIL: "FAILED",
+    ABORT: "ABORTED" };
+
   function latestState(node) {
+    if (node.type === "RUN") {
+      var raw = node.data && typeof node.data.state === "string" ? node.data.state : null;
+      return raw && RUN_STATES[raw] ? RUN_STATES[raw] : raw;
+    }
     var run = node.data && node.data.latestRun;
     if (run && run.liveness === "STALE") return "STALE";
     return run && typeof run.state === "string" ? run.state : null;
@@ -256,25 +383,73 @@
     return s === "FAILED" || s === "ABORTED" || s === "STALE";
   }
 
+  // A node's kind: "job", "dataset" or "run" (its class in the graph, its word in the list).
+  function kindOf(node) {
+    return node.type === "JOB" ? "job" : node.type === "RUN" ? "run" : "dataset";
+  }
+
+  // The child jobs a parent view folded into this job (`data.children`).
+  function childrenOf(node) {
+    var children = node.data && node.data.children;
+    return (Array.isArray(children) ? children : []).filter(function (c) {
+      return c && typeof c.name === "string";
+    });
+  }
+
+  // A run is named by its job, then its state and start: "load\nCOMPLETED\n2025-03-01 00:00:10".
+  function runLabel(data) {
+    var job = data.job || {};
+    var when = fmtTime(data.startedAt || data.endedAt || "").replace(/ UTC$/, "");
+    return [shorten(String(job.name || data.runId || ""), 40),
+      String(RUN_STATES[data.state] || data.state || "run"), when].filter(Boolean).join("\n");
+  }
+
+  // Ranks and nodes further apart where labels are longer (a run's three lines).
+  function rankSep() {
+    return state.choice.granularity === "run" ? 150 : 90;
+  }
+
+  function nodeSep() {
+    return state.choice.granularity === "run" ? 55 : 30;
+  }
+
   function nodeElement(node, rootId) {
     var data = node.data || {};
+    var job = node.type === "RUN" ? data.job || {} : data;
+    var folded = childrenOf(node).length;
     return {
       group: "nodes",
       data: {
         id: node.id,
         type: node.type,
-        name: String(data.name || node.id),
-        namespace: String(data.namespace || ""),
+        name: String(job.name || node.id),
+        namespace: String(job.namespace || ""),
         // Name, then namespace: two datasets of one name in two systems must not look alike.
-        label: shorten(String(data.name || node.id), 40) +
-          (data.namespace ? "\n" + shorten(String(data.namespace), 40) : ""),
+        label: node.type === "RUN" ? runLabel(data) : shorten(String(data.name || node.id), 40) +
+          (data.namespace ? "\n" + shorten(String(data.namespace), 40) : "") +
+          (folded ? "\n+" + plural(folded, "child job") : ""),
       },
       classes: [
-        node.type === "JOB" ? "job" : "dataset",
+        kindOf(node),
+        folded ? "parent" : "",
         isFailed(node) ? "failed" : "",
         node.id === rootId ? "root" : "",
       ].join(" ").trim(),
     };
+  }
+
+  // The jobs a dataset view's edge stands for (`data.jobs`), as "namespace:name" texts.
+  function edgeJobs(edge) {
+    var jobs = edge.data && edge.data.jobs;
+    return (Array.isArray(jobs) ? jobs : []).filter(function (j) {
+      return j && typeof j.name === "string";
+    });
+  }
+
+  function edgeLabel(edge) {
+    var jobs = edgeJobs(edge);
+    if (!jobs.length) return "";
+    return shorten(String(jobs[0].name), 30) + (jobs.length > 1 ? " +" + (jobs.length - 1) : "");
   }
 
   function edgeKey(edge) {
@@ -290,11 +465,18 @@
         var key = edgeKey(edge);
         if (drawn[key] || !state.byId[edge.origin] || !state.byId[edge.destination]) return;
         drawn[key] = true;
+        var parentLink = edge.data && edge.data.link === "parent";
         elements.push({
           group: "edges",
-          data: { id: "e:" + key, source: edge.origin, target: edge.destination },
-          // Declared by a JobEvent (static lineage), not seen in a run: drawn dashed.
-          classes: edge.declared === true ? "declared" : "",
+          data: {
+            id: "e:" + key, source: edge.origin, target: edge.destination,
+            // Dataset view: the jobs that made the edge, the first named on it.
+            label: edgeLabel(edge), jobs: edgeJobs(edge).length,
+          },
+          // Declared by a JobEvent (static lineage), not seen in a run: drawn dashed. A parent
+          // run's link to its child run (run view): dotted.
+          classes: [edge.declared === true ? "declared" : "", parentLink ? "parent-link" : "",
+            edgeJobs(edge).length ? "via-jobs" : ""].join(" ").trim(),
         });
       });
     });
@@ -314,7 +496,8 @@
   function bounded(answer, rootId, limit) {
     var graph = answer.graph || [];
     var cut = answer.truncated === true;
-    if (graph.length <= limit) return { graph: graph, truncated: cut };
+    var omitted = typeof answer.omittedNodes === "number" ? answer.omittedNodes : null;
+    if (graph.length <= limit) return { graph: graph, truncated: cut, omitted: omitted };
     var byId = {};
     graph.forEach(function (node) { byId[node.id] = node; });
     var kept = [];
@@ -333,7 +516,7 @@
         });
       });
     }
-    return { graph: kept, truncated: true };
+    return { graph: kept, truncated: true, omitted: (omitted || 0) + graph.length - kept.length };
   }
 
   // Add `nodes` to the present graph (state.graph / state.byId); a node already there gains the
@@ -435,13 +618,7 @@
   }
 
   function expandParams(id) {
-    var choice = state.choice;
-    var params = {
-      nodeId: id, depth: "1", direction: choice.direction,
-      nodeLimit: String(choice.nodeLimit || NODE_LIMIT),
-    };
-    if (choice.asOf) params.asOf = choice.asOf;
-    return params;
+    return viewParams(state.choice, id, 1);
   }
 
   // One expansion's answer, cut to the limit; a node unknown at that time adds nothing.
@@ -503,7 +680,8 @@
     var before = { x: anchor.position("x"), y: anchor.position("y") };
     var others = cy.nodes().difference(part);
     part.union(part.edgesWith(part)).layout({
-      name: "dagre", rankDir: "LR", nodeSep: 30, rankSep: 90, animate: false, fit: false,
+      name: "dagre", rankDir: "LR", nodeSep: nodeSep(), rankSep: rankSep(), animate: false,
+      fit: false,
     }).run();
     var dx = before.x - anchor.position("x");
     var dy = before.y - anchor.position("y");
@@ -537,16 +715,22 @@
   function showCount(prefix) {
     var choice = state.choice;
     var count = state.graph ? state.graph.length : 0;
-    var when = choice.asOf ? " as of " + fmtTime(choice.asOf) : "";
+    var when = whenText(choice);
     var expanded = (choice.expand || []).length;
+    var view = choice.granularity && choice.granularity !== "job"
+      ? ", " + VIEW_NAMES[choice.granularity] : "";
     setStatus((prefix || "") + count + " node(s) within depth " + choice.depth + " (" +
-      choice.direction + ")" + (expanded ? ", " + expanded + " node(s) expanded" : "") + when);
+      choice.direction + view + ")" + (expanded ? ", " + expanded + " node(s) expanded" : "") +
+      when);
     $("collapse").disabled = !expanded;
     var notice = $("truncated-notice");
     notice.hidden = !state.truncated;
+    var omitted = state.omitted;
     notice.textContent = state.truncated
       ? "Showing " + count + " nodes; the neighbourhood was cut at the node limit (" +
-        (choice.nodeLimit || NODE_LIMIT) + " per answer) \u2014 expand nodes to see more."
+        (choice.nodeLimit || NODE_LIMIT) + " per answer)" +
+        (omitted ? ": " + plural(omitted, "node") + " of the view left out" : "") +
+        " \u2014 expand nodes to see more."
       : "";
   }
 
@@ -563,6 +747,12 @@
       "shape": "round-rectangle", "background-color": "#2f6fbf", "width": 46, "height": 28,
     } },
     { selector: "node.dataset", style: { "shape": "ellipse", "background-color": "#2e8b57" } },
+    { selector: "node.run", style: {
+      "shape": "hexagon", "background-color": "#a0522d", "width": 40, "height": 30,
+    } },
+    { selector: "node.parent", style: {
+      "border-width": 4, "border-style": "double", "border-color": "#163e6e",
+    } },
     { selector: "node.failed", style: { "border-width": 5, "border-color": "#d62828" } },
     // Neighbours not drawn yet: a click adds them.
     { selector: "node.more", style: {
@@ -581,6 +771,17 @@
       "target-arrow-shape": "triangle", "curve-style": "bezier", "arrow-scale": 1.1,
     } },
     { selector: "edge.declared", style: { "line-style": "dashed" } },
+    { selector: "edge.parent-link", style: {
+      "line-style": "dotted", "line-color": "#a0522d", "target-arrow-color": "#a0522d",
+    } },
+    { selector: "edge.via-jobs", style: {
+      "label": "data(label)", "font-size": 9, "color": "#5c6670", "text-rotation": "autorotate",
+      "text-background-color": "#ffffff", "text-background-opacity": 0.85,
+      "text-background-padding": 1, "min-zoomed-font-size": 7,
+    } },
+    { selector: "edge:selected", style: {
+      "line-color": "#1d232a", "target-arrow-color": "#1d232a", "width": 2.6,
+    } },
   ];
 
   function draw(graph, rootId) {
@@ -594,7 +795,9 @@
       container: $("graph"),
       elements: elementsOf(graph, rootId),
       style: graphStyle,
-      layout: { name: "dagre", rankDir: "LR", nodeSep: 30, rankSep: 90, animate: false },
+      layout: {
+        name: "dagre", rankDir: "LR", nodeSep: nodeSep(), rankSep: rankSep(), animate: false,
+      },
       minZoom: 0.02,
       maxZoom: 3,
       // A big graph pans and zooms as a picture, edges hidden while it moves.
@@ -609,8 +812,16 @@
       showDetails(id);
       if (canExpand(id)) expand(id);
     });
+    // An edge opens what it stands for (the jobs of a dataset view's edge).
+    state.cy.on("tap", "edge", function (evt) {
+      showEdgeDetails(evt.target.source().id(), evt.target.target().id());
+    });
     markMore();
     fillNodeList(graph);
+    // The legend names what this view draws.
+    Array.prototype.forEach.call(document.querySelectorAll("#legend li[data-view]"), function (li) {
+      li.hidden = li.dataset.view !== state.choice.granularity;
+    });
     window.lineagePage.cy = state.cy;
     $("export-png").disabled = false;
     $("export-svg").disabled = false;
@@ -627,18 +838,24 @@
     var list = $("node-list");
     clear(list);
     state.listMarks = {};
+    var order = { JOB: 0, RUN: 1 };
+    var rank = function (node) { return node.type in order ? order[node.type] : 2; };
     graph.slice().sort(function (a, b) {
-      return a.type === b.type ? (a.id < b.id ? -1 : 1) : (a.type === "JOB" ? -1 : 1);
+      return a.type === b.type ? (a.id < b.id ? -1 : 1) : rank(a) - rank(b);
     }).forEach(function (node) {
       var item = el("li");
       var button = el("button", "node-button");
       button.type = "button";
       button.dataset.nodeId = node.id;
-      button.appendChild(el("span", "kind " + (node.type === "JOB" ? "JOB" : "DATASET"),
-        node.type === "JOB" ? "job" : "dataset"));
-      button.appendChild(document.createTextNode(String((node.data && node.data.name) || node.id)));
-      if (node.data && node.data.namespace) {
-        button.appendChild(el("span", "ns", " " + node.data.namespace));
+      var kind = kindOf(node);
+      button.appendChild(el("span", "kind " + kind.toUpperCase(), kind));
+      var named = node.type === "RUN" ? (node.data && node.data.job) || {} : node.data || {};
+      button.appendChild(document.createTextNode(String(named.name || node.id)));
+      if (named.namespace) {
+        button.appendChild(el("span", "ns", " " + named.namespace));
+      }
+      if (node.type === "RUN" && !isFailed(node) && latestState(node)) {
+        button.appendChild(el("span", "state-" + latestState(node), " " + latestState(node)));
       }
       if (isFailed(node)) {
         button.appendChild(el("span", "state-" + latestState(node), " \u2716 " + latestState(node)));
@@ -698,7 +915,8 @@
     var data = node.data || {};
     var dl = el("dl", "node-details");
     dl.id = "node-details";
-    addRow(dl, "type", node.type === "JOB" ? "job" : "dataset");
+    if (node.type === "RUN") return showRunDetails(node, body, dl);
+    addRow(dl, "type", kindOf(node));
     addRow(dl, "namespace", data.namespace || "");
     addRow(dl, "name", data.name || "");
     addRow(dl, "node id", node.id);
@@ -719,8 +937,162 @@
     recenter.addEventListener("click", function () { reroot(node.id); });
     body.appendChild(recenter);
 
+    if (childrenOf(node).length) showChildren(node, body);
+    if (hasEdgeJobs(node)) showEdgeJobs(node, body);
     if (node.type === "JOB") showRuns(node, body);
     else showFields(node, body);
+  }
+
+  // A run of the run view: its job, state, times and parent run, then its events on demand.
+  function showRunDetails(node, body, dl) {
+    var data = node.data || {};
+    var job = data.job || {};
+    addRow(dl, "type", "run");
+    var s = latestState(node);
+    if (s) addRow(dl, "state", s, "state-" + s);
+    addRow(dl, "job namespace", job.namespace || "");
+    addRow(dl, "job", job.name || "");
+    addRow(dl, "run id", data.runId || node.id.replace(/^run:/, ""));
+    addRow(dl, "started", fmtTime(data.startedAt) || "\u2014");
+    addRow(dl, "ended", fmtTime(data.endedAt) || "\u2014");
+    var took = Date.parse(data.endedAt) - Date.parse(data.startedAt);
+    if (isFinite(took)) addRow(dl, "duration", fmtDuration(took), "duration");
+    if (data.parentRunId) addRow(dl, "parent run", data.parentRunId);
+    addRow(dl, "node id", node.id);
+    addRow(dl, "read", plural((node.inEdges || []).filter(function (e) {
+      return /^dataset:/.test(e.origin);
+    }).length, "dataset"));
+    addRow(dl, "wrote", plural((node.outEdges || []).filter(function (e) {
+      return /^dataset:/.test(e.destination);
+    }).length, "dataset"));
+    body.appendChild(dl);
+
+    var expandBox = body.appendChild(el("div", "expand-box"));
+    expandBox.id = "expand-box";
+    showExpand(node);
+    var recenter = el("button", "link-button", "\u21BB Show the runs around this run");
+    recenter.type = "button";
+    recenter.addEventListener("click", function () { reroot(node.id); });
+    body.appendChild(recenter);
+    if (job.name) {
+      body.appendChild(el("br"));
+      var toJob = el("button", "link-button job-button", "\u21BB Show its job's lineage");
+      toJob.type = "button";
+      toJob.addEventListener("click", function () {
+        $("granularity-input").value = "job";
+        reroot("job:" + job.namespace + ":" + job.name);
+      });
+      body.appendChild(toJob);
+    }
+    var runsBox = el("div", "runs-box");
+    runsBox.appendChild(el("h3", null, "Events"));
+    var list = el("ul", "runs");
+    list.appendChild(runItem({
+      id: data.runId || node.id.replace(/^run:/, ""), state: s || "", startedAt: data.startedAt,
+      endedAt: data.endedAt, durationMs: isFinite(took) ? took : null,
+    }));
+    runsBox.appendChild(list);
+    body.appendChild(runsBox);
+  }
+
+  // The child jobs a parent view folded into this job; each opens in the view of jobs.
+  function showChildren(node, body) {
+    var children = childrenOf(node);
+    var box = body.appendChild(el("div", "children-box"));
+    box.appendChild(el("h3", null, "Child jobs (" + children.length + ")"));
+    var list = el("ul", "children");
+    list.id = "children";
+    children.forEach(function (child) {
+      var item = el("li");
+      var id = "job:" + (child.namespace || "") + ":" + child.name;
+      item.dataset.nodeId = id;
+      var button = el("button", "link-button", child.name);
+      button.type = "button";
+      button.title = "Show the lineage of " + child.name + " (jobs and datasets)";
+      button.addEventListener("click", function () {
+        $("granularity-input").value = "job";
+        reroot(id);
+      });
+      item.appendChild(button);
+      item.appendChild(el("span", "ns", " " + String(child.namespace || "")));
+      list.appendChild(item);
+    });
+    box.appendChild(list);
+  }
+
+  function hasEdgeJobs(node) {
+    return (node.inEdges || []).concat(node.outEdges || []).some(function (e) {
+      return edgeJobs(e).length > 0;
+    });
+  }
+
+  function nodeName(id) {
+    var node = state.byId[id];
+    var data = (node && node.data) || {};
+    return String(data.name || id);
+  }
+
+  // A dataset view's edges of this dataset, each with the jobs that made it: the same as the
+  // edges' labels and panels, readable without the mouse.
+  function showEdgeJobs(node, body) {
+    var box = body.appendChild(el("div", "edges-box"));
+    [["Comes from", "inEdges", "origin"], ["Feeds", "outEdges", "destination"]].forEach(function (p) {
+      var edges = (node[p[1]] || []).filter(function (e) { return edgeJobs(e).length; });
+      if (!edges.length) return;
+      box.appendChild(el("h3", null, p[0]));
+      var list = el("ul", "edge-jobs");
+      list.id = p[1] === "inEdges" ? "edges-in" : "edges-out";
+      edges.forEach(function (edge) {
+        var item = el("li");
+        item.dataset.nodeId = edge[p[2]];
+        item.appendChild(document.createTextNode(nodeName(edge[p[2]])));
+        item.appendChild(el("span", "via", " via " + edgeJobs(edge).map(function (j) {
+          return j.name;
+        }).join(", ")));
+        list.appendChild(item);
+      });
+      box.appendChild(list);
+    });
+  }
+
+  // An edge's panel: its ends and what it stands for (the jobs of a dataset view's edge, a
+  // parent run's link, a declared edge).
+  function showEdgeDetails(source, target) {
+    var from = state.byId[source];
+    var edge = ((from && from.outEdges) || []).filter(function (e) {
+      return e.destination === target;
+    })[0] || { origin: source, destination: target };
+    var body = $("details-body");
+    clear(body);
+    var dl = el("dl", "edge-details");
+    dl.id = "edge-details";
+    addRow(dl, "type", "edge");
+    addRow(dl, "from", nodeName(source));
+    addRow(dl, "to", nodeName(target));
+    if (edge.declared === true) addRow(dl, "declared", "by a job event (not seen in a run)");
+    if (edge.data && edge.data.link === "parent") addRow(dl, "link", "parent run \u2192 child run");
+    body.appendChild(dl);
+    var jobs = edgeJobs(edge);
+    if (!jobs.length) return;
+    body.appendChild(el("h3", null, "Made by " + plural(jobs.length, "job")));
+    var list = el("ul", "edge-jobs");
+    list.id = "edge-jobs";
+    jobs.forEach(function (job) {
+      var item = el("li");
+      var id = "job:" + (job.namespace || "") + ":" + job.name;
+      item.dataset.nodeId = id;
+      var button = el("button", "link-button", job.name);
+      button.type = "button";
+      button.title = "Show the lineage of " + job.name + " (jobs and datasets)";
+      button.addEventListener("click", function () {
+        $("granularity-input").value = "job";
+        reroot(id);
+      });
+      item.appendChild(button);
+      item.appendChild(el("span", "ns", " " + String(job.namespace || "")));
+      list.appendChild(item);
+    });
+    body.appendChild(list);
   }
 
   // "N neighbours not drawn" and the button adding them, kept current as answers arrive.
@@ -993,10 +1365,14 @@
         missing.status = 404;
         throw missing;
       }
-      return apiGet("column-lineage", {
+      var params = {
         nodeId: rootId, depth: String(Math.max(1, state.choice.depth)), withDownstream: "true",
         nodeLimit: String(state.choice.nodeLimit || NODE_LIMIT),
-      });
+      };
+      // The drawn graph's window, the same for its fields (column lineage has no other views).
+      if (state.choice.since) params.since = state.choice.since;
+      if (state.choice.until) params.until = state.choice.until;
+      return apiGet("column-lineage", params);
     }).then(function (answer) {
       if (state.field !== field || state.selected !== node.id) return;
       var byId = {};
@@ -1119,9 +1495,16 @@
       var nw = n.width();
       var nh = n.height();
       var isJob = n.data("type") === "JOB";
-      var group = make("g", { "class": isJob ? "job" : "dataset" });
+      var isRun = n.data("type") === "RUN";
+      var group = make("g", { "class": isJob ? "job" : isRun ? "run" : "dataset" });
       group.setAttribute("data-id", n.id());
       var shape = function (grow, attrs) {
+        if (isRun) {
+          var rx = nw / 2 + grow, ry = nh / 2 + grow;
+          var points = [[-rx / 2, -ry], [rx / 2, -ry], [rx, 0], [rx / 2, ry], [-rx / 2, ry], [-rx, 0]]
+            .map(function (q) { return (p.x + q[0]).toFixed(1) + "," + (p.y + q[1]).toFixed(1); });
+          return make("polygon", Object.assign({ points: points.join(" ") }, attrs));
+        }
         return isJob
           ? make("rect", Object.assign({ x: p.x - nw / 2 - grow, y: p.y - nh / 2 - grow,
             width: nw + 2 * grow, height: nh + 2 * grow, rx: 5 + grow }, attrs))
@@ -1129,7 +1512,7 @@
             ry: nh / 2 + grow }, attrs));
       };
       if (n.hasClass("root")) group.appendChild(shape(7, { fill: "#f4a259", opacity: 0.8 }));
-      var body = { fill: isJob ? "#2f6fbf" : "#2e8b57" };
+      var body = { fill: isJob ? "#2f6fbf" : isRun ? "#a0522d" : "#2e8b57" };
       if (n.hasClass("failed")) { body.stroke = "#d62828"; body["stroke-width"] = 5; }
       group.appendChild(shape(0, body));
       var text = make("text", {
@@ -1200,6 +1583,7 @@
 
   function reroot(id) {
     $("node-input").value = id;
+    showViewChoices();
     state.field = "";
     load(currentChoice(), id);
   }
@@ -1221,14 +1605,10 @@
     writeHash();
     document.body.dataset.state = "loading";
     setStatus("Loading lineage\u2026");
-    var params = {
-      nodeId: choice.nodeId, depth: String(choice.depth), direction: choice.direction,
-      nodeLimit: String(choice.nodeLimit),
-    };
-    if (choice.asOf) params.asOf = choice.asOf;
+    var params = viewParams(choice, choice.nodeId, choice.depth);
     var asked = apiGet("lineage", params).catch(function (error) {
       // Before the node's first event it is unknown: an empty graph, said so, not an error.
-      if (choice.asOf && error.status === 404) return { graph: [], before: true };
+      if ((choice.asOf || choice.until) && error.status === 404) return { graph: [], before: true };
       throw error;
     }).then(function (answer) {
       // The chosen view, then each remembered expansion (asked together, merged in click order).
@@ -1237,12 +1617,15 @@
         return {
           graph: root.graph, before: answer.before, hops: hops, nodeId: answer.nodeId,
           truncated: hops.reduce(function (cut, hop) { return cut || hop.truncated; }, root.truncated),
+          omitted: root.omitted,
         };
       });
     });
     return asked.then(function (answer) {
-      // The slider spans the present graph: this one, or (for a past one) asked for once.
-      return timeRange(choice, choice.asOf ? null : answer.graph || []).then(function (range) {
+      // The slider spans the present graph of jobs: this one, or asked for once.
+      var present = choice.asOf || windowed(choice) || choice.granularity !== "job"
+        ? null : answer.graph || [];
+      return timeRange(choice, present).then(function (range) {
         state.timeRange = range;
         return answer;
       });
@@ -1250,6 +1633,7 @@
       if (seq !== state.seq) return;
       showTime();
       state.truncated = answer.truncated;
+      state.omitted = answer.omitted;
       state.graph = [];
       state.byId = {};
       state.links = {};
@@ -1264,7 +1648,7 @@
       // A node two answers hold gets the edges of both (merge), then all is drawn at once.
       answer.hops.forEach(function (hop) { merge(hop.graph); });
       draw(state.graph, choice.nodeId);
-      var when = choice.asOf ? " as of " + fmtTime(choice.asOf) : "";
+      var when = whenText(choice);
       if (answer.before) {
         setStatus("Nothing recorded for " + choice.nodeId + when + ".");
         $("truncated-notice").hidden = true;
@@ -1346,6 +1730,17 @@
       var box = $("graph").getBoundingClientRect();
       return { x: box.left + pos.x, y: box.top + pos.y };
     },
+    // Where an edge's middle is drawn, in page (client) coordinates.
+    edgeClientPosition: function (source, target) {
+      if (!state.cy) return null;
+      var edge = state.cy.edges().filter(function (e) {
+        return e.source().id() === source && e.target().id() === target;
+      });
+      if (edge.empty()) return null;
+      var pos = edge.renderedMidpoint();
+      var box = $("graph").getBoundingClientRect();
+      return { x: box.left + pos.x, y: box.top + pos.y };
+    },
     // The SVG the "Export SVG" button downloads, as text.
     graphSvg: function () { return state.cy ? graphSvg() : null; },
   };
@@ -1355,11 +1750,14 @@
     $("node-input").value = choice.nodeId;
     $("depth-input").value = String(choice.depth);
     $("direction-input").value = choice.direction;
+    $("granularity-input").value = choice.granularity;
+    showViewChoices();
     state.field = choice.field;
     return load(
       {
         nodeId: choice.nodeId, depth: choice.depth, direction: choice.direction, asOf: choice.asOf,
-        expand: choice.expand, nodeLimit: choice.nodeLimit,
+        expand: choice.expand, nodeLimit: choice.nodeLimit, granularity: choice.granularity,
+        since: choice.since, until: choice.until,
       },
       choice.selected || choice.nodeId
     );
@@ -1395,6 +1793,16 @@
       if (isFinite(ms)) setAsOf(new Date(ms).toISOString());
     });
     $("asof-now").addEventListener("click", function () { setAsOf(""); });
+    // The view switch redraws at once, as the slider does.
+    $("granularity-input").addEventListener("change", function () {
+      setGranularity($("granularity-input").value);
+    });
+    // The window is applied as a whole (two pickers edited field by field would ask often).
+    $("window-form").addEventListener("submit", function (evt) {
+      evt.preventDefault();
+      setWindow(windowValue("since-input"), windowValue("until-input"));
+    });
+    $("window-clear").addEventListener("click", function () { setWindow("", ""); });
     // Back to the chosen view alone: the expansions are dropped (from the URL too).
     $("collapse").addEventListener("click", function () {
       var choice = currentChoice();
@@ -1410,12 +1818,15 @@
       if (want.nodeId !== have.nodeId || want.depth !== have.depth ||
           want.direction !== have.direction || (want.selected || want.nodeId) !== state.selected ||
           want.field !== state.field || want.asOf !== have.asOf ||
+          want.granularity !== have.granularity || want.since !== have.since ||
+          want.until !== have.until ||
           want.expand.join("\u0000") !== (have.expand || []).join("\u0000") ||
           want.nodeLimit !== have.nodeLimit) {
         loadFromHash();
       }
     });
     $("node-input").addEventListener("input", suggest);
+    $("node-input").addEventListener("input", showViewChoices);
     $("key-input").addEventListener("change", function () {
       state.apiKey = $("key-input").value || null;
       load(currentChoice(), state.selected);

@@ -1,0 +1,553 @@
+"""The graph at the zoom a user asks: time windows and the dataset, run and parent views.
+
+Every view is one walk of :func:`~lineage_sdk.collector.keyed.walk_keys` over a different
+:class:`~lineage_sdk.collector.keyed.EdgeStep`, built from the backend's rows, so every backend
+answers every view alike:
+
+* **Windows.** An edge is in ``[since, until)`` when a run of its job that read or wrote the
+  dataset has an event in the window: the run's mention of the dataset, first made before
+  ``until``, and an event of the run inside the window (its first or last event, or, for a run
+  spanning the whole window, one read from its events in it). A declared edge (a JobEvent's, a
+  ``lineage`` facet's) is in the window when it was declared before ``until``. With no
+  ``since``, the window is ``asOf``'s: every edge first seen before ``until``.
+* **dataset.** The job walk, then each job folded into the edges from every dataset it reads to
+  every dataset it writes (``jobs`` lists them per edge); the limit counts datasets.
+* **run.** Runs take the jobs' place: a dataset's runs are the runs that named it in that role
+  (inside the window, when one is asked), a run's datasets the ones it named; each run is linked
+  to its parent run. The limit counts runs and datasets.
+* **parent.** Jobs with a parent job fold into their root (the parent of the parent, to the
+  top), found from their latest run's parent run; a folded node's edges are its members'.
+
+Access is a test of namespaces applied to every step (``readable``): the walk never enters a
+node a key may not read, so nothing is reached through one, as ``prune_graph`` answers the job
+view.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from lineage_sdk.collector.backend import EdgeRow, Io, Key, LineageBackend, RunRow
+from lineage_sdk.collector.keyed import EdgeStep, KeyedWalk, walk_keys
+from lineage_sdk.collector.store import (
+    Direction,
+    Granularity,
+    LineageEdge,
+    LineageGraph,
+    LineageNode,
+    NodeType,
+    check_node_limit,
+    cut_lineage,
+    node_id,
+)
+
+__all__ = [
+    "RUN_PREFIX",
+    "ViewGraph",
+    "Window",
+    "parse_run_node",
+    "view_graph",
+    "window_step",
+    "windowed_pairs",
+]
+
+#: A run's node id: ``run:<runId>``.
+RUN_PREFIX = "run:"
+#: A run's key in a run view's walk (where runs take the jobs' place): no job key has an empty
+#: namespace.
+_RUN_NS = ""
+_ROLE: dict[Io, Literal["input", "output"]] = {"in": "input", "out": "output"}
+_UUID = re.compile(r"[0-9A-Fa-f]{8}(-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}")
+
+
+def parse_run_node(node: str) -> str | None:
+    """The run id of a ``run:<runId>`` node id, or None for any other id."""
+    if node.startswith(RUN_PREFIX) and len(node) > len(RUN_PREFIX):
+        return node[len(RUN_PREFIX) :]
+    return None
+
+
+def check_node(
+    node: str, granularity: Granularity, *, names: Mapping[str, str] | None = None
+) -> None:
+    """ValueError naming the parameter for a ``run:<runId>`` node at another granularity than
+    ``run`` (or with no UUID), and for a job node at granularity ``run``. Other node ids are the
+    caller's to parse."""
+
+    def named(param: str) -> str:
+        return (names or {}).get(param, param)
+
+    if node.startswith(RUN_PREFIX):
+        if granularity != "run":
+            raise ValueError(
+                f"{named('nodeId')} run:<runId> is taken with {named('granularity')} run only, "
+                f"got {named('granularity')} {granularity}"
+            )
+        if not _UUID.fullmatch(node[len(RUN_PREFIX) :]):
+            raise ValueError(f"{named('nodeId')} {node[:100]!r} is not run:<uuid>")
+    elif granularity == "run" and node.startswith("job:"):
+        raise ValueError(
+            f"{named('granularity')} run starts at a dataset or a run (run:<runId>), not at a "
+            f"job ({named('nodeId')} {node[:100]!r})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """``[since, until)``; either end may be open (None)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError(
+                f"since ({self.since.isoformat()}) must be before until ({self.until.isoformat()})"
+            )
+
+
+#: No window: every time.
+ALWAYS = Window()
+
+
+@dataclass(slots=True)
+class ViewGraph:
+    """A view's answer: its graph (cut), the data its edges carry, the node it starts at."""
+
+    graph: LineageGraph
+    #: Per (origin, destination): what the edge carries (``jobs`` in the dataset view, ``link``
+    #: for a run's parent run).
+    edge_data: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: The node the walk started at, when it is not the node asked (a child job in the parent
+    #: view starts at its root).
+    start: str | None = None
+
+
+Readable = Callable[[str], bool]
+
+
+def _active_runs(b: LineageBackend, runs: Iterable[RunRow], window: Window) -> dict[str, RunRow]:
+    """The runs with an event in the window, by id (a run id two jobs use: either row)."""
+    since, until = window.since, window.until
+    found: dict[str, RunRow] = {}
+    spanning: dict[str, list[RunRow]] = {}
+    for run in runs:
+        if until is not None and run.first_event >= until:
+            continue
+        if since is not None and run.last_event < since:
+            continue
+        spans = since is not None and run.first_event < since
+        if spans and until is not None and run.last_event >= until:  # neither end inside
+            spanning.setdefault(run.run_id, []).append(run)
+            continue
+        found.setdefault(run.run_id, run)
+    if spanning:
+        for ev in b.events(run_ids=list(spanning), since=since, until=until):
+            for run in spanning.pop(ev.run_id or "", ()):
+                found.setdefault(run.run_id, run)
+    return found
+
+
+def _runs_of_mentions(
+    b: LineageBackend, datasets: Collection[Key], io: Io, window: Window
+) -> list[tuple[RunRow, Key]]:
+    """The (run, dataset) pairs of the runs that named these datasets in ``io``'s role before
+    ``until`` and have an event in the window."""
+    named: dict[str, set[Key]] = {}
+    for m in b.mentions("DATASET", datasets, roles=[_ROLE[io]], until=window.until):
+        if m.source == "run":
+            named.setdefault(m.source_id, set()).add(m.key)
+    if not named:
+        return []
+    rows = b.runs(run_ids=list(named), until=window.until)
+    active = _active_runs(b, rows, window)
+    return [
+        (run, ds)
+        for run in rows
+        if run.run_id in active and run.job is not None
+        for ds in named.get(run.run_id, ())
+    ]
+
+
+def windowed_pairs(
+    b: LineageBackend, rows: Iterable[EdgeRow], window: Window
+) -> set[tuple[Key, Key, Io]]:
+    """The edges among ``rows`` (read with ``until=window.until``) that are in the window."""
+    found: set[tuple[Key, Key, Io]] = set()
+    open_rows: dict[Io, list[EdgeRow]] = {}
+    for r in rows:
+        declared = r.declared is not None and (window.until is None or r.declared < window.until)
+        if declared or window.since is None:
+            found.add((r.job, r.dataset, r.io))
+        else:
+            open_rows.setdefault(r.io, []).append(r)
+    for io, candidates in open_rows.items():
+        wanted = {(r.job, r.dataset) for r in candidates}
+        datasets = {r.dataset for r in candidates}
+        for run, ds in _runs_of_mentions(b, datasets, io, window):
+            if (run.job, ds) in wanted:
+                found.add((run.job, ds, io))  # type: ignore[arg-type]
+    return found
+
+
+def window_step(b: LineageBackend, window: Window, readable: Readable | None) -> EdgeStep[Key]:
+    """The job walk's step: the edges in the window, between readable nodes."""
+
+    def step(
+        end: NodeType, keys: Collection[Key], io: Literal["in", "out"]
+    ) -> list[tuple[Key, Key]]:
+        rows = list(b.edges(end, keys, io, until=window.until))
+        return [
+            (job, ds)
+            for job, ds, _ in windowed_pairs(b, rows, window)
+            if readable is None or (readable(job[0]) and readable(ds[0]))
+        ]
+
+    return step
+
+
+def _run_key(run_id: str) -> Key:
+    return (_RUN_NS, run_id)
+
+
+class _RunStep:
+    """The run view's step: datasets to the runs that read or wrote them in the window, runs
+    to the datasets they named; it keeps the run rows it met."""
+
+    def __init__(self, b: LineageBackend, window: Window, readable: Readable | None) -> None:
+        self.b, self.window, self.readable = b, window, readable
+        self.runs: dict[str, RunRow] = {}
+
+    def _seen(self, key: Key | None) -> bool:
+        return key is not None and (self.readable is None or self.readable(key[0]))
+
+    def __call__(
+        self, end: NodeType, keys: Collection[Key], io: Literal["in", "out"]
+    ) -> list[tuple[Key, Key]]:
+        b, window = self.b, self.window
+        if end == "DATASET":
+            pairs = _runs_of_mentions(b, keys, io, window)
+        else:
+            wanted = {run_id for _, run_id in keys}
+            rows = self.read_runs(wanted)
+            jobs = {r.job for r in rows if r.job is not None}
+            datasets = {e.dataset for e in b.edges("JOB", jobs, io, until=window.until)}
+            pairs = []
+            if datasets:
+                named: dict[str, set[Key]] = {}
+                for m in b.mentions("DATASET", datasets, roles=[_ROLE[io]], until=window.until):
+                    if m.source == "run" and m.source_id in wanted:
+                        named.setdefault(m.source_id, set()).add(m.key)
+                pairs = [(r, ds) for r in rows for ds in named.get(r.run_id, ())]
+        found: list[tuple[Key, Key]] = []
+        for run, ds in pairs:
+            if self._seen(run.job) and self._seen(ds):
+                self.runs.setdefault(run.run_id, run)
+                found.append((_run_key(run.run_id), ds))
+        return found
+
+    def read_runs(self, run_ids: Collection[str]) -> list[RunRow]:
+        """The readable rows of these runs (cached)."""
+        missing = [r for r in run_ids if r not in self.runs]
+        if missing:
+            for row in self.b.runs(run_ids=missing):
+                if self._seen(row.job):
+                    self.runs.setdefault(row.run_id, row)
+        return [self.runs[r] for r in run_ids if r in self.runs]
+
+
+class _Folding:
+    """The parent view: each job's root job (its latest run's parent run's job, to the top)
+    and each root's members (the jobs whose runs name it as parent, to the bottom)."""
+
+    def __init__(self, b: LineageBackend, until: datetime | None) -> None:
+        self.b, self.until = b, until
+        self.root: dict[Key, Key] = {}
+        self.members: dict[Key, set[Key]] = {}
+
+    def roots(self, jobs: Collection[Key]) -> dict[Key, Key]:
+        """Each job's root, read in batches (a cycle of parents stops where it closes)."""
+        todo = {j for j in jobs if j not in self.root}
+        parent_of: dict[Key, Key] = {}
+        frontier = set(todo)
+        for _ in range(16):  # parent chains are short; a longer one folds at its 16th job
+            if not frontier:
+                break
+            latest = self.b.runs(jobs=list(frontier), until=self.until, latest=1)
+            by_job = {r.job: r for r in latest if r.job is not None}
+            parent_runs = {r.parent_run_id for r in by_job.values() if r.parent_run_id}
+            run_job = (
+                {
+                    r.run_id: r.job
+                    for r in self.b.runs(run_ids=list(parent_runs))
+                    if r.job is not None
+                }
+                if parent_runs
+                else {}
+            )
+            nxt: set[Key] = set()
+            for job in frontier:
+                run = by_job.get(job)
+                parent = run_job.get(run.parent_run_id or "") if run is not None else None
+                if parent is not None and parent != job:
+                    parent_of[job] = parent
+                    if parent not in parent_of and parent not in self.root:
+                        nxt.add(parent)
+            frontier = nxt
+        for job in todo:
+            top, seen = job, {job}
+            while top in parent_of and parent_of[top] not in seen:
+                top = self.root.get(parent_of[top], parent_of[top])
+                seen.add(top)
+            self.root[job] = top
+        return {j: self.root[j] for j in jobs}
+
+    def expand(self, roots: Collection[Key]) -> set[Key]:
+        """Every member of these roots (themselves included), read in batches: the jobs whose
+        runs name a member as their parent and whose root is one of them, to the bottom."""
+        todo = {r for r in roots if r not in self.members}
+        for root in todo:
+            self.members[root] = {root}
+        frontier = set(todo)
+        while frontier:
+            mentions = self.b.mentions("JOB", frontier, roles=["parent"], until=self.until)
+            runs = {m.source_id for m in mentions if m.source == "run"}
+            rows = self.b.runs(run_ids=list(runs)) if runs else []
+            jobs = {r.job for r in rows if r.job is not None}
+            frontier = set()
+            for job, top in self.roots(jobs).items():
+                if top in todo and job not in self.members[top]:
+                    self.members[top].add(job)
+                    frontier.add(job)
+        found: set[Key] = set()
+        for root in roots:
+            found |= self.members[root]
+        return found
+
+
+def _fold_step(step: EdgeStep[Key], folding: _Folding) -> EdgeStep[Key]:
+    def folded(
+        end: NodeType, keys: Collection[Key], io: Literal["in", "out"]
+    ) -> list[tuple[Key, Key]]:
+        asked = folding.expand(keys) if end == "JOB" else keys
+        pairs = list(step(end, asked, io))
+        roots = folding.roots({job for job, _ in pairs})
+        return [(roots[job], ds) for job, ds in pairs]
+
+    return folded
+
+
+def _graph(node: str, walk: KeyedWalk[Key], run_ids: bool = False) -> LineageGraph:
+    """The walk as a graph (uncut); job keys are runs when ``run_ids``."""
+    graph = LineageGraph(root=node)
+
+    def add(kind: NodeType, key: Key) -> str:
+        if kind == "JOB" and run_ids:
+            nid = RUN_PREFIX + key[1]
+            graph.nodes.setdefault(nid, LineageNode(nid, "RUN", key[0], key[1], {}))
+            return nid
+        nid = node_id(kind, *key)
+        data = {"namespace": key[0], "name": key[1]}
+        graph.nodes.setdefault(nid, LineageNode(nid, kind, key[0], key[1], data))
+        return nid
+
+    for key in walk.jobs:
+        add("JOB", key)
+    for key in walk.datasets:
+        add("DATASET", key)
+    for ot, ok, dt, dk in sorted(walk.edges):
+        edge = LineageEdge(add(ot, ok), add(dt, dk))
+        graph.nodes[edge.origin].out_edges.append(edge)
+        graph.nodes[edge.destination].in_edges.append(edge)
+    return graph
+
+
+def view_graph(
+    b: LineageBackend,
+    node: str,
+    root: tuple[NodeType, Key] | str,
+    *,
+    granularity: Granularity,
+    direction: Direction,
+    depth: int,
+    node_limit: int | None,
+    window: Window,
+    readable: Readable | None,
+    latest_runs: Callable[[list[Key], datetime | None], dict[Key, dict[str, Any]]],
+) -> ViewGraph:
+    """The answer of one view (``root``: a (type, key), or a run id in the run view); the job
+    view's nodes carry their latest runs before ``until``."""
+    check_node_limit(node_limit)
+    depth = max(0, depth)
+    if granularity == "run":
+        return _run_view(b, node, root, direction, depth, node_limit, window, readable)
+    assert not isinstance(root, str)
+    step = window_step(b, window, readable)
+    start: str | None = None
+    if granularity == "parent":
+        folding = _Folding(b, window.until)
+        if root[0] == "JOB":
+            top = folding.roots([root[1]])[root[1]]
+            if top != root[1]:
+                root, start = ("JOB", top), node_id("JOB", *top)
+        step = _fold_step(step, folding)
+
+    def size(walk: KeyedWalk[Key]) -> int:
+        return len(walk.datasets) if granularity == "dataset" else len(walk)
+
+    walk = walk_keys(step, root, direction, depth, node_limit, size=size)
+    if granularity == "dataset" and root[0] == "JOB" and direction in ("upstream", "downstream"):
+        # The job is no node: its own edges stand for it, both sides, whichever way is walked.
+        io: Io = "out" if direction == "upstream" else "in"
+        for job, ds in step("JOB", [root[1]], io):
+            walk.datasets.add(ds)
+            walk.edges.add(
+                ("JOB", job, "DATASET", ds) if io == "out" else ("DATASET", ds, "JOB", job)
+            )
+    graph = _graph(start or node, walk)
+    if granularity == "dataset":
+        view = _dataset_view(graph, direction, node_limit, root)
+        view.start = start
+        return view
+    graph = cut_lineage(graph, direction, node_limit)
+    jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
+    for key, run in latest_runs(jobs, window.until).items():
+        graph.nodes[node_id("JOB", *key)].data["latestRun"] = run
+    if granularity == "parent":
+        folding.expand(jobs)  # one batch for the jobs the walk did not expand
+        for item in graph.nodes.values():
+            if item.type == "JOB":
+                members = folding.expand([(item.namespace, item.name)]) - {
+                    (item.namespace, item.name)
+                }
+                if members:
+                    item.data["children"] = [
+                        {"namespace": ns, "name": nm} for ns, nm in sorted(members)
+                    ]
+    return ViewGraph(graph, start=start)
+
+
+def _dataset_view(
+    graph: LineageGraph,
+    direction: Direction,
+    node_limit: int | None,
+    root: tuple[NodeType, Key],
+) -> ViewGraph:
+    """The job graph folded into dataset -> dataset edges, each listing its jobs, cut on
+    datasets (a job root is no node: its datasets are at distance 0)."""
+    view = LineageGraph(root=graph.root)
+    edges: dict[tuple[str, str], set[Key]] = {}
+    for item in graph.nodes.values():
+        if item.type == "DATASET":
+            view.nodes[item.id] = LineageNode(
+                item.id, "DATASET", item.namespace, item.name, dict(item.data)
+            )
+        elif item.type == "JOB":
+            for read in item.in_edges:
+                for wrote in item.out_edges:
+                    if read.origin != wrote.destination:
+                        pair = (read.origin, wrote.destination)
+                        edges.setdefault(pair, set()).add((item.namespace, item.name))
+    for origin, dest in sorted(edges):
+        edge = LineageEdge(origin, dest)
+        view.nodes[origin].out_edges.append(edge)
+        view.nodes[dest].in_edges.append(edge)
+    if root[0] == "JOB":
+        job = graph.nodes.get(graph.root)
+        touched = (
+            []
+            if job is None
+            else [e.origin for e in job.in_edges] + [e.destination for e in job.out_edges]
+        )
+        cut = _cut_from(view, touched, direction, node_limit)
+    else:
+        cut = cut_lineage(view, direction, node_limit)
+    data = {
+        pair: {"jobs": [{"namespace": ns, "name": nm} for ns, nm in sorted(jobs)]}
+        for pair, jobs in edges.items()
+        if pair[0] in cut.nodes and pair[1] in cut.nodes
+    }
+    return ViewGraph(cut, data)
+
+
+def _cut_from(
+    graph: LineageGraph, starts: list[str], direction: Direction, node_limit: int | None
+) -> LineageGraph:
+    """:func:`_cut` from several start nodes (a job root's datasets) instead of the root."""
+    if not starts:
+        return graph
+    hub = LineageNode(graph.root, "JOB", "", "", {})
+    for nid in starts:
+        hub.out_edges.append(LineageEdge(graph.root, nid))
+        hub.in_edges.append(LineageEdge(nid, graph.root))
+    graph.nodes[graph.root] = hub
+    limit = None if node_limit is None else node_limit + 1  # the hub is no node of the answer
+    cut = cut_lineage(graph, "undirected" if direction == "undirected" else "both", limit)
+    cut.nodes.pop(graph.root, None)
+    graph.nodes.pop(graph.root, None)
+    for item in cut.nodes.values():
+        item.in_edges = [e for e in item.in_edges if e.origin != graph.root]
+        item.out_edges = [e for e in item.out_edges if e.destination != graph.root]
+    return cut
+
+
+def _run_view(
+    b: LineageBackend,
+    node: str,
+    root: tuple[NodeType, Key] | str,
+    direction: Direction,
+    depth: int,
+    node_limit: int | None,
+    window: Window,
+    readable: Readable | None,
+) -> ViewGraph:
+    step = _RunStep(b, window, readable)
+    if isinstance(root, str):
+        if not step.read_runs([root]):
+            raise LookupError(f"nothing is recorded for {node!r}")
+        walk_root: tuple[NodeType, Key] = ("JOB", _run_key(root))
+    else:
+        walk_root = root
+    walk = walk_keys(step, walk_root, direction, depth, node_limit)
+    graph = _graph(node, walk, run_ids=True)
+    edge_data: dict[tuple[str, str], dict[str, Any]] = {}
+    step.read_runs([k[1] for k in walk.jobs])
+    run_nodes = [n for n in graph.nodes.values() if n.type == "RUN"]
+    parents = {step.runs[n.name].parent_run_id for n in run_nodes if n.name in step.runs}
+    step.read_runs([p for p in parents if p])
+    for item in run_nodes:
+        run = step.runs.get(item.name)
+        parent = step.runs.get(run.parent_run_id or "") if run is not None else None
+        if parent is None:
+            continue
+        pid = RUN_PREFIX + parent.run_id
+        if pid not in graph.nodes:
+            graph.nodes[pid] = LineageNode(pid, "RUN", _RUN_NS, parent.run_id, {})
+        edge = LineageEdge(pid, item.id)
+        graph.nodes[pid].out_edges.append(edge)
+        item.in_edges.append(edge)
+        edge_data[(pid, item.id)] = {"link": "parent"}
+    cut = cut_lineage(graph, direction, node_limit)
+    for item in cut.nodes.values():
+        if item.type == "RUN":
+            item.data = _run_data(step.runs.get(item.name), item.name)
+    return ViewGraph(
+        cut, {k: v for k, v in edge_data.items() if k[0] in cut.nodes and k[1] in cut.nodes}
+    )
+
+
+def _run_data(run: RunRow | None, run_id: str) -> dict[str, Any]:
+    """A RUN node's data."""
+    job = run.job if run is not None else None
+    return {
+        "runId": run_id,
+        "job": None if job is None else {"namespace": job[0], "name": job[1]},
+        "state": None if run is None else run.state.value,
+        "startedAt": None if run is None else run.started_at,
+        "endedAt": None if run is None else run.ended_at,
+        "parentRunId": None if run is None else run.parent_run_id,
+    }
