@@ -11,7 +11,6 @@ from __future__ import annotations
 import abc
 import os
 import sys
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -133,6 +132,11 @@ class LineageSource(abc.ABC):
         that window (until exclusive) state it."""
         raise SourceError(f"{type(self).__name__} cannot answer column lineage", 2)
 
+    def impact(self, node: str, depth: int, *, node_limit: int) -> dict[str, Any]:
+        """``GET /api/v1/impact``'s answer: ``{"nodeId", "depth", "impact": [...], "truncated",
+        "nodeLimit", "omittedNodes"}``, the nodes downstream of ``node`` nearest first."""
+        raise SourceError(f"{type(self).__name__} cannot answer impact", 2)
+
 
 class HttpSource(LineageSource):
     """The collector's HTTP API (``lineage-collector serve``)."""
@@ -231,6 +235,11 @@ class HttpSource(LineageSource):
             if value is not None:
                 params[name] = value
         answer: dict[str, Any] = self._get("/api/v1/column-lineage", params)
+        return answer
+
+    def impact(self, node: str, depth: int, *, node_limit: int) -> dict[str, Any]:
+        params: dict[str, str | int] = {"nodeId": node, "depth": depth, "nodeLimit": node_limit}
+        answer: dict[str, Any] = self._get("/api/v1/impact", params)
         return answer
 
 
@@ -351,6 +360,17 @@ class StoreSource(LineageSource):
                 since=view.since,
                 until=view.until,
             )
+
+    def impact(self, node: str, depth: int, *, node_limit: int) -> dict[str, Any]:
+        from lineage_sdk.collector.api.queries import NotFound, parse_node
+        from lineage_sdk.collector.watch.impact import impact_answer
+
+        with self._guard():
+            parse_node(node)
+            try:
+                return impact_answer(self.store, node, depth=depth, node_limit=node_limit)
+            except LookupError as exc:
+                raise NotFound(str(exc)) from None
 
 
 def _require_sqlite_file(url: Any) -> None:
@@ -640,21 +660,6 @@ def _print_json(value: Any) -> None:
         sys.stdout.write(text + "\n")
 
 
-def _distances(graph: Mapping[str, Any], root: str) -> dict[str, int]:
-    """Job hops downstream of ``root`` for every node reached (datasets count with their job)."""
-    nodes = _nodes(graph)
-    dist = {root: 0}
-    queue: deque[str] = deque([root])
-    while queue:
-        current = queue.popleft()
-        for child in _children(nodes.get(current, {}), upstream=False):
-            if child in nodes and child not in dist:
-                hop = 1 if nodes[child].get("type") == "JOB" else 0
-                dist[child] = dist[current] + hop
-                queue.append(child)
-    return dist
-
-
 def _fmt_duration(ms: Any) -> str:
     if not isinstance(ms, int):
         return ""
@@ -848,58 +853,92 @@ def impact(
     node: Annotated[str, typer.Argument(help="job:<namespace>:<name> or dataset:<ns>:<name>")],
     depth: Depth = 20,
     fmt: Annotated[
-        Literal["table", "json"], typer.Option("--format", "-f", help="table or json.")
+        Literal["table", "json", "csv"],
+        typer.Option("--format", "-f", help="table, json (the API's items) or csv."),
     ] = "table",
     node_limit: NodeLimitOption = DEFAULT_NODE_LIMIT,
 ) -> None:
-    """List everything downstream of a job or dataset: what breaks if it fails."""
+    """List everything downstream of a job or dataset (what breaks if it fails), nearest
+    first, with each node's distance (edges along the data flow), latest run state and
+    owners."""
     _split_node(node)
     with _open_source() as source:
-        answer = source.lineage(node, "downstream", depth, node_limit=node_limit)
+        answer = source.impact(node, depth, node_limit=node_limit)
     node = _asked_node(answer, node)
-    _cut_note(answer)
-    nodes = _nodes(answer)
-    dist = _distances(answer, node)
-    affected = sorted(
-        (n for n in dist if n != node),
-        key=lambda n: (dist[n], nodes[n].get("type") != "JOB", n),
-    )
+    items: list[dict[str, Any]] = list(answer.get("impact") or [])
+    if answer.get("truncated"):
+        _cut_note({**answer, "graph": [None] * (len(items) + 1)})  # the node counts as one
     if fmt == "json":
-        _print_json(
-            [
-                {
-                    "nodeId": n,
-                    "type": nodes[n].get("type"),
-                    "namespace": nodes[n].get("data", {}).get("namespace"),
-                    "name": nodes[n].get("data", {}).get("name"),
-                    "hops": dist[n],
-                    "latestState": _state(nodes[n]),
-                }
-                for n in affected
-            ]
-        )
+        _print_json(items)
         return
-    jobs = sum(1 for n in affected if nodes[n].get("type") == "JOB")
-    title = Text(f"{jobs} job(s) and {len(affected) - jobs} dataset(s) downstream of ")
+    if fmt == "csv":
+        _print_impact_csv(items)
+        return
+    jobs = sum(1 for i in items if i.get("type") == "JOB")
+    title = Text(f"{jobs} job(s) and {len(items) - jobs} dataset(s) downstream of ")
     title.append(node, style="bold")
     table = Table(title=title, title_justify="left")
-    table.add_column("hops", justify="right")
+    table.add_column("distance", justify="right")
     table.add_column("type", no_wrap=True)
     table.add_column("namespace", overflow="fold")
     table.add_column("name", overflow="fold")
     table.add_column("latest run", no_wrap=True)
-    for n in affected:
-        data = nodes[n].get("data", {})
-        is_job = nodes[n].get("type") == "JOB"
-        state = _state(nodes[n])
+    table.add_column("owners", overflow="fold")
+    for item in items:
+        is_job = item.get("type") == "JOB"
+        state = _impact_state(item)
         table.add_row(
-            str(dist[n]),
+            str(item.get("distance", "")),
             Text("job" if is_job else "dataset", style="blue" if is_job else "green"),
-            Text(str(data.get("namespace", ""))),
-            Text(str(data.get("name", ""))),
+            Text(str(item.get("namespace", ""))),
+            Text(str(item.get("name", ""))),
             _state_text(state) if state else Text(""),
+            Text(_owners_text(item.get("owners"))),
         )
     out.print(table)
+
+
+def _impact_state(item: Mapping[str, Any]) -> str | None:
+    """An impact item's latest run state; STALE for a running run whose heartbeats stopped."""
+    run = item.get("latestRun")
+    if not isinstance(run, Mapping):
+        return None
+    if run.get("liveness") == "STALE":
+        return "STALE"
+    state = run.get("state")
+    return state if isinstance(state, str) else None
+
+
+def _owners_text(owners: Any) -> str:
+    """Owners as one line: ``name (type)``, comma separated."""
+    found = [o for o in owners if isinstance(o, Mapping)] if isinstance(owners, list) else []
+    return ", ".join(
+        f"{o.get('name')} ({o['type']})" if o.get("type") else str(o.get("name")) for o in found
+    )
+
+
+def _print_impact_csv(items: Sequence[Mapping[str, Any]]) -> None:
+    """One row per node (RFC 4180, a header first); owners in one cell."""
+    import csv
+
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(
+        ["nodeId", "type", "namespace", "name", "distance", "latestRunId", "latestState", "owners"]
+    )
+    for item in items:
+        run = item.get("latestRun")
+        writer.writerow(
+            [
+                item.get("nodeId", ""),
+                item.get("type", ""),
+                item.get("namespace", ""),
+                item.get("name", ""),
+                item.get("distance", ""),
+                run.get("id", "") if isinstance(run, Mapping) else "",
+                _impact_state(item) or "",
+                _owners_text(item.get("owners")),
+            ]
+        )
 
 
 @app.command()

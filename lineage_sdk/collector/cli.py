@@ -37,7 +37,15 @@ from lineage_sdk.exceptions import ConfigError, LineageError, StoreError
 
 __all__ = ["app", "main"]
 
-_SECTIONS = ("collector_topic", "rabbitmq.", "store.", "collector.", "connections.", "api.")
+_SECTIONS = (
+    "collector_topic",
+    "rabbitmq.",
+    "store.",
+    "collector.",
+    "connections.",
+    "api.",
+    "alerts.",
+)
 F = TypeVar("F", bound=Callable[..., Any])
 
 app = typer.Typer(
@@ -64,6 +72,12 @@ api_key_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(api_key_app, name="api-key")
+alerts_app = typer.Typer(
+    help="Alerts to webhooks (\\[\\[lineage.alerts.webhook]]): make a signing secret, list and"
+    " replay parked alerts.",
+    no_args_is_help=True,
+)
+app.add_typer(alerts_app, name="alerts")
 err = Console(stderr=True)
 out = Console()
 
@@ -286,6 +300,14 @@ def _check_api_keys(config: LineageConfig) -> None:
     )
 
 
+def _check_alert_rules(config: LineageConfig) -> None:
+    """The rules across [[lineage.alerts.webhook]] tables (one rule per URL), as the watch
+    builds them."""
+    from lineage_sdk.collector.watch.rules import rules_of
+
+    rules_of(config)
+
+
 @app.command()
 @with_config_flags
 def check(config: LineageConfig) -> None:
@@ -304,6 +326,7 @@ def check(config: LineageConfig) -> None:
 
     config.validate_sections()  # every table and the exporter names, not only what it builds
     _check_api_keys(config)
+    _check_alert_rules(config)
     manager = LineageManager(config)
     manager.build()  # a bad store name is a configuration error too
     table = Table(title="lineage-collector check")
@@ -346,9 +369,33 @@ def check(config: LineageConfig) -> None:
         if problem:
             status = "[red]missing[/]" if problem.startswith("missing ") else "[red]failed[/]"
         table.add_row(f"store {name}", status, escape(detail))
+    failed = _check_watch(config, table) or failed
     out.print(table)
     if failed:
         raise typer.Exit(1)
+
+
+def _check_watch(config: LineageConfig, table: Table) -> bool:
+    """The alerts' row of ``check``: the rules (their URLs redacted) and the watch's store,
+    what it misses (created at start) or why it cannot be reached; True when it cannot."""
+    from lineage_sdk.collector.watch.rules import alerts_settings, rules_of
+    from lineage_sdk.collector.watch.store import WatchStore
+
+    rules = rules_of(config)
+    if not rules:
+        return False
+    store = WatchStore(alerts_settings(config).store_url(config))
+    sent_to = ", ".join(rule.shown for rule in rules)
+    try:
+        missing = store.missing()
+    except StoreError as exc:
+        table.add_row("alerts", "[red]failed[/]", escape(redact(str(exc))))
+        return True
+    detail = f"{len(rules)} rule(s) sending to {sent_to}; watch store {store.address}"
+    if missing:
+        detail += f" (created at start: {', '.join(missing)})"
+    table.add_row("alerts", "[green]ok[/]", escape(detail))
+    return False
 
 
 @app.command()
@@ -584,6 +631,133 @@ def api_key_new(
     lines.append(f"write = {_toml_list(write or [])}")
     lines.append(f"read = {_toml_list(read or [])}")
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+@alerts_app.command("secret")
+def alerts_secret() -> None:
+    """Print a new Standard Webhooks signing secret (`whsec_` and base64 of 32 random bytes)
+    for a rule's `secret`, and give the same to its receiver."""
+    from lineage_sdk.collector.watch.envelope import new_secret
+
+    sys.stdout.write(new_secret() + "\n")
+
+
+def _watch_store(config: LineageConfig) -> Any:
+    """The watch's store of ``config`` ([lineage.alerts] store), opened."""
+    from lineage_sdk.collector.watch.rules import alerts_settings
+    from lineage_sdk.collector.watch.store import WatchStore
+
+    store = WatchStore(alerts_settings(config).store_url(config))
+    store.open()
+    return store
+
+
+def _alert_json(alert: Any, urls: dict[str, str]) -> dict[str, Any]:
+    """One alert row as ``alerts list --format json`` shows it (the body's type and subject)."""
+    import orjson
+
+    from lineage_sdk.collector.records import format_time
+
+    try:
+        event = orjson.loads(alert.body)
+    except orjson.JSONDecodeError:
+        event = {}
+    return {
+        "id": alert.id,
+        "causeId": alert.cause_id,
+        "rule": alert.rule,
+        "url": urls.get(alert.rule),
+        "type": event.get("type"),
+        "subject": event.get("subject"),
+        "status": alert.status,
+        "attempts": alert.attempts,
+        "firstAt": format_time(alert.first_at),
+        "nextAt": format_time(alert.next_at),
+        "sentAt": None if alert.sent_at is None else format_time(alert.sent_at),
+        "lastError": alert.last_error,
+    }
+
+
+@alerts_app.command("list")
+@with_config_flags
+def alerts_list(
+    config: LineageConfig,
+    status: Annotated[
+        str | None,
+        typer.Option(help="Only alerts in this status: parked, pending or sent."),
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Most alerts to show (the latest).")] = 100,
+    output: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Show alerts (the latest first) with their status, attempts and last error; parked ones
+    wait for `alerts replay`."""
+    import orjson
+
+    from lineage_sdk.collector.watch.rules import rules_of
+    from lineage_sdk.collector.watch.store import ALERT_STATUSES
+
+    if status is not None and status not in ALERT_STATUSES:
+        raise typer.BadParameter(
+            f"{status!r} is not one of {', '.join(ALERT_STATUSES)}", param_hint="--status"
+        )
+    if output not in ("table", "json"):
+        raise typer.BadParameter(f"{output!r} is not table or json", param_hint="--format")
+    urls = {rule.key: rule.shown for rule in rules_of(config)}
+    store = _watch_store(config)
+    try:
+        rows = [_alert_json(a, urls) for a in store.alerts(status=status, limit=limit)]
+        counts = store.counts()
+    finally:
+        store.close()
+    if output == "json":
+        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    shown = ", ".join(f"{n} {s}" for s, n in counts.items())
+    table = Table(title=f"alerts in {redact(store.address)}: {shown}")
+    for col in ("id", "status", "attempts", "type", "subject", "receiver", "when", "last error"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        when = row["sentAt"] if row["status"] == "sent" else row["nextAt"]
+        table.add_row(
+            row["id"],
+            row["status"],
+            str(row["attempts"]),
+            row["type"] or "",
+            row["subject"] or "",
+            row["url"] or row["rule"],
+            when or "",
+            (row["lastError"] or "")[:200],
+        )
+    out.print(table)
+
+
+@alerts_app.command("replay")
+@with_config_flags
+def alerts_replay(
+    config: LineageConfig,
+    ids: Annotated[
+        list[str] | None, typer.Argument(metavar="ID", help="Alerts to send again.")
+    ] = None,
+    all_parked: Annotated[bool, typer.Option("--all-parked", help="Every parked alert.")] = False,
+) -> None:
+    """Make parked alerts (or the alerts named, whatever their status) pending again, with a
+    fresh retry time: the running collectors send them (same id, signed anew)."""
+    if not ids and not all_parked:
+        raise _fail("give alert ids (see `lineage-collector alerts list`) or --all-parked")
+    store = _watch_store(config)
+    try:
+        count = 0
+        if all_parked:
+            count += store.replay(None)
+        if ids:
+            known = [i for i in dict.fromkeys(ids) if store.alert(i) is not None]
+            missing = [i for i in dict.fromkeys(ids) if i not in known]
+            count += store.replay(known)
+    finally:
+        store.close()
+    _say(f"replayed {count} alert(s): pending now, sent by the running collectors")
+    if ids and missing:
+        raise _fail(f"no such alert: {', '.join(missing)}", 1)
 
 
 @api_key_app.command("hash")
@@ -1025,6 +1199,7 @@ _COMMANDS = frozenset(
         "topology",
         "store",
         "api-key",
+        "alerts",
         "export",
         "import",
         "rebuild",

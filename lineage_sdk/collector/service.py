@@ -17,14 +17,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage_sdk.collector.decode import PoisonMessage, validate_event
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.metrics import CollectorMetrics
 from lineage_sdk.collector.store import LineageRecord
+from lineage_sdk.collector.watch.setup import watcher_of
 from lineage_sdk.exceptions import InvalidEventError, StoreError
 from lineage_sdk.service import BaseService
+
+if TYPE_CHECKING:
+    from lineage_sdk.collector.watch.worker import Watcher
 
 __all__ = ["LineageCollectorService"]
 
@@ -42,12 +46,31 @@ class LineageCollectorService(BaseService):
         super().__init__()
         self.lineage_manager = lineage_manager
         self.metrics = metrics or CollectorMetrics()
+        #: The alerts' watch (:mod:`lineage_sdk.collector.watch`) when rules are configured: it
+        #: records what each stored batch says before the batch counts as stored.
+        self.watcher: Watcher | None = None
 
     async def _connect(self) -> None:
         await self.lineage_manager.connect()
+        await asyncio.to_thread(self.start_watch)
 
     async def _close(self) -> None:
+        await asyncio.to_thread(self.stop_watch)
         await self.lineage_manager.close()
+
+    def start_watch(self) -> None:
+        """Open and start the alerts' watch when rules are configured (the stores must be open:
+        an alert's impact is a lineage read); ConfigError or StoreError when it cannot start."""
+        if self.watcher is None:
+            self.watcher = watcher_of(self.lineage_manager)
+            if self.watcher is not None:
+                self.watcher.start()
+
+    def stop_watch(self) -> None:
+        """Stop the watch's thread and close its store (what is pending stays there)."""
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.close()
 
     def to_record(self, event: Any) -> LineageRecord:
         """A model, a raw mapping or a record -> validated record; InvalidEventError says what
@@ -122,6 +145,13 @@ class LineageCollectorService(BaseService):
         except Exception as exc:
             self.metrics.store_failures.labels(store.name).inc()
             raise StoreError(store.name, f"{type(exc).__name__}: {exc}") from exc
+        if self.watcher is not None:  # before the batch counts as stored: nothing is lost
+            try:
+                self.watcher.notice(records)
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise StoreError("watch", f"{type(exc).__name__}: {exc}") from exc
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
         self.metrics.batch_events.observe(len(records))
         for leaf in manager.stores:

@@ -35,8 +35,9 @@ __all__ = [
 
 NAME_PLACEHOLDER = "<name>"
 # Field names whose values are secrets: never shown, never given a default in the docs.
-# ``key_hash`` is not secret itself, but a key pasted there by mistake must not be echoed.
-SECRET_FIELD_NAMES = frozenset({"password", "api_key", "key_hash"})
+# ``key_hash`` is not secret itself, but a key pasted there by mistake must not be echoed;
+# ``secret`` is an alert rule's webhook signing secret.
+SECRET_FIELD_NAMES = frozenset({"password", "api_key", "key_hash", "secret"})
 BOOL_WORDS: dict[str, bool] = {
     "true": True,
     "false": False,

@@ -21,12 +21,15 @@ _PAIRS = re.compile(
 _BEARER = re.compile(r"(?P<prefix>\bBearer\s+)(?P<secret>[^\s,;]+)", re.IGNORECASE)
 # An API key of the collector (``lsk_`` and URL-safe base64), wherever it was pasted.
 _API_KEY = re.compile(r"\blsk_[A-Za-z0-9_\-]+")
+# A Standard Webhooks secret (``whsec_`` and base64) of an alert rule, wherever it was pasted.
+_WEBHOOK_SECRET = re.compile(r"\bwhsec_[A-Za-z0-9+/=_\-]+")
 
 
 def redact(text_or_url: str, *secrets: str | None) -> str:
-    """``text_or_url`` with every URL password, ``password=``-style pair and bearer token hidden,
-    and every literal ``secrets`` value too (a password or API key the caller knows, which may
-    also appear where no pattern finds it, e.g. in a library's error text).
+    """``text_or_url`` with every URL password, ``password=``-style pair, bearer token, API key
+    (``lsk_``) and webhook secret (``whsec_``) hidden, and every literal ``secrets`` value too
+    (a password or API key the caller knows, which may also appear where no pattern finds it,
+    e.g. in a library's error text).
 
     >>> redact("amqp://user:secret@host:5672/%2F")
     'amqp://user:***@host:5672/%2F'
@@ -37,6 +40,7 @@ def redact(text_or_url: str, *secrets: str | None) -> str:
     text = _PAIRS.sub(lambda m: f"{m['prefix']}{REDACTED}", text)
     text = _BEARER.sub(lambda m: f"{m['prefix']}{REDACTED}", text)
     text = _API_KEY.sub(REDACTED, text)
+    text = _WEBHOOK_SECRET.sub(REDACTED, text)
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)

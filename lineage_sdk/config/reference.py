@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from lineage_sdk.config._fields import NAME_PLACEHOLDER
 from lineage_sdk.config.keys import CONFIG_FILE_ENV, ENV_ALIASES, ConfigKey, config_keys, tables
 from lineage_sdk.config.loader import DEFAULT_CONFIG_FILE, OPENLINEAGE_VARIABLES
 from lineage_sdk.config.openlineage_client import (
@@ -145,6 +146,12 @@ def _precedence() -> list[str]:
         "- Connections are named tables: `LINEAGE_CONNECTIONS_<NAME>_<KEY>` sets "
         "`[lineage.connections.<name>]`, with the name in lower case "
         "(`LINEAGE_CONNECTIONS_DEFAULT_MONGO_URI` sets `connections.default_mongo.uri`).",
+        "- Alert rules are an array of tables, named by position: in "
+        "`LINEAGE_ALERTS_WEBHOOK_<NAME>_<KEY>` the name is the position of a "
+        "`[[lineage.alerts.webhook]]` table, 0 for the first (a "
+        "position the file has no table for adds a rule), so a secret can stay out of the "
+        "file (`LINEAGE_ALERTS_WEBHOOK_0_SECRET`); messages name such a key "
+        "`lineage.alerts.webhook[0].secret`.",
         "- An unknown `LINEAGE_*` variable close to a known one is reported as a warning naming "
         "the known one; it is not an error.",
         "- A bad value is one error naming the key, where it came from (file, environment "
@@ -248,7 +255,9 @@ def render() -> str:
         keys = by_section.get(table, [])
         if not keys:
             continue
-        lines += [f"## `[{table}]`", ""]
+        listed = bool(getattr(model, "listed_tables", False))  # [[lineage.alerts.webhook]]
+        heading = f"[[{table.removesuffix('.' + NAME_PLACEHOLDER)}]]" if listed else f"[{table}]"
+        lines += [f"## `{heading}`", ""]
         doc = _doc(model)
         if doc:
             lines += [doc, ""]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
@@ -111,13 +111,16 @@ class Section(BaseModel):
     ``hide_input_in_errors``: a URL with a password must not leak through a pydantic error when
     a section is built directly in code (the loader redacts its own messages). A section whose
     table holds one sub-table per free name (``[lineage.connections.NAME]``) sets
-    ``named_tables = True``.
+    ``named_tables = True``; an array of tables (``[[lineage.alerts.webhook]]``) sets
+    ``listed_tables = True`` too: its entries are named tables whose names are their positions,
+    0 for the first (``LINEAGE_ALERTS_WEBHOOK_0_URL``, ``lineage.alerts.webhook[0].url``).
     """
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, validate_default=True, hide_input_in_errors=True
     )
     named_tables: ClassVar[bool] = False
+    listed_tables: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,31 @@ def section_spec(path: tuple[str, ...]) -> SectionSpec | None:
     return registered_sections().get(path)
 
 
+def _listed(path: tuple[str, ...]) -> bool:
+    """True when the table at ``path`` is an array of tables (``[[lineage.alerts.webhook]]``)."""
+    spec = section_spec(path)
+    model = load_model(spec) if spec is not None else None
+    return model is not None and model.listed_tables
+
+
+def key_text(parts: tuple[str, ...]) -> str:
+    """A key as users write it: ``lineage.`` and its path, an entry of an array of tables by
+    its position (``lineage.alerts.webhook[0].url``)."""
+    text = "lineage"
+    for depth, part in enumerate(parts):
+        listed = depth > 0 and part.isdigit() and _listed(parts[:depth])
+        text += f"[{part}]" if listed else f".{part}"
+    return text
+
+
+def table_text(parts: tuple[str, ...]) -> str:
+    """The TOML header of the table at ``parts``: ``[lineage.api]``, ``[[lineage.alerts.webhook]]``
+    for an entry of an array of tables."""
+    if len(parts) > 1 and parts[-1].isdigit() and _listed(parts[:-1]):
+        return f"[[{key_text(parts[:-1])}]]"
+    return f"[{key_text(parts)}]"
+
+
 def child_sections(path: tuple[str, ...]) -> list[str]:
     """Names of the registered tables directly under ``path`` (``store`` -> sql, graph, ...)."""
     depth = len(path)
@@ -211,15 +239,22 @@ def unknown_key(table: str, key: str, value: Any, known: Iterable[str], source: 
 
 
 def _must_be_table(path: tuple[str, ...], value: Any, source: str) -> ConfigError:
-    table = ".".join(("lineage", *path))
+    table = key_text(path)
     spec = section_spec(path)
     model = spec.model() if spec is not None else None
-    allowed = (
-        f"must hold one table per name ([{table}.<name>]), not a list or a value"
-        if model is not None and model.named_tables
-        else f"must be a table ([{table}])"
-    )
+    if model is not None and model.listed_tables:
+        allowed = f"must be an array of tables ([[{table}]], one per entry), not a table or a value"
+    elif model is not None and model.named_tables:
+        allowed = f"must hold one table per name ([{table}.<name>]), not a list or a value"
+    else:
+        allowed = f"must be a table ({table_text(path)})"
     return ConfigError(table, display_value(path[-1], value), allowed, source=source)
+
+
+def _shaped(path: tuple[str, ...], value: Any) -> bool:
+    """True when ``value`` has the shape of the registered table at ``path``: a list (of tables)
+    for an array of tables, a table otherwise."""
+    return isinstance(value, list | tuple) if _listed(path) else isinstance(value, Mapping)
 
 
 def flatten_table(
@@ -232,12 +267,12 @@ def flatten_table(
     """
     fields = section_fields(model)
     subsections = child_sections(prefix)
-    table_name = ".".join(("lineage", *prefix))
+    table_name = key_text(prefix)
     entries: list[Entry] = []
     for key, value in table.items():
         path = (*prefix, key)
         if key in subsections and key not in fields:
-            if not isinstance(value, Mapping):
+            if not _shaped(path, value):
                 raise _must_be_table(path, value, source)
             continue
         found = fields.get(key)
@@ -351,8 +386,8 @@ def _translate(
     value = display_value(name, raw)
     kind = first["type"]
     if kind == "missing":
-        table = ".".join(("lineage", *parts[:-1]))
-        allowed = f"required: every [{table}] table needs {parts[-1]} (or {env_name(parts)})"
+        table = table_text(parts[:-1])
+        allowed = f"required: every {table} table needs {parts[-1]} (or {env_name(parts)})"
         value = None
     elif kind in ("value_error", "assertion_error") or "field" in ctx or leaf is None:
         allowed = redact(str(first["msg"]).removeprefix("Value error, "))
@@ -360,7 +395,7 @@ def _translate(
         allowed = describe_allowed(leaf)
     if len(errors) > 1:
         allowed += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    key = ".".join(("lineage", *parts)) if parts else "lineage"
+    key = key_text(parts) if parts else "lineage"
     return ConfigError(key, value, allowed, source=_source_for(parts, winners))
 
 
@@ -399,7 +434,9 @@ class SectionInputs:
     def _given_at(self, path: tuple[str, ...]) -> Any:
         node: Any = self.given
         for part in path:
-            if isinstance(node, BaseModel):
+            if isinstance(node, list | tuple):  # an array of tables, by position
+                node = _item(node, part)
+            elif isinstance(node, BaseModel):
                 node = getattr(node, part, None)
             elif isinstance(node, Mapping):
                 node = node.get(part)
@@ -412,9 +449,12 @@ class SectionInputs:
     def _file_at(self, path: tuple[str, ...]) -> Any:
         node: Any = self.file_table
         for part in path:
-            if not isinstance(node, Mapping):
+            if isinstance(node, list):  # an array of tables, by position
+                node = _item(node, part)
+            elif not isinstance(node, Mapping):
                 return None
-            node = node.get(part)
+            else:
+                node = node.get(part)
             if node is None:
                 return None
         return node
@@ -444,15 +484,28 @@ class SectionInputs:
         )
 
     def build_named(self, path: tuple[str, ...], model: type[S]) -> dict[str, S]:
-        """Each ``[lineage.<path>.NAME]`` table validated by ``model``, by name."""
+        """Each ``[lineage.<path>.NAME]`` table validated by ``model``, by name; for an array of
+        tables (``listed_tables``), each entry by its position ("0", "1", ...), in order."""
         leaves = walk_leaves(model, ())
         names: dict[str, None] = {}
-        for table in (self._given_at(path), self._file_at(path)):
-            if isinstance(table, Mapping):
-                for name, sub in table.items():
-                    if not isinstance(sub, Mapping | BaseModel):
-                        raise _must_be_table((*path, str(name)), sub, self.file_source)
-                    names[str(name)] = None
+        listed = model.listed_tables
+        for table, source in (
+            (self._given_at(path), "code"),
+            (self._file_at(path), self.file_source),
+        ):
+            if listed and table is not None and not isinstance(table, list | tuple):
+                raise _must_be_table(path, table, source)
+            items: Iterable[tuple[Any, Any]] = (
+                enumerate(table)
+                if listed and table is not None
+                else table.items()
+                if isinstance(table, Mapping)
+                else ()
+            )
+            for name, sub in items:
+                if not isinstance(sub, Mapping | BaseModel):
+                    raise _must_be_table((*path, str(name)), sub, source)
+                names[str(name)] = None
         suffixes = sorted(
             (("_" + "_".join(leaf.path).upper(), leaf) for leaf in leaves),
             key=lambda item: len(item[0]),
@@ -465,14 +518,19 @@ class SectionInputs:
             for suffix, _leaf in suffixes:
                 if var.endswith(suffix) and len(var) > len(prefix) + len(suffix):
                     if self.environ[var].strip():
-                        names[var[len(prefix) : -len(suffix)].lower()] = None
+                        name = var[len(prefix) : -len(suffix)].lower()
+                        source = f"environment variable {var}"
+                        names[_position(path, name, source) if listed else name] = None
                     break
             else:  # LINEAGE_CONNECTIONS_MAIN_URL: compare with the keys of that name
                 head = var[len(prefix) :].rsplit("_", 1)[0]
                 self._warn_unknown(var, [prefix + head + suffix for suffix, _ in suffixes], prefix)
         for entry in (*self.below_env, *self.above_env):
             if entry.path[: len(path)] == path and len(entry.path) > len(path):
-                names[entry.path[len(path)]] = None
+                name = entry.path[len(path)]
+                names[_position(path, name, entry.source) if listed else name] = None
+        if listed:
+            names = dict.fromkeys(sorted(names, key=int))
         return {
             name: validate_model(
                 model,
@@ -550,6 +608,26 @@ class SectionInputs:
             _logger.warning(
                 "unknown environment variable %s is ignored; did you mean %s?", var, close
             )
+
+
+def _item(items: Sequence[Any], part: str) -> Any:
+    """The entry at position ``part`` of an array of tables, or None."""
+    index = int(part) if part.isdigit() else -1
+    return items[index] if 0 <= index < len(items) else None
+
+
+def _position(path: tuple[str, ...], name: str, source: str) -> str:
+    """The position naming an entry of an array of tables in a variable or a flag
+    (``LINEAGE_ALERTS_WEBHOOK_0_URL``), as its canonical text ("0", never "00")."""
+    if not name.isdigit() or name != str(int(name)):
+        raise ConfigError(
+            key_text(path),
+            name,
+            f"{table_text((*path, '0'))} is an array of tables: its entries are named by position"
+            f" (0 for the first), as in {env_name((*path, '0'))}_<KEY>",
+            source=source,
+        )
+    return str(int(name))
 
 
 # Marks an entry whose value is text still to be parsed by the key's type (an override given as

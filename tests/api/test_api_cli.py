@@ -3,15 +3,22 @@ configured store (--config), every format, plain when piped and coloured when fo
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 import subprocess
 import sys
+import uuid
 
 import orjson
 import pytest
 from api_helpers import HOSTILE_DATASET, HOSTILE_JOB, PG, run_cli
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+FACET = {
+    "_producer": "https://example.com/tests",
+    "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/OwnershipJobFacet.json",
+}
 
 
 def _sources(api):
@@ -99,15 +106,90 @@ def test_impact_lists_everything_downstream(api, loaded):
         HOSTILE_JOB,
         "export.csv",
     }
-    assert by_name["clean"]["hops"] == 1 and by_name["clean"]["latestState"] == "FAILED"
-    assert by_name["report"]["hops"] == 2
-    assert by_name[HOSTILE_JOB]["hops"] == 3
-    assert [r["hops"] for r in rows] == sorted(r["hops"] for r in rows)
+    # Distance counts edges along the data flow (dataset -> job -> dataset).
+    assert by_name["clean"]["distance"] == 2
+    assert by_name["clean"]["latestRun"]["state"] == "FAILED"
+    assert by_name["clean"]["latestRun"]["id"] == loaded["runs"]["clean"]
+    assert by_name["clean.orders"]["latestRun"]["job"] == {"namespace": "shop", "name": "clean"}
+    assert by_name["report"]["distance"] == 4
+    assert by_name[HOSTILE_JOB]["distance"] == 6
+    assert [r["distance"] for r in rows] == sorted(r["distance"] for r in rows)
+    assert all(r["owners"] == [] for r in rows)
+    # The same items as the route's, from the API and from the store alike.
+    from_api = api.client.get("/api/v1/impact", params={"nodeId": "job:shop:extract"}).json()
+    assert rows == from_api["impact"]
+    direct = run_cli("--config", str(api.config_path), "impact", "job:shop:extract", "-f", "json")
+    assert direct.returncode == 0, direct.stderr
+    assert orjson.loads(direct.stdout) == rows
 
     table = run_cli("--config", str(api.config_path), "impact", "job:shop:extract")
     assert table.returncode == 0, table.stderr
     assert "4 job(s) and 5 dataset(s) downstream of job:shop:extract" in table.stdout
-    assert HOSTILE_JOB in table.stdout
+    assert HOSTILE_JOB in table.stdout and "FAILED" in table.stdout and "owners" in table.stdout
+
+
+@pytest.mark.parametrize("source", ["http", "store"])
+def test_impact_csv_and_owners(api, source):
+    """``--format csv``: a header and one row per node, owners in one cell."""
+    run_id = str(uuid.uuid4())
+    events = []
+    for kind, at in (("START", "2025-03-02T00:00:00Z"), ("FAIL", "2025-03-02T00:01:00Z")):
+        events.append(
+            {
+                "eventType": kind,
+                "eventTime": at,
+                "run": {"runId": run_id, "facets": {}},
+                "job": {
+                    "namespace": "csv",
+                    "name": "load, daily",
+                    "facets": {"ownership": {**FACET, "owners": [{"name": "team:data"}]}},
+                },
+                "inputs": [{"namespace": "csv", "name": "src", "facets": {}}],
+                "outputs": [
+                    {
+                        "namespace": "csv",
+                        "name": 'out "quoted"',
+                        "facets": {
+                            "ownership": {
+                                **FACET,
+                                "owners": [
+                                    {"name": "user:ann", "type": "MAINTAINER"},
+                                    {"name": "user:bob"},
+                                ],
+                            }
+                        },
+                    }
+                ],
+                "producer": "https://example.com/tests",
+                "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+            }
+        )
+    posted = api.client.post("/api/v1/lineage/batch", json=events)
+    assert posted.status_code == 200, posted.text
+    result = run_cli(*_sources(api)[source], "impact", "dataset:csv:src", "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    assert rows == [
+        ["nodeId", "type", "namespace", "name", "distance", "latestRunId", "latestState", "owners"],
+        ["job:csv:load, daily", "JOB", "csv", "load, daily", "1", run_id, "FAILED", "team:data"],
+        [
+            'dataset:csv:out "quoted"',
+            "DATASET",
+            "csv",
+            'out "quoted"',
+            "2",
+            run_id,
+            "FAILED",
+            "user:ann (MAINTAINER), user:bob",
+        ],
+    ]
+    table = run_cli(*_sources(api)[source], "impact", "dataset:csv:src")
+    assert table.returncode == 0, table.stderr
+    assert "user:ann (MAINTAINER), user:bob" in table.stdout and "team:data" in table.stdout
+    unknown = run_cli(*_sources(api)[source], "impact", "dataset:csv:never")
+    assert unknown.returncode == 1 and "nothing is recorded" in unknown.stderr
+    bad = run_cli(*_sources(api)[source], "impact", "nonsense")
+    assert bad.returncode == 2
 
 
 def test_runs_shows_state_and_duration(api, loaded):

@@ -47,6 +47,7 @@ def test_document_lists_every_route(openapi):
         "/api/v1/health": {"get"},
         "/api/v1/column-lineage": {"get"},
         "/api/v1/runlineage/upstream": {"get"},
+        "/api/v1/impact": {"get"},
     }
     assert {path: set(ops) for path, ops in openapi["paths"].items()} == expected
     post = openapi["paths"]["/api/v1/lineage"]["post"]
@@ -63,6 +64,7 @@ def test_document_lists_every_route(openapi):
         "since",
         "until",
         "granularity",
+        "marks",
     }
 
 

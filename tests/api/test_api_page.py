@@ -1210,3 +1210,94 @@ def test_a_window_the_api_refuses_is_said_as_the_api_says_it(api, browser):
     _set_window(driver, "2025-03-01T00:00:00", "2025-03-02T00:00:00")
     _wait(driver, "return document.body.dataset.state === 'ready'")
     assert _drawn(driver) == {"dataset:days:in.a", "job:days:daily", "dataset:days:out"}
+
+
+def _quality_and_schema_events() -> list[dict]:
+    """``check`` writes ``q.t`` with a failed assertion; ``evolve`` writes ``s.t`` twice, the
+    second time without ``name``, ``id`` retyped and ``extra`` added."""
+
+    def schema(*fields: tuple[str, str]) -> dict:
+        return {
+            "_producer": "https://example.com/tests",
+            "_schemaURL": "https://openlineage.io/spec/facets/1-1-1/SchemaDatasetFacet.json",
+            "fields": [{"name": n, "type": t} for n, t in fields],
+        }
+
+    check = run_event("check", inputs=[("wh", "src")], outputs=[("wh", "q.t")], seconds=10)
+    check["outputs"][0]["facets"]["dataQualityAssertions"] = {
+        "_producer": "https://example.com/tests",
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/DataQualityAssertionsDatasetFacet.json",
+        "assertions": [
+            {"assertion": "not_null", "success": False, "column": "id"},
+            {"assertion": "unique", "success": True, "column": "id"},
+        ],
+    }
+    first = run_event("evolve", inputs=[("wh", "src")], outputs=[("wh", "s.t")], seconds=20)
+    first["outputs"][0]["facets"]["schema"] = schema(
+        ("id", "INTEGER"), ("name", "STRING"), ("amt", "INTEGER")
+    )
+    second = run_event("evolve", inputs=[("wh", "src")], outputs=[("wh", "s.t")], seconds=30)
+    second["outputs"][0]["facets"]["schema"] = schema(
+        ("id", "STRING"), ("amt", "INTEGER"), ("extra", "STRING")
+    )
+    return [check, first, second]
+
+
+def test_failed_quality_is_marked_and_the_panel_diffs_two_versions(api, browser):
+    """Issue 34, item 6: a dataset whose quality checks failed is marked; the dataset panel
+    diffs two versions, chosen by the user."""
+    posted = api.client.post("/api/v1/lineage/batch", json=_quality_and_schema_events())
+    assert posted.status_code == 200, posted.text
+    driver = browser
+    _open(driver, api.url, "dataset:wh:src", depth=1)
+    marks = driver.execute_script(
+        "return window.lineagePage.cy.nodes().map(n => [n.id(), n.hasClass('quality-failed'),"
+        " n.hasClass('schema-broke'), n.style('border-color')]);"
+    )
+    by_id = {nid: (quality, schema, color) for nid, quality, schema, color in marks}
+    assert by_id["dataset:wh:q.t"][:2] == (True, False)
+    assert by_id["dataset:wh:s.t"][:2] == (False, True)  # ``name`` removed, ``id`` retyped
+    assert by_id["dataset:wh:src"][:2] == (False, False)
+    assert by_id["job:shop:check"][:2] == (False, False)
+    assert by_id["dataset:wh:q.t"][2] != by_id["dataset:wh:src"][2]
+    assert by_id["dataset:wh:s.t"][2] not in (
+        by_id["dataset:wh:src"][2],
+        by_id["dataset:wh:q.t"][2],
+    )
+
+    _open(driver, api.url, "dataset:wh:s.t", depth=1)
+    assert "last change removed or retyped a field" in _details(driver)
+    _wait(driver, "return document.querySelector('#schema-diff-table') !== null")
+
+    def rows() -> list[list[str]]:
+        return [
+            [td.text for td in tr.find_elements("css selector", "td")]
+            for tr in driver.find_elements("css selector", "#schema-diff-table tbody tr")
+        ]
+
+    assert rows() == [
+        ["extra", "added", "", "STRING"],
+        ["id", "type", "INTEGER", "STRING"],
+        ["name", "removed", "STRING", ""],
+    ]
+    # The other way round: what the older version has that the newer lacks.
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element("id", "diff-from")).select_by_value("0")
+    Select(driver.find_element("id", "diff-to")).select_by_value("1")
+    _wait(driver, "return document.querySelector('#schema-diff-table td').textContent === 'extra'")
+    assert rows() == [
+        ["extra", "removed", "STRING", ""],
+        ["id", "type", "STRING", "INTEGER"],
+        ["name", "added", "", "STRING"],
+    ]
+    Select(driver.find_element("id", "diff-to")).select_by_value("0")
+    _wait(driver, "return document.querySelector('#schema-diff-table') === null")
+    assert (
+        "No field was added, removed or retyped." in driver.find_element("id", "schema-diff").text
+    )
+
+    _open(driver, api.url, "dataset:wh:q.t", depth=1)
+    assert "quality checks" in _details(driver)
+    errors = [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == [], errors

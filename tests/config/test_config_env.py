@@ -20,6 +20,10 @@ from lineage_sdk.config.keys import ConfigKey
 from lineage_sdk.exceptions import ConfigError
 
 CONNECTION = "edge_case_2"
+# An entry of an array of tables ([[lineage.alerts.webhook]]) is named by its position.
+POSITION = "0"
+LISTED = ("alerts.webhook.",)
+WEBHOOK_SECRET = "whsec_" + "QUJD" * 8  # 24 bytes, the shortest a Standard Webhooks key is
 
 
 def _get(config: LineageConfig, path: str) -> Any:
@@ -37,6 +41,8 @@ def _non_default(key: ConfigKey) -> tuple[str, Any]:
         return str(value), value
     if base == "list[str]" and key.path.endswith("urls"):  # each item must be a URL
         return " amqp://a/%2F, amqp://b:5673/v ,,", ["amqp://a/%2F", "amqp://b:5673/v"]
+    if base == "list[str]" and key.path.endswith(".on"):  # each item must be a cause
+        return " run_failed, quality_failed ,,", ["run_failed", "quality_failed"]
     if base == "list[str]":
         return " alpha, beta ,,", ["alpha", "beta"]
     if base == "list[int]":
@@ -48,8 +54,12 @@ def _non_default(key: ConfigKey) -> tuple[str, Any]:
     assert base == "str"
     if key.path.endswith(".key_hash"):  # an API key's hash has one form
         return "SHA256:" + "ab" * 32, "sha256:" + "ab" * 32
-    if key.path.endswith("older_than"):  # an age: 90d, 12h, ...
+    if key.path.endswith(("older_than", "retry_for")):  # an age: 90d, 12h, ...
         return "90d", "90d"
+    if key.path.endswith(".secret"):  # a webhook secret has one form
+        return WEBHOOK_SECRET, WEBHOOK_SECRET
+    if key.path == "alerts.store":  # a SQLAlchemy URL of SQLite or PostgreSQL
+        return "sqlite:///watch.db", "sqlite:///watch.db"
     if isinstance(default, str):
         return default + "-x", default + "-x"
     if key.path.endswith("url"):
@@ -58,7 +68,10 @@ def _non_default(key: ConfigKey) -> tuple[str, Any]:
 
 
 def _concrete_keys() -> list[ConfigKey]:
-    return [key.for_name(CONNECTION) for key in config_keys()]
+    return [
+        key.for_name(POSITION if key.path.startswith(LISTED) else CONNECTION)
+        for key in config_keys()
+    ]
 
 
 def _ids(keys: list[ConfigKey]) -> list[str]:
@@ -72,6 +85,10 @@ def _base_env(key: ConfigKey) -> dict[str, str]:
     if key.path.startswith("api.keys."):
         prefix = f"LINEAGE_API_KEYS_{CONNECTION.upper()}_"
         base = {prefix + "KEY_HASH": "sha256:" + "0" * 64, prefix + "READ": "*"}
+        return {k: v for k, v in base.items() if k != key.env_var}
+    if key.path.startswith("alerts.webhook."):  # a rule needs its URL and its secret
+        prefix = f"LINEAGE_ALERTS_WEBHOOK_{POSITION}_"
+        base = {prefix + "URL": "https://hooks.example/x", prefix + "SECRET": WEBHOOK_SECRET}
         return {k: v for k, v in base.items() if k != key.env_var}
     return {}
 
@@ -126,7 +143,7 @@ def test_secrets_have_no_default_shown():
 def test_every_env_var_round_trips(key: ConfigKey):
     text, expected = _non_default(key)
     defaults = LineageConfig()
-    if not key.path.startswith(("connections.", "api.keys.")):  # named tables
+    if not key.path.startswith(("connections.", "api.keys.", *LISTED)):  # named tables
         assert _get(defaults, key.path) != expected
     config = load_config(environ={**_base_env(key), key.env_var: text})
     assert _get(config, key.path) == expected

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +22,7 @@ import httpx
 import psycopg
 import pytest
 from producer_env import producer_bin
+from serve_process import clean_env, serve_process
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -37,20 +35,6 @@ create table raw.orders (id int primary key, customer_id int not null, amount nu
 insert into raw.customers values (1, 'Ada', 'UK'), (2, 'Grace', 'US');
 insert into raw.orders values (10, 1, 5.00), (11, 1, 7.50), (12, 2, 3.25);
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _clean_env() -> dict[str, str]:
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("LINEAGE_", "OPENLINEAGE_", "DBT_"))
-    }
 
 
 @pytest.fixture(scope="module")
@@ -72,43 +56,9 @@ def database() -> Iterator[str]:
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``lineage-collector serve`` on a loopback port over a fresh SQLite store; its URL."""
     tmp = tmp_path_factory.mktemp("dbt_serve")
-    port = _free_port()
-    env = _clean_env() | {
-        "LINEAGE_STORE_BACKEND": "sql",
-        "LINEAGE_STORE_SQL_URL": f"sqlite:///{tmp}/lineage.db",
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lineage_sdk.collector.cli",
-            "serve",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        env=env,
-        cwd=tmp,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.communicate()[1]
-            assert time.monotonic() < deadline, "serve did not answer within 30 s"
-            try:
-                if httpx.get(f"{url}/api/v1/namespaces", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+    env = {"LINEAGE_STORE_BACKEND": "sql", "LINEAGE_STORE_SQL_URL": f"sqlite:///{tmp}/lineage.db"}
+    with serve_process(tmp, env=env, wait_s=30) as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +69,7 @@ def dbt_run(
     project = tmp_path_factory.mktemp("dbt") / "project"
     shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("target", "logs"))
     bin_dir = producer_bin("dbt")
-    env = _clean_env() | {
+    env = clean_env() | {
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",  # dbt-ol runs `dbt`
         "OPENLINEAGE_URL": serve,
         "DBT_DATABASE": database,

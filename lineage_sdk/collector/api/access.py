@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
-import re
 import secrets
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -49,6 +48,7 @@ from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
 from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse
 from lineage_sdk.collector.engine.views import ALWAYS, Readable, ViewGraph, Window
+from lineage_sdk.collector.namespaces import NamespaceScope
 from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.settings import ApiKeyConfig
 from lineage_sdk.collector.store import (
@@ -124,35 +124,6 @@ def hash_key(key: str) -> str:
 
 def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
-
-
-class NamespaceScope:
-    """Namespace patterns: a namespace as written, or with ``*`` matching any run of characters
-    (dots and slashes included). ``*`` alone is every namespace."""
-
-    __slots__ = ("_exact", "_regex", "everything", "patterns")
-
-    def __init__(self, patterns: Iterable[str]) -> None:
-        self.patterns = tuple(patterns)
-        self.everything = "*" in self.patterns
-        self._exact = frozenset(p for p in self.patterns if "*" not in p)
-        globs = [p for p in self.patterns if "*" in p and p != "*"]
-        self._regex = (
-            re.compile(
-                "|".join("(?:" + ".*".join(map(re.escape, g.split("*"))) + ")" for g in globs),
-                re.DOTALL,
-            )
-            if globs
-            else None
-        )
-
-    def allows(self, namespace: str) -> bool:
-        if self.everything or namespace in self._exact:
-            return True
-        return self._regex is not None and self._regex.fullmatch(namespace) is not None
-
-    def __repr__(self) -> str:
-        return f"NamespaceScope({list(self.patterns)!r})"
 
 
 ALL = NamespaceScope(["*"])
@@ -850,12 +821,18 @@ class Sight(Engine):
         jobs: Collection[Key],
         datasets: Collection[Key],
         latest: Mapping[Key, str] | None = None,
+        *,
+        schemas: bool = False,
     ) -> NodeFacts:
         """The readable nodes' facts, from their readable events (a hidden job is no writer)."""
         seen = self.readable
         facts = self._all.node_facts(
-            [k for k in jobs if seen(k[0])], [k for k in datasets if seen(k[0])], latest
+            [k for k in jobs if seen(k[0])],
+            [k for k in datasets if seen(k[0])],
+            latest,
+            schemas=schemas,
         )
+        earlier = facts.earlier
         return NodeFacts(
             facts.times,
             {k: [d for d in found if seen(d[0])] for k, found in facts.sides.items()},
@@ -864,6 +841,8 @@ class Sight(Engine):
             {run_id: self._seen(found) for run_id, found in facts.events.items()},
             {k: self._seen(found) for k, found in facts.static.items()},
             facts.declared,  # of the readable jobs alone, as ``declared`` answers
+            None if earlier is None else {r: self._seen(found) for r, found in earlier.items()},
+            {k: self._seen(found) for k, found in facts.stated.items()},
         )
 
     def jobs(

@@ -47,7 +47,7 @@ from typing import Any
 from lineage_sdk.collector.api.marquez import iso, run_from_events
 from lineage_sdk.collector.engine.derive import DEFAULT_SOURCE
 from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse
-from lineage_sdk.collector.records import parse_event_time
+from lineage_sdk.collector.records import compute_event_id, parse_event_time
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
     NodeType,
@@ -57,6 +57,7 @@ from lineage_sdk.collector.store import (
     walk_full,
 )
 from lineage_sdk.collector.symlinks import entry_name
+from lineage_sdk.collector.watch.causes import breaking_changes, stated_schemas
 from lineage_sdk.exceptions import InvalidEventError
 
 __all__ = [
@@ -602,6 +603,7 @@ class NodeFold:
                     if key is not None:
                         self._entries.setdefault(key, []).append((facets, wrote))
         self._stamps: dict[datetime, str] = {}  # many nodes share a time: each written once
+        self._broke = None if facts.earlier is None else _schema_broke(facts)
 
     def _iso(self, at: datetime) -> str:
         stamp = self._stamps.get(at)
@@ -664,7 +666,56 @@ class NodeFold:
         lifecycle = _map(facets.get("lifecycleStateChange")).get("lifecycleStateChange")
         if isinstance(lifecycle, str):
             data["lastLifecycleState"] = lifecycle
+        if _quality_failed(facets.get("dataQualityAssertions")):
+            data["qualityFailed"] = True
+        if self._broke is not None and key in self._broke:
+            data["schemaBreaking"] = True
         return data
+
+
+def _quality_failed(facet: Any) -> bool:
+    """Whether a ``dataQualityAssertions`` facet holds an assertion with ``success: false``."""
+    assertions = _map(facet).get("assertions")
+    return isinstance(assertions, list) and any(_map(a).get("success") is False for a in assertions)
+
+
+def _schema_broke(facts: NodeFacts) -> set[tuple[str, str]]:
+    """The datasets whose last schema change broke, by what ``facts`` read with ``schemas``:
+    the ``schema`` facets stated of each (its writers' outputs in their two latest runs, its
+    DatasetEvents) in (event time, event id) order; the last statement that differs from the
+    one before it is the last change, and it broke when it removed a field or changed a field's
+    type (:func:`~lineage_sdk.collector.watch.causes.breaking_changes`, as the alerts decide).
+    A change older than the two latest runs of every writer is not seen."""
+    found: dict[tuple[str, str], list[tuple[datetime, int, dict[str, str | None]]]] = {}
+    events: list[Mapping[str, Any]] = []
+    sources = (facts.events, facts.earlier or {}, facts.static, facts.stated)
+    for event in (e for source in sources for run in source.values() for e in run):
+        for dataset, fields in stated_schemas(event):
+            found.setdefault(dataset, []).append((_time(event) or _NEVER, len(events), fields))
+            events.append(event)
+    ids: dict[int, str] = {}  # computed only for a dataset with statements of equal time
+
+    def event_id(i: int) -> str:
+        if i not in ids:
+            ids[i] = compute_event_id(events[i])
+        return ids[i]
+
+    broke: set[tuple[str, str]] = set()
+    for dataset, stated in found.items():
+        times = [at for at, _, _ in stated]
+        if len(set(times)) < len(times):
+            stated.sort(key=lambda s: (s[0], event_id(s[1])))
+        else:
+            stated.sort(key=lambda s: s[0])
+        last: dict[str, str | None] | None = None
+        breaking = False
+        for _, _, fields in stated:
+            if last is not None and fields != last:
+                breaking = bool(breaking_changes(last, fields))
+            last = fields
+        if breaking:
+            broke.add(dataset)
+    return broke
 
 
 # ------------------------------------------------------------------------ run lineage (upstream)

@@ -35,6 +35,10 @@ __all__ = [
     "GraphNode",
     "GraphRunData",
     "HealthBody",
+    "ImpactLatestRun",
+    "ImpactModel",
+    "ImpactNode",
+    "ImpactOwner",
     "IngestAccepted",
     "JobId",
     "JobList",
@@ -161,6 +165,18 @@ class DatasetModel(_Doc):
     updatedAt: str | None = None
     lastModifiedAt: str | None = None
     currentVersion: str | None = None
+    qualityFailed: bool | None = Field(
+        default=None,
+        description="lineage-sdk extension (lineage nodes, lists): true when the dataset's latest "
+        "`dataQualityAssertions` facet holds an assertion with `success: false` (else left out).",
+    )
+    schemaBreaking: bool | None = Field(
+        default=None,
+        description="lineage-sdk extension (lineage nodes, the job view at the present time): "
+        "true when the dataset's last schema change removed a field or changed a field's type "
+        "against the schema before it, as the `schema` facets of its writers' two latest runs "
+        "and its DatasetEvents state them (else left out).",
+    )
     otherNames: list[DatasetId] | None = Field(
         default=None,
         description="lineage-sdk extension: the dataset's other names (its symlinks, and the "
@@ -461,4 +477,66 @@ class UpstreamRun(_Doc):
 class UpstreamRunLineageModel(Bounded):
     runs: list[UpstreamRun] = Field(
         description="The run first, then the runs upstream of it in topological order."
+    )
+
+
+# ----------------------------------------------------------------------------------------- impact
+
+
+class ImpactOwner(_Doc):
+    """An owner an ``ownership`` facet names (OpenLineage's Ownership job and dataset facets)."""
+
+    name: str
+    type: str | None = Field(default=None, description="The type of ownership, when stated.")
+
+
+class ImpactLatestRun(_Doc):
+    """A node's latest run: a job's own; a dataset's, the latest of its writers' latest runs."""
+
+    id: str
+    state: RunState
+    startedAt: str | None = None
+    endedAt: str | None = None
+    liveness: Literal["LIVE", "STALE"] | None = Field(
+        default=None,
+        description="For a START/RUNNING run that names a heartbeat interval: STALE once its "
+        "heartbeats stopped, else LIVE (as the runs' `liveness`).",
+    )
+    job: JobId | None = Field(
+        default=None, description="A dataset's latest run: the writer job that ran it."
+    )
+
+
+class ImpactNode(_Doc):
+    """A job or dataset downstream of the asked node."""
+
+    nodeId: str
+    type: Literal["JOB", "DATASET"]
+    namespace: str
+    name: str
+    distance: int = Field(
+        description="Edges from the asked node along the data flow (dataset -> job -> "
+        "dataset): from a dataset, the jobs reading it are 1 and their outputs 2; from a job, "
+        "its outputs are 1."
+    )
+    latestRun: ImpactLatestRun | None
+    owners: list[ImpactOwner] = Field(
+        description="The owners of the node's latest `ownership` facet (empty: none stated)."
+    )
+
+
+class ImpactModel(_Doc):
+    """lineage-sdk extension (issue 34): what lies downstream of a node, nearest first."""
+
+    nodeId: str = Field(
+        description="The node the walk started at (a dataset asked by another of its names "
+        "starts at the dataset it names)."
+    )
+    depth: int
+    impact: list[ImpactNode] = Field(description="By distance, then node id; not the node itself.")
+    truncated: bool = Field(description="True when nodes were left out because of nodeLimit.")
+    nodeLimit: int | None = Field(description="The node limit (the asked node counts as one).")
+    omittedNodes: int = Field(
+        description="How many nodes the walk found and left out (it stops one level past the "
+        "limit, so at least that many)."
     )

@@ -25,6 +25,7 @@ from fastapi import FastAPI
 from lineage_sdk.collector.api.access import AccessPolicy
 from lineage_sdk.collector.api.app import create_app
 from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.settings import ApiConfig, ApiKeyConfig
 from lineage_sdk.collector.startup import tune_gc
 from lineage_sdk.config.schema import LineageConfig
@@ -120,6 +121,7 @@ def serve(
     manager = LineageManager(config)
     manager.build()
     (open_stores or LineageManager.connect_sync)(manager)
+    service: LineageCollectorService | None = None
     try:
         app = create_app(
             manager,
@@ -128,6 +130,9 @@ def serve(
             protect_reads=reads,
             max_body_bytes=max_body_bytes or settings["max_body_bytes"],
         )
+        service = app.state.lineage.service
+        if service is not None:
+            service.start_watch()  # the alerts' watch, when rules are configured
         tune_gc()
         uvicorn.run(
             app,
@@ -139,6 +144,8 @@ def serve(
             proxy_headers=False,
         )
     finally:
+        if service is not None:
+            service.stop_watch()
         manager.close_sync()
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -73,6 +73,9 @@ _MICROSECOND = timedelta(microseconds=1)
 #: the events read at a time from a source run.
 _ALIAS_SOURCES = 32
 _PAGE = 100
+#: What a stored event's JSON (written by orjson: no space, no escaped letter) holds when it
+#: states a ``schema`` facet.
+_SCHEMA = '"schema":'
 
 
 #: The present edges a walk read inside :func:`shared_edges`, by (end, io), then key.
@@ -174,11 +177,29 @@ class NodeFacts:
     static: dict[Key, list[dict[str, Any]]]
     #: The jobs' declared edges (:meth:`Engine.declared`'s answer, read with ``sides``).
     declared: set[tuple[Key, Key, Io]]
+    #: Asked ``schemas``: the events stating a ``schema`` facet of each writer's run before its
+    #: latest (of its two latest runs), by run id, by position; None when not asked.
+    earlier: dict[str, list[dict[str, Any]]] | None = None
+    #: Asked ``schemas``: the DatasetEvents of each dataset some job writes (``static`` holds
+    #: the others'), by position.
+    stated: dict[Key, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _by_job(rows: Iterable[RunRow]) -> dict[Key, RunRow]:
     """``runs(latest=1)``'s answer (one run per job, chosen by the backend) by job."""
     return {run.job: run for run in rows if run.job is not None}
+
+
+def _two_latest(rows: Iterable[RunRow]) -> dict[Key, list[RunRow]]:
+    """``runs(latest=2)``'s answer by job, latest first (the greatest ``last_event``, ties the
+    least run id: the run ``latest=1`` answers first)."""
+    found: dict[Key, list[RunRow]] = {}
+    for run in sorted(rows, key=lambda r: r.run_id):
+        if run.job is not None:
+            found.setdefault(run.job, []).append(run)
+    for runs in found.values():
+        runs.sort(key=lambda r: r.last_event, reverse=True)  # stable: ties keep the run id order
+    return found
 
 
 class Engine:
@@ -504,13 +525,22 @@ class Engine:
         jobs: Collection[Key],
         datasets: Collection[Key],
         latest: Mapping[Key, str] | None = None,
+        *,
+        schemas: bool = False,
     ) -> NodeFacts:
         """What Marquez's job and dataset nodes carry beside their names, for many nodes in a
         few batched reads (none per node): their times (node rows), the jobs' inputs and
         outputs and the datasets' writers (edges), the latest run of each of those jobs (read
         unless ``latest`` names it already: a walk's answer has them) and its events, and the
         DatasetEvents of the datasets no job writes; the jobs' declared edges come with their
-        sides (one read of their edges serves both)."""
+        sides (one read of their edges serves both).
+
+        ``schemas`` adds what decides whether a dataset's last schema change broke, in the
+        same reads: each writer's two latest runs (``runs(latest=2)``, which also names the
+        latest runs not given) with the earlier one's events that state a ``schema`` facet
+        (read with the latest runs'), and the DatasetEvents of the written datasets too (read
+        with the others'). A change older than the two latest runs of every writer is not in
+        them."""
         b, jobs, datasets = self.backend, set(jobs), set(datasets)
         times: dict[tuple[NodeType, Key], tuple[datetime, datetime]] = {}
         kinds: tuple[tuple[NodeType, set[Key]], ...] = (("JOB", jobs), ("DATASET", datasets))
@@ -530,20 +560,39 @@ class Engine:
         for found in (*sides.values(), *writers.values()):
             found.sort()
         runs = {job: run for job, run in (latest or {}).items() if job in jobs}
-        asked = jobs.union(*writers.values()).difference(runs)
-        for job, row in _by_job(b.runs(jobs=asked, latest=1)).items() if asked else ():
-            runs[job] = row.run_id
+        wrote: set[Key] = set().union(*writers.values())
+        asked = jobs.union(wrote).difference(runs)
+        earlier: dict[str, list[dict[str, Any]]] | None = None
+        if not schemas:
+            for job, row in _by_job(b.runs(jobs=asked, latest=1)).items() if asked else ():
+                runs[job] = row.run_id
+        else:
+            earlier, ran = {}, asked | wrote
+            for job, rows in _two_latest(b.runs(jobs=ran, latest=2) if ran else ()).items():
+                if job in asked:
+                    runs[job] = rows[0].run_id
+                if job in wrote:
+                    earlier.update((r.run_id, []) for r in rows)
+            for run_id in runs.values():
+                earlier.pop(run_id, None)
         events: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in runs.values()}
-        for stored in b.events(run_ids=list(events)) if events else ():
-            if stored.run_id in events:
-                events[stored.run_id].append(loads_exact(stored.json))
+        wanted = [*events, *(earlier or ())]
+        for stored in b.events(run_ids=wanted) if wanted else ():
+            run_id = stored.run_id or ""
+            bucket = events.get(run_id)
+            if bucket is None and earlier is not None and _SCHEMA in stored.json:
+                bucket = earlier.get(run_id)  # an earlier run's event serves its schema alone
+            if bucket is not None:
+                bucket.append(loads_exact(stored.json))
         lone = sorted(d for d in datasets if d not in writers)
+        read = sorted(datasets) if schemas else lone
         static: dict[Key, list[dict[str, Any]]] = {}
-        for event in self.static_events(datasets=lone) if lone else ():
+        stated: dict[Key, list[dict[str, Any]]] = {}
+        for event in self.static_events(datasets=read) if read else ():
             about = entry_name(event.get("dataset"))  # a DatasetEvent's one dataset
             if about is not None:
-                static.setdefault(about, []).append(event)
-        return NodeFacts(times, sides, writers, runs, events, static, declared)
+                (stated if about in writers else static).setdefault(about, []).append(event)
+        return NodeFacts(times, sides, writers, runs, events, static, declared, earlier, stated)
 
     def _present_edges(self, end: NodeType, keys: Collection[Key], io: Io) -> list[EdgeRow]:
         """``edges(end, keys, io)``: the keys a walk read inside :func:`shared_edges` from what

@@ -86,6 +86,8 @@ __all__ = [
     "UTCDateTime",
     "create_sql_engine",
     "name_key",
+    "sql_reading",
+    "sql_writing",
 ]
 
 _CHUNK = 500  # keys per IN list: under SQLite's oldest variable limit (999)
@@ -768,6 +770,33 @@ def _sqlite_functions(dbapi_conn: Any, _record: Any) -> None:
     )
 
 
+@contextlib.contextmanager
+def sql_reading(db: Engine, name: str, address: str) -> Iterator[Connection]:
+    """A connection of ``db``, its errors as StoreError naming ``name`` at ``address``."""
+    try:
+        with db.connect() as conn:
+            yield conn
+    except sa_exc.SQLAlchemyError as exc:
+        raise _store_error(name, address, exc) from None
+
+
+def sql_writing(db: Engine, name: str, address: str, work: Callable[[Connection], _T]) -> _T:
+    """``work`` in one write transaction (SQLite: the write lock taken at BEGIN), done again
+    when PostgreSQL breaks a deadlock by rolling it back."""
+    for attempt in range(_DEADLOCK_RETRIES + 1):
+        try:
+            with db.connect() as conn:
+                conn.execution_options(**{_WRITE_OPTION: True})
+                with conn.begin():
+                    return work(conn)
+        except sa_exc.SQLAlchemyError as exc:
+            retry = isinstance(exc, sa_exc.OperationalError) and _deadlock(exc)
+            if not retry or attempt == _DEADLOCK_RETRIES:
+                raise _store_error(name, address, exc) from None
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 class SqlBackend:
     """SQLite or PostgreSQL rows through one SQLAlchemy engine (see the module docstring)."""
 
@@ -874,28 +903,11 @@ class SqlBackend:
 
     # -- connections and errors ---------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[Connection]:
-        try:
-            with self._db.connect() as conn:
-                yield conn
-        except sa_exc.SQLAlchemyError as exc:
-            raise _store_error(self.name, self.address, exc) from None
+    def _reading(self) -> contextlib.AbstractContextManager[Connection]:
+        return sql_reading(self._db, self.name, self.address)
 
     def _writing(self, work: Callable[[Connection], _T]) -> _T:
-        """``work`` in one write transaction (SQLite: the write lock taken at BEGIN), done again
-        when PostgreSQL breaks a deadlock by rolling it back."""
-        for attempt in range(_DEADLOCK_RETRIES + 1):
-            try:
-                with self._db.connect() as conn:
-                    conn.execution_options(**{_WRITE_OPTION: True})
-                    with conn.begin():
-                        return work(conn)
-            except sa_exc.SQLAlchemyError as exc:
-                retry = isinstance(exc, sa_exc.OperationalError) and _deadlock(exc)
-                if not retry or attempt == _DEADLOCK_RETRIES:
-                    raise _store_error(self.name, self.address, exc) from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        return sql_writing(self._db, self.name, self.address, work)
 
     # -- writes ------------------------------------------------------------------------------
 

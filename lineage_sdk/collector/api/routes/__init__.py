@@ -46,6 +46,7 @@ READ_ORDER: tuple[Callable[..., Any], ...] = (
     events.get_namespace_events,
     catalog.search,
     lineage.get_run_lineage_upstream,
+    lineage.get_impact,
 )
 
 

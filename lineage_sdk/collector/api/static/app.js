@@ -193,6 +193,8 @@
       nodeLimit: String(choice.nodeLimit || NODE_LIMIT),
     };
     if (choice.granularity && choice.granularity !== "job") params.granularity = choice.granularity;
+    // The page marks datasets whose last schema change broke: an opt-in read of the API's.
+    if (!choice.granularity || choice.granularity === "job") params.marks = "schema";
     if (windowed(choice)) {
       if (choice.since) params.since = choice.since;
       if (choice.until) params.until = choice.until;
@@ -383,6 +385,16 @@
     return s === "FAILED" || s === "ABORTED" || s === "STALE";
   }
 
+  // A dataset whose latest dataQualityAssertions facet holds a failed assertion, or whose last
+  // schema change removed a field or changed a type (lineage-sdk extensions of the answer).
+  function qualityFailed(node) {
+    return node.type === "DATASET" && !!(node.data && node.data.qualityFailed === true);
+  }
+
+  function schemaBroke(node) {
+    return node.type === "DATASET" && !!(node.data && node.data.schemaBreaking === true);
+  }
+
   // A node's kind: "job", "dataset" or "run" (its class in the graph, its word in the list).
   function kindOf(node) {
     return node.type === "JOB" ? "job" : node.type === "RUN" ? "run" : "dataset";
@@ -433,6 +445,8 @@
         kindOf(node),
         folded ? "parent" : "",
         isFailed(node) ? "failed" : "",
+        qualityFailed(node) ? "quality-failed" : "",
+        schemaBroke(node) ? "schema-broke" : "",
         node.id === rootId ? "root" : "",
       ].join(" ").trim(),
     };
@@ -754,6 +768,10 @@
       "border-width": 4, "border-style": "double", "border-color": "#163e6e",
     } },
     { selector: "node.failed", style: { "border-width": 5, "border-color": "#d62828" } },
+    { selector: "node.quality-failed", style: { "border-width": 5, "border-color": "#e67e00" } },
+    { selector: "node.schema-broke", style: {
+      "border-width": 5, "border-style": "dashed", "border-color": "#d62828",
+    } },
     // Neighbours not drawn yet: a click adds them.
     { selector: "node.more", style: {
       "outline-width": 3, "outline-color": "#7b2cbf", "outline-style": "dashed",
@@ -926,6 +944,10 @@
     addRow(dl, "downstream", String((node.outEdges || []).length) + " edge(s)");
     var s = latestState(node);
     if (s) addRow(dl, "latest run", s, "state-" + s);
+    if (qualityFailed(node)) addRow(dl, "quality checks", "FAILED", "state-FAILED");
+    if (schemaBroke(node)) {
+      addRow(dl, "schema", "last change removed or retyped a field", "state-FAILED");
+    }
     body.appendChild(dl);
 
     var expandBox = body.appendChild(el("div", "expand-box"));
@@ -940,7 +962,105 @@
     if (childrenOf(node).length) showChildren(node, body);
     if (hasEdgeJobs(node)) showEdgeJobs(node, body);
     if (node.type === "JOB") showRuns(node, body);
-    else showFields(node, body);
+    else {
+      showFields(node, body);
+      showSchemaDiff(node, body);
+    }
+  }
+
+  // The dataset's versions (newest first), two of them chosen, and what changed between them:
+  // fields added, removed and retyped.
+  function showSchemaDiff(node, body) {
+    var data = node.data || {};
+    var box = el("div", "schema-diff");
+    box.id = "schema-diff";
+    box.appendChild(el("h3", null, "Schema changes"));
+    var note = el("p", "hint", "Loading versions\u2026");
+    box.appendChild(note);
+    body.appendChild(box);
+    var path = "namespaces/" + seg(data.namespace) + "/datasets/" + seg(data.name) + "/versions";
+    apiGet(path, { limit: "50" }).then(function (answer) {
+      if (state.selected !== node.id) return;
+      var versions = (answer.versions || []).filter(function (v) {
+        return v && typeof v.version === "string";
+      });
+      if (versions.length < 2) {
+        note.textContent = versions.length ? "Only one version is recorded." :
+          "No versions are recorded.";
+        return;
+      }
+      note.textContent = "Choose two versions to compare their fields.";
+      var pick = function (id, label, chosen) {
+        var wrap = el("label", "diff-pick", label + " ");
+        var select = el("select");
+        select.id = id;
+        wrap.htmlFor = id;
+        versions.forEach(function (v, i) {
+          var option = el("option", null, fmtTime(v.createdAt || "") + " \u00b7 " +
+            shorten(v.version, 12));
+          option.value = String(i);
+          select.appendChild(option);
+        });
+        select.value = String(chosen);
+        wrap.appendChild(select);
+        box.appendChild(wrap);
+        return select;
+      };
+      var from = pick("diff-from", "from", 1);
+      var to = pick("diff-to", "to", 0);
+      var result = el("div");
+      result.id = "schema-diff-result";
+      box.appendChild(result);
+      var render = function () {
+        clear(result);
+        var changes = schemaChanges(versions[Number(from.value)].fields,
+          versions[Number(to.value)].fields);
+        if (!changes.length) {
+          result.appendChild(el("p", "hint", "No field was added, removed or retyped."));
+          return;
+        }
+        var table = el("table", "diff");
+        table.id = "schema-diff-table";
+        var head = el("tr");
+        ["field", "change", "from", "to"].forEach(function (h) {
+          var th = el("th", null, h);
+          th.scope = "col";
+          head.appendChild(th);
+        });
+        table.appendChild(el("thead")).appendChild(head);
+        var tbody = table.appendChild(el("tbody"));
+        changes.forEach(function (c) {
+          var row = el("tr", "change-" + c.change);
+          [c.name, c.change, c.before, c.after].forEach(function (text) {
+            row.appendChild(el("td", null, text));
+          });
+          tbody.appendChild(row);
+        });
+        result.appendChild(table);
+      };
+      from.addEventListener("change", render);
+      to.addEventListener("change", render);
+      render();
+    }).catch(function (error) {
+      note.textContent = "versions unavailable: " + error.message;
+    });
+  }
+
+  // Fields added, removed and retyped from `before` to `after` (Marquez's field lists), by name.
+  function schemaChanges(before, after) {
+    var old = {}, now = {}, changes = [];
+    fieldList(before).forEach(function (f) { old[f.name] = f.type; });
+    fieldList(after).forEach(function (f) { now[f.name] = f.type; });
+    Object.keys(old).forEach(function (name) {
+      if (!(name in now)) changes.push({ name: name, change: "removed", before: old[name], after: "" });
+      else if (old[name] && now[name] && old[name] !== now[name]) {
+        changes.push({ name: name, change: "type", before: old[name], after: now[name] });
+      }
+    });
+    Object.keys(now).forEach(function (name) {
+      if (!(name in old)) changes.push({ name: name, change: "added", before: "", after: now[name] });
+    });
+    return changes.sort(function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });
   }
 
   // A run of the run view: its job, state, times and parent run, then its events on demand.

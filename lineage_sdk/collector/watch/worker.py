@@ -1,0 +1,258 @@
+"""The watch's worker: one thread per collector that turns recorded causes into alerts and
+delivers them, off the ingest path.
+
+Each pass: settle the schema candidates (a field removed or retyped against the dataset's
+previous schema is a ``schema_breaking`` cause), sweep the live runs (a run whose last event is
+older than its heartbeat interval times ``grace`` is ``run_stale``, one cause per run and last
+event), resolve the causes (the rules that match, the impact downstream, one CloudEvent per
+rule), then deliver what is due. Everything it works from is in the
+:class:`~lineage_sdk.collector.watch.store.WatchStore`, so a restart or another collector of
+the fleet picks up where this one stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from lineage_sdk.collector.engine import Engine
+from lineage_sdk.collector.records import format_time, parse_event_time
+from lineage_sdk.collector.store import LineageRecord, node_id
+from lineage_sdk.collector.watch.causes import breaking_changes, noticed, stated_schemas
+from lineage_sdk.collector.watch.deliver import Deliverer
+from lineage_sdk.collector.watch.envelope import cloud_event
+from lineage_sdk.collector.watch.impact import impact
+from lineage_sdk.collector.watch.model import Alert, Beat, Cause, Noticed, SchemaSeen, cause_id
+from lineage_sdk.collector.watch.rules import Rule
+from lineage_sdk.collector.watch.store import WatchStore
+from lineage_sdk.models.run_state import STALE_AFTER_HEARTBEATS, TERMINAL_STATES
+
+__all__ = ["Watcher"]
+
+_log = logging.getLogger("lineage_sdk.collector.watch")
+_BATCH = 100
+_LEASE_S = 60.0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Watcher:
+    """Records what stored batches say (:meth:`notice`, on the ingest path) and, in its own
+    thread, resolves and delivers alerts (:meth:`run_once`)."""
+
+    def __init__(
+        self,
+        store: WatchStore,
+        engine: Engine,
+        rules: Sequence[Rule],
+        deliverer: Deliverer,
+        *,
+        source: str,
+        grace: float = STALE_AFTER_HEARTBEATS,
+        interval_s: float = 0.5,
+        owner: str | None = None,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.store, self.engine, self.rules = store, engine, list(rules)
+        self.deliverer, self.source, self.grace = deliverer, source, grace
+        self.interval_s, self.clock = interval_s, clock
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- the ingest path ------------------------------------------------------------------------
+
+    def notice(self, records: Sequence[LineageRecord]) -> None:
+        """Record what a stored batch says, in one transaction (raises StoreError: the batch is
+        then not acknowledged, and its redelivery records it again)."""
+        found = noticed(records)
+        if found:
+            self.store.record(found)
+
+    # -- the worker -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="lineage-watch", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout)
+
+    def close(self) -> None:
+        """Stop the thread, then release the receivers' connections and the store."""
+        self.stop()
+        self.deliverer.close()
+        self.store.close()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                busy = self.run_once()
+            except Exception:  # noqa: BLE001 - the watch never stops: log, retry next pass
+                _log.exception("lineage watch: a pass failed; retrying")
+                busy = 0
+            if not busy:
+                self._stop.wait(self.interval_s)
+
+    def run_once(self) -> int:
+        """One pass (see the module); how much it did (0: nothing was waiting)."""
+        now = self.clock()
+        done = self._settle_schemas()
+        done += self._sweep(now)
+        done += self._resolve()
+        done += self.deliverer.run_once(now)
+        return done
+
+    def drain(self, timeout: float = 10.0) -> bool:
+        """Passes until one finds nothing to do (True), or ``timeout`` seconds (False): what a
+        test or a shutdown waits on."""
+        deadline = self.clock() + timedelta(seconds=timeout)
+        while self.clock() < deadline:
+            if not self.run_once():
+                return True
+        return False
+
+    # -- schema_breaking ------------------------------------------------------------------------
+
+    def _settle_schemas(self) -> int:
+        seen = self.store.claim_schemas(self.owner, _BATCH, _LEASE_S)
+        for item in seen:  # oldest first: each compared with the one before it
+            previous = self.store.previous_schema(item.dataset) or self._first_known(item)
+            causes: list[Cause] = []
+            if previous is not None and previous.event_time < item.event_time:
+                changes = breaking_changes(previous.fields, item.fields)
+                if changes:
+                    causes.append(_schema_breaking(item, previous, changes))
+            self.store.settle_schema(item, causes)
+        return len(seen)
+
+    def _first_known(self, item: SchemaSeen) -> SchemaSeen | None:
+        """The dataset's schema before ``item`` as the stored events state it, when the watch
+        has seen none (alerts enabled on a store with history): read once per dataset."""
+        namespace, name = item.dataset
+        events = [
+            *self.engine.events_of_dataset(namespace, name),
+            *self.engine.static_events(datasets=[item.dataset]),
+        ]
+        latest: SchemaSeen | None = None
+        for event in events:
+            at = parse_event_time(event.get("eventTime"))
+            if at >= item.event_time or (latest is not None and at <= latest.event_time):
+                continue
+            for dataset, fields in stated_schemas(event):
+                if dataset == item.dataset:
+                    latest = SchemaSeen(dataset, "", at, None, None, fields)
+        return latest
+
+    # -- run_stale ------------------------------------------------------------------------------
+
+    def _sweep(self, now: datetime) -> int:
+        stale = [
+            beat
+            for beat in self.store.live_runs()
+            if now - beat.last_event > timedelta(seconds=beat.interval_s * self.grace)
+        ]
+        if stale:
+            # A heartbeat redelivered after its run's end makes the run live again: ask the
+            # store's run rows, and let ended runs go instead of calling them stale.
+            rows = self.engine.backend.runs(run_ids=[b.run_id for b in stale])
+            over = {r.run_id for r in rows if r.state.value in TERMINAL_STATES}
+            causes = tuple(_run_stale(b, self.grace) for b in stale if b.run_id not in over)
+            self.store.record(Noticed(causes=causes, ended=tuple(sorted(over))))
+        return 0  # recorded causes are resolved by this pass; a live run is no work
+
+    # -- resolution -----------------------------------------------------------------------------
+
+    def _impact(self, cause: Cause, depth: int) -> list[dict[str, Any]]:
+        """What lies downstream of the cause's node; nothing when the store no longer knows
+        the node (deleted since: the alert still goes, with no impact)."""
+        try:
+            return impact(self.engine, cause.subject, depth=depth)
+        except LookupError:
+            return []
+
+    def _resolve(self) -> int:
+        causes = self.store.claim_causes(self.owner, _BATCH, _LEASE_S)
+        for cause in causes:
+            matching = [rule for rule in self.rules if rule.matches(cause)]
+            alerts: list[Alert] = []
+            if matching:
+                at = self.clock()
+                found: dict[int, list[dict[str, Any]]] = {}  # by depth: rules mostly share one
+                for rule in matching:
+                    if rule.depth not in found:
+                        found[rule.depth] = self._impact(cause, rule.depth)
+                    body = cloud_event(
+                        cause, found[rule.depth], source=self.source, rule_depth=rule.depth
+                    )
+                    alerts.append(
+                        Alert(
+                            f"{cause.id}/{rule.key}", cause.id, rule.key, body, "pending", 0, at, at
+                        )
+                    )
+            self.store.resolve(cause.id, alerts)
+        return len(causes)
+
+
+def _schema_breaking(
+    item: SchemaSeen, previous: SchemaSeen, changes: list[dict[str, Any]]
+) -> Cause:
+    ns, name = item.dataset
+    removed = [c["name"] for c in changes if c["change"] == "removed"]
+    retyped = [c["name"] for c in changes if c["change"] == "type"]
+    parts = [
+        f"removed {', '.join(removed)}" if removed else "",
+        f"retyped {', '.join(retyped)}" if retyped else "",
+    ]
+    data: dict[str, Any] = {
+        "job": None if item.job is None else {"namespace": item.job[0], "name": item.job[1]},
+        "runId": item.run_id,
+        "dataset": {"namespace": ns, "name": name},
+        "what": f"the schema of {ns}:{name} changed: {'; '.join(p for p in parts if p)}",
+        "fields": changes,
+        "previousVersionTime": format_time(previous.event_time),
+    }
+    return Cause(
+        cause_id("schema_breaking", ns, name, item.event_id),
+        "schema_breaking",
+        node_id("DATASET", ns, name),
+        ns,
+        item.event_time,
+        data,
+    )
+
+
+def _run_stale(beat: Beat, grace: float) -> Cause:
+    ns, name = beat.job
+    data: dict[str, Any] = {
+        "job": {"namespace": ns, "name": name},
+        "runId": beat.run_id,
+        "dataset": None,
+        "what": (
+            f"run {beat.run_id} of job {ns}:{name} sent no event since "
+            f"{format_time(beat.last_event)} ({grace:g} heartbeat intervals of "
+            f"{beat.interval_s:g} s)"
+        ),
+        "lastEventTime": format_time(beat.last_event),
+        "heartbeatIntervalS": beat.interval_s,
+    }
+    return Cause(
+        cause_id("run_stale", beat.run_id, ns, name, format_time(beat.last_event)),
+        "run_stale",
+        node_id("JOB", ns, name),
+        ns,
+        beat.last_event,
+        data,
+    )
