@@ -2,7 +2,7 @@
 
     python bench/bench_million.py [--phases generate,load,export,roundtrip,query,retention]
         [--stores sqlite,postgres,document,graph] [--events 1000000] [--load-limit N]
-        [--queries 200] [--reuse] [--keep] [--data /work/bench-data]
+        [--queries 200] [--kinds lineage,dataset,...] [--reuse] [--keep] [--data /work/bench-data]
 
 The graph (deterministic, seed ``--seed``): 20 layers of ``events / 200`` jobs (5,000 at 1M events)
 and twice as many datasets per layer (10,000); job ``j`` of layer ``l`` writes datasets ``2j`` and
@@ -13,7 +13,23 @@ each output and a columnLineage facet mapping each output field to its namesake 
 Run ``r`` of all jobs falls in days ``20r .. 20r+20`` (100 days in all), jobs in layer order, so
 ``asOf`` and "the oldest 10%" mean something, and the first 20% of the file already holds the
 whole graph (the later runs add events, not edges): a store loaded with a prefix has the full
-topology. The events are written once as NDJSON to ``--data`` (``events-N.ndjson``).
+topology. Parent jobs (issue 33's ``parent`` view): the jobs of a layer are in groups of
+``APP`` (5) consecutive ones, and in every other group the first job is the parent of the other
+four (their events carry the ``parent`` run facet naming the parent's run of the same cycle,
+which starts earlier): 40% of the jobs are children, 10% parents. The facet adds no event, job,
+dataset or edge (a parent is a job of the graph, with its own inputs and outputs, as a Spark
+application's), so the other figures keep their meaning; it adds a ``parent`` mention to each
+child's events and the parent run to its run rows. The events are written once as NDJSON to
+``--data`` (``events-N-sSEED-parents.ndjson``; files without the facet had no ``-parents``).
+
+Times: a run of every job takes 20 days in layer order, so a day holds 1% of the file's runs
+and the runs of about one layer (``5,000`` jobs at 1M events, a job every 17 s). The 24-hour
+windows of the views' kinds (``WINDOW``) each hold the root's own run and start at a random
+point of the day before it: a realistic share of runs (one day of a hundred), but the walk in it
+reaches about one layer up or down (the previous layer's jobs ran in the day before, the next
+layer's in the day after), so its answers are small. ``window_cycle`` asks the same roots in a
+window of one whole cycle (20 days, every job once), where the walk goes as deep as the job
+view's; it has no target.
 
 Phases (each reuses what earlier runs left in ``--data``; ``--reuse`` keeps loaded stores; a
 store loaded by the stores before the engine, in their own tables, is not read by the engine
@@ -36,6 +52,14 @@ here: load it again, without ``--reuse``):
   (cold) query apart (``--serve``: ``lineage-collector serve`` in its own process, as
   deployed, sql kinds); with ``asOf`` at random times; ``GET /api/v1/column-lineage`` at depth 5
   from random output fields; and the same walks asked of the store object alone (no HTTP/JSON).
+  The views (issue 33, ``VIEWS``; ``view_plan`` says how each is asked): the ``lineage``
+  kind's roots, directions and depth in the ``dataset`` and ``parent`` views, and in the job
+  view in a 24-hour window (``window``) and in a 20-day one (``window_cycle``); and the ``run``
+  view (granularity ``run``) of a random dataset of layers 8-12 in a 24-hour window holding its
+  writer's run, both ways at depth 1 (the runs that wrote or read it that day and what they
+  named). Windows fall in the runs loaded (a 20% prefix: the first run). Each is reported beside
+  the job view (``lineage``) of the same run, with the ratios of their p50 and p95; ``--kinds``
+  picks the kinds asked.
   Each kind takes ``--queries`` samples or ``--query-seconds``, whichever comes first. Every
   read takes ``nodeLimit`` ``--node-limit`` (1,000, the API's default); ``--unbounded`` measures
   without (the store walks unlimited, the API at its largest, 100,000), kept as its own figures.
@@ -126,7 +150,22 @@ FIELDS = (("id", "BIGINT"), ("key", "VARCHAR"), ("value", "DOUBLE"), ("updated_a
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 RUN_SPAN = timedelta(days=20)  # run r of every job falls in [T0 + 20r days, T0 + 20(r+1) days)
 BATCH = 1000
-TARGETS = {"lineage": (100.0, 250.0), "asof": (150.0, None), "columns": (100.0, None)}
+PARENT_FACET = "https://openlineage.io/spec/facets/1-1-0/ParentRunFacet.json#/$defs/ParentRunFacet"
+#: Jobs in groups of ``APP`` consecutive ones of a layer; every other group is an application:
+#: its first job the parent of the others (40% of the jobs are children, 10% parents).
+APP = 5
+#: The window of the windowed kinds (issue 33): a day, 1% of the file's 100 days.
+WINDOW = timedelta(hours=24)
+#: p95 (and p99) targets in ms, HTTP; the views' (issue 33) at the kinds below.
+TARGETS = {
+    "lineage": (100.0, 250.0),
+    "asof": (150.0, None),
+    "columns": (100.0, None),
+    "dataset": (150.0, None),
+    "parent": (150.0, None),
+    "window": (150.0, None),
+    "run": (100.0, None),
+}
 STORES = ("sqlite", "postgres", "document", "graph")
 
 
@@ -136,7 +175,8 @@ STORES = ("sqlite", "postgres", "document", "graph")
 class Graph:
     """The shape of the graph for ``events`` events: names, and each job's inputs (seeded)."""
 
-    def __init__(self, events: int, seed: int) -> None:
+    def __init__(self, events: int, seed: int, *, parents: bool = False) -> None:
+        self.parents = parents  # whether jobs have parent jobs (``parent``)
         self.jobs_per_layer = max(events // (RUNS * 2 * LAYERS), 1)
         self.datasets_per_layer = 2 * self.jobs_per_layer
         self.jobs = self.jobs_per_layer * LAYERS
@@ -152,6 +192,19 @@ class Graph:
     @staticmethod
     def job(layer: int, index: int) -> str:
         return f"l{layer:02d}.job{index:05d}"
+
+    def parent(self, index: int) -> int | None:
+        """The index (same layer) of the parent job of job ``index``, when it has one: the
+        first job of an application group (``APP``), with ``parents``."""
+        first = index - index % APP
+        if not self.parents or (index // APP) % 2 or first == index:
+            return None
+        return first
+
+    def run_id(self, run: int, layer: int, index: int) -> str:
+        return str(
+            uuid.UUID(int=(run * self.jobs + layer * self.jobs_per_layer + index) + 1, version=4)
+        )
 
     def inputs(self, layer: int, index: int) -> list[int]:
         rng = random.Random(self.seed * 10_000_019 + layer * self.jobs_per_layer + index)
@@ -174,9 +227,16 @@ def job_events(graph: Graph, run: int, layer: int, index: int) -> list[dict[str,
     """START and COMPLETE of run ``run`` of job ``index`` of ``layer`` (5 s apart)."""
     reads = [graph.dataset(layer - 1, i) for i in graph.inputs(layer, index)]
     writes = [graph.dataset(layer, 2 * index + k) for k in (0, 1)]
-    run_id = str(
-        uuid.UUID(int=(run * graph.jobs + layer * graph.jobs_per_layer + index) + 1, version=4)
-    )
+    run_id = graph.run_id(run, layer, index)
+    run_facets: dict[str, Any] = {}
+    parent = graph.parent(index)
+    if parent is not None:
+        run_facets["parent"] = {
+            "_producer": PRODUCER,
+            "_schemaURL": PARENT_FACET,
+            "run": {"runId": graph.run_id(run, layer, parent)},
+            "job": {"namespace": JOB_NS, "name": graph.job(layer, parent)},
+        }
     start = graph.time(run, layer, index)
     columns = {
         "_producer": PRODUCER,
@@ -200,7 +260,7 @@ def job_events(graph: Graph, run: int, layer: int, index: int) -> list[dict[str,
                 "eventTime": _stamp(when),
                 "producer": PRODUCER,
                 "schemaURL": RUN_SCHEMA,
-                "run": {"runId": run_id, "facets": {}},
+                "run": {"runId": run_id, "facets": run_facets},
                 "job": {"namespace": JOB_NS, "name": graph.job(layer, index), "facets": {}},
                 "inputs": [{"namespace": NS, "name": name, "facets": {}} for name in reads],
                 "outputs": [
@@ -226,7 +286,8 @@ def generate(graph: Graph, runs: range = range(RUNS)) -> Iterator[dict[str, Any]
 
 def events_file(graph: Graph, data: Path) -> Path:
     """The NDJSON file of the graph's events, written once (atomically) and reused."""
-    path = data / f"events-{graph.events}-s{graph.seed}.ndjson"
+    tag = "-parents" if graph.parents else ""
+    path = data / f"events-{graph.events}-s{graph.seed}{tag}.ndjson"
     if path.exists():
         return path
     started = time.perf_counter()
@@ -787,6 +848,56 @@ def query_plan(graph: Graph, seed: int) -> list[tuple[str, dict[str, Any]]]:
     return plan
 
 
+#: The views' kinds (issue 33), each from the ``lineage`` kind's roots (the run view: its own
+#: dataset roots): ``(granularity, windowed, depth)``. ``window_cycle`` is a window of one whole
+#: run of every job (20 days), where a day's window walks about one layer (see ``view_plan``).
+VIEWS: dict[str, tuple[str, str | None, int]] = {
+    "dataset": ("dataset", None, 10),
+    "parent": ("parent", None, 10),
+    "window": ("job", "day", 10),
+    "window_cycle": ("job", "cycle", 10),
+    "run": ("run", "day", 1),
+}
+
+
+def _slot(node: str) -> tuple[int, int]:
+    """The (layer, job index) of a root: its job's, or the job that writes the dataset."""
+    name = node.rsplit(":", 1)[1]
+    layer, index = int(name[1:3]), int(name[-5:])
+    return layer, index if ".job" in name else index // 2
+
+
+def view_plan(graph: Graph, seed: int, runs: int) -> list[tuple[str, dict[str, Any]]]:
+    """The views' asks (``VIEWS``), the same for every store: the ``lineage`` kind's roots,
+    directions and depth, with ``granularity``, and, for the windowed kinds, a window holding
+    the root's job's run (the dataset's writer's) of a run picked among the first ``runs``
+    (those loaded). A day's window starts at a random point of the day before that run, so it
+    holds that run and about a day of others: 1% of the file's runs (100 days), the jobs of
+    about one layer (a run of every job spreads over 20 days in layer order). The run view
+    asks random datasets of layers 8-12, both ways at depth 1: the runs that wrote and read it
+    in the day, and what those runs named."""
+    rng = random.Random(seed + 33)
+    roots = [p for k, p in query_plan(graph, seed) if k == "lineage"]
+    plan: list[tuple[str, dict[str, Any]]] = []
+    for params in roots:
+        for what, (granularity, windowed, depth) in VIEWS.items():
+            ask = dict(params, depth=depth, granularity=granularity)
+            if what == "run":
+                layer = rng.randint(8, 12)
+                ds = graph.dataset(layer, rng.randrange(graph.datasets_per_layer))
+                ask |= {"nodeId": f"dataset:{NS}:{ds}", "direction": "both"}
+            run = rng.randrange(max(runs, 1))
+            if windowed == "day":
+                start = graph.time(run, *_slot(ask["nodeId"]))
+                since = start - timedelta(seconds=rng.randrange(int(WINDOW.total_seconds())))
+                ask |= {"since": _stamp(since), "until": _stamp(since + WINDOW)}
+            elif windowed == "cycle":
+                since = T0 + run * RUN_SPAN
+                ask |= {"since": _stamp(since), "until": _stamp(since + RUN_SPAN)}
+            plan.append((what, ask))
+    return plan
+
+
 def _size(body: Any) -> tuple[int, Any]:
     if isinstance(body, dict):
         return len(body.get("graph", [])), body.get("truncated")
@@ -830,13 +941,11 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
         with sql_engine(store).connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.execute(sa.text("VACUUM ANALYZE"))
         print(f"  VACUUM ANALYZE in {time.perf_counter() - started:.1f} s", flush=True)
-    plan = query_plan(graph, args.seed)
-    paths = {
-        "lineage": "/api/v1/lineage",
-        "asof": "/api/v1/lineage",
-        "columns": "/api/v1/column-lineage",
-    }
-    figures: dict[str, Any] = {"load": load_avg}
+    runs = min(results.get(kind, "loaded", 0) // (2 * graph.jobs), RUNS)  # whole runs loaded
+    plan = query_plan(graph, args.seed) + view_plan(graph, args.seed, runs)
+    kinds = [k for k in ("lineage", *VIEWS, "asof", "columns") if k in args.kinds.split(",")]
+    paths = {k: "/api/v1/lineage" for k in kinds} | {"columns": "/api/v1/column-lineage"}
+    figures: dict[str, Any] = {"load": load_avg, "runs_loaded": runs}
     timed_out: set[str] = set()  # kinds whose HTTP query timed out: not asked of the store
     # --unbounded: the store walks take no limit, the API its largest (100,000 nodes).
     limit = {"nodeLimit": 100_000 if args.unbounded else args.node_limit}
@@ -845,7 +954,7 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
         api_url(kind, store, stores, serve=args.serve) as url,
         httpx.Client(base_url=url, timeout=args.query_timeout) as client,
     ):
-        for what in ("lineage", "asof", "columns"):
+        for what in kinds:
             asks = [p for k, p in plan if k == what]
             samples: list[float] = []
             nodes: list[int] = []
@@ -894,7 +1003,21 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
             }
             figures[f"{what}_http"] = fig
             print(f"  {kind} {what} HTTP: {fig}", flush=True)
-        # The store alone: the walks behind the same requests, no HTTP and no JSON.
+
+        # The store alone: the walks behind the same requests, no HTTP and no JSON (the views:
+        # the API's query function, as asOf).
+        def view(p: dict[str, Any]) -> Any:
+            times = {k: parse_instant(p[k]) for k in ("since", "until") if k in p}
+            return queries.lineage(
+                store,
+                p["nodeId"],
+                direction=p["direction"],
+                depth=p["depth"],
+                granularity=p["granularity"],
+                **times,
+                **cut,
+            )
+
         for what, call in (
             (
                 "lineage",
@@ -912,8 +1035,9 @@ def query(kind: str, stores: Stores, graph: Graph, results: Results, args: Any) 
                     **cut,
                 ),
             ),
+            *((name, view) for name in VIEWS),
         ):
-            if what in timed_out:
+            if what in timed_out or what not in kinds:
                 continue
             asks = [p for k, p in plan if k == what]
             samples = []
@@ -1083,6 +1207,15 @@ def table(results: Results) -> str:
             rows.append(
                 (f"{name} HTTP nodes median/max, truncated ({tag})", _nodes(label, f"{what}_http"))
             )
+        for what, name in VIEW_NAMES.items():
+            rows.append((f"{name} HTTP p50/p95/p99 ms ({tag})", _pcts(label, f"{what}_http")))
+            rows.append((f"{name} / job view HTTP p50, p95 ({tag})", _ratio(label, what)))
+            rows.append(
+                (f"{name} HTTP nodes median/max, truncated ({tag})", _nodes(label, f"{what}_http"))
+            )
+            rows.append(
+                (f"{name} store alone p50/p95/p99 ms ({tag})", _pcts(label, f"{what}_store"))
+            )
         rows.append(
             (f"lineage d10 store alone p50/p95/p99 ms ({tag})", _pcts(label, "lineage_store"))
         )
@@ -1124,6 +1257,30 @@ def table(results: Results) -> str:
             continue
         out.append(f"| {name} | " + " | ".join("-" if c is None else str(c) for c in cells) + " |")
     return "\n".join(out)
+
+
+#: The views' kinds as the table names them (target p95 in ms).
+VIEW_NAMES = {
+    "dataset": "dataset view d10 (< 150)",
+    "parent": "parent view d10 (< 150)",
+    "window": "job view d10, 24 h window (< 150)",
+    "window_cycle": "job view d10, 20-day window",
+    "run": "run view d1 of a dataset, 24 h window (< 100)",
+}
+
+
+def _ratio(label: str, what: str) -> Callable[[dict[str, Any]], Any]:
+    """A view's HTTP p50 and p95 over the job view's (``lineage``) of the same run."""
+
+    def get(d: dict[str, Any]) -> Any:
+        view, job = d.get(label, {}).get(f"{what}_http"), d.get(label, {}).get("lineage_http")
+        if not view or not job or not view.get("n") or not job.get("n"):
+            return None
+        return ", ".join(
+            f"{view[k] / job[k]:.2f}x" if job[k] else "-" for k in ("p50_ms", "p95_ms")
+        )
+
+    return get
 
 
 def _runs_rate(runs: list[dict[str, Any]]) -> Any:
@@ -1195,6 +1352,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the store calls")
     parser.add_argument(
+        "--kinds",
+        default=",".join(("lineage", *VIEWS, "asof", "columns")),
+        help="the query kinds asked (lineage is the job view the views are compared with)",
+    )
+    parser.add_argument(
         "--serve", action="store_true", help="query lineage-collector serve in its own process"
     )
     parser.add_argument("--reuse", action="store_true", help="keep what earlier runs loaded")
@@ -1207,7 +1369,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         print(table(results))
         return 0
-    graph = Graph(args.events, args.seed)
+    graph = Graph(args.events, args.seed, parents=True)
     phases = args.phases.split(",")
     kinds = args.stores.split(",")
     print(
