@@ -270,40 +270,39 @@ class _Folding:
         self.members: dict[Key, set[Key]] = {}
 
     def roots(self, jobs: Collection[Key]) -> dict[Key, Key]:
-        """Each job's root, read in batches (a cycle of parents stops where it closes)."""
+        """Each job's root: the job of the top run above its latest run, climbing run rows by
+        their root run (the ``parent`` facet's ``root``) or else their parent run, in batches;
+        a job whose top run is not stored, or that has no parent, is its own root."""
         todo = {j for j in jobs if j not in self.root}
-        parent_of: dict[Key, Key] = {}
-        frontier = set(todo)
-        for _ in range(16):  # parent chains are short; a longer one folds at its 16th job
-            if not frontier:
+        latest = self.b.runs(jobs=list(todo), until=self.until, latest=1) if todo else []
+        top: dict[Key, str] = {}
+        for run in latest:
+            link = run.root_run_id or run.parent_run_id
+            if run.job in todo and link and link != run.run_id:
+                top[run.job] = link
+        rows: dict[str, RunRow] = {}
+        stored: dict[Key, str] = {}  # each job's highest run found stored so far
+        climbing, seen = dict(top), {job: {rid} for job, rid in top.items()}
+        for _ in range(16):  # a chain of runs without a root link folds at its 16th run
+            missing = {rid for rid in climbing.values() if rid not in rows}
+            if missing:
+                rows.update((r.run_id, r) for r in self.b.runs(run_ids=list(missing)))
+            higher: dict[Key, str] = {}
+            for job, rid in climbing.items():
+                row = rows.get(rid)
+                if row is None:
+                    continue  # not stored: the chain stops at what was found
+                stored[job] = rid
+                link = row.root_run_id or row.parent_run_id
+                if link and link not in seen[job]:
+                    seen[job].add(link)
+                    higher[job] = link
+            if not higher:
                 break
-            latest = self.b.runs(jobs=list(frontier), until=self.until, latest=1)
-            by_job = {r.job: r for r in latest if r.job is not None}
-            parent_runs = {r.parent_run_id for r in by_job.values() if r.parent_run_id}
-            run_job = (
-                {
-                    r.run_id: r.job
-                    for r in self.b.runs(run_ids=list(parent_runs))
-                    if r.job is not None
-                }
-                if parent_runs
-                else {}
-            )
-            nxt: set[Key] = set()
-            for job in frontier:
-                run = by_job.get(job)
-                parent = run_job.get(run.parent_run_id or "") if run is not None else None
-                if parent is not None and parent != job:
-                    parent_of[job] = parent
-                    if parent not in parent_of and parent not in self.root:
-                        nxt.add(parent)
-            frontier = nxt
+            climbing = higher
         for job in todo:
-            top, seen = job, {job}
-            while top in parent_of and parent_of[top] not in seen:
-                top = self.root.get(parent_of[top], parent_of[top])
-                seen.add(top)
-            self.root[job] = top
+            row = rows.get(stored.get(job, ""))
+            self.root[job] = row.job if row is not None and row.job is not None else job
         return {j: self.root[j] for j in jobs}
 
     def expand(self, roots: Collection[Key]) -> set[Key]:
