@@ -59,9 +59,10 @@ def noticed(records: Sequence[LineageRecord]) -> Noticed:
         if state in _FAILED and run_id and job is not None:
             cause = _run_failed(rec, job, run_id, state or "")
             causes.setdefault(cause.id, cause)
-        for item, dataset in _entries(rec.event):
+        for item in _entries(rec.event):
             failed = failed_assertions(item)
-            if failed:
+            dataset = entry_name(item) if failed else None  # named only when it failed
+            if failed and dataset is not None:
                 cause = _quality_failed(rec, job, dataset, failed)
                 causes.setdefault(cause.id, cause)
         for dataset, fields in stated_schemas(rec.event):
@@ -178,26 +179,16 @@ def stated_schemas(
             yield dataset, fields
 
 
-def _named(
-    event: Mapping[str, Any],
-) -> Iterator[tuple[Mapping[str, Any], tuple[str, str], str]]:
-    """Each dataset entry of an event with its canonical name and role (a DatasetEvent's
-    dataset counts as an output: it states the dataset's own schema)."""
-    for key, role in (("inputs", "input"), ("outputs", "output")):
+def _entries(event: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """Each dataset entry of an event: its inputs, its outputs, a DatasetEvent's dataset."""
+    for key in ("inputs", "outputs"):
         items = event.get(key)
-        for item in items if isinstance(items, list) else ():
-            found = entry_name(item) if isinstance(item, Mapping) else None
-            if found is not None:
-                yield item, found, role
+        for item in items if type(items) is list else ():
+            if isinstance(item, Mapping):
+                yield item
     dataset = event.get("dataset")
-    found = entry_name(dataset) if isinstance(dataset, Mapping) else None
-    if found is not None and isinstance(dataset, Mapping):
-        yield dataset, found, "output"
-
-
-def _entries(event: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], tuple[str, str]]]:
-    for item, dataset, _ in _named(event):
-        yield item, dataset
+    if isinstance(dataset, Mapping):
+        yield dataset
 
 
 def breaking_changes(

@@ -146,6 +146,8 @@ class Deliverer:
         self._flying: dict[str, int] = {}  # rule key -> alerts in flight
         self._in_flight = 0
         self._closed = False
+        #: Set each time an attempt ends: a sender is free (the worker's loop waits on it).
+        self.freed = threading.Event()
 
     # -- the worker loop's side ---------------------------------------------------------------
 
@@ -215,6 +217,7 @@ class Deliverer:
                 else:
                     self._flying.pop(alert.rule, None)
                 self._idle.notify_all()
+            self.freed.set()
 
     def _deliver(self, alert: Alert) -> None:
         url, secret = self._targets[alert.rule]

@@ -36,6 +36,9 @@ __all__ = ["Watcher"]
 
 _log = logging.getLogger("lineage_sdk.collector.watch")
 _BATCH = 100
+#: Causes claimed a pass: few, so a pass stays short and a stop or a fleet's other collectors
+#: take the rest.
+_CAUSES_A_PASS = 10
 _LEASE_S = 60.0
 
 
@@ -65,6 +68,9 @@ class Watcher:
         self.interval_s, self.clock = interval_s, clock
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._stop = threading.Event()
+        #: Set by new causes (:meth:`notice`) and by a sender coming free: the loop's pause
+        #: ends at once when there is work, not at the next poll.
+        self._wake = deliverer.freed
         self._thread: threading.Thread | None = None
 
     # -- the ingest path ------------------------------------------------------------------------
@@ -75,6 +81,8 @@ class Watcher:
         found = noticed(records)
         if found:
             self.store.record(found)
+            if found.causes or found.schemas:
+                self._wake.set()
 
     # -- the worker -----------------------------------------------------------------------------
 
@@ -84,11 +92,15 @@ class Watcher:
             self._thread = threading.Thread(target=self._loop, name="lineage-watch", daemon=True)
             self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the loop after the cause it is on (a pass checks between causes)."""
         self._stop.set()
+        self._wake.set()
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(timeout)
+            if thread.is_alive():
+                _log.warning("lineage watch: a pass still runs after %g s; closing anyway", timeout)
 
     def close(self) -> None:
         """Stop the thread, then release the receivers' connections and the store."""
@@ -104,7 +116,8 @@ class Watcher:
                 _log.exception("lineage watch: a pass failed; retrying")
                 busy = 0
             if not busy:
-                self._stop.wait(self.interval_s)
+                self._wake.wait(self.interval_s)
+                self._wake.clear()
 
     def run_once(self) -> int:
         """One pass (see the module); how much it did (0: nothing was waiting)."""
@@ -112,7 +125,7 @@ class Watcher:
         done = self._settle_schemas()
         done += self._sweep(now)
         done += self._resolve()
-        done += self.deliverer.run_once(now)
+        done += self.deliverer.run_once(self.clock())
         return done
 
     def drain(self, timeout: float = 10.0) -> bool:
@@ -184,25 +197,29 @@ class Watcher:
             return []
 
     def _resolve(self) -> int:
-        causes = self.store.claim_causes(self.owner, _BATCH, _LEASE_S)
-        for cause in causes:
+        """Resolve a few causes, each one's alerts sent as soon as it is resolved (a cause does
+        not wait for the impact of the ones claimed after it); between causes, a stop ends the
+        pass (the rest go back when their lease ends)."""
+        causes = self.store.claim_causes(self.owner, _CAUSES_A_PASS, _LEASE_S)
+        for done, cause in enumerate(causes):
+            if self._stop.is_set():
+                return done
             matching = [rule for rule in self.rules if rule.matches(cause)]
             alerts: list[Alert] = []
-            if matching:
-                at = self.clock()
-                found: dict[int, list[dict[str, Any]]] = {}  # by depth: rules mostly share one
-                for rule in matching:
-                    if rule.depth not in found:
-                        found[rule.depth] = self._impact(cause, rule.depth)
-                    body = cloud_event(
-                        cause, found[rule.depth], source=self.source, rule_depth=rule.depth
+            bodies: dict[int, bytes] = {}  # by depth: one impact and one body for rules alike
+            at = self.clock()
+            for rule in matching:
+                if rule.depth not in bodies:
+                    impact_ = self._impact(cause, rule.depth)
+                    bodies[rule.depth] = cloud_event(
+                        cause, impact_, source=self.source, rule_depth=rule.depth
                     )
-                    alerts.append(
-                        Alert(
-                            f"{cause.id}/{rule.key}", cause.id, rule.key, body, "pending", 0, at, at
-                        )
-                    )
+                alert_id = f"{cause.id}/{rule.key}"
+                body = bodies[rule.depth]
+                alerts.append(Alert(alert_id, cause.id, rule.key, body, "pending", 0, at, at))
             self.store.resolve(cause.id, alerts)
+            if alerts:
+                self.deliverer.run_once(self.clock())
         return len(causes)
 
 
