@@ -102,7 +102,8 @@ class Deliverer:
     from the first attempt after which a failing alert is parked. ``timeout``: seconds each of
     connect, write and read may take. ``workers``: threads sending at once; ``per_rule``: at most
     this many of them for one rule. ``lease_s``: how long a claimed alert is this collector's
-    (longer than an attempt takes, or another may send it meanwhile).
+    (longer than an attempt takes, or another may send it meanwhile; by default four timeouts
+    and ten seconds: what a collector killed mid-send delays its alerts by).
     """
 
     def __init__(
@@ -129,7 +130,9 @@ class Deliverer:
         self.timeout = timeout
         self.workers = max(1, workers)
         self.per_rule = max(1, min(per_rule, self.workers))
-        self.lease_s = lease_s if lease_s is not None else 4 * timeout + 30.0
+        # An attempt starts at its claim (there was room) and each of its four phases (pool,
+        # connect, write, read) takes at most ``timeout``; ten seconds more for marking the row.
+        self.lease_s = lease_s if lease_s is not None else 4 * timeout + 10.0
         self.backoff_s, self.max_backoff_s = backoff_s, max_backoff_s
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:deliver:{id(self):x}"
         self.clock = clock
