@@ -32,7 +32,7 @@ from api_helpers import (
     validate_openapi_response,
     when,
 )
-from test_api_static import serve_stores
+from test_api_static import agreed, serve_stores
 
 KINDS = ("memory", "sql", "postgres", "document", "graph")
 RUNS = {
@@ -140,15 +140,7 @@ def apis(
 
 def _ask(apis: dict[str, httpx.Client], **params: Any) -> dict[str, Any]:
     """The answer every backend gives, after checking they all give it."""
-    answers = {}
-    for kind, client in apis.items():
-        response = client.get("/api/v1/impact", params=params)
-        assert response.status_code == 200, (kind, params, response.text)
-        answers[kind] = response.json()
-    first = answers["memory"]
-    for kind, found in answers.items():
-        assert found == first, (kind, params)
-    return first
+    return agreed(apis, "/api/v1/impact", **params)
 
 
 def test_impact_is_exact_on_every_backend(apis: dict[str, httpx.Client]) -> None:

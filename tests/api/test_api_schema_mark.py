@@ -30,7 +30,7 @@ from api_helpers import (
     validate_openapi_response,
     when,
 )
-from test_api_static import serve_stores
+from test_api_static import agreed, serve_stores
 
 KINDS = ("memory", "sql", "postgres", "document", "graph")
 SRC = ("wh", "src")
@@ -158,18 +158,9 @@ def _marks(answer: dict[str, Any]) -> dict[str, bool | None]:
 
 
 def _ask(apis: dict[str, httpx.Client], **params: Any) -> dict[str, Any]:
-    """The answer every backend gives, after checking they all give it."""
-    answers = {}
-    params = {"marks": "schema", **params}  # the opt-in the page sends
-    for kind, client in apis.items():
-        response = client.get("/api/v1/lineage", params=params)
-        assert response.status_code == 200, (kind, params, response.text)
-        answers[kind] = response.json()
-    first = answers["memory"]
-    for kind, found in answers.items():
-        assert _marks(found) == _marks(first), kind
-        assert found == first, kind
-    return first
+    """The answer every backend gives, after checking they all give it, marks asked as the page
+    asks them."""
+    return agreed(apis, "/api/v1/lineage", **{"marks": "schema", **params})
 
 
 def test_a_dataset_whose_last_change_broke_is_marked_on_every_backend(

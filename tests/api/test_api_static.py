@@ -183,6 +183,20 @@ def serve_stores(
     return clients
 
 
+def agreed(apis: dict[str, httpx.Client], path: str, **params: Any) -> dict[str, Any]:
+    """The answer to ``GET path`` every backend of ``apis`` gives (a 200), after checking they
+    all give it (``memory``'s first: the reference)."""
+    answers = {}
+    for kind, client in apis.items():
+        response = client.get(path, params=params)
+        assert response.status_code == 200, (kind, path, params, response.text)
+        answers[kind] = response.json()
+    first = answers["memory"]
+    for kind, found in answers.items():
+        assert found == first, (kind, path, params)
+    return first
+
+
 @pytest.fixture(scope="module")
 def apis(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

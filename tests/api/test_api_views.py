@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from openapi_check import validate_operation
-from test_api_static import serve_stores
+from test_api_static import agreed, serve_stores
 from views_corpus import DAY1, DAY2, DAY3, DAY4, NS, RUNS, events
 
 KINDS = ("memory", "sql", "postgres", "document", "graph")
@@ -28,15 +28,7 @@ def apis(
 
 def _ask(apis: dict[str, httpx.Client], **params: Any) -> dict[str, Any]:
     """The answer every backend gives, after checking they all give it."""
-    answers = {}
-    for kind, client in apis.items():
-        response = client.get("/api/v1/lineage", params=params)
-        assert response.status_code == 200, (kind, params, response.text)
-        answers[kind] = response.json()
-    first = answers["memory"]
-    for kind, found in answers.items():
-        assert found == first, (kind, params)
-    return first
+    return agreed(apis, "/api/v1/lineage", **params)
 
 
 def _edges(answer: dict[str, Any]) -> set[tuple[str, str]]:
