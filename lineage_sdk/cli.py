@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT
+from lineage_sdk.collector.store import DEFAULT_NODE_LIMIT, Granularity
 from lineage_sdk.exceptions import LineageError
 from lineage_sdk.models.json_exact import dumps_exact
 
@@ -792,7 +792,7 @@ def graph(
         ),
     ] = None,
     granularity: Annotated[
-        Literal["job", "dataset", "run", "parent"] | None,
+        Granularity | None,
         typer.Option(
             "--granularity",
             "-g",

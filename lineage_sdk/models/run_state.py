@@ -30,6 +30,7 @@ from typing import Any, Final
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 
 __all__ = [
+    "MARQUEZ_RUN_STATES",
     "STALE",
     "STALE_AFTER_HEARTBEATS",
     "STATE_RANK",
@@ -39,6 +40,7 @@ __all__ = [
     "fold_states",
     "heartbeat_interval",
     "is_stale",
+    "marquez_state",
     "pick_interval",
     "pick_link",
     "run_state",
@@ -150,3 +152,19 @@ def is_stale(
     if state not in ("START", "RUNNING") or interval_s is None or last_seen is None:
         return False
     return (now - last_seen).total_seconds() > STALE_AFTER_HEARTBEATS * interval_s
+
+
+#: OpenLineage eventType -> Marquez run state (Marquez's own mapping; START means running): the
+#: API's runs and the watch's impact name states alike.
+MARQUEZ_RUN_STATES: dict[str, str] = {
+    "START": "RUNNING",
+    "RUNNING": "RUNNING",
+    "COMPLETE": "COMPLETED",
+    "FAIL": "FAILED",
+    "ABORT": "ABORTED",
+}
+
+
+def marquez_state(state: str | None) -> str:
+    """``NEW`` when no state-changing event was seen (only OTHER events, or none)."""
+    return MARQUEZ_RUN_STATES.get(state or "", "NEW")

@@ -27,10 +27,12 @@ from lineage_sdk.collector.store import (
 )
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.run_state import (
+    MARQUEZ_RUN_STATES,
     STALE,
     fold_states,
     heartbeat_interval,
     is_stale,
+    marquez_state,
     pick_interval,
 )
 
@@ -49,23 +51,8 @@ __all__ = [
     "search_results",
 ]
 
-#: OpenLineage eventType -> Marquez run state (Marquez's own mapping; START means running).
-MARQUEZ_RUN_STATES: dict[str, str] = {
-    "START": "RUNNING",
-    "RUNNING": "RUNNING",
-    "COMPLETE": "COMPLETED",
-    "FAIL": "FAILED",
-    "ABORT": "ABORTED",
-}
-
-
 #: ``liveness`` of a START/RUNNING run that carries a heartbeat facet and still heartbeats.
 LIVE = "LIVE"
-
-
-def marquez_state(state: str | None) -> str:
-    """``NEW`` when no state-changing event was seen (only OTHER events, or none)."""
-    return MARQUEZ_RUN_STATES.get(state or "", "NEW")
 
 
 def iso(value: datetime) -> str:

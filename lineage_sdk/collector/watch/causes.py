@@ -19,13 +19,15 @@ path: no read, no I/O).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+import orjson
 
 from lineage_sdk.collector.store import LineageRecord, node_id
 from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.collector.watch.model import Beat, Cause, Noticed, SchemaSeen, cause_id
+from lineage_sdk.models.json_exact import dumps_exact
 from lineage_sdk.models.run_state import TERMINAL_STATES, heartbeat_interval, run_state
 
 __all__ = [
@@ -144,7 +146,8 @@ def failed_assertions(item: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    """Sorted-key JSON text of an assertion (the project's exact writer: a big integer too)."""
+    return dumps_exact(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def schema_fields(facets: Mapping[str, Any]) -> dict[str, str | None] | None:

@@ -38,20 +38,18 @@ from lineage_sdk.collector.records import compute_event_id, parse_event_time
 from lineage_sdk.collector.store import LineageGraph, node_id, parse_node_id
 from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.exceptions import InvalidEventError
-from lineage_sdk.models.run_state import fold_states, heartbeat_interval, is_stale, pick_interval
+from lineage_sdk.models.run_state import (
+    fold_states,
+    heartbeat_interval,
+    is_stale,
+    marquez_state,
+    pick_interval,
+)
 
 __all__ = ["impact", "impact_answer"]
 
 Key = tuple[str, str]
 
-#: OpenLineage eventType -> Marquez run state (the API's own mapping; START means running).
-_MARQUEZ_STATES = {
-    "START": "RUNNING",
-    "RUNNING": "RUNNING",
-    "COMPLETE": "COMPLETED",
-    "FAIL": "FAILED",
-    "ABORT": "ABORTED",
-}
 _NEVER = datetime.min.replace(tzinfo=UTC)
 
 
@@ -240,7 +238,7 @@ class _Fold:
             fold = fold_states(stated)
             run: dict[str, Any] = {
                 "id": run_id,
-                "state": _MARQUEZ_STATES.get(fold.state or "", "NEW"),
+                "state": marquez_state(fold.state),
             }
             if fold.started_at is not None:
                 run["startedAt"] = _iso(fold.started_at)
