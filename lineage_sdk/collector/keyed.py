@@ -54,6 +54,7 @@ __all__ = [
     "kept_keys",
     "keyed_answer",
     "keyed_graph",
+    "names_are_keys",
     "walk_keys",
 ]
 
@@ -77,6 +78,15 @@ class EdgeStep(Protocol[K]):
 NameReader = Callable[[NodeType, list[K]], dict[K, tuple[str, str]]]
 #: The names of the given job keys and their latest runs (a node's ``latestRun``), in one read.
 JobReader = Callable[[set[K]], tuple[dict[K, tuple[str, str]], dict[K, dict[str, Any]]]]
+
+
+def names_are_keys(
+    node_type: NodeType, keys: list[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, str]]:
+    """The :data:`NameReader` of walks keyed by names, which reads nothing: every walked key but
+    the root came from an edge, whose event made both ends' node rows, first seen no later than
+    the edge; the root is in the answer whether or not it was recorded."""
+    return {k: k for k in keys}
 
 
 @dataclass

@@ -42,7 +42,7 @@ from lineage_sdk.collector.engine.views import (
     view_graph,
     windowed_pairs,
 )
-from lineage_sdk.collector.keyed import keyed_answer, walk_keys
+from lineage_sdk.collector.keyed import keyed_answer, names_are_keys, walk_keys
 from lineage_sdk.collector.records import state_rank_time
 from lineage_sdk.collector.store import (
     ColumnGraph,
@@ -315,19 +315,13 @@ class Engine:
                 _share(shared.setdefault((end, io), {}), end, keys, rows)
             return [(r.job, r.dataset) for r in rows]
 
-        def read_names(node_type: NodeType, keys: list[Key]) -> dict[Key, Key]:
-            """A key is its names. Every walked key but the root came from an edge, whose
-            event made both ends' node rows, first seen no later than the edge; the root is
-            in the answer whether or not it was recorded. So no node row is read."""
-            return {k: k for k in keys}
-
         def read_jobs(jobs: set[Key]) -> tuple[dict[Key, Key], dict[Key, dict[str, Any]]]:
-            names = read_names("JOB", list(jobs))
+            names = names_are_keys("JOB", list(jobs))
             latest = self._latest_entries(list(names), until)
             return names, latest
 
-        walk = walk_keys(step, root, direction, max(0, depth), node_limit, read_names)
-        return keyed_answer(node, root, walk, direction, node_limit, read_names, read_jobs)
+        walk = walk_keys(step, root, direction, max(0, depth), node_limit, names_are_keys)
+        return keyed_answer(node, root, walk, direction, node_limit, names_are_keys, read_jobs)
 
     def declared(
         self, jobs: Sequence[Key], *, as_of: datetime | None = None

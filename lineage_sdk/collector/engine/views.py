@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from lineage_sdk.collector.backend import EdgeRow, Io, Key, LineageBackend, RunRow
-from lineage_sdk.collector.keyed import EdgeStep, KeyedWalk, walk_keys
+from lineage_sdk.collector.keyed import EdgeStep, KeyedWalk, names_are_keys, walk_keys
 from lineage_sdk.collector.store import (
     Direction,
     Granularity,
@@ -398,7 +398,12 @@ def view_graph(
     def size(walk: KeyedWalk[Key]) -> int:
         return len(walk.datasets) if granularity == "dataset" else len(walk)
 
-    walk = walk_keys(step, root, direction, depth, node_limit, size=size)
+    # The job and parent views count every node, as the job view's own walk does: the closing
+    # step is narrowed to the nodes the cut keeps (a parent-view walk of 1,000 nodes read the
+    # edges and runs of 2,500 jobs without it). The dataset view counts datasets and cuts its
+    # folded graph itself.
+    names = None if granularity == "dataset" else names_are_keys
+    walk = walk_keys(step, root, direction, depth, node_limit, names, size=size)
     if granularity == "dataset" and root[0] == "JOB" and direction in ("upstream", "downstream"):
         # The job is no node: its own edges stand for it, both sides, whichever way is walked.
         io: Io = "out" if direction == "upstream" else "in"
@@ -407,11 +412,9 @@ def view_graph(
             walk.edges.add(
                 ("JOB", job, "DATASET", ds) if io == "out" else ("DATASET", ds, "JOB", job)
             )
-    graph = _graph(start or node, walk)
     if granularity == "dataset":
-        view = _dataset_view(graph, direction, node_limit, root)
-        view.start = start
-        return view
+        return _dataset_view(node, walk, direction, node_limit, root)
+    graph = _graph(start or node, walk)
     graph = cut_lineage(graph, direction, node_limit)
     jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
     for key, run in latest_runs(jobs, window.until).items():
@@ -431,38 +434,41 @@ def view_graph(
 
 
 def _dataset_view(
-    graph: LineageGraph,
+    node: str,
+    walk: KeyedWalk[Key],
     direction: Direction,
     node_limit: int | None,
     root: tuple[NodeType, Key],
 ) -> ViewGraph:
-    """The job graph folded into dataset -> dataset edges, each listing its jobs, cut on
-    datasets (a job root is no node: its datasets are at distance 0)."""
-    view = LineageGraph(root=graph.root)
-    edges: dict[tuple[str, str], set[Key]] = {}
-    for item in graph.nodes.values():
-        if item.type == "DATASET":
-            view.nodes[item.id] = LineageNode(
-                item.id, "DATASET", item.namespace, item.name, dict(item.data)
-            )
-        elif item.type == "JOB":
-            for read in item.in_edges:
-                for wrote in item.out_edges:
-                    if read.origin != wrote.destination:
-                        pair = (read.origin, wrote.destination)
-                        edges.setdefault(pair, set()).add((item.namespace, item.name))
-    for origin, dest in sorted(edges):
-        edge = LineageEdge(origin, dest)
-        view.nodes[origin].out_edges.append(edge)
-        view.nodes[dest].in_edges.append(edge)
-    if root[0] == "JOB":
-        job = graph.nodes.get(graph.root)
-        touched = (
-            []
-            if job is None
-            else [e.origin for e in job.in_edges] + [e.destination for e in job.out_edges]
+    """The job walk folded into dataset -> dataset edges, each listing its jobs, cut on
+    datasets (a job root is no node: its datasets are at distance 0). Built from the walk's
+    keys, with no graph of its jobs (building that took a third of the view's time)."""
+    reads: dict[Key, list[Key]] = {}
+    writes: dict[Key, list[Key]] = {}
+    for origin_type, origin, _, destination in walk.edges:
+        if origin_type == "DATASET":
+            reads.setdefault(destination, []).append(origin)
+        else:
+            writes.setdefault(origin, []).append(destination)
+    ids = {key: node_id("DATASET", *key) for key in walk.datasets}
+    view = LineageGraph(root=node)
+    for key, nid in ids.items():
+        view.nodes[nid] = LineageNode(
+            nid, "DATASET", key[0], key[1], {"namespace": key[0], "name": key[1]}
         )
-        cut = _cut_from(view, touched, direction, node_limit)
+    edges: dict[tuple[str, str], set[Key]] = {}
+    for job, outputs in writes.items():
+        for read in reads.get(job, ()):
+            for wrote in outputs:
+                if read != wrote:
+                    edges.setdefault((ids[read], ids[wrote]), set()).add(job)
+    for from_id, to_id in sorted(edges):
+        edge = LineageEdge(from_id, to_id)
+        view.nodes[from_id].out_edges.append(edge)
+        view.nodes[to_id].in_edges.append(edge)
+    if root[0] == "JOB":
+        touched = {ids[ds] for ds in (*reads.get(root[1], ()), *writes.get(root[1], ()))}
+        cut = _cut_from(view, sorted(touched), direction, node_limit)
     else:
         cut = cut_lineage(view, direction, node_limit)
     data = {
