@@ -11,10 +11,24 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from servers import postgres_database
 
-from lineage_sdk.collector.watch.model import Alert, Beat, Cause, Noticed, SchemaSeen, cause_id
+from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.stores.memory import MemoryBackend
+from lineage_sdk.collector.watch.deliver import Deliverer
+from lineage_sdk.collector.watch.model import (
+    CAUSE_KINDS,
+    Alert,
+    Beat,
+    Cause,
+    Noticed,
+    SchemaSeen,
+    cause_id,
+)
+from lineage_sdk.collector.watch.rules import Rule
 from lineage_sdk.collector.watch.store import WatchStore
+from lineage_sdk.collector.watch.worker import Watcher
 from lineage_sdk.exceptions import StoreError
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -235,3 +249,99 @@ def test_one_record_is_one_transaction(store: WatchStore) -> None:
         store.record(Noticed(causes=(cause(1),), schemas=(), beats=(bad,)))
     assert store.claim_causes("a", 10, 60) == []
     assert store.live_runs() == []
+
+
+def test_one_pass_settles_a_datasets_candidates_each_against_the_one_before(
+    store: WatchStore,
+) -> None:
+    """Candidates of one dataset claimed together are settled in one transaction, oldest first,
+    each compared with the one settled just before it in the same pass."""
+    ds = ("shop", "orders")
+
+    def seen(event: str, seconds: int, fields: dict[str, str | None]) -> SchemaSeen:
+        return SchemaSeen(ds, event, T0 + timedelta(seconds=seconds), None, None, fields)
+
+    s1 = seen("e1", 1, {"id": "INT", "name": "TEXT", "amount": "DECIMAL"})
+    s2 = seen("e2", 2, {"id": "INT", "name": "TEXT"})  # removes amount
+    s3 = seen("e3", 3, {"id": "BIGINT", "name": "TEXT"})  # retypes id
+    s4 = seen("e4", 4, {"id": "bigint", "name": "TEXT", "note": "TEXT"})  # adds: no break
+    store.record(Noticed(schemas=(s3, s1, s4, s2)))
+    engine = EngineStore(MemoryBackend())  # no stored events: s1 has nothing before it
+    deliverer = Deliverer(store, [])
+    watcher = Watcher(store, engine, [], deliverer, source="urn:test")
+    try:
+        assert watcher._settle_schemas() == 4
+    finally:
+        deliverer.close()
+    found = sorted(
+        (c.time, [(f["name"], f["change"]) for f in c.data["fields"]])
+        for c in store.claim_causes("t", 10, 60)
+    )
+    assert found == [(s2.event_time, [("amount", "removed")]), (s3.event_time, [("id", "type")])]
+    assert store.previous_schema(ds) == s4
+    assert store.claim_schemas("t", 10, 60) == []  # every candidate settled
+
+
+def test_open_replaces_the_first_releases_indexes(tmp_path: Path) -> None:
+    """A database an earlier release made keeps its rows and gets the indexes that hold each
+    claim's order; the indexes they replace are dropped."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    with WatchStore(url) as made:
+        made.record(Noticed(causes=(cause(1, "run_failed"),)))
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # as the first release left it
+        for name in ("alerts_next", "causes_next", "pending_schemas_next"):
+            conn.execute(sa.text(f"DROP INDEX lineage_watch_{name}"))
+        conn.execute(
+            sa.text(
+                "CREATE INDEX lineage_watch_alerts_due ON lineage_watch_alerts (status, next_at)"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "CREATE INDEX lineage_watch_causes_todo ON lineage_watch_causes (done, noticed_at)"
+            )
+        )
+    with WatchStore(url) as reopened:
+        assert [c.id for c in reopened.claim_causes("a", 10, 60)] == [cause(1, "run_failed").id]
+    with engine.connect() as conn:
+        names = {
+            i["name"]
+            for table in (
+                "lineage_watch_alerts",
+                "lineage_watch_causes",
+                "lineage_watch_pending_schemas",
+            )
+            for i in sa.inspect(conn).get_indexes(table)
+        }
+    engine.dispose()
+    assert names == {
+        "lineage_watch_alerts_next",
+        "lineage_watch_causes_next",
+        "lineage_watch_pending_schemas_next",
+    }
+
+
+def test_the_worker_yields_while_ingest_is_busy(store: WatchStore) -> None:
+    """More than 500 events stored in the last half second: a pass resolves one cause and
+    starts at most two sends; once ingest is quiet, passes are whole again."""
+    rules = [
+        Rule(f"http://127.0.0.1:9/{i}", "whsec_AAAA", frozenset(CAUSE_KINDS), None, 1)
+        for i in range(3)
+    ]
+    deliverer = Deliverer(store, rules, workers=8, per_rule=2, timeout=0.2)
+    watcher = Watcher(
+        store, EngineStore(MemoryBackend()), rules, deliverer, source="urn:test", group_wait_s=0
+    )
+    try:
+        store.record(Noticed(causes=tuple(cause(n) for n in range(4))))
+        assert not watcher._crowded()
+        watcher.notice([])  # a batch's bookkeeping: nothing noticed, counted by its size
+        watcher._stored.append((time.monotonic(), 600))
+        assert watcher._crowded()
+        assert watcher._resolve(1, 2) == 1
+        assert len(store.claim_causes("other", 10, 60)) == 3  # the three left for later
+        time.sleep(0.6)
+        assert not watcher._crowded()
+    finally:
+        deliverer.close()
