@@ -345,3 +345,9 @@ def test_the_worker_yields_while_ingest_is_busy(store: WatchStore) -> None:
         assert not watcher._crowded()
     finally:
         deliverer.close()
+
+
+def test_a_cause_is_claimed_once_its_group_wait_has_passed(store: WatchStore) -> None:
+    store.record(Noticed(causes=(cause(1),)))
+    assert store.claim_causes("a", 10, 60, wait_s=30) == []  # noticed just now
+    assert [c.id for c in store.claim_causes("a", 10, 60, wait_s=0)] == [cause(1).id]

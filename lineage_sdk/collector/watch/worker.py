@@ -163,14 +163,16 @@ class Watcher:
                 self._stored.popleft()
             return sum(n for _, n in self._stored) > _BUSY_EVENTS
 
-    def run_once(self, *, crowded: bool = False) -> int:
+    def run_once(self, *, crowded: bool = False, group_wait: bool = True) -> int:
         """One pass (see the module); how much it did (0: nothing was waiting). ``crowded``
-        (ingest is busy): a short one that waits (briefly) for its sends."""
+        (ingest is busy): a short one that waits (briefly) for its sends; not ``group_wait``:
+        the causes noticed in the last ``group_wait_s`` are resolved too."""
+        wait_s = self.group_wait_s if group_wait else 0.0
         now = self.clock()
         sends = _CROWDED_SENDS if crowded else None
         done = self._settle_schemas()
         done += self._sweep(now)
-        done += self._resolve(_CROWDED_CAUSES if crowded else _CAUSES_A_PASS, sends)
+        done += self._resolve(_CROWDED_CAUSES if crowded else _CAUSES_A_PASS, sends, wait_s)
         done += self.deliverer.run_once(self.clock(), limit=sends)
         if crowded:
             self.deliverer.wait_idle(0.2)
@@ -178,10 +180,10 @@ class Watcher:
 
     def drain(self, timeout: float = 10.0) -> bool:
         """Passes until one finds nothing to do (True), or ``timeout`` seconds (False): what a
-        test or a shutdown waits on."""
+        test or a shutdown waits on (a cause is resolved at once: no ``group_wait``)."""
         deadline = self.clock() + timedelta(seconds=timeout)
         while self.clock() < deadline:
-            if not self.run_once():
+            if not self.run_once(group_wait=False):
                 return True
         return False
 
@@ -255,12 +257,12 @@ class Watcher:
         except LookupError:
             return []
 
-    def _resolve(self, limit: int, sends: int | None) -> int:
+    def _resolve(self, limit: int, sends: int | None, wait_s: float = 0.0) -> int:
         """Resolve up to ``limit`` causes, each one's alerts sent as soon as it is resolved (a
         cause does not wait for the impact of the ones claimed after it; ``sends``: at most
         that many started); between causes, a stop ends the pass (the rest go back when their
         lease ends)."""
-        causes = self.store.claim_causes(self.owner, limit, _LEASE_S, wait_s=self.group_wait_s)
+        causes = self.store.claim_causes(self.owner, limit, _LEASE_S, wait_s=wait_s)
         for done, cause in enumerate(causes):
             if self._stop.is_set():
                 return done
