@@ -11,11 +11,11 @@ the fleet picks up where this one stopped.
 
 The worker yields to ingest: it shares the process (and the GIL) with it, and on SQLite the
 database's write lock. While ingest is busy (more than ``_BUSY_EVENTS`` events stored in the
-last half second: 1,000 a second), a pass resolves one cause and sends at most two alerts, and
-the worker then pauses so that it takes about 5% of the time (at least one pass every two
-seconds: alerts are delayed, never dropped). Unyielding, it cut a saturated ingest to
-0.64x (``bench_api --watch``, 50 rules: a cause's alerts cost about 3.5 ms of CPU each: impact,
-claim, send and outcome).
+last half second: 1,000 a second), a pass settles ten schema candidates, resolves one cause and
+sends at most two alerts, and the worker then pauses so that it takes about 5% of the time (at
+least one pass every two seconds: alerts are delayed, never dropped). Unyielding, it cut a
+saturated ingest to 0.64x (``bench_api --watch``, 50 rules: a cause's alerts cost about 3.5 ms
+of CPU each: impact, claim, send and outcome).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ _SHARE = 0.05
 _LONGEST_PAUSE_S = 2.0
 _CROWDED_CAUSES = 1
 _CROWDED_SENDS = 2
+_CROWDED_SCHEMAS = 10
 
 
 def _now() -> datetime:
@@ -170,7 +171,7 @@ class Watcher:
         wait_s = self.group_wait_s if group_wait else 0.0
         now = self.clock()
         sends = _CROWDED_SENDS if crowded else None
-        done = self._settle_schemas()
+        done = self._settle_schemas(_CROWDED_SCHEMAS if crowded else _BATCH)
         done += self._sweep(now)
         done += self._resolve(_CROWDED_CAUSES if crowded else _CAUSES_A_PASS, sends, wait_s)
         done += self.deliverer.run_once(self.clock(), limit=sends)
@@ -189,11 +190,11 @@ class Watcher:
 
     # -- schema_breaking ------------------------------------------------------------------------
 
-    def _settle_schemas(self) -> int:
+    def _settle_schemas(self, limit: int = _BATCH) -> int:
         """Compare each claimed schema candidate with its dataset's schema before it, oldest
         first, and settle them all in one transaction (one each took the store's write lock
         hundreds of times a second under ingest)."""
-        seen = self.store.claim_schemas(self.owner, _BATCH, _LEASE_S)
+        seen = self.store.claim_schemas(self.owner, limit, _LEASE_S)
         if not seen:
             return 0
         stored = self.store.previous_schemas({item.dataset for item in seen})
