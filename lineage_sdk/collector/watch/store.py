@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import orjson
 import sqlalchemy as sa
@@ -68,10 +68,35 @@ class Outcome:
     time), ``pending`` again from ``next_at`` (retried), or ``parked``; ``error`` why not sent."""
 
     alert_id: str
-    status: str
+    status: Literal["sent", "pending", "parked"]
     at: datetime
     next_at: datetime | None = None
     error: str | None = None
+
+
+def _outcome_updates(t: sa.Table) -> dict[str, Any]:
+    """:meth:`WatchStore.settle`'s statement for each outcome, built once (building one costs
+    more than running it): the attempt counted and the lease released; a sent alert is never
+    made pending or parked by a late outcome, a parked one is never made pending."""
+
+    def ended(*where: Any, **values: Any) -> Any:
+        return (
+            sa.update(t)
+            .where(t.c.id == sa.bindparam("alert_id"), *where)
+            .values(attempts=t.c.attempts + 1, claimed_by=None, claimed_until=None, **values)
+        )
+
+    return {
+        "sent": ended(
+            t.c.status != "sent", status="sent", sent_at=sa.bindparam("ended_at"), last_error=None
+        ),
+        "pending": ended(
+            t.c.status == "pending",
+            next_at=sa.bindparam("due_at"),
+            last_error=sa.bindparam("error"),
+        ),
+        "parked": ended(t.c.status == "pending", status="parked", last_error=sa.bindparam("error")),
+    }
 
 
 def _tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
@@ -266,6 +291,7 @@ class WatchStore:
         self._engine: Engine | None = None
         self._pg = False
         self._record: tuple[Any, Any, Any, Any] | None = None
+        self._outcome_updates = _outcome_updates(self._t["alerts"])
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -457,13 +483,14 @@ class WatchStore:
         if limit <= 0:
             return []
         free = sa.or_(table.c.claimed_until.is_(None), table.c.claimed_until <= now)
+        candidates = sa.select(table.c.id).where(*where, free)
         # A read first: most passes find nothing, and a claim is a write transaction, which on
         # SQLite takes the database's write lock that ingest shares (the watch's store is the
         # sql store's database by default); a read in WAL mode waits for no writer.
         with self._reading() as conn:
-            if conn.execute(sa.select(table.c.id).where(*where, free).limit(1)).first() is None:
+            if conn.execute(candidates.limit(1)).first() is None:
                 return []
-        pick = sa.select(table.c.id).where(*where, free).order_by(*order_by).limit(limit)
+        pick = candidates.order_by(*order_by).limit(limit)
         if self._pg:
             pick = pick.with_for_update(skip_locked=True)
         stmt = (
@@ -622,45 +649,9 @@ class WatchStore:
     def settle(self, outcomes: Sequence[Outcome]) -> None:
         """Write what attempts came to, in one transaction (the deliverer gathers the outcomes
         that end while one is written: one commit for many sends, not one each), each row
-        released from its lease. A sent alert is never made pending or parked by a late
-        outcome; a parked one is not made pending."""
+        released from its lease (:func:`_outcome_updates`)."""
         if not outcomes:
             return
-        t = self._t["alerts"]
-        release: dict[str, Any] = {"claimed_by": None, "claimed_until": None}
-        one = t.c.id == sa.bindparam("alert_id")
-        sent = (
-            sa.update(t)
-            .where(one, t.c.status != "sent")
-            .values(
-                status="sent",
-                sent_at=sa.bindparam("ended_at"),
-                attempts=t.c.attempts + 1,
-                last_error=None,
-                **release,
-            )
-        )
-        again = (
-            sa.update(t)
-            .where(one, t.c.status == "pending")
-            .values(
-                next_at=sa.bindparam("due_at"),
-                attempts=t.c.attempts + 1,
-                last_error=sa.bindparam("error"),
-                **release,
-            )
-        )
-        parked = (
-            sa.update(t)
-            .where(one, t.c.status == "pending")
-            .values(
-                status="parked",
-                attempts=t.c.attempts + 1,
-                last_error=sa.bindparam("error"),
-                **release,
-            )
-        )
-        statements = {"sent": sent, "pending": again, "parked": parked}
         rows: dict[str, list[dict[str, Any]]] = {}
         for o in outcomes:
             rows.setdefault(o.status, []).append(
@@ -674,7 +665,7 @@ class WatchStore:
 
         def work(conn: Connection) -> None:
             for status, params in rows.items():
-                conn.execute(statements[status], params)
+                conn.execute(self._outcome_updates[status], params)
 
         self._writing(work)
 
