@@ -127,10 +127,14 @@ STALE_AFTER_HEARTBEATS: Final = 3
 def heartbeat_interval(event: Mapping[str, Any]) -> float | None:
     """The heartbeat interval (seconds) ``event`` names in its ``lineagesdk_heartbeat`` run facet,
     or None: no facet, or a value that is not a positive finite number (then never stale)."""
+    # Called for every run event on the write path: an absent part returns before the ABC
+    # check (``isinstance(None, Mapping)`` is the slow one).
     run = event.get("run")
-    facets = run.get("facets") if isinstance(run, Mapping) else None
-    facet = facets.get(HEARTBEAT_FACET_KEY) if isinstance(facets, Mapping) else None
-    value = facet.get("intervalS") if isinstance(facet, Mapping) else None
+    facets = run.get("facets") if run is not None and isinstance(run, Mapping) else None
+    if facets is None or not isinstance(facets, Mapping):
+        return None
+    facet = facets.get(HEARTBEAT_FACET_KEY)
+    value = facet.get("intervalS") if facet is not None and isinstance(facet, Mapping) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     value = float(value)

@@ -156,3 +156,34 @@ def test_breaking_changes() -> None:
         {"name": "name", "change": "removed", "oldType": "TEXT", "newType": None},
     ]
     assert breaking_changes(old, {**old, "added": "INT"}) == []
+
+
+def test_only_written_schemas_are_candidates_and_odd_facet_maps_are_skipped() -> None:
+    """An input's schema is no candidate, a DatasetEvent's dataset's is; an assertion in the
+    entry's ``facets`` alone is a cause; facet maps that are not objects say nothing (the
+    checks look for the facets' keys before reading them)."""
+    failed = _facet(assertions=[{"assertion": "positive", "success": False}])
+    read = {
+        "namespace": "pg",
+        "name": "src",
+        "facets": {**_schema(("id", "INT")), "dataQualityAssertions": failed},
+    }
+    odd = [
+        {"namespace": "pg", "name": "a", "facets": ["schema"], "inputFacets": "x"},
+        {"namespace": "pg", "name": "b", "facets": None, "outputFacets": [1, 2]},
+    ]
+    found = noticed([build_record(_event("COMPLETE", run_id=str(uuid.uuid4()), inputs=[read]))])
+    assert not found.schemas
+    assert [c.subject for c in found.causes] == ["dataset:pg:src"]
+    odd_found = noticed(
+        [build_record(_event("COMPLETE", run_id=str(uuid.uuid4()), inputs=odd, outputs=odd))]
+    )
+    assert not odd_found.schemas and not odd_found.causes
+    dataset_event = {
+        "eventTime": "2026-02-01T00:00:00Z",
+        "producer": PRODUCER,
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+        "dataset": {"namespace": "pg", "name": "dim", "facets": _schema(("k", "TEXT"))},
+    }
+    (seen,) = noticed([build_record(dataset_event)]).schemas
+    assert seen.dataset == ("pg", "dim") and seen.fields == {"k": "TEXT"} and seen.job is None
