@@ -204,6 +204,32 @@ def test_parent_view_folds_tasks_into_their_dag(apis: dict[str, httpx.Client]) -
     assert (d("r"), j("dag")) in _edges(from_task)
 
 
+def test_parent_view_nodes_carry_the_job_views_latest_runs(
+    apis: dict[str, httpx.Client],
+) -> None:
+    """A parent view's job nodes carry the ``latestRun`` the job view gives the same job (the
+    fold's own reads of the latest runs serve them when there is no window), in a window too,
+    and in one that ends while the DAG's run is running."""
+    windows: list[dict[str, str]] = [
+        {},
+        {"since": DAY2, "until": DAY4},
+        {"since": DAY2, "until": f"{DAY3}T01:25:00Z"},
+    ]
+    for window in windows:
+        answer = _ask(
+            apis, nodeId=d("u"), granularity="parent", direction="upstream", depth=2, **window
+        )
+        jobs = [n for n in answer["graph"] if n["type"] == "JOB"]
+        assert jobs, window
+        for node in jobs:
+            alone = _ask(apis, nodeId=node["id"], direction="both", depth=0, **window)
+            (same,) = [n for n in alone["graph"] if n["id"] == node["id"]]
+            assert node["data"].get("latestRun") == same["data"].get("latestRun"), node["id"]
+        dag = next(n for n in jobs if n["id"] == j("dag"))
+        running = window.get("until", "").endswith("01:25:00Z")
+        assert dag["data"]["latestRun"]["state"] == ("RUNNING" if running else "COMPLETED")
+
+
 def test_every_view_is_bounded(apis: dict[str, httpx.Client]) -> None:
     for granularity in ("job", "dataset", "run", "parent"):
         answer = _ask(apis, nodeId=d("t"), granularity=granularity, nodeLimit=2, depth=10)

@@ -38,6 +38,7 @@ from lineage_sdk.collector.engine.views import (
     ViewGraph,
     Window,
     check_node,
+    latest_entry,
     parse_run_node,
     view_graph,
     windowed_pairs,
@@ -121,16 +122,6 @@ def _names(*, namespace: object, name: object) -> Key:
 
 def _loads(rows: Iterable[EventRow]) -> list[dict[str, Any]]:
     return [loads_exact(r.json) for r in rows]
-
-
-def _latest_entry(run: RunRow) -> dict[str, Any]:
-    """A lineage job node's ``latestRun``."""
-    return {
-        "runId": run.run_id,
-        "state": run.state.value,
-        "stateTime": state_rank_time(run.state.rank),
-        "heartbeatS": run.heartbeat_s,
-    }
 
 
 def _summary(run: RunRow, job: Key | None = None) -> RunSummary:
@@ -345,7 +336,7 @@ class Engine:
             return {}
         if until is None:
             rows = self.backend.runs(jobs=jobs, latest=1)
-            return {job: _latest_entry(run) for job, run in _by_job(rows).items()}
+            return {job: latest_entry(run) for job, run in _by_job(rows).items()}
         return self._latest_runs_until(jobs, until)
 
     def _latest_runs_until(self, jobs: Sequence[Key], until: datetime) -> dict[Key, dict[str, Any]]:
@@ -380,7 +371,7 @@ class Engine:
             beat = heartbeat_interval(orjson.loads(ev.json)) if beating else None
             fold.add(ev.run_id or "", state_key(ev.event_type, ev.event_time, ev.event_id), beat)
         return {
-            job: _latest_entry(ended[(job, run_id)])
+            job: latest_entry(ended[(job, run_id)])
             if run_id not in spanning
             else fold.latest_run(run_id)
             for job, (_, run_id) in best.items()

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from lineage_sdk.collector.backend import EdgeRow, Io, Key, LineageBackend, RunRow
 from lineage_sdk.collector.keyed import EdgeStep, KeyedWalk, names_are_keys, walk_keys
+from lineage_sdk.collector.records import state_rank_time
 from lineage_sdk.collector.store import (
     Direction,
     Granularity,
@@ -49,6 +50,7 @@ __all__ = [
     "RUN_PREFIX",
     "ViewGraph",
     "Window",
+    "latest_entry",
     "parse_run_node",
     "view_graph",
     "window_step",
@@ -260,14 +262,50 @@ class _RunStep:
         return [self.runs[r] for r in run_ids if r in self.runs]
 
 
+def latest_entry(run: RunRow) -> dict[str, Any]:
+    """A lineage job node's ``latestRun``."""
+    return {
+        "runId": run.run_id,
+        "state": run.state.value,
+        "stateTime": state_rank_time(run.state.rank),
+        "heartbeatS": run.heartbeat_s,
+    }
+
+
 class _Folding:
     """The parent view: each job's root job (its latest run's parent run's job, to the top)
-    and each root's members (the jobs whose runs name it as parent, to the bottom)."""
+    and each root's members (the jobs whose runs name it as parent, to the bottom).
+
+    Run rows read once serve the whole answer: the jobs' latest runs (the job nodes'
+    ``latestRun`` when there is no window: the graph's last read, a quarter of the view's time
+    before) and the runs read by id, which the climbs of later steps find again (a child's parent
+    run is, most often, its parent job's latest run, read when that job was met)."""
 
     def __init__(self, b: LineageBackend, until: datetime | None) -> None:
         self.b, self.until = b, until
         self.root: dict[Key, Key] = {}
         self.members: dict[Key, set[Key]] = {}
+        #: Each job's latest run before ``until``, as :meth:`LineageBackend.runs` answered it.
+        self.latest: dict[Key, RunRow] = {}
+        #: Run rows by id, as read by id (a run id two jobs share has two rows).
+        self.rows: dict[str, list[RunRow]] = {}
+        #: The latest runs by id too, where a climb looks first (none with a window: such a row
+        #: may span its end).
+        self.latest_runs: dict[str, RunRow] = {}
+
+    def runs_by_id(self, run_ids: Collection[str]) -> list[RunRow]:
+        """The rows of these runs, each id read once."""
+        missing = [rid for rid in run_ids if rid not in self.rows]
+        if missing:
+            for rid in missing:
+                self.rows[rid] = []
+            for row in self.b.runs(run_ids=missing):
+                self.rows[row.run_id].append(row)
+        return [row for rid in run_ids for row in self.rows[rid]]
+
+    def _row(self, run_id: str) -> RunRow | None:
+        """A stored row of the run (a run id two jobs share: either), None if not stored."""
+        return self.latest_runs.get(run_id) or next(iter(self.rows.get(run_id, ())), None)
 
     def roots(self, jobs: Collection[Key]) -> dict[Key, Key]:
         """Each job's root: the job of the top run above its latest run, climbing run rows by
@@ -277,19 +315,20 @@ class _Folding:
         latest = self.b.runs(jobs=list(todo), until=self.until, latest=1) if todo else []
         top: dict[Key, str] = {}
         for run in latest:
-            link = run.root_run_id or run.parent_run_id
-            if run.job in todo and link and link != run.run_id:
-                top[run.job] = link
-        rows: dict[str, RunRow] = {}
+            if run.job in todo:
+                self.latest.setdefault(run.job, run)
+                if self.until is None:
+                    self.latest_runs.setdefault(run.run_id, run)
+                link = run.root_run_id or run.parent_run_id
+                if link and link != run.run_id:
+                    top[run.job] = link
         stored: dict[Key, str] = {}  # each job's highest run found stored so far
         climbing, seen = dict(top), {job: {rid} for job, rid in top.items()}
         for _ in range(16):  # a chain of runs without a root link folds at its 16th run
-            missing = {rid for rid in climbing.values() if rid not in rows}
-            if missing:
-                rows.update((r.run_id, r) for r in self.b.runs(run_ids=list(missing)))
+            self.runs_by_id({r for r in climbing.values() if r not in self.latest_runs})
             higher: dict[Key, str] = {}
             for job, rid in climbing.items():
-                row = rows.get(rid)
+                row = self._row(rid)
                 if row is None:
                     continue  # not stored: the chain stops at what was found
                 stored[job] = rid
@@ -301,7 +340,7 @@ class _Folding:
                 break
             climbing = higher
         for job in todo:
-            row = rows.get(stored.get(job, ""))
+            row = self._row(stored.get(job, ""))
             self.root[job] = row.job if row is not None and row.job is not None else job
         return {j: self.root[j] for j in jobs}
 
@@ -315,8 +354,7 @@ class _Folding:
         while frontier:
             mentions = self.b.mentions("JOB", frontier, roles=["parent"], until=self.until)
             runs = {m.source_id for m in mentions if m.source == "run"}
-            rows = self.b.runs(run_ids=list(runs)) if runs else []
-            jobs = {r.job for r in rows if r.job is not None}
+            jobs = {r.job for r in self.runs_by_id(runs) if r.job is not None}
             frontier = set()
             for job, top in self.roots(jobs).items():
                 if top in todo and job not in self.members[top]:
@@ -417,7 +455,14 @@ def view_graph(
     graph = _graph(start or node, walk)
     graph = cut_lineage(graph, direction, node_limit)
     jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
-    for key, run in latest_runs(jobs, window.until).items():
+    entries: dict[Key, dict[str, Any]] = {}
+    if granularity == "parent" and window.until is None:  # the fold read them: no second read
+        entries = {j: latest_entry(folding.latest[j]) for j in jobs if j in folding.latest}
+        jobs_left = [j for j in jobs if j not in folding.root]
+    else:
+        jobs_left = jobs
+    entries.update(latest_runs(jobs_left, window.until))
+    for key, run in entries.items():
         graph.nodes[node_id("JOB", *key)].data["latestRun"] = run
     if granularity == "parent":
         folding.expand(jobs)  # one batch for the jobs the walk did not expand
