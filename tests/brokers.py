@@ -37,19 +37,14 @@ import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from serve_process import free_port
+
 __all__ = ["RabbitCluster", "RabbitNode", "free_port", "one_node"]
 
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
 _STARTUP_TIMEOUT_S = 90.0
 _LIVE: weakref.WeakSet[RabbitNode] = weakref.WeakSet()
 _LIVE_LOCK = threading.Lock()
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now (loopback)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _port_open(port: int) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ from api_helpers import (
     run_event,
     schema_facet,
 )
+from serve_process import free_port
 
 from lineage_sdk.collector.api.access import AccessPolicy, hash_key, write_refusal
 from lineage_sdk.collector.api.server import api_settings
@@ -421,12 +421,6 @@ def test_a_dataset_b_wrote_in_the_shared_namespace_shows_a_nothing_of_b(a, admin
 # ---------------------------------------------------------------------- keys in URLs and logs
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_key_in_the_query_string_is_refused_and_never_logged(tmp_path):
     toml = tmp_path / "lineage.toml"
     tables = "".join(
@@ -440,7 +434,7 @@ def test_a_key_in_the_query_string_is_refused_and_never_logged(tmp_path):
         encoding="utf-8",
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LINEAGE_", "OPENLINEAGE_"))}
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "lineage_sdk.collector.cli", "serve", "--port", str(port)],
         env={**env, "LINEAGE_CONFIG": str(toml)},

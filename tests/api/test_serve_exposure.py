@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from servers import free_port
 
 from lineage_sdk.collector.api.server import is_loopback
 
@@ -30,12 +30,6 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lineage_sdk.collector.cli", "serve", *args],
@@ -49,7 +43,7 @@ def _serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", "example.com"])
 def test_a_non_loopback_address_without_a_key_is_refused_in_one_line(tmp_path, host):
-    result = _serve(tmp_path, "--host", host, "--port", str(_free_port()))
+    result = _serve(tmp_path, "--host", host, "--port", str(free_port()))
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
@@ -59,12 +53,12 @@ def test_a_non_loopback_address_without_a_key_is_refused_in_one_line(tmp_path, h
 
 
 def test_the_configured_host_is_checked_too(tmp_path):
-    result = _serve(tmp_path, LINEAGE_API_HOST="0.0.0.0", LINEAGE_API_PORT=str(_free_port()))
+    result = _serve(tmp_path, LINEAGE_API_HOST="0.0.0.0", LINEAGE_API_PORT=str(free_port()))
     assert result.returncode == 2 and "--insecure" in result.stderr
 
 
 def test_insecure_listens_on_every_interface_and_logs_a_warning(tmp_path):
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -106,7 +100,7 @@ def test_a_key_or_a_loopback_address_needs_no_flag(tmp_path):
         (["--host", "0.0.0.0"], {"LINEAGE_API_API_KEY": "k3y-for-tests"}),
         (["--host", "127.0.0.1"], {}),
     ):
-        port = _free_port()
+        port = free_port()
         proc = subprocess.Popen(
             [
                 sys.executable,

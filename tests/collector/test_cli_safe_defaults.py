@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 import orjson
 import pytest
 import sqlalchemy as sa
+from serve_process import free_port
 from servers import POSTGRES_URL, postgres_schema
 from vhosts import Vhost, rabbitmqctl
 
@@ -30,12 +30,6 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgres]
 
 CLI = [sys.executable, "-m", "lineage_sdk.collector.cli"]
 ERROR = "lineage-collector: error: "
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])  # closed again at once: nobody listens there
 
 
 def _env(tmp_path: Path, url: str, **extra: str) -> dict[str, str]:
@@ -267,7 +261,7 @@ def test_a_refused_store_login_stops_run_and_serve_at_once(tmp_path, vhost, comm
 
 
 def test_run_without_wait_exits_at_once_on_an_unreachable_broker(tmp_path):
-    port = _free_port()
+    port = free_port()
     env = _env(tmp_path, f"amqp://guest:guest@127.0.0.1:{port}/nobody-listens")
     result = _cli("run", env=env, cwd=tmp_path)
     assert result.returncode == 1, result.stderr
@@ -278,7 +272,7 @@ def test_run_without_wait_exits_at_once_on_an_unreachable_broker(tmp_path):
 
 @pytest.mark.parametrize("how", ["flag", "variable"])
 def test_wait_for_services_retries_an_unreachable_broker_then_gives_up(tmp_path, how):
-    port = _free_port()
+    port = free_port()
     env = _env(tmp_path, f"amqp://guest:guest@127.0.0.1:{port}/nobody-listens")
     args = ["run", "--wait-for-services", "2"] if how == "flag" else ["run"]
     if how == "variable":
@@ -300,7 +294,7 @@ def test_wait_for_services_retries_an_unreachable_broker_then_gives_up(tmp_path,
 
 
 def test_run_starts_when_one_node_of_a_cluster_answers(tmp_path, vhost: Vhost):
-    down = f"amqp://guest:guest@127.0.0.1:{_free_port()}/{vhost.name}"
+    down = f"amqp://guest:guest@127.0.0.1:{free_port()}/{vhost.name}"
     env = _env(tmp_path, vhost.url, LINEAGE_RABBITMQ_URLS=f"{down},{vhost.url}")
     del env["LINEAGE_RABBITMQ_URL"]
     proc, log = _started(["run"], env, tmp_path)
@@ -323,10 +317,10 @@ def _status(url: str) -> int:
 
 
 def test_while_it_waits_run_is_live_and_not_ready(tmp_path):
-    health = _free_port()
+    health = free_port()
     env = _env(
         tmp_path,
-        f"amqp://guest:guest@127.0.0.1:{_free_port()}/nobody-listens",
+        f"amqp://guest:guest@127.0.0.1:{free_port()}/nobody-listens",
         LINEAGE_COLLECTOR_HEALTH_PORT=str(health),
     )
     proc = subprocess.Popen(
@@ -350,7 +344,7 @@ def test_while_it_waits_run_is_live_and_not_ready(tmp_path):
 
 
 def test_serve_waits_for_an_unreachable_store_then_gives_up(tmp_path, vhost):
-    url = f"postgresql+psycopg://postgres@127.0.0.1:{_free_port()}/test"
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/test"
     env = _env(tmp_path, vhost.url, LINEAGE_STORE_SQL_URL=url)
     result, took = _timed(
         "serve", "--wait-for-services", "2", "--log-format", "text", env=env, cwd=tmp_path
@@ -399,7 +393,7 @@ def test_run_and_serve_log_in_one_format(tmp_path, vhost, log_format):
     env = _env(tmp_path, vhost.url)
     flags = [] if log_format == "json" else ["--log-format", "text"]
     run, run_log = _started(["run", *flags], env, tmp_path)
-    port = _free_port()
+    port = free_port()
     serve, serve_log = _started(["serve", "--port", str(port), *flags], env, tmp_path)
     try:
         run_lines = _lines_until(run, run_log, "consuming ")
@@ -471,7 +465,7 @@ def test_serve_on_the_memory_store_needs_no_database(tmp_path, vhost):
     checked = _cli("check", env=env, cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "memory" in _table(checked)
-    port = _free_port()
+    port = free_port()
     serve, log = _started(["serve", "--port", str(port)], env, tmp_path)
     base = f"http://127.0.0.1:{port}/api/v1"
     event = {

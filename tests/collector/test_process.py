@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from collector_helpers import (
     queue_depth,
     wait_until,
 )
+from serve_process import free_port
 
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.records import build_record
@@ -72,16 +72,10 @@ def _count(url: str) -> int:
         store.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_sigterm_mid_stream_loses_nothing_and_exits_zero(make_config, tmp_path):
     config = make_config()
     topo = Topology.from_config(config)
-    port = _free_port()
+    port = free_port()
     env = _env(
         config,
         tmp_path,

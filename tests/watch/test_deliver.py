@@ -9,7 +9,6 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from serve_process import free_port
 from servers import postgres_database
 from standardwebhooks import Webhook
 from webhook_receiver import receiver
@@ -73,12 +73,6 @@ def pump(deliverer: Deliverer, until: Callable[[], bool], timeout: float = 30.0)
             return True
         time.sleep(0.02)
     return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
