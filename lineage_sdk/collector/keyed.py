@@ -49,6 +49,7 @@ __all__ = [
     "JobReader",
     "KeyedEdge",
     "KeyedWalk",
+    "LevelHook",
     "NameReader",
     "cut_keys",
     "kept_keys",
@@ -74,6 +75,9 @@ class EdgeStep(Protocol[K]):
     ) -> Iterable[tuple[K, K]]: ...
 
 
+#: What every way of a walk is about to read at one step: ``(end, [(io, frontier), ...])``, called
+#: before the ways' reads (a step that can answer them together reads once: the parent view).
+LevelHook = Callable[[NodeType, list[tuple[Literal["in", "out"], set[K]]]], None]
 #: The (namespace, name) of the given keys of one node type that exist (others are absent).
 NameReader = Callable[[NodeType, list[K]], dict[K, tuple[str, str]]]
 #: The names of the given job keys and their latest runs (a node's ``latestRun``), in one read.
@@ -117,21 +121,26 @@ class _Way(Generic[K]):
     job_frontier: set[K]
     ds_frontier: set[K]
 
+    def asks(self, end: NodeType) -> list[tuple[Literal["in", "out"], set[K]]]:
+        """The reads of this way's next step from ``end``: (io, frontier) each."""
+        from_jobs = end == "JOB"
+        frontier = self.job_frontier if from_jobs else self.ds_frontier
+        if not frontier:
+            return []
+        # "in" edges run dataset -> job (the job reads it), "out" edges job -> dataset.
+        ios: tuple[Literal["in", "out"], ...] = ("in", "out")
+        if self.upstream is not None:
+            ios = ("in",) if self.upstream == from_jobs else ("out",)
+        return [(io, frontier) for io in ios]
+
     def expand(self, end: NodeType, step: EdgeStep[K], walk: KeyedWalk[K], closing: bool) -> None:
         """One step from the frontier's jobs (``end`` JOB: to the datasets they read upstream,
         write downstream) or datasets (DATASET: to the jobs beyond them); closing: only the
         edges to nodes the walk has."""
         from_jobs = end == "JOB"
-        frontier = self.job_frontier if from_jobs else self.ds_frontier
-        if not frontier:
-            return
         far_found, mine = (walk.datasets, self.datasets) if from_jobs else (walk.jobs, self.jobs)
         reached = self.ds_frontier if from_jobs else self.job_frontier
-        # "in" edges run dataset -> job (the job reads it), "out" edges job -> dataset.
-        ios: tuple[Literal["in", "out"], ...] = ("in", "out")
-        if self.upstream is not None:
-            ios = ("in",) if self.upstream == from_jobs else ("out",)
-        for io in ios:
+        for io, frontier in self.asks(end):
             for job, ds in step(end, frontier, io):
                 far = ds if from_jobs else job
                 if closing and far not in far_found:
@@ -158,6 +167,7 @@ def walk_keys(
     read_names: NameReader[K] | None = None,
     *,
     size: Callable[[KeyedWalk[K]], int] = len,
+    before_step: LevelHook[K] | None = None,
 ) -> KeyedWalk[K]:
     """Breadth-first from ``root`` (type, key), the ways of ``direction`` together, up to
     ``depth`` levels, stopping past ``node_limit`` nodes as the module docstring says (``size``
@@ -168,7 +178,9 @@ def walk_keys(
     (:func:`kept_keys`): an edge matters only between two kept nodes, and closing
     edges change no node's distance (they end at nodes already found, one step past the
     frontier), so the kept nodes are the same before the step and after. The closing step is
-    the walk's widest (its frontier is the level that passed the limit)."""
+    the walk's widest (its frontier is the level that passed the limit).
+
+    ``before_step`` hears each step's reads, every way's, before they are made."""
     node_type, key = root
     walk: KeyedWalk[K] = KeyedWalk()
     walk.keys(node_type).add(key)
@@ -187,18 +199,23 @@ def walk_keys(
                 way.ds_frontier = {k for k in way.ds_frontier if ("DATASET", k) in kept}
         return True
 
+    def expand(end: NodeType, closing: bool) -> None:
+        asks = [ask for way in ways for ask in way.asks(end)] if before_step is not None else []
+        if before_step is not None and asks:
+            before_step(end, asks)
+        for way in ways:
+            way.expand(end, step, walk, closing)
+
     for level in range(max(0, depth) + 1):
         closing = closes()
-        for way in ways:
-            way.expand("JOB", step, walk, closing)
+        expand("JOB", closing)
         if closing or level == depth:
             break
         ways = [way for way in ways if way.ds_frontier]
         if not ways:
             break
         closing = closes()
-        for way in ways:
-            way.expand("DATASET", step, walk, closing)
+        expand("DATASET", closing)
         if closing:
             break
         ways = [way for way in ways if way.job_frontier]

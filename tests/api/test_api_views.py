@@ -230,6 +230,20 @@ def test_parent_view_nodes_carry_the_job_views_latest_runs(
         assert dag["data"]["latestRun"]["state"] == ("RUNNING" if running else "COMPLETED")
 
 
+def test_parent_view_both_ways_is_the_union_of_each_way(apis: dict[str, httpx.Client]) -> None:
+    """Unbounded, a ``both`` answer is its upstream and downstream answers together (each way
+    walks on its own): so it stays when the fold reads for both ways at once."""
+    for node in (d("s"), d("r"), j("dag.t1"), j("report"), d("u")):
+        for depth in (1, 3):
+            asked = {"nodeId": node, "granularity": "parent", "depth": depth}
+            both = _ask(apis, direction="both", **asked)
+            up = _ask(apis, direction="upstream", **asked)
+            down = _ask(apis, direction="downstream", **asked)
+            assert _ids(both) == _ids(up) | _ids(down), (node, depth)
+            assert _edges(both) == _edges(up) | _edges(down), (node, depth)
+            assert j("dag.t1") not in _ids(both) and j("dag.t2") not in _ids(both)
+
+
 def test_every_view_is_bounded(apis: dict[str, httpx.Client]) -> None:
     for granularity in ("job", "dataset", "run", "parent"):
         answer = _ask(apis, nodeId=d("t"), granularity=granularity, nodeLimit=2, depth=10)
