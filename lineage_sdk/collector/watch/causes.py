@@ -79,13 +79,12 @@ def noticed(records: Sequence[LineageRecord]) -> Noticed:
             if failed and dataset is not None:
                 cause = _quality_failed(rec, job, dataset, failed)
                 causes.setdefault(cause.id, cause)
-            if writes and "schema" in _map(item.get("facets")):
-                fields = schema_fields(_map(item.get("facets")))
-                dataset = entry_name(item) if fields is not None else None
-                if fields is not None and dataset is not None:
-                    schemas.append(
-                        SchemaSeen(dataset, rec.event_id, rec.event_time, job, run_id, fields)
-                    )
+            stated = _stated_schema(item) if writes else None
+            if stated is not None:
+                dataset, fields = stated
+                schemas.append(
+                    SchemaSeen(dataset, rec.event_id, rec.event_time, job, run_id, fields)
+                )
         if run_id and job is not None and state is not None:
             if state in TERMINAL_STATES:
                 ended.add(run_id)
@@ -191,12 +190,20 @@ def stated_schemas(
     items = list(outputs) if isinstance(outputs, list) else []
     items.append(event.get("dataset"))
     for item in items:
-        if not isinstance(item, Mapping):
-            continue
-        fields = schema_fields(_map(item.get("facets")))
-        dataset = entry_name(item) if fields is not None else None
-        if fields is not None and dataset is not None:
-            yield dataset, fields
+        stated = _stated_schema(item) if isinstance(item, Mapping) else None
+        if stated is not None:
+            yield stated
+
+
+def _stated_schema(
+    item: Mapping[str, Any],
+) -> tuple[tuple[str, str], dict[str, str | None]] | None:
+    """The dataset entry's name and its ``schema`` facet's fields, when it has one (looked for
+    before it is read: most entries have none; an entry is named only when it has)."""
+    facets = _map(item.get("facets"))
+    fields = schema_fields(facets) if "schema" in facets else None
+    dataset = entry_name(item) if fields is not None else None
+    return None if fields is None or dataset is None else (dataset, fields)
 
 
 def _entries(event: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], bool]]:
