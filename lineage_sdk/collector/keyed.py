@@ -200,9 +200,10 @@ def walk_keys(
         return True
 
     def expand(end: NodeType, closing: bool) -> None:
-        asks = [ask for way in ways for ask in way.asks(end)] if before_step is not None else []
-        if before_step is not None and asks:
-            before_step(end, asks)
+        if before_step is not None:
+            asks = [ask for way in ways for ask in way.asks(end)]
+            if asks:
+                before_step(end, asks)
         for way in ways:
             way.expand(end, step, walk, closing)
 

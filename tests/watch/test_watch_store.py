@@ -27,7 +27,7 @@ from lineage_sdk.collector.watch.model import (
     cause_id,
 )
 from lineage_sdk.collector.watch.rules import Rule
-from lineage_sdk.collector.watch.store import WatchStore
+from lineage_sdk.collector.watch.store import Outcome, WatchStore
 from lineage_sdk.collector.watch.worker import Watcher
 from lineage_sdk.exceptions import StoreError
 
@@ -175,16 +175,18 @@ def test_retry_park_replay_and_delivered(store: WatchStore) -> None:
     a = alert(1)
     [claimed] = store.claim_alerts("a", T0, 10, 60)
     assert claimed.attempts == 0
-    store.retry(a.id, T0 + timedelta(seconds=10), "HTTP 500")
+    store.settle([Outcome(a.id, "pending", T0, T0 + timedelta(seconds=10), "HTTP 500")])
     assert store.claim_alerts("a", T0 + timedelta(seconds=9), 10, 60) == []
     [again] = store.claim_alerts("a", T0 + timedelta(seconds=10), 10, 60)
     assert (again.attempts, again.last_error, again.status) == (1, "HTTP 500", "pending")
-    store.park(a.id, "gone")
+    store.settle([Outcome(a.id, "parked", T0, None, "gone")])
     assert store.claim_alerts("a", T0 + timedelta(days=1), 10, 60) == []
     [parked] = store.alerts(status="parked")
     assert (parked.attempts, parked.last_error) == (2, "gone")
     assert store.counts() == {"pending": 0, "sent": 0, "parked": 1}
-    store.retry(a.id, T0, "late")  # a parked alert is not made pending by a late attempt
+    store.settle(
+        [Outcome(a.id, "pending", T0, T0, "late")]
+    )  # a parked alert is not made pending by a late attempt
     assert store.alert(a.id).status == "parked"  # type: ignore[union-attr]
 
     assert store.replay(None) == 1
@@ -192,11 +194,11 @@ def test_retry_park_replay_and_delivered(store: WatchStore) -> None:
     [pending] = store.alerts(status="pending")
     assert pending.first_at > T0 and pending.next_at == pending.first_at
     [claimed] = store.claim_alerts("b", datetime.now(UTC), 10, 60)
-    store.delivered(a.id, T0 + timedelta(days=2))
+    store.settle([Outcome(a.id, "sent", T0 + timedelta(days=2))])
     [sent] = store.alerts(status="sent")
     assert (sent.attempts, sent.sent_at, sent.last_error) == (3, T0 + timedelta(days=2), None)
     assert store.claim_alerts("c", datetime.now(UTC) + timedelta(days=9), 10, 60) == []
-    store.retry(a.id, T0, "late")  # a sent alert stays sent
+    store.settle([Outcome(a.id, "pending", T0, T0, "late")])  # a sent alert stays sent
     assert store.alert(a.id).status == "sent"  # type: ignore[union-attr]
     # replay by id: whatever the status
     assert store.replay([a.id, a.id, "nope"]) == 1
@@ -213,21 +215,21 @@ def test_schema_candidates_settle_to_the_latest(store: WatchStore) -> None:
     s1 = seen("e1", T0, {"id": "int", "name": None})
     s2 = seen("e2", T0 + timedelta(seconds=1), {"id": "bigint"})
     store.record(Noticed(schemas=(s2, s1, s1)))
-    assert store.previous_schema(ds) is None
+    assert store.previous_schemas([ds]).get(ds) is None
     claimed = store.claim_schemas("a", 10, 60)
     assert claimed == [s1, s2]  # oldest first
     assert store.claim_schemas("b", 10, 60) == []
-    store.settle_schema(s2, [cause(7, "schema_breaking")])
-    assert store.previous_schema(ds) == s2
-    store.settle_schema(s1, [])  # older: settled, but not the latest
-    assert store.previous_schema(ds) == s2
+    store.settle_schemas([(s2, [cause(7, "schema_breaking")])])
+    assert store.previous_schemas([ds]).get(ds) == s2
+    store.settle_schemas([(s1, [])])  # older: settled, but not the latest
+    assert store.previous_schemas([ds]).get(ds) == s2
     assert store.claim_schemas("c", 10, 0.001) == []
     assert [c.id for c in store.claim_causes("a", 10, 60)] == [cause(7, "schema_breaking").id]
     s3 = seen("e3", T0 + timedelta(seconds=2), {})
     store.record(Noticed(schemas=(s3,)))
     [got] = store.claim_schemas("a", 10, 60)
-    store.settle_schema(got, [])
-    assert store.previous_schema(ds) == s3
+    store.settle_schemas([(got, [])])
+    assert store.previous_schemas([ds]).get(ds) == s3
 
 
 def test_live_runs_keep_the_latest_beat_and_drop_ended_runs(store: WatchStore) -> None:
@@ -278,7 +280,7 @@ def test_one_pass_settles_a_datasets_candidates_each_against_the_one_before(
         for c in store.claim_causes("t", 10, 60)
     )
     assert found == [(s2.event_time, [("amount", "removed")]), (s3.event_time, [("id", "type")])]
-    assert store.previous_schema(ds) == s4
+    assert store.previous_schemas([ds]).get(ds) == s4
     assert store.claim_schemas("t", 10, 60) == []  # every candidate settled
 
 

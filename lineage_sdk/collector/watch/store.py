@@ -544,10 +544,6 @@ class WatchStore:
         rows.sort(key=lambda r: (r.event_time, r.id))
         return [_seen(r) for r in rows]
 
-    def previous_schema(self, dataset: Key) -> SchemaSeen | None:
-        """The latest schema settled for ``dataset``, or None."""
-        return self.previous_schemas([dataset]).get(dataset)
-
     def previous_schemas(self, datasets: Collection[Key]) -> dict[Key, SchemaSeen]:
         """The latest schema settled for each of ``datasets`` that has one, in one read."""
         t = self._t["schemas"]
@@ -558,10 +554,6 @@ class WatchStore:
             rows = conn.execute(sa.select(t).where(t.c.dataset_key.in_(keys))).all()
         found = (_seen(r) for r in rows)
         return {seen.dataset: seen for seen in found}
-
-    def settle_schema(self, seen: SchemaSeen, causes: Sequence[Cause]) -> None:
-        """:meth:`settle_schemas` of one candidate."""
-        self.settle_schemas([(seen, causes)])
 
     def settle_schemas(self, settled: Sequence[tuple[SchemaSeen, Sequence[Cause]]]) -> None:
         """In one transaction, in order: each candidate kept as its dataset's latest schema
@@ -668,18 +660,6 @@ class WatchStore:
                 conn.execute(self._outcome_updates[status], params)
 
         self._writing(work)
-
-    def delivered(self, alert_id: str, at: datetime) -> None:
-        """The receiver took the alert (2xx): sent, never sent again (unless replayed)."""
-        self.settle([Outcome(alert_id, "sent", at)])
-
-    def retry(self, alert_id: str, next_at: datetime, error: str) -> None:
-        """An attempt failed for a reason that may pass: pending again from ``next_at``."""
-        self.settle([Outcome(alert_id, "pending", _now(), next_at, error)])
-
-    def park(self, alert_id: str, error: str) -> None:
-        """An attempt failed and the alert is not retried (until ``alerts replay``)."""
-        self.settle([Outcome(alert_id, "parked", _now(), None, error)])
 
     def alerts(self, *, status: str | None = None, limit: int = 100) -> list[Alert]:
         """Alerts (of ``status``), the latest first (``lineage-collector alerts list``)."""
