@@ -96,8 +96,9 @@ NodeKind = Literal["JOB", "DATASET", "NAMESPACE", "SOURCE", "ALIAS"]
 #: parent job (``parent``), a dataset it reads (``input``) or writes (``output``), or the dataset
 #: a DatasetEvent is about (``dataset``); a job its ``lineage`` facet says reads (``input``) or
 #: writes (``output``) a dataset; or a name it gives a symlinked dataset besides its canonical
-#: one (``alias``, keyed by that name, which no node has).
-Role = Literal["input", "output", "dataset", "parent", "alias"]
+#: one (``alias``, keyed by that name, which no node has); or what an event states of a dataset
+#: it names (``stated``, one per event: :mod:`lineage_sdk.collector.engine.statements`).
+Role = Literal["input", "output", "dataset", "parent", "alias", "stated"]
 
 MergeRule = Literal["key", "min", "max", "union", "ranked", "first"]
 
@@ -222,7 +223,8 @@ class MentionRow:
     """A run naming a node in a role, first at ``first_seen`` (``source`` ``run``: the run id);
     or an event without a run (a JobEvent or DatasetEvent) naming it (``source`` ``event``: the
     event id). What a node's runs, its static events and a deletion read: one row per run, not
-    per event, as a run's events name the same datasets again and again.
+    per event, as a run's events name the same datasets again and again. The exception is role
+    ``stated``: one per (event, dataset), sourced by the event, with the statement in ``detail``.
 
     A run's mentions are derived rows (``replace`` renews them with the run's); an event's are
     the event's own and go with it (``delete``)."""
@@ -233,6 +235,8 @@ class MentionRow:
     key: Key = field(metadata=_KEY)
     role: Role = field(metadata=_KEY)
     first_seen: datetime = field(metadata=_MIN)
+    #: A ``stated`` mention's statement, encoded by the engine (None for every other role).
+    detail: str | None = field(default=None, metadata=_FIRST)
 
     @property
     def run_id(self) -> str | None:

@@ -35,9 +35,7 @@ Marquez derives from the same events:
 
 from __future__ import annotations
 
-import hashlib
 import heapq
-import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +45,14 @@ from typing import Any
 from lineage_sdk.collector.api.marquez import iso, run_from_events
 from lineage_sdk.collector.engine.derive import DEFAULT_SOURCE
 from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse
+from lineage_sdk.collector.engine.statements import (
+    StatedVersion,
+    Statement,
+    carriers,
+    event_key,
+    stated_timeline,
+    version_facet,
+)
 from lineage_sdk.collector.records import compute_event_id, parse_event_time
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
@@ -65,6 +71,7 @@ __all__ = [
     "OWNER",
     "NodeFold",
     "dataset_from_events",
+    "dataset_from_statements",
     "dataset_versions",
     "facets_of_run",
     "job_details",
@@ -77,7 +84,12 @@ __all__ = [
     "parent_job",
     "run_job_version",
     "sources_data",
+    "stated_creator",
+    "stated_source",
+    "stated_version_id",
+    "stated_versions",
     "upstream_run_lineage",
+    "version_from_statements",
 ]
 
 #: Marquez's owner of namespaces created from OpenLineage events.
@@ -235,30 +247,6 @@ def _dataset_version_id(namespace: str, name: str, key: str) -> str:
     return _derived_id("dataset", namespace, name, key)
 
 
-def _entry_key(entry: Mapping[str, Any]) -> str | None:
-    """The content key of one dataset entry: its ``version`` facet, else its schema's hash."""
-    version = _dataset_version_facet(entry)
-    if version is not None:
-        return f"version:{version}"
-    fields = _map(_map(entry.get("facets")).get("schema")).get("fields")
-    if isinstance(fields, list) and fields:
-        text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
-        return f"schema:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
-    return None
-
-
-def _event_key(event: Mapping[str, Any], namespace: str, name: str) -> str | None:
-    """The key an event gives the dataset: what it wrote, else its DatasetEvent, else its read."""
-    entries: list[Mapping[str, Any]] = []
-    for section in ("outputs", "dataset", "inputs"):
-        items = event.get(section)
-        for item in items if isinstance(items, list) else [items]:
-            item = _map(item)
-            if entry_name(item) == (namespace, name):
-                entries.append(item)
-    return next((k for k in map(_entry_key, entries) if k is not None), None)
-
-
 @dataclass
 class _Version:
     """One content version of a dataset and the events that belong to it, oldest first."""
@@ -286,7 +274,7 @@ def _timeline(events: Iterable[Mapping[str, Any]], namespace: str, name: str) ->
     for event in events:
         if not names_dataset(event, namespace, name):
             continue
-        key = _event_key(event, namespace, name)
+        key = event_key(event, namespace, name)
         if key is None:
             key = current_key or ""
         version = versions.get(key)
@@ -318,7 +306,56 @@ def dataset_from_events(
 
     ``events`` are the events of the runs that touched the dataset, in event-time order."""
     own = [e for e in events if names_dataset(e, namespace, name)]
-    facets = _merged_facets(own, namespace, name)
+    times = [t for t in (_time(e) for e in own) if t is not None]
+    modified = [
+        t
+        for e in own
+        if e.get("eventType") == "COMPLETE" and _writes(e, namespace, name)
+        for t in [_time(e)]
+        if t is not None
+    ]
+    return _dataset_data(
+        namespace,
+        name,
+        _merged_facets(own, namespace, name),
+        (min(times), max(times)) if times else None,
+        max(modified) if modified else None,
+        _timeline(events, namespace, name).current,
+    )
+
+
+def dataset_from_statements(
+    namespace: str,
+    name: str,
+    statements: Sequence[Statement],
+    keys: Mapping[str, str],
+    events: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """:func:`dataset_from_events`'s answer from the dataset's statements (in event order, not
+    empty), the version key of each fingerprint among them, and ``events``, which hold at least
+    each facet's latest carrier (:func:`~lineage_sdk.collector.engine.statements.carriers`)."""
+    carried = [events[i] for i in carriers(statements)]
+    modified = [s.at for s in statements if s.completes and s.writes]
+    _, current = stated_timeline(statements, keys)
+    return _dataset_data(
+        namespace,
+        name,
+        _merged_facets(carried, namespace, name),
+        (statements[0].at, max(s.at for s in statements)),
+        max(modified) if modified else None,
+        None if current is None else _dataset_version_id(namespace, name, current),
+    )
+
+
+def _dataset_data(
+    namespace: str,
+    name: str,
+    facets: dict[str, Any],
+    times: tuple[datetime, datetime] | None,
+    modified: datetime | None,
+    current: str | None,
+) -> dict[str, Any]:
+    """A Marquez ``Dataset`` from what its events say of it, however they were read."""
     data: dict[str, Any] = {
         "id": {"namespace": namespace, "name": name},
         "type": "DB_TABLE",
@@ -331,26 +368,16 @@ def dataset_from_events(
         "facets": facets,
         "deleted": False,
     }
-    times = [t for t in (_time(e) for e in own) if t is not None]
-    if times:
-        data["createdAt"] = iso(min(times))
-        data["updatedAt"] = iso(max(times))
-    modified = [
-        t
-        for e in own
-        if e.get("eventType") == "COMPLETE" and _writes(e, namespace, name)
-        for t in [_time(e)]
-        if t is not None
-    ]
-    if modified:
-        data["lastModifiedAt"] = iso(max(modified))
+    if times is not None:
+        data["createdAt"], data["updatedAt"] = iso(times[0]), iso(times[1])
+    if modified is not None:
+        data["lastModifiedAt"] = iso(modified)
     lifecycle = _map(facets.get("lifecycleStateChange")).get("lifecycleStateChange")
     if isinstance(lifecycle, str):
         data["lastLifecycleState"] = lifecycle
     description = _description(facets)
     if description is not None:
         data["description"] = description
-    current = _timeline(events, namespace, name).current
     if current is not None:
         data["currentVersion"] = current
     return data
@@ -367,29 +394,101 @@ def dataset_versions(
     source = _source_name(_merged_facets(events, namespace, name))
     versions: list[dict[str, Any]] = []
     for found in _timeline(events, namespace, name).versions:
-        facets = _merged_facets(found.events, namespace, name)
         times = [t for t in (_time(e) for e in found.events) if t is not None]
         runs = [r for r in map(_run_id, found.events) if r is not None]
         writers = [_run_id(e) for e in found.events if _writes(e, namespace, name)]
         creator = next((r for r in writers if r is not None), runs[0] if runs else None)
-        item: dict[str, Any] = {
-            "id": {"namespace": namespace, "name": name, "version": found.id},
-            "type": "DB_TABLE",
-            "name": name,
-            "physicalName": name,
-            "createdAt": iso(min(times)) if times else None,
-            "version": found.id,
-            "namespace": namespace,
-            "sourceName": source,
-            "fields": _fields(facets),
-            "description": _description(facets) or "",
-            "facets": facets,
-        }
-        if creator is not None:
-            item["createdByRun"] = run_from_events(creator, by_run[creator])
-        versions.append(item)
+        facets = _merged_facets(found.events, namespace, name)
+        created = min(times) if times else None
+        run = None if creator is None else run_from_events(creator, by_run[creator])
+        versions.append(_version_data(namespace, name, found.id, created, facets, source, run))
     versions.reverse()
     return versions
+
+
+def stated_versions(
+    statements: Sequence[Statement], keys: Mapping[str, str]
+) -> list[StatedVersion]:
+    """The dataset's versions from its statements (in event order), newest first."""
+    found, _ = stated_timeline(statements, keys)
+    found.reverse()
+    return found
+
+
+def stated_version_id(namespace: str, name: str, version: StatedVersion) -> str:
+    """The id of a version made of statements."""
+    return _dataset_version_id(namespace, name, version.key)
+
+
+def stated_creator(version: StatedVersion) -> str | None:
+    """The run that made a version: its first writer, else the first run that named it."""
+    return next(
+        (s.run_id for s in version.statements if s.writes and s.run_id is not None),
+        next((s.run_id for s in version.statements if s.run_id is not None), None),
+    )
+
+
+def version_from_statements(
+    namespace: str,
+    name: str,
+    version: StatedVersion,
+    source: str,
+    events: Mapping[str, Mapping[str, Any]],
+    runs: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> dict[str, Any]:
+    """One :func:`dataset_versions` object from a version's statements; ``events`` hold its
+    facets' latest carriers, ``runs`` its creator's events (:func:`stated_creator`), ``source``
+    the dataset's ``sourceName``."""
+    carried = [events[i] for i in carriers(version.statements)]
+    creator = stated_creator(version)
+    return _version_data(
+        namespace,
+        name,
+        _dataset_version_id(namespace, name, version.key),
+        version.statements[0].at,
+        _merged_facets(carried, namespace, name),
+        source,
+        None if creator is None else run_from_events(creator, runs[creator]),
+    )
+
+
+def stated_source(
+    statements: Sequence[Statement],
+    events: Mapping[str, Mapping[str, Any]],
+    namespace: str,
+    name: str,
+) -> str:
+    """The dataset's ``sourceName`` from its statements and their latest carriers."""
+    carried = [events[i] for i in carriers(statements)]
+    return _source_name(_merged_facets(carried, namespace, name))
+
+
+def _version_data(
+    namespace: str,
+    name: str,
+    version: str,
+    created: datetime | None,
+    facets: dict[str, Any],
+    source: str,
+    run: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """A Marquez ``DatasetVersion``, however its events were read."""
+    item: dict[str, Any] = {
+        "id": {"namespace": namespace, "name": name, "version": version},
+        "type": "DB_TABLE",
+        "name": name,
+        "physicalName": name,
+        "createdAt": iso(created) if created is not None else None,
+        "version": version,
+        "namespace": namespace,
+        "sourceName": source,
+        "fields": _fields(facets),
+        "description": _description(facets) or "",
+        "facets": facets,
+    }
+    if run is not None:
+        item["createdByRun"] = run
+    return item
 
 
 # ----------------------------------------------------------------------------------------- jobs
@@ -745,8 +844,7 @@ def _fold_run(run_id: str, events: Sequence[Mapping[str, Any]]) -> _FoldedRun:
 
 def _dataset_version_facet(entry: Mapping[str, Any]) -> str | None:
     """The ``datasetVersion`` of an input's or output's ``version`` facet."""
-    value = _map(_map(entry.get("facets")).get("version")).get("datasetVersion")
-    return value if isinstance(value, str) and value else None
+    return version_facet(_map(entry.get("facets")))
 
 
 def _run_inputs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str | None]:

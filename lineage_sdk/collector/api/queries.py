@@ -7,6 +7,7 @@ the same answer (including what counts as "not found") for the same data.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,6 +31,7 @@ from lineage_sdk.collector.columns import (
 )
 from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.engine.reads import NodeFacts, shared_edges
+from lineage_sdk.collector.engine.statements import StatedVersion, Statement, carriers
 from lineage_sdk.collector.engine.views import ALWAYS, Window, parse_run_node
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
@@ -47,15 +49,19 @@ from lineage_sdk.collector.store import (
 
 __all__ = [
     "NotFound",
+    "StatedDataset",
     "bounded",
     "column_lineage",
     "dataset_events",
+    "dataset_object",
+    "dataset_versions",
     "job_events",
     "lineage",
     "parse_node",
     "run_events",
     "run_scope",
     "runs",
+    "stated_dataset",
     "with_node_facts",
 ]
 
@@ -320,6 +326,65 @@ def dataset_events(store: Engine, namespace: str, name: str) -> list[Any]:
     events = store.events_of_dataset(namespace, name)
     static = store.static_events(datasets=[(namespace, name)])
     return marquez_events.merge_events(events, static) if static else events
+
+
+@dataclass(frozen=True)
+class StatedDataset:
+    """A dataset's statements up to ``as_of`` (in event order, never empty) and the events
+    read so far, by id."""
+
+    namespace: str
+    name: str
+    as_of: datetime | None
+    statements: list[Statement]
+    #: The version key of each schema fingerprint among the statements.
+    keys: dict[str, str]
+    events: dict[str, dict[str, Any]]
+
+
+def stated_dataset(
+    store: Engine, namespace: str, name: str, as_of: datetime | None
+) -> StatedDataset | None:
+    """The dataset's statements up to ``as_of``; None when there are none (its reads then fold
+    its events, which answer the same: nothing, or a 404)."""
+    statements, keys, events = store.dataset_statements(namespace, name, as_of=as_of)
+    return StatedDataset(namespace, name, as_of, statements, keys, events) if statements else None
+
+
+def _carried(store: Engine, stated: StatedDataset, statements: list[Statement]) -> None:
+    """Read the latest carriers of each facet among ``statements`` not read yet."""
+    wanted = set(carriers(statements)) - stated.events.keys()
+    stated.events.update(store.events_by_id(wanted))
+
+
+def dataset_object(store: Engine, stated: StatedDataset) -> dict[str, Any]:
+    """The Marquez ``Dataset`` from its statements (what folding its events answers)."""
+    _carried(store, stated, stated.statements)
+    data = marquez_events.dataset_from_statements(
+        stated.namespace, stated.name, stated.statements, stated.keys, stated.events
+    )
+    aliases = sorted({(ns, nm) for s in stated.statements for ns, nm in s.aliases})
+    if aliases:
+        data["otherNames"] = [{"namespace": ns, "name": nm} for ns, nm in aliases]
+    return data
+
+
+def dataset_versions(
+    store: Engine, stated: StatedDataset, versions: list[StatedVersion]
+) -> list[dict[str, Any]]:
+    """These of the dataset's versions as Marquez ``DatasetVersion`` objects (what folding its
+    events answers for them), reading only their facets' carriers and their creators' events."""
+    _carried(store, stated, stated.statements)
+    for version in versions:
+        _carried(store, stated, version.statements)
+    creators = {c for v in versions if (c := marquez_events.stated_creator(v)) is not None}
+    runs = store.events_of_runs(creators, as_of=stated.as_of)
+    ns, name = stated.namespace, stated.name
+    source = marquez_events.stated_source(stated.statements, stated.events, ns, name)
+    return [
+        marquez_events.version_from_statements(ns, name, v, source, stated.events, runs)
+        for v in versions
+    ]
 
 
 def job_events(store: Engine, namespace: str, name: str) -> list[Any]:

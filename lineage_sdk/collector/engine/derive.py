@@ -22,7 +22,9 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
   facets (:func:`~lineage_sdk.collector.columns.column_edges`), the latest statement's info.
 * **Mentions.** One row per (run, node, role), or per (event, node, role) for an event
   without a run, but none for an event's own job (``events(jobs=...)`` finds those): what a
-  node's runs, its static events and a deletion read.
+  node's runs, its static events and a deletion read. Besides, one ``stated`` mention per
+  (event, dataset) with what the event states of it, which a dataset's reads fold
+  (:mod:`~lineage_sdk.collector.engine.statements`).
 * **Aliases.** Each name an event gives a symlinked dataset besides its canonical one (the
   name as sent, its other symlink identifiers: :func:`~lineage_sdk.collector.symlinks.
   event_aliases`) is a DATASET mention in role ``alias``, keyed by that name: the engine
@@ -54,6 +56,7 @@ from lineage_sdk.collector.backend import (
 )
 from lineage_sdk.collector.columns import column_edges, edge_rank
 from lineage_sdk.collector.engine.lineage_facet import FacetLineage, facet_lineage
+from lineage_sdk.collector.engine.statements import statements_of
 from lineage_sdk.collector.records import build_record, format_time, state_rank
 from lineage_sdk.collector.store import FieldRef, LineageRecord, event_namespace
 from lineage_sdk.collector.symlinks import event_aliases
@@ -90,7 +93,9 @@ __all__ = [
 #: 3. The ``lineage`` facet's declared edges, column edges and the nodes they name (issue 32).
 #: 4. Alias mentions: every name of a symlinked dataset besides its canonical one (issue 32).
 #: 5. ALIAS nodes, one per (alias, dataset), for search; no alias mention by the name alone.
-DERIVATION_VERSION = 5
+#: 6. ``stated`` mentions: what each run event or DatasetEvent states of each dataset it names
+#:    (:mod:`~lineage_sdk.collector.engine.statements`), which a dataset's reads fold (issue 31).
+DERIVATION_VERSION = 6
 
 #: Marquez's source of a dataset entry without a ``dataSource`` facet (``DEFAULT_SOURCE_NAME``).
 DEFAULT_SOURCE = "default"
@@ -173,6 +178,7 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
     runs: dict[tuple[str, Key | None], list[Any]] = {}
     columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]] = {}
     mentions: dict[tuple[str, str, NodeKind, Key, Role], datetime] = {}
+    statements: list[MentionRow] = []
     for rec in records:
         eid = rec.event_id
         if eid in events:
@@ -232,6 +238,8 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             first = mentions.get(mention)
             if first is None or at < first:
                 mentions[mention] = at
+        for key, detail in statements_of(rec, aliases).items():
+            statements.append(MentionRow("event", eid, "DATASET", key, "stated", at, detail))
         if run_id:
             _join_run(runs, rec, job)
         stated = column_edges(rec)
@@ -254,9 +262,12 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             NodeRow(kind, key, first, last, frozenset())
             for (kind, key), (first, last) in nodes.items()
         ),
-        mentions=tuple(
-            MentionRow(*mention, first)  # type: ignore[arg-type]
-            for mention, first in mentions.items()
+        mentions=(
+            *(
+                MentionRow(*mention, first)  # type: ignore[arg-type]
+                for mention, first in mentions.items()
+            ),
+            *statements,
         ),
     )
 

@@ -49,6 +49,7 @@ from lineage_sdk.collector.backend import (
     MentionRow,
     NodeKind,
     NodeRow,
+    Role,
     Rows,
     RunRow,
     Touched,
@@ -77,6 +78,7 @@ _AHEAD = 6
 #: Their keys are derived again from their events, as every key was before the read ahead.
 _AHEAD_LEAST = 100
 _TICK = timedelta(microseconds=1)
+_NAMING: tuple[Role, ...] = ("input", "output", "dataset", "parent", "alias")
 
 #: A row's owner: the :class:`Touched` field that removes it, and the key there.
 Owner = tuple[str, Any]
@@ -131,7 +133,8 @@ def _remaining(backend: LineageBackend, touched: Touched) -> dict[str, EventRow]
         # as a parent, or as a job another job's ``lineage`` facet states edges of
         named += backend.mentions("JOB", touched.jobs, roles=["parent", "input", "output"])
     if datasets:
-        named += backend.mentions("DATASET", datasets)
+        # not the events' statements: their events are those of the runs and run-less events
+        named += backend.mentions("DATASET", datasets, roles=_NAMING)
     for mention in named:
         (runs if mention.source == "run" else ids).add(mention.source_id)
     if runs:

@@ -32,6 +32,13 @@ from lineage_sdk.collector.backend import (
 from lineage_sdk.collector.columns import ColumnEdge, ColumnRoot, edge_rank_time, walk_columns
 from lineage_sdk.collector.engine.derive import alias_of_key, source_of_key
 from lineage_sdk.collector.engine.forget import forget
+from lineage_sdk.collector.engine.statements import (
+    FINGERPRINT,
+    Statement,
+    event_key,
+    event_order,
+    statement_of,
+)
 from lineage_sdk.collector.engine.views import (
     ALWAYS,
     Readable,
@@ -621,6 +628,40 @@ class Engine:
         found = self.backend.mentions("DATASET", [key], roles=["input", "output"])
         runs = {m.run_id for m in found if m.run_id}
         return _loads(self.backend.events(run_ids=runs)) if runs else []
+
+    def dataset_statements(
+        self, namespace: str, name: str, *, as_of: datetime | None = None
+    ) -> tuple[list[Statement], dict[str, str], dict[str, dict[str, Any]]]:
+        """What each event (up to ``as_of``) states of the dataset, in event order
+        (:mod:`~lineage_sdk.collector.engine.statements`); the version key each schema
+        fingerprint among them stands for, found by reading one event per fingerprint; and the
+        events read, by id."""
+        key = _names(namespace=namespace, name=name)
+        until = None if as_of is None else until_of(as_of)
+        rows = self.backend.mentions("DATASET", [key], roles=["stated"], until=until)
+        found = sorted(map(statement_of, rows), key=event_order)
+        prints: dict[str, str] = {}
+        for s in found:
+            if s.key is not None and s.key.startswith(FINGERPRINT):
+                prints.setdefault(s.key, s.event_id)
+        events = self.events_by_id(prints.values())
+        return found, {p: event_key(events[i], *key) or p for p, i in prints.items()}, events
+
+    def events_by_id(self, ids: Collection[str]) -> dict[str, dict[str, Any]]:
+        """The stored events of ``ids``, by id (absent ones left out)."""
+        rows = self.backend.events(ids=ids) if ids else ()
+        return {r.event_id: loads_exact(r.json) for r in rows}
+
+    def events_of_runs(
+        self, run_ids: Collection[str], *, as_of: datetime | None = None
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The events of each of these runs (up to ``as_of``), by run id, each run's by
+        position."""
+        until = None if as_of is None else until_of(as_of)
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in self.backend.events(run_ids=run_ids, until=until) if run_ids else ():
+            found.setdefault(row.run_id or "", []).append(loads_exact(row.json))
+        return found
 
     def static_events(
         self,

@@ -163,7 +163,8 @@ SET e.eventTime = r.time, e.kind = r.kind, e.eventType = r.type, e.runId = r.run
 _APPEND_MENTIONS = """UNWIND $rows AS r
 MERGE (x:Mention {key: r.key})
 ON CREATE SET x.source = r.source, x.sourceId = r.sourceId, x.kind = r.kind,
-  x.nodeKey = r.nodeKey, x.namespace = r.ns, x.name = r.name, x.role = r.role
+  x.nodeKey = r.nodeKey, x.namespace = r.ns, x.name = r.name, x.role = r.role,
+  x.detail = r.detail
 """ + _merged("x", MentionRow)
 _APPEND_NODES = {
     kind: f"UNWIND $rows AS r\nMERGE (x:{label} {{key: r.key}})\n"
@@ -370,7 +371,7 @@ _MENTIONS = """UNWIND $keys AS k
 MATCH (x:Mention {nodeKey: k})
 WITH x WHERE ($roles IS NULL OR x.role IN $roles) AND ($until IS NULL OR x.firstSeen < $until)
 RETURN x.source AS source, x.sourceId AS id, x.namespace AS ns, x.name AS name, x.role AS role,
-  x.firstSeen AS first
+  x.firstSeen AS first, x.detail AS detail
 """
 _FIELD_COLS = {side: tuple(f"{side}{p}" for p in ("Ns", "Ds", "Field")) for side in "oi"}
 
@@ -447,6 +448,7 @@ def _mention_params(m: MentionRow) -> dict[str, Any]:
         "key": name_key(m.source, m.source_id, m.kind, *m.key, m.role), "source": m.source,
         "sourceId": m.source_id, "kind": m.kind, "nodeKey": _node_key(m.kind, m.key),
         "ns": m.key[0], "name": m.key[1], "role": m.role, "firstSeen": format_time(m.first_seen),
+        "detail": m.detail,
     }  # fmt: skip
 
 
@@ -1059,7 +1061,7 @@ class GraphBackend:
         }
         rows = [
             MentionRow(r["source"], r["id"], kind, (r["ns"], r["name"]), r["role"],
-                       _time(r["first"]))
+                       _time(r["first"]), r["detail"])
             for r in self._run(_MENTIONS, params)
         ]  # fmt: skip
         bound = until if self.tactics.recheck else None

@@ -249,6 +249,10 @@ def _node(
     if kind.present is not None and as_of is None and runId is None:
         return reply(kind.present(state, grant, namespace, name), grant)
     namespace, name = _named(kind, state, grant, namespace, name)
+    stated = _stated(kind, state, grant, namespace, name, as_of, runId)
+    if stated is not None:
+        store = catalog(state, grant)
+        return reply(answer(lambda: queries.dataset_object(store, stated)), grant)
     up_to = kind.node_events_up_to or kind.events_up_to
     events = _events(kind, state, grant, namespace, name, as_of, runId, up_to)
     found = kind.fold(namespace, name, events, as_of)
@@ -259,6 +263,25 @@ def _node(
     if aliases:
         found["otherNames"] = [{"namespace": ns, "name": nm} for ns, nm in aliases]
     return reply(found, grant)
+
+
+def _stated(
+    kind: _Kind,
+    state: ApiState,
+    grant: Grant,
+    namespace: str,
+    name: str,
+    as_of: datetime | None,
+    run_id: str | None,
+) -> queries.StatedDataset | None:
+    """A dataset's statements (:mod:`~lineage_sdk.collector.engine.statements`), which answer
+    its reads without folding its events; None (fold them) for a job, a run's scope, a key
+    that reads some namespaces only (its sight filters events, not statements), or a dataset
+    without statements."""
+    if kind.type != "DATASET" or run_id is not None or not grant.reads_all:
+        return None
+    store = catalog(state, grant)
+    return answer(lambda: queries.stated_dataset(store, namespace, name, as_of))
 
 
 def _named(
@@ -300,6 +323,15 @@ def _version_list(
     runId: str | None,
 ) -> Response:
     """``GET .../versions``: one page of them, newest first."""
+    as_of = instant(asOf, "asOf")
+    named = _named(kind, state, grant, namespace, name)
+    stated = _stated(kind, state, grant, *named, as_of, runId)
+    if stated is not None:  # only the page's versions are made
+        store = catalog(state, grant)
+        every = marquez_events.stated_versions(stated.statements, stated.keys)
+        wanted = every[offset : offset + limit]
+        found = answer(lambda: queries.dataset_versions(store, stated, wanted))
+        return reply({"versions": found, "totalCount": len(every)}, grant)
     page = paged(_all_versions(kind, state, grant, namespace, name, asOf, runId), limit, offset)
     return reply({"versions": page, "totalCount": page.total}, grant)
 
@@ -315,6 +347,17 @@ def _version(
     runId: str | None,
 ) -> Response:
     """``GET .../versions/{version}``."""
+    as_of = instant(asOf, "asOf")
+    named = _named(kind, state, grant, namespace, name)
+    stated = _stated(kind, state, grant, *named, as_of, runId)
+    if stated is not None:  # only the version asked for is made
+        store = catalog(state, grant)
+        every = marquez_events.stated_versions(stated.statements, stated.keys)
+        ids = [marquez_events.stated_version_id(*named, v) for v in every]
+        wanted = [v for v, found in zip(every, ids, strict=True) if found == version.lower()]
+        if wanted:
+            return reply(answer(lambda: queries.dataset_versions(store, stated, wanted))[0], grant)
+        raise ApiError(404, "not_found", f"the {kind.what} has no version with this id")
     for item in _all_versions(kind, state, grant, namespace, name, asOf, runId):
         if item["version"] == version.lower():
             return reply(item, grant)
