@@ -71,6 +71,26 @@ def _facets(rng: random.Random) -> dict[str, Any]:
     return found
 
 
+def _job_facets(rng: random.Random) -> dict[str, Any]:
+    """A few of the job facets a job's reads fold: its type, location (now and then without
+    a url) and description."""
+    found: dict[str, Any] = {}
+    if rng.random() < 0.3:
+        found["jobType"] = _facet(
+            "JobTypeJobFacet",
+            processingType=rng.choice(["BATCH", "STREAMING"]),
+            integration="SPARK",
+            jobType="JOB",
+        )
+    if rng.random() < 0.25:
+        url = rng.choice(["https://git/a", "https://git/b", None])
+        location = {"type": "git"} if url is None else {"type": "git", "url": url}
+        found["sourceCodeLocation"] = _facet("SourceCodeLocationJobFacet", **location)
+    if rng.random() < 0.2:
+        found["documentation"] = _facet("DocumentationJobFacet", description=rng.choice("pq"))
+    return found
+
+
 def _when(seconds: int) -> str:
     return (BASE_TIME + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
 
@@ -84,13 +104,26 @@ def corpus(seed: int, runs: int = 30) -> list[LineageRecord]:
     writing one dataset in one event, with JobEvents and DatasetEvents among them."""
     rng = random.Random(seed)
     events: list[dict[str, Any]] = []
+    run_ids: list[str] = []
     for _ in range(runs):
         run_id = str(uuid.UUID(int=rng.getrandbits(122), version=4))
+        if run_ids and rng.random() < 0.1:  # a run id another job used too
+            run_id = rng.choice(run_ids)
+        run_ids.append(run_id)
         ns, job = rng.choice(JOBS)
+        parent = None
+        if rng.random() < 0.25:
+            parent = (rng.choice(run_ids), *rng.choice([("ns1", "dag"), ("ns2", "app")]))
         start = rng.randrange(0, 80)
         for k, event_type in enumerate(rng.choice(SHAPES)):
             event = make_run_event(
-                job=job, namespace=ns, event_type=event_type, run_id=run_id, seconds=start + k
+                job=job,
+                namespace=ns,
+                event_type=event_type,
+                run_id=run_id,
+                seconds=start + k,
+                parent=parent if rng.random() < 0.7 else None,
+                job_facets=_job_facets(rng),
             )
             event["inputs"] = _entries(rng, rng.sample(DATASETS, rng.randrange(0, 3)))
             event["outputs"] = _entries(rng, rng.sample(DATASETS, rng.randrange(0, 2)))
@@ -107,12 +140,16 @@ def corpus(seed: int, runs: int = 30) -> list[LineageRecord]:
             }
         )
         ns, job = rng.choice(JOBS)
+        when = _when(rng.randrange(0, 80))
+        if rng.random() < 0.5:  # at a run event's time, of its job: the order at one time
+            twin = rng.choice(events)
+            ns, job, when = twin["job"]["namespace"], twin["job"]["name"], twin["eventTime"]
         events.append(
             {
-                "eventTime": _when(rng.randrange(0, 80)),
+                "eventTime": when,
                 "producer": PRODUCER,
                 "schemaURL": SPEC + "JobEvent",
-                "job": {"namespace": ns, "name": job, "facets": {}},
+                "job": {"namespace": ns, "name": job, "facets": _job_facets(rng)},
                 "inputs": [],
                 "outputs": _entries(rng, [rng.choice(DATASETS)]),
             }
@@ -148,6 +185,31 @@ def stated(store: Engine, namespace: str, name: str, as_of: datetime | None) -> 
     return queries.dataset_object(store, found), versions
 
 
+def folded_job(store: Engine, namespace: str, name: str, as_of: datetime | None) -> Any:
+    """A job's details (today) and versions as folding its events answers them."""
+    details = None
+    if as_of is None:
+        events = queries.job_events(store, namespace, name)
+        details = marquez_events.job_details(namespace, name, events)
+        runs = store.events_of_job(namespace, name)
+    else:
+        runs = queries.job_events_up_to(store, namespace, name, as_of, static=False)
+    return details, marquez_events.job_versions(namespace, name, runs)
+
+
+def stated_job(store: Engine, namespace: str, name: str, as_of: datetime | None) -> Any:
+    """The same from the job's statements: every version, and each alone."""
+    details = None if as_of is not None else queries.job_details(store, namespace, name)
+    found = queries.stated_versions(store, "JOB", namespace, name, as_of)
+    if found is None:
+        return details, []
+    every = list(range(len(found.ids)))
+    versions = found.render(every)
+    assert [found.render([i])[0] for i in every] == versions
+    assert [v["version"] for v in versions] == found.ids
+    return details, versions
+
+
 def _instants(records: list[LineageRecord]) -> list[datetime | None]:
     times = sorted({r.event_time for r in records})
     return [None, times[len(times) // 3], times[2 * len(times) // 3], times[0]]
@@ -179,6 +241,30 @@ def test_a_datasets_reads_from_its_statements_are_its_events_fold(
             assert store.delete_events(doomed) == len(doomed)
             records = [r for r in records if r.event_id not in set(doomed)]
     assert compared > 20 * len(seeds) and keyed > 10 * len(seeds)  # the corpora held answers
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_jobs_reads_from_its_statements_are_its_events_fold(
+    make_store: StoreFactory, kind: str
+) -> None:
+    seeds = range(6) if kind in ("memory", "sqlite") else range(2)
+    versions = located = 0
+    for seed in seeds:
+        records = corpus(seed)
+        store = make_store(kind)
+        store.write_batch(records)
+        rng = random.Random(seed)
+        for round_ in range(2):  # then again after deleting a fifth of the events
+            for ns, name in [*JOBS, ("ns9", "never")]:
+                for as_of in _instants(records):
+                    want = folded_job(store, ns, name, as_of)
+                    assert stated_job(store, ns, name, as_of) == want, (seed, round_, name, as_of)
+                    versions += len(want[1])
+                    located += any("location" in v for v in want[1])
+            doomed = rng.sample([r.event_id for r in records], len(records) // 5)
+            assert store.delete_events(doomed) == len(doomed)
+            records = [r for r in records if r.event_id not in set(doomed)]
+    assert versions > 30 * len(seeds) and located > 2 * len(seeds)  # the corpora held answers
 
 
 def test_a_statement_holds_what_its_event_states_of_each_dataset(

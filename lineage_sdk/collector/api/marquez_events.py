@@ -46,10 +46,12 @@ from lineage_sdk.collector.api.marquez import iso, run_from_events
 from lineage_sdk.collector.engine.derive import DEFAULT_SOURCE
 from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse
 from lineage_sdk.collector.engine.statements import (
+    JobStatement,
     StatedVersion,
     Statement,
     carriers,
     event_key,
+    latest_location,
     stated_timeline,
     version_facet,
 )
@@ -70,12 +72,15 @@ __all__ = [
     "DEFAULT_TAGS",
     "OWNER",
     "NodeFold",
+    "StatedJobVersion",
     "dataset_from_events",
     "dataset_from_statements",
     "dataset_versions",
     "facets_of_run",
     "job_details",
+    "job_from_statements",
     "job_type",
+    "job_version_from_statements",
     "job_version_id",
     "job_versions",
     "merge_events",
@@ -85,11 +90,13 @@ __all__ = [
     "run_job_version",
     "sources_data",
     "stated_creator",
+    "stated_job_versions",
     "stated_source",
     "stated_version_id",
     "stated_versions",
     "upstream_run_lineage",
     "version_from_statements",
+    "version_order",
 ]
 
 #: Marquez's owner of namespaces created from OpenLineage events.
@@ -519,10 +526,21 @@ def _location(facets: Mapping[str, Any]) -> str | None:
 
 def job_version_id(namespace: str, name: str, run_events: Sequence[Mapping[str, Any]]) -> str:
     """The version a run's events give its job: identity, inputs, outputs and location."""
+    inputs, outputs = _io(run_events, "inputs"), _io(run_events, "outputs")
+    return _job_version(namespace, name, inputs, outputs, _location(_job_facets(run_events)))
+
+
+def _job_version(
+    namespace: str,
+    name: str,
+    inputs: Sequence[Mapping[str, str]],
+    outputs: Sequence[Mapping[str, str]],
+    location: str | None,
+) -> str:
     parts = [namespace, name]
-    for key in ("inputs", "outputs"):
-        parts.append(";".join(f"{d['namespace']}:{d['name']}" for d in _io(run_events, key)))
-    parts.append(_location(_job_facets(run_events)) or "")
+    for found in (inputs, outputs):
+        parts.append(";".join(f"{d['namespace']}:{d['name']}" for d in found))
+    parts.append(location or "")
     return _derived_id("job", *parts)
 
 
@@ -558,7 +576,10 @@ def parent_fields(name: str, events: Iterable[Mapping[str, Any]]) -> dict[str, A
     without the parent's name and a dot before it (``OpenLineageDao.buildJobFromEvent``), the
     whole name when it has no parent or does not start so; the parent's UUID is derived from
     its namespace and name, the same in every answer and store."""
-    parent = parent_job(events)
+    return _parent_fields(name, parent_job(events))
+
+
+def _parent_fields(name: str, parent: tuple[str, str] | None) -> dict[str, Any]:
     if parent is None:
         return {"simpleName": name}
     prefix = parent[1] + "."
@@ -577,24 +598,136 @@ def job_details(namespace: str, name: str, events: Sequence[Mapping[str, Any]]) 
     run event."""
     if not events:
         return {}
-    facets = _job_facets(events)
-    details: dict[str, Any] = {"type": job_type(facets), **parent_fields(name, events)}
-    details["facets"] = facets
     times = [t for t in (_time(e) for e in events) if t is not None]
-    if times:
-        details["createdAt"] = iso(min(times))
-        details["updatedAt"] = iso(max(times))
+    by_run = _runs(events)
+    latest_run = next((r for r in map(_run_id, reversed(events)) if r is not None), None)
+    return _job_details(
+        _job_facets(events),
+        parent_fields(name, events),
+        (min(times), max(times)) if times else None,
+        None if latest_run is None else job_version_id(namespace, name, by_run[latest_run]),
+    )
+
+
+def job_from_statements(
+    namespace: str,
+    name: str,
+    statements: Sequence[JobStatement],
+    events: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """:func:`job_details` from the job's statements (in the order its object folds them, not
+    empty) and ``events``, which hold at least each job facet's latest carrier."""
+    parent = next((s.parent for s in reversed(statements) if s.parent is not None), None)
+    latest = next((s.run_id for s in reversed(statements) if s.run_id is not None), None)
+    current = None
+    if latest is not None:
+        current = _stated_job_version(
+            namespace, name, [s for s in statements if s.run_id == latest]
+        )
+    return _job_details(
+        _job_facets(events[i] for i in carriers(statements)),
+        _parent_fields(name, None if parent is None else (parent[0], parent[1])),
+        (min(s.at for s in statements), max(s.at for s in statements)),
+        current,
+    )
+
+
+def _job_details(
+    facets: dict[str, Any],
+    parent: dict[str, Any],
+    times: tuple[datetime, datetime] | None,
+    current: str | None,
+) -> dict[str, Any]:
+    details: dict[str, Any] = {"type": job_type(facets), **parent}
+    details["facets"] = facets
+    if times is not None:
+        details["createdAt"], details["updatedAt"] = iso(times[0]), iso(times[1])
     location = _location(facets)
     if location is not None:
         details["location"] = location
     description = _description(facets)
     if description is not None:
         details["description"] = description
-    by_run = _runs(events)
-    latest_run = next((r for r in map(_run_id, reversed(events)) if r is not None), None)
-    if latest_run is not None:
-        details["currentVersion"] = job_version_id(namespace, name, by_run[latest_run])
+    if current is not None:
+        details["currentVersion"] = current
     return details
+
+
+def _named_pairs(pairs: Iterable[Sequence[str]]) -> list[dict[str, str]]:
+    return [{"namespace": ns, "name": nm} for ns, nm in sorted({(p[0], p[1]) for p in pairs})]
+
+
+def _stated_job_version(namespace: str, name: str, run: Sequence[JobStatement]) -> str:
+    """:func:`job_version_id` of one run from its statements."""
+    inputs = _named_pairs(p for s in run for p in s.inputs)
+    outputs = _named_pairs(p for s in run for p in s.outputs)
+    return _job_version(namespace, name, inputs, outputs, latest_location(run))
+
+
+@dataclass
+class StatedJobVersion:
+    """One version of a job and its runs' statements, each run's in event order, the runs in
+    the order of their first events (as :func:`job_versions` groups them)."""
+
+    id: str
+    created: datetime
+    runs: list[tuple[str, list[JobStatement]]]
+    #: The run with the latest event (ties: the least run id).
+    latest: str
+
+
+def stated_job_versions(
+    namespace: str, name: str, statements: Sequence[JobStatement]
+) -> list[StatedJobVersion]:
+    """The job's versions from the statements of its run events (in event order), newest first,
+    as :func:`job_versions` orders them."""
+    by_run: dict[str, list[JobStatement]] = {}
+    for s in statements:
+        if s.run_id is not None:
+            by_run.setdefault(s.run_id, []).append(s)
+    groups: dict[str, list[tuple[str, list[JobStatement]]]] = {}
+    for run_id, run in by_run.items():
+        groups.setdefault(_stated_job_version(namespace, name, run), []).append((run_id, run))
+    found = [
+        StatedJobVersion(
+            version,
+            min(s.at for _, run in runs for s in run),
+            runs,
+            max(runs, key=lambda r: (max(s.at for s in r[1]), _neg(r[0])))[0],
+        )
+        for version, runs in groups.items()
+    ]
+    found.sort(key=lambda v: (v.created, v.id), reverse=True)
+    return found
+
+
+def job_version_from_statements(
+    namespace: str,
+    name: str,
+    version: StatedJobVersion,
+    events: Mapping[str, Mapping[str, Any]],
+    latest: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """One :func:`job_versions` object from a version's statements; ``events`` hold its job
+    facets' latest carriers (in its runs' order), ``latest`` its latest run's events."""
+    facets = _job_facets(events[i] for i in carriers(version_order(version)))
+    run = version.runs[0][1]
+    return _job_version_data(
+        namespace,
+        name,
+        version.id,
+        version.created,
+        _named_pairs(p for s in run for p in s.inputs),
+        _named_pairs(p for s in run for p in s.outputs),
+        run_from_events(version.latest, latest),
+        facets,
+    )
+
+
+def version_order(version: StatedJobVersion) -> list[JobStatement]:
+    """A version's statements in the order :func:`job_versions` folds their events: run by
+    run."""
+    return [s for _, run in version.runs for s in run]
 
 
 def job_versions(
@@ -615,24 +748,47 @@ def job_versions(
         latest_id, latest_events = max(
             runs, key=lambda r: (max(_time(e) or _NEVER for e in r[1]), _neg(r[0]))
         )
-        facets = _job_facets(all_events)
-        item: dict[str, Any] = {
-            "id": {"namespace": namespace, "name": name, "version": version},
-            "name": name,
-            "version": version,
-            "createdAt": iso(created) if times else None,
-            "namespace": namespace,
-            "inputs": _io(all_events, "inputs"),
-            "outputs": _io(all_events, "outputs"),
-            "latestRun": run_from_events(latest_id, latest_events),
-            "facets": facets,
-        }
-        location = _location(facets)
-        if location is not None:
-            item["location"] = location
+        item = _job_version_data(
+            namespace,
+            name,
+            version,
+            created if times else None,
+            _io(all_events, "inputs"),
+            _io(all_events, "outputs"),
+            run_from_events(latest_id, latest_events),
+            _job_facets(all_events),
+        )
         versions.append((created, item))
     versions.sort(key=lambda v: (v[0], v[1]["version"]), reverse=True)
     return [item for _, item in versions]
+
+
+def _job_version_data(
+    namespace: str,
+    name: str,
+    version: str,
+    created: datetime | None,
+    inputs: list[dict[str, str]],
+    outputs: list[dict[str, str]],
+    latest_run: dict[str, Any],
+    facets: dict[str, Any],
+) -> dict[str, Any]:
+    """A Marquez ``JobVersion``, however its events were read."""
+    item: dict[str, Any] = {
+        "id": {"namespace": namespace, "name": name, "version": version},
+        "name": name,
+        "version": version,
+        "createdAt": iso(created) if created is not None else None,
+        "namespace": namespace,
+        "inputs": inputs,
+        "outputs": outputs,
+        "latestRun": latest_run,
+        "facets": facets,
+    }
+    location = _location(facets)
+    if location is not None:
+        item["location"] = location
+    return item
 
 
 def _neg(text: str) -> tuple[int, ...]:

@@ -50,11 +50,13 @@ from lineage_sdk.collector.store import (
 __all__ = [
     "NotFound",
     "StatedDataset",
+    "StatedVersions",
     "bounded",
     "column_lineage",
     "dataset_events",
     "dataset_object",
     "dataset_versions",
+    "job_details",
     "job_events",
     "lineage",
     "parse_node",
@@ -62,6 +64,7 @@ __all__ = [
     "run_scope",
     "runs",
     "stated_dataset",
+    "stated_versions",
     "with_node_facts",
 ]
 
@@ -383,6 +386,76 @@ def dataset_versions(
     source = marquez_events.stated_source(stated.statements, stated.events, ns, name)
     return [
         marquez_events.version_from_statements(ns, name, v, source, stated.events, runs)
+        for v in versions
+    ]
+
+
+def job_details(store: Engine, namespace: str, name: str) -> dict[str, Any]:
+    """``marquez_events.job_details`` of the job from its statements (what folding its events
+    answers), reading only its job facets' latest carriers."""
+    statements = store.job_statements(namespace, name)
+    if not statements:
+        return {}
+    events = store.events_by_id(carriers(statements))
+    return marquez_events.job_from_statements(namespace, name, statements, events)
+
+
+@dataclass(frozen=True)
+class StatedVersions:
+    """A job's or dataset's versions from its statements: their ids, newest first, and how to
+    make the objects of some of them (by position) without making the others."""
+
+    ids: list[str]
+    render: Callable[[list[int]], list[dict[str, Any]]]
+
+
+def stated_versions(
+    store: Engine, node_type: NodeType, namespace: str, name: str, as_of: datetime | None
+) -> StatedVersions | None:
+    """The versions of a job or dataset (up to ``as_of``) from its statements; None when it
+    has none (its versions then fold its events, which answer the same)."""
+    if node_type == "DATASET":
+        stated = stated_dataset(store, namespace, name, as_of)
+        if stated is None:
+            return None
+        every = marquez_events.stated_versions(stated.statements, stated.keys)
+        ids = [marquez_events.stated_version_id(namespace, name, v) for v in every]
+        return StatedVersions(
+            ids, lambda at: dataset_versions(store, stated, [every[i] for i in at])
+        )
+    runs = [s for s in store.job_statements(namespace, name, as_of=as_of) if not s.static]
+    if not runs:
+        return None
+    found = marquez_events.stated_job_versions(namespace, name, runs)
+    return StatedVersions(
+        [v.id for v in found],
+        lambda at: _job_versions(store, namespace, name, [found[i] for i in at], as_of),
+    )
+
+
+def _job_versions(
+    store: Engine,
+    namespace: str,
+    name: str,
+    versions: list[marquez_events.StatedJobVersion],
+    as_of: datetime | None,
+) -> list[dict[str, Any]]:
+    """These versions' objects, reading their job facets' carriers and latest runs' events."""
+    wanted = {i for v in versions for i in carriers(marquez_events.version_order(v))}
+    events = store.events_by_id(wanted)
+    runs = store.events_of_runs({v.latest for v in versions}, as_of=as_of)
+
+    def own(event: dict[str, Any]) -> bool:  # a run id another job reused: not its events
+        job = event.get("job")
+        return isinstance(job, dict) and (job.get("namespace"), job.get("name")) == (
+            namespace,
+            name,
+        )
+
+    return [
+        marquez_events.job_version_from_statements(
+            namespace, name, v, events, [e for e in runs.get(v.latest, []) if own(e)]
+        )
         for v in versions
     ]
 

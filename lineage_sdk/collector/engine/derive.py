@@ -23,8 +23,8 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
 * **Mentions.** One row per (run, node, role), or per (event, node, role) for an event
   without a run, but none for an event's own job (``events(jobs=...)`` finds those): what a
   node's runs, its static events and a deletion read. Besides, one ``stated`` mention per
-  (event, dataset) with what the event states of it, which a dataset's reads fold
-  (:mod:`~lineage_sdk.collector.engine.statements`).
+  (event, dataset) and (event, its job) with what the event states of it, which a dataset's
+  and a job's reads fold (:mod:`~lineage_sdk.collector.engine.statements`).
 * **Aliases.** Each name an event gives a symlinked dataset besides its canonical one (the
   name as sent, its other symlink identifiers: :func:`~lineage_sdk.collector.symlinks.
   event_aliases`) is a DATASET mention in role ``alias``, keyed by that name: the engine
@@ -56,7 +56,7 @@ from lineage_sdk.collector.backend import (
 )
 from lineage_sdk.collector.columns import column_edges, edge_rank
 from lineage_sdk.collector.engine.lineage_facet import FacetLineage, facet_lineage
-from lineage_sdk.collector.engine.statements import statements_of
+from lineage_sdk.collector.engine.statements import job_statement_of, statements_of
 from lineage_sdk.collector.records import build_record, format_time, state_rank
 from lineage_sdk.collector.store import FieldRef, LineageRecord, event_namespace
 from lineage_sdk.collector.symlinks import event_aliases
@@ -93,8 +93,9 @@ __all__ = [
 #: 3. The ``lineage`` facet's declared edges, column edges and the nodes they name (issue 32).
 #: 4. Alias mentions: every name of a symlinked dataset besides its canonical one (issue 32).
 #: 5. ALIAS nodes, one per (alias, dataset), for search; no alias mention by the name alone.
-#: 6. ``stated`` mentions: what each run event or DatasetEvent states of each dataset it names
-#:    (:mod:`~lineage_sdk.collector.engine.statements`), which a dataset's reads fold (issue 31).
+#: 6. ``stated`` mentions: what each run event or DatasetEvent states of each dataset it names,
+#:    and each event of its job (:mod:`~lineage_sdk.collector.engine.statements`), which a
+#:    dataset's and a job's reads fold (issue 31).
 DERIVATION_VERSION = 6
 
 #: Marquez's source of a dataset entry without a ``dataSource`` facet (``DEFAULT_SOURCE_NAME``).
@@ -240,6 +241,9 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                 mentions[mention] = at
         for key, detail in statements_of(rec, aliases).items():
             statements.append(MentionRow("event", eid, "DATASET", key, "stated", at, detail))
+        if job is not None:
+            of_job = job_statement_of(rec)
+            statements.append(MentionRow("event", eid, "JOB", job, "stated", at, of_job))
         if run_id:
             _join_run(runs, rec, job)
         stated = column_edges(rec)

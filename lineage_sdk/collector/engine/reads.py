@@ -34,9 +34,12 @@ from lineage_sdk.collector.engine.derive import alias_of_key, source_of_key
 from lineage_sdk.collector.engine.forget import forget
 from lineage_sdk.collector.engine.statements import (
     FINGERPRINT,
+    JobStatement,
     Statement,
     event_key,
     event_order,
+    job_order,
+    job_statement,
     statement_of,
 )
 from lineage_sdk.collector.engine.views import (
@@ -646,6 +649,16 @@ class Engine:
                 prints.setdefault(s.key, s.event_id)
         events = self.events_by_id(prints.values())
         return found, {p: event_key(events[i], *key) or p for p, i in prints.items()}, events
+
+    def job_statements(
+        self, namespace: str, name: str, *, as_of: datetime | None = None
+    ) -> list[JobStatement]:
+        """What each event of the job (up to ``as_of``) states of it, in the order its object
+        folds them (:func:`~lineage_sdk.collector.engine.statements.job_order`)."""
+        key = _names(namespace=namespace, name=name)
+        until = None if as_of is None else until_of(as_of)
+        rows = self.backend.mentions("JOB", [key], roles=["stated"], until=until)
+        return sorted(map(job_statement, rows), key=job_order)
 
     def events_by_id(self, ids: Collection[str]) -> dict[str, dict[str, Any]]:
         """The stored events of ``ids``, by id (absent ones left out)."""

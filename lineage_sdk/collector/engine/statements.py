@@ -15,6 +15,11 @@ the dataset, the names of the facets its entries carry and the other names it gi
 folds those rows in event order and reads only the events that carry each facet's latest value
 (:func:`carriers`).
 
+A job's reads fold its events the same way (its facets, parent, times, and the version each run
+gives it from its inputs, outputs and location), so each event of a job (a run event, or a
+JobEvent, flagged ``j``: a job's object folds them, its versions do not) states it too
+(:class:`JobStatement`).
+
 A version key from a ``schema`` facet is a hash of its fields as :func:`entry_key` writes them
 (``json.dumps``, 20 us for ten fields); a statement holds a fingerprint made by orjson instead
 (2.7 us), equal exactly when the fields are, which :meth:`Engine.dataset_statements
@@ -39,12 +44,17 @@ from lineage_sdk.collector.symlinks import entry_name
 
 __all__ = [
     "FINGERPRINT",
+    "JobStatement",
     "StatedVersion",
     "Statement",
     "carriers",
     "entry_key",
     "event_key",
     "event_order",
+    "job_order",
+    "job_statement",
+    "job_statement_of",
+    "latest_location",
     "stated_timeline",
     "statement_of",
     "statements_of",
@@ -170,6 +180,58 @@ def statement_of(row: MentionRow) -> Statement:
     return Statement._make((row.first_seen, row.source_id, *orjson.loads(row.detail or "[]")))
 
 
+def job_statement_of(rec: LineageRecord) -> str | None:
+    """The statement an event makes of its own job, encoded; None without a job."""
+    if rec.job_namespace is None or rec.job_name is None:
+        return None
+    job = rec.event.get("job")
+    facets = _map(job.get("facets") if isinstance(job, Mapping) else None)
+    location = None
+    if "sourceCodeLocation" in facets:
+        url = _map(facets["sourceCodeLocation"]).get("url")
+        location = [url if isinstance(url, str) else None]
+    parent = None
+    if rec.parent_job_namespace and rec.parent_job_name:
+        parent = [rec.parent_job_namespace, rec.parent_job_name]
+    inputs = sorted({(r.namespace, r.name) for r in rec.inputs})
+    outputs = sorted({(r.namespace, r.name) for r in rec.outputs})
+    flags = "j" if rec.kind == "job" else ""
+    detail = [rec.run_id or None, flags, list(facets), parent, inputs, outputs, location]
+    return orjson.dumps(detail).decode()
+
+
+class JobStatement(NamedTuple):
+    """What one event states of its own job (see the module docstring)."""
+
+    at: datetime
+    event_id: str
+    run_id: str | None
+    #: ``j``: a JobEvent.
+    flags: str
+    facets: list[str]
+    #: The job its ``parent`` run facet names, ``[namespace, name]``.
+    parent: list[str] | None
+    inputs: list[list[str]]
+    outputs: list[list[str]]
+    #: ``[url]`` (url None when not text) when its job facets hold ``sourceCodeLocation``.
+    location: list[str | None] | None
+
+    @property
+    def static(self) -> bool:
+        return "j" in self.flags
+
+
+def job_statement(row: MentionRow) -> JobStatement:
+    """A ``stated`` mention of a job decoded."""
+    return JobStatement._make((row.first_seen, row.source_id, *orjson.loads(row.detail or "[]")))
+
+
+def job_order(s: JobStatement) -> tuple[datetime, bool, str]:
+    """The order a job's object folds its events in: by time, its run events before its
+    JobEvents at one time (``marquez_events.merge_events``), then by event id."""
+    return (s.at, s.static, s.event_id)
+
+
 @dataclass(slots=True)
 class StatedVersion:
     """One content version of a dataset and the statements that belong to it, oldest first."""
@@ -201,7 +263,7 @@ def stated_timeline(
     return list(versions.values()), None if current is None else keys.get(current, current)
 
 
-def carriers(statements: Sequence[Statement]) -> list[str]:
+def carriers(statements: Sequence[Statement | JobStatement]) -> list[str]:
     """The events that carry each facet's latest value among ``statements`` (in event order),
     in that order: merging their entries oldest first gives the facets merging every
     statement's event would, as each facet's last writer is among them."""
@@ -210,6 +272,15 @@ def carriers(statements: Sequence[Statement]) -> list[str]:
         for facet in s.facets:
             latest[facet] = i
     return [statements[i].event_id for i in sorted(set(latest.values()))]
+
+
+def latest_location(statements: Iterable[JobStatement]) -> str | None:
+    """The ``sourceCodeLocation`` url the merged job facets of these statements' events hold."""
+    found = None
+    for s in statements:
+        if s.location is not None:
+            found = s.location[0]
+    return found
 
 
 def event_order(s: Statement) -> tuple[datetime, bool, str]:

@@ -138,6 +138,9 @@ def _present_job(state: ApiState, grant: Grant, namespace: str, job: str) -> dic
         inputs=inputs,
         outputs=outputs,
     )
+    if grant.reads_all:  # its statements (a sight filters events, not statements)
+        data.update(answer(lambda: queries.job_details(store, namespace, job)))
+        return data
     events = answer(lambda: queries.job_events(store, namespace, job))
     data.update(marquez_events.job_details(namespace, job, events))
     return data
@@ -284,6 +287,24 @@ def _stated(
     return answer(lambda: queries.stated_dataset(store, namespace, name, as_of))
 
 
+def _stated_versions(
+    kind: _Kind,
+    state: ApiState,
+    grant: Grant,
+    namespace: str,
+    name: str,
+    asOf: str | None,
+    run_id: str | None,
+) -> queries.StatedVersions | None:
+    """The versions from statements, as :func:`_stated` decides (a job's too)."""
+    as_of = instant(asOf, "asOf")
+    namespace, name = _named(kind, state, grant, namespace, name)
+    if run_id is not None or not grant.reads_all:
+        return None
+    store = catalog(state, grant)
+    return answer(lambda: queries.stated_versions(store, kind.type, namespace, name, as_of))
+
+
 def _named(
     kind: _Kind, state: ApiState, grant: Grant, namespace: str, name: str
 ) -> tuple[str, str]:
@@ -323,15 +344,11 @@ def _version_list(
     runId: str | None,
 ) -> Response:
     """``GET .../versions``: one page of them, newest first."""
-    as_of = instant(asOf, "asOf")
-    named = _named(kind, state, grant, namespace, name)
-    stated = _stated(kind, state, grant, *named, as_of, runId)
+    stated = _stated_versions(kind, state, grant, namespace, name, asOf, runId)
     if stated is not None:  # only the page's versions are made
-        store = catalog(state, grant)
-        every = marquez_events.stated_versions(stated.statements, stated.keys)
-        wanted = every[offset : offset + limit]
-        found = answer(lambda: queries.dataset_versions(store, stated, wanted))
-        return reply({"versions": found, "totalCount": len(every)}, grant)
+        at = list(range(offset, min(offset + limit, len(stated.ids))))
+        found = answer(lambda: stated.render(at))
+        return reply({"versions": found, "totalCount": len(stated.ids)}, grant)
     page = paged(_all_versions(kind, state, grant, namespace, name, asOf, runId), limit, offset)
     return reply({"versions": page, "totalCount": page.total}, grant)
 
@@ -347,16 +364,11 @@ def _version(
     runId: str | None,
 ) -> Response:
     """``GET .../versions/{version}``."""
-    as_of = instant(asOf, "asOf")
-    named = _named(kind, state, grant, namespace, name)
-    stated = _stated(kind, state, grant, *named, as_of, runId)
+    stated = _stated_versions(kind, state, grant, namespace, name, asOf, runId)
     if stated is not None:  # only the version asked for is made
-        store = catalog(state, grant)
-        every = marquez_events.stated_versions(stated.statements, stated.keys)
-        ids = [marquez_events.stated_version_id(*named, v) for v in every]
-        wanted = [v for v, found in zip(every, ids, strict=True) if found == version.lower()]
-        if wanted:
-            return reply(answer(lambda: queries.dataset_versions(store, stated, wanted))[0], grant)
+        at = [i for i, found in enumerate(stated.ids) if found == version.lower()]
+        if at:
+            return reply(answer(lambda: stated.render(at))[0], grant)
         raise ApiError(404, "not_found", f"the {kind.what} has no version with this id")
     for item in _all_versions(kind, state, grant, namespace, name, asOf, runId):
         if item["version"] == version.lower():
