@@ -2,7 +2,11 @@
 OpenLineage events.
 
 The engine hands back raw events (:meth:`~lineage_sdk.collector.engine.Engine.events_of_dataset`
-and its siblings) and every rule lives here, so every backend answers alike. The rules follow what
+and its siblings) and every rule lives here, so every backend answers alike. A job's and a
+dataset's own reads (the object and its versions) fold their statements instead
+(:mod:`lineage_sdk.collector.engine.statements`: a small row per event, and the few events that
+carry each facet's latest value), by the same rules through the same builders;
+``tests/stores_nosql/test_stated_reads.py`` holds the two folds equal. The rules follow what
 Marquez derives from the same events:
 
 - a **dataset version** is keyed on content, never on the run: the ``datasetVersion`` of the
@@ -686,19 +690,32 @@ def stated_job_versions(
         if s.run_id is not None:
             by_run.setdefault(s.run_id, []).append(s)
     groups: dict[str, list[tuple[str, list[JobStatement]]]] = {}
+    ids: dict[tuple[Any, ...], str] = {}  # thousands of runs, few versions: each id made once
     for run_id, run in by_run.items():
-        groups.setdefault(_stated_job_version(namespace, name, run), []).append((run_id, run))
+        inputs = frozenset((p[0], p[1]) for s in run for p in s.inputs)
+        outputs = frozenset((p[0], p[1]) for s in run for p in s.outputs)
+        what = (inputs, outputs, latest_location(run))
+        version = ids.get(what)
+        if version is None:
+            version = ids[what] = _stated_job_version(namespace, name, run)
+        groups.setdefault(version, []).append((run_id, run))
     found = [
-        StatedJobVersion(
-            version,
-            min(s.at for _, run in runs for s in run),
-            runs,
-            max(runs, key=lambda r: (max(s.at for s in r[1]), _neg(r[0])))[0],
-        )
+        StatedJobVersion(version, min(s.at for _, run in runs for s in run), runs, _latest(runs))
         for version, runs in groups.items()
     ]
     found.sort(key=lambda v: (v.created, v.id), reverse=True)
     return found
+
+
+def _latest(runs: Sequence[tuple[str, Sequence[JobStatement]]]) -> str:
+    """The run with the latest event (ties: the least run id)."""
+    best: tuple[datetime, str] | None = None
+    for run_id, run in runs:
+        last = max(s.at for s in run)
+        if best is None or last > best[0] or (last == best[0] and run_id < best[1]):
+            best = (last, run_id)
+    assert best is not None
+    return best[1]
 
 
 def job_version_from_statements(
@@ -835,8 +852,8 @@ class NodeFold:
     are what the latest runs of its writers (and of the jobs asked beside it) say of it, folded
     oldest first (its DatasetEvents when no job writes it): fields, source, tags, description,
     lifecycle state, and when a write among them completed, ``lastModifiedAt``. The
-    single-job and single-dataset reads fold every event instead (``job_details``,
-    ``dataset_from_events``)."""
+    single-job and single-dataset reads fold every statement instead
+    (``job_from_statements``, ``dataset_from_statements``)."""
 
     def __init__(self, facts: NodeFacts) -> None:
         self.facts = facts

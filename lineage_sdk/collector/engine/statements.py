@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from lineage_sdk.collector.backend import Key, MentionRow
-from lineage_sdk.collector.store import DatasetRef, LineageRecord
+from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.collector.symlinks import entry_name
 
 __all__ = [
@@ -120,30 +120,36 @@ def _stated_key(facets: Mapping[str, Any]) -> str | None:
     return FINGERPRINT + hashlib.sha256(text).hexdigest()[:32]
 
 
-_KEY_ORDER = {"outputs": 0, "dataset": 1, "inputs": 2}
-
-
 def statements_of(rec: LineageRecord, aliases: Mapping[Key, Key]) -> dict[Key, str]:
     """Each dataset the event names, with its statement encoded (a ``stated`` mention's
-    ``detail``); none for a JobEvent. ``aliases``: the event's other names (derive's)."""
+    ``detail``); none for a JobEvent. ``aliases``: the event's other names (derive's). The key
+    is :func:`event_key`'s: the first of its written (or DatasetEvent) entries, else of its
+    read ones, that gives one."""
     if rec.kind == "job":
         return {}
-    entries: dict[Key, list[tuple[str, DatasetRef]]] = {}
-    for ref in rec.inputs:
-        entries.setdefault((ref.namespace, ref.name), []).append(("inputs", ref))
-    section = "dataset" if rec.kind == "dataset" else "outputs"
-    for ref in rec.outputs:
-        entries.setdefault((ref.namespace, ref.name), []).append((section, ref))
-    flags = "c" if rec.event_type == "COMPLETE" else ""
+    done = "c" if rec.event_type == "COMPLETE" else ""
+    found: dict[Key, list[Any]] = {}  # [flags, key, facet names]
+    for refs, flags in (
+        (rec.outputs, ("w" if rec.kind == "run" else "") + done),
+        (rec.inputs, done),
+    ):
+        for ref in refs:
+            stated = found.get((ref.namespace, ref.name))
+            if stated is None:
+                found[(ref.namespace, ref.name)] = [
+                    flags,
+                    _stated_key(ref.facets),
+                    list(ref.facets),
+                ]
+                continue
+            if stated[1] is None:
+                stated[1] = _stated_key(ref.facets)
+            stated[2] += [f for f in ref.facets if f not in stated[2]]
+    run_id = rec.run_id or None
     out: dict[Key, str] = {}
-    for dataset, named in entries.items():
-        ordered = sorted(named, key=lambda entry: _KEY_ORDER[entry[0]])  # event_key's order
-        key = next((k for _, r in ordered if (k := _stated_key(r.facets)) is not None), None)
-        facets = list(dict.fromkeys(f for _, ref in named for f in ref.facets))
-        writes = "w" if any(s == "outputs" for s, _ in named) else ""
-        other = sorted(alias for alias, node in aliases.items() if node == dataset)
-        detail = [rec.run_id or None, writes + flags, key, facets, other]
-        out[dataset] = orjson.dumps(detail).decode()
+    for dataset, (flags, key, facets) in found.items():
+        other = sorted(a for a, node in aliases.items() if node == dataset) if aliases else []
+        out[dataset] = orjson.dumps([run_id, flags, key, facets, other]).decode()
     return out
 
 

@@ -529,7 +529,7 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sa.Column("first_seen", _Time(), primary_key=True),
         text("source_id", key=True),
         text("detail", null=True),
-        index("stated_source", "source_id"),
+        index("stated_time", "first_seen", "source_id"),  # delete's: appended in time order
         sqlite_with_rowid=False,
     )
     # What the backend keeps of itself: the derivation version (``derivation``).
@@ -1024,8 +1024,9 @@ class SqlBackend:
             gone = [r.event_id for r in removed]
             if gone:  # by (source, source_id), the mention key's prefix
                 conn.execute(_sourced(conn, mention, "event", gone))
-                stated = self._t["stated"]
-                conn.execute(sa.delete(stated).where(_within(conn, stated.c.source_id, gone)))
+                st, times = self._t["stated"].c, sorted({r.event_time for r in removed})
+                at = sa.and_(st.first_seen.in_(times), _within(conn, st.source_id, gone))
+                conn.execute(sa.delete(self._t["stated"]).where(at))
                 conn.execute(sa.delete(ev).where(_within(conn, ev.c.event_id, gone)))
             return sorted(removed, key=lambda r: r.position)
 

@@ -138,7 +138,7 @@ def _present_job(state: ApiState, grant: Grant, namespace: str, job: str) -> dic
         inputs=inputs,
         outputs=outputs,
     )
-    if grant.reads_all:  # its statements (a sight filters events, not statements)
+    if _by_statements(grant, None):
         data.update(answer(lambda: queries.job_details(store, namespace, job)))
         return data
     events = answer(lambda: queries.job_events(store, namespace, job))
@@ -268,6 +268,14 @@ def _node(
     return reply(found, grant)
 
 
+def _by_statements(grant: Grant, run_id: str | None) -> bool:
+    """Whether a job's or dataset's reads fold its statements
+    (:mod:`~lineage_sdk.collector.engine.statements`) rather than its events: not for a run's
+    scope, nor for a key that reads some namespaces only (its sight filters events by their
+    filing namespace, which statements do not carry)."""
+    return run_id is None and grant.reads_all
+
+
 def _stated(
     kind: _Kind,
     state: ApiState,
@@ -277,11 +285,9 @@ def _stated(
     as_of: datetime | None,
     run_id: str | None,
 ) -> queries.StatedDataset | None:
-    """A dataset's statements (:mod:`~lineage_sdk.collector.engine.statements`), which answer
-    its reads without folding its events; None (fold them) for a job, a run's scope, a key
-    that reads some namespaces only (its sight filters events, not statements), or a dataset
-    without statements."""
-    if kind.type != "DATASET" or run_id is not None or not grant.reads_all:
+    """A dataset's statements when its object is read from them (:func:`_by_statements`);
+    None (fold its events) otherwise, for a job, or for a dataset without statements."""
+    if kind.type != "DATASET" or not _by_statements(grant, run_id):
         return None
     store = catalog(state, grant)
     return answer(lambda: queries.stated_dataset(store, namespace, name, as_of))
@@ -296,10 +302,11 @@ def _stated_versions(
     asOf: str | None,
     run_id: str | None,
 ) -> queries.StatedVersions | None:
-    """The versions from statements, as :func:`_stated` decides (a job's too)."""
+    """A job's or dataset's versions from its statements (:func:`_by_statements`); None: fold
+    its events."""
     as_of = instant(asOf, "asOf")
     namespace, name = _named(kind, state, grant, namespace, name)
-    if run_id is not None or not grant.reads_all:
+    if not _by_statements(grant, run_id):
         return None
     store = catalog(state, grant)
     return answer(lambda: queries.stated_versions(store, kind.type, namespace, name, as_of))
