@@ -370,8 +370,9 @@ def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
     """The graph backend's model computed independently from run events (the model in
     lineage_sdk/collector/stores/graph_backend.py): a Job per job and parent job, a Dataset per
     input and output, a Run per (run, job), an Event per event, a Mention per (run, dataset,
-    role) and (run, parent job), a ColumnEdge per (output field, input field, job), a READS or
-    WRITES per (job, dataset)."""
+    role) and (run, parent job) and a statement Mention per (event, dataset it names) and (event,
+    its job), a ColumnEdge per (output field, input field, job), a READS or WRITES per (job,
+    dataset)."""
     jobs: set[Any] = set()
     datasets: set[Any] = set()
     runs: set[Any] = set()
@@ -381,6 +382,10 @@ def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
     for e in events:
         job = (e["job"]["namespace"], e["job"]["name"])
         run = e["run"]["runId"]
+        event_id = store_id(orjson.dumps(e))
+        named = [(ds["namespace"], ds["name"]) for side in ("inputs", "outputs") for ds in e[side]]
+        mentions.update((event_id, "DATASET", key, "stated") for key in named)
+        mentions.add((event_id, "JOB", job, "stated"))
         jobs.add(job)
         runs.add((run, job))
         parent = e["run"].get("facets", {}).get("parent")
