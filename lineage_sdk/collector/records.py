@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any, Literal
 
 from lineage_sdk.collector.store import DatasetRef, EventKind, LineageRecord
@@ -27,6 +28,7 @@ __all__ = [
     "build_record",
     "compute_event_id",
     "format_time",
+    "json_object",
     "parse_event_time",
     "parse_time",
     "state_rank",
@@ -87,6 +89,21 @@ def parse_event_time(value: Any) -> datetime:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed
+
+
+_NO_OBJECT: Mapping[str, Any] = MappingProxyType({})
+
+
+def json_object(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object (a dict, or any mapping), else an empty, read-only one:
+    how a read goes down nested facets without a check at every level. The exact type tests
+    come first (decoded JSON is a plain dict, an absent member None): ``isinstance(...,
+    Mapping)`` goes through the ABC machinery, a third of the watch's noticing CPU when it did."""
+    if type(value) is dict:
+        return value
+    if value is None:
+        return _NO_OBJECT
+    return value if isinstance(value, Mapping) else _NO_OBJECT
 
 
 def _map(value: Any) -> Mapping[str, Any] | None:

@@ -59,7 +59,7 @@ from lineage_sdk.collector.engine.statements import (
     stated_timeline,
     version_facet,
 )
-from lineage_sdk.collector.records import compute_event_id, parse_event_time
+from lineage_sdk.collector.records import compute_event_id, json_object, parse_event_time
 from lineage_sdk.collector.store import (
     DEFAULT_NODE_LIMIT,
     NodeType,
@@ -115,12 +115,6 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 _JOB_TYPES = {"STREAMING": "STREAM", "STREAM": "STREAM", "BATCH": "BATCH", "SERVICE": "SERVICE"}
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    if type(value) is dict:  # decoded JSON: the exact type checks are the cheap ones
-        return value
-    return {} if value is None or not isinstance(value, Mapping) else value
-
-
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -133,7 +127,7 @@ def _time(event: Mapping[str, Any]) -> datetime | None:
 
 
 def _run_id(event: Mapping[str, Any]) -> str | None:
-    run_id = _map(event.get("run")).get("runId")
+    run_id = json_object(event.get("run")).get("runId")
     return run_id if isinstance(run_id, str) else None
 
 
@@ -168,7 +162,7 @@ def sources_data(uses: Iterable[SourceUse]) -> list[dict[str, Any]]:
 
 def _source_name(facets: Mapping[str, Any]) -> str:
     """A dataset's ``sourceName``: its latest ``dataSource`` facet's name, else ``default``."""
-    name = _map(facets.get("dataSource")).get("name")
+    name = json_object(facets.get("dataSource")).get("name")
     return name if isinstance(name, str) and name else DEFAULT_SOURCE
 
 
@@ -183,10 +177,10 @@ def _dataset_entries(
     for key in ("inputs", "outputs"):
         items = event.get(key)
         for item in items if isinstance(items, list) else ():
-            item = _map(item)
+            item = json_object(item)
             if entry_name(item) == (namespace, name):
                 out.append(item)
-    single = _map(event.get("dataset"))
+    single = json_object(event.get("dataset"))
     if entry_name(single) == (namespace, name):
         out.append(single)
     return out
@@ -205,14 +199,14 @@ def _merged_facets(
     facets: dict[str, Any] = {}
     for event in events:
         for entry in _dataset_entries(event, namespace, name):
-            facets.update(_map(entry.get("facets")))
+            facets.update(json_object(entry.get("facets")))
     return facets
 
 
 def _tags_by_field(facets: Mapping[str, Any]) -> dict[Any, list[str]]:
     """Tag names from an OpenLineage ``tags`` facet (``[{key, value, field?}]``), by the field
     they tag (None: the dataset), read in one pass for every field."""
-    tags = _map(facets.get("tags")).get("tags")
+    tags = json_object(facets.get("tags")).get("tags")
     found: dict[Any, set[str]] = {}
     for t in tags if isinstance(tags, list) else ():
         field = t.get("field") if isinstance(t, Mapping) and "key" in t else 0
@@ -232,11 +226,11 @@ def _fields(
     """Marquez ``fields`` from a ``schema`` facet (nested fields are left to the facet);
     ``tags``: the facets' ``_tags_by_field`` when the caller has it already."""
     out: list[dict[str, Any]] = []
-    items = _map(facets.get("schema")).get("fields")
+    items = json_object(facets.get("schema")).get("fields")
     if tags is None:
         tags = _tags_by_field(facets) if items else {}
     for item in items if isinstance(items, list) else ():
-        item = _map(item)
+        item = json_object(item)
         if not isinstance(item.get("name"), str):
             continue
         field: dict[str, Any] = {"name": item["name"]}
@@ -250,7 +244,7 @@ def _fields(
 
 
 def _description(facets: Mapping[str, Any]) -> str | None:
-    text = _map(facets.get("documentation")).get("description")
+    text = json_object(facets.get("documentation")).get("description")
     return text if isinstance(text, str) else None
 
 
@@ -383,7 +377,7 @@ def _dataset_data(
         data["createdAt"], data["updatedAt"] = iso(times[0]), iso(times[1])
     if modified is not None:
         data["lastModifiedAt"] = iso(modified)
-    lifecycle = _map(facets.get("lifecycleStateChange")).get("lifecycleStateChange")
+    lifecycle = json_object(facets.get("lifecycleStateChange")).get("lifecycleStateChange")
     if isinstance(lifecycle, str):
         data["lastLifecycleState"] = lifecycle
     description = _description(facets)
@@ -508,7 +502,7 @@ def _version_data(
 def _job_facets(events: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     facets: dict[str, Any] = {}
     for event in events:
-        facets.update(_map(_map(event.get("job")).get("facets")))
+        facets.update(json_object(json_object(event.get("job")).get("facets")))
     return facets
 
 
@@ -524,7 +518,7 @@ def _io(events: Iterable[Mapping[str, Any]], key: str) -> list[dict[str, str]]:
 
 
 def _location(facets: Mapping[str, Any]) -> str | None:
-    url = _map(facets.get("sourceCodeLocation")).get("url")
+    url = json_object(facets.get("sourceCodeLocation")).get("url")
     return url if isinstance(url, str) else None
 
 
@@ -559,7 +553,7 @@ def _runs(events: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, An
 
 def job_type(facets: Mapping[str, Any]) -> str:
     """Marquez's job ``type``, from the ``jobType`` facet's ``processingType`` (BATCH without)."""
-    processing = _map(facets.get("jobType")).get("processingType")
+    processing = json_object(facets.get("jobType")).get("processingType")
     return _JOB_TYPES.get(str(processing).upper(), "BATCH")
 
 
@@ -567,7 +561,8 @@ def parent_job(events: Iterable[Mapping[str, Any]]) -> tuple[str, str] | None:
     """The job the latest ``parent`` run facet among ``events`` (in event-time order) names."""
     found: tuple[str, str] | None = None
     for event in events:
-        job = _map(_map(_map(_map(event.get("run")).get("facets")).get("parent")).get("job"))
+        facets = json_object(json_object(event.get("run")).get("facets"))
+        job = json_object(json_object(facets.get("parent")).get("job"))
         ns, name = job.get("namespace"), job.get("name")
         if isinstance(ns, str) and isinstance(name, str) and ns and name:
             found = (ns, name)
@@ -817,24 +812,26 @@ def facets_of_run(run_id: str, events: Sequence[Mapping[str, Any]], kind: str) -
     """Marquez's ``FacetsResult``: a run's run facets or job facets, latest value of each."""
     facets: dict[str, Any] = {}
     for event in events:
-        section = _map(event.get("run" if kind == "run" else "job"))
-        facets.update(_map(section.get("facets")))
+        section = json_object(event.get("run" if kind == "run" else "job"))
+        facets.update(json_object(section.get("facets")))
     return {"runId": run_id, "facets": facets}
+
+
+def _job_of(event: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The (namespace, name) an event's own job is sent under (not checked to be text)."""
+    job = json_object(event.get("job"))
+    return (job.get("namespace"), job.get("name"))
 
 
 def run_job_version(run_events: Sequence[Mapping[str, Any]]) -> dict[str, str] | None:
     """``{namespace, name, version}`` of the job a run's events name (None if they name none)."""
-    job = next((_map(e.get("job")) for e in run_events if _map(e.get("job"))), None)
+    job = next((json_object(e.get("job")) for e in run_events if json_object(e.get("job"))), None)
     if job is None:
         return None
     ns, name = job.get("namespace"), job.get("name")
     if not isinstance(ns, str) or not isinstance(name, str):
         return None
-    own = [
-        e
-        for e in run_events
-        if (_map(e.get("job")).get("namespace"), _map(e.get("job")).get("name")) == (ns, name)
-    ]
+    own = [e for e in run_events if _job_of(e) == (ns, name)]
     return {"namespace": ns, "name": name, "version": job_version_id(ns, name, own)}
 
 
@@ -868,7 +865,7 @@ class NodeFold:
                 value = event.get(section)
                 wrote = at if done and section == "outputs" else None
                 for entry in value if isinstance(value, list) else [value]:
-                    facets = _map(_map(entry).get("facets"))
+                    facets = json_object(json_object(entry).get("facets"))
                     if not facets and wrote is None:
                         continue  # adds nothing to any dataset: its name is not worked out
                     key = entry_name(entry)
@@ -896,7 +893,7 @@ class NodeFold:
         events = [
             e
             for e in (self.facts.events.get(run, []) if run is not None else [])
-            if (_map(e.get("job")).get("namespace"), _map(e.get("job")).get("name")) == key
+            if _job_of(e) == key
         ]
         facets = _job_facets(events)
         data: dict[str, Any] = {"type": job_type(facets), **parent_fields(name, events)}
@@ -935,7 +932,7 @@ class NodeFold:
         description = _description(facets)
         if description is not None:
             data["description"] = description
-        lifecycle = _map(facets.get("lifecycleStateChange")).get("lifecycleStateChange")
+        lifecycle = json_object(facets.get("lifecycleStateChange")).get("lifecycleStateChange")
         if isinstance(lifecycle, str):
             data["lastLifecycleState"] = lifecycle
         if _quality_failed(facets.get("dataQualityAssertions")):
@@ -947,8 +944,10 @@ class NodeFold:
 
 def _quality_failed(facet: Any) -> bool:
     """Whether a ``dataQualityAssertions`` facet holds an assertion with ``success: false``."""
-    assertions = _map(facet).get("assertions")
-    return isinstance(assertions, list) and any(_map(a).get("success") is False for a in assertions)
+    assertions = json_object(facet).get("assertions")
+    return isinstance(assertions, list) and any(
+        json_object(a).get("success") is False for a in assertions
+    )
 
 
 def _schema_broke(facts: NodeFacts) -> set[tuple[str, str]]:
@@ -1017,7 +1016,7 @@ def _fold_run(run_id: str, events: Sequence[Mapping[str, Any]]) -> _FoldedRun:
 
 def _dataset_version_facet(entry: Mapping[str, Any]) -> str | None:
     """The ``datasetVersion`` of an input's or output's ``version`` facet."""
-    return version_facet(_map(entry.get("facets")))
+    return version_facet(json_object(entry.get("facets")))
 
 
 def _run_inputs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str | None]:
@@ -1026,7 +1025,7 @@ def _run_inputs(events: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], st
     for event in events:
         items = event.get("inputs")
         for item in items if isinstance(items, list) else ():
-            item = _map(item)
+            item = json_object(item)
             resolved = entry_name(item)
             if resolved is not None:
                 found[resolved] = _dataset_version_facet(item) or found.get(resolved)
@@ -1040,7 +1039,7 @@ def _carries_version(
     for event in events:
         items = event.get("outputs")
         for item in items if isinstance(items, list) else ():
-            item = _map(item)
+            item = json_object(item)
             same = entry_name(item) == (namespace, name)
             if same and _dataset_version_facet(item) == version:
                 return True

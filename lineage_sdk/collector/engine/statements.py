@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from lineage_sdk.collector.backend import Key, MentionRow
+from lineage_sdk.collector.records import json_object
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.collector.symlinks import entry_name
 
@@ -65,15 +66,9 @@ __all__ = [
 FINGERPRINT = "fields:"
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    if type(value) is dict:
-        return value
-    return value if isinstance(value, Mapping) else {}
-
-
 def version_facet(facets: Mapping[str, Any]) -> str | None:
     """The ``datasetVersion`` of an entry's ``version`` facet."""
-    value = _map(facets.get("version")).get("datasetVersion")
+    value = json_object(facets.get("version")).get("datasetVersion")
     return value if isinstance(value, str) and value else None
 
 
@@ -84,11 +79,11 @@ def _schema_key(fields: list[Any]) -> str:
 
 def entry_key(entry: Mapping[str, Any]) -> str | None:
     """The content key of one dataset entry: its ``version`` facet, else its schema's hash."""
-    facets = _map(entry.get("facets"))
+    facets = json_object(entry.get("facets"))
     version = version_facet(facets)
     if version is not None:
         return f"version:{version}"
-    fields = _map(facets.get("schema")).get("fields")
+    fields = json_object(facets.get("schema")).get("fields")
     return _schema_key(fields) if isinstance(fields, list) and fields else None
 
 
@@ -97,7 +92,7 @@ def event_key(event: Mapping[str, Any], namespace: str, name: str) -> str | None
     for section in ("outputs", "dataset", "inputs"):
         items = event.get(section)
         for item in items if isinstance(items, list) else [items]:
-            item = _map(item)
+            item = json_object(item)
             if entry_name(item) == (namespace, name):
                 key = entry_key(item)
                 if key is not None:
@@ -110,7 +105,7 @@ def _stated_key(facets: Mapping[str, Any]) -> str | None:
     version = version_facet(facets)
     if version is not None:
         return f"version:{version}"
-    fields = _map(facets.get("schema")).get("fields")
+    fields = json_object(facets.get("schema")).get("fields")
     if not isinstance(fields, list) or not fields:
         return None
     try:
@@ -191,10 +186,10 @@ def job_statement_of(rec: LineageRecord) -> str | None:
     if rec.job_namespace is None or rec.job_name is None:
         return None
     job = rec.event.get("job")
-    facets = _map(job.get("facets") if isinstance(job, Mapping) else None)
+    facets = json_object(job.get("facets") if isinstance(job, Mapping) else None)
     location = None
     if "sourceCodeLocation" in facets:
-        url = _map(facets["sourceCodeLocation"]).get("url")
+        url = json_object(facets["sourceCodeLocation"]).get("url")
         location = [url if isinstance(url, str) else None]
     parent = None
     if rec.parent_job_namespace and rec.parent_job_name:

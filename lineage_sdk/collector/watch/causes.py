@@ -20,11 +20,11 @@ path: no read, no I/O).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
 import orjson
 
+from lineage_sdk.collector.records import json_object
 from lineage_sdk.collector.store import LineageRecord, node_id
 from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.collector.watch.model import Beat, Cause, Noticed, SchemaSeen, cause_id
@@ -43,19 +43,6 @@ _FAILED = ("FAIL", "ABORT")
 _QUALITY = "dataQualityAssertions"
 #: Where an entry may carry its quality facet (dbt-ol sends it in two of them).
 _QUALITY_PLACES = ("inputFacets", "outputFacets", "facets")
-
-
-_NOTHING: Mapping[str, Any] = MappingProxyType({})
-
-
-def _map(value: Any) -> Mapping[str, Any]:
-    # Decoded JSON: the exact type checks are the cheap ones (an absent facet is None, and
-    # ``isinstance(None, Mapping)`` goes through the ABC machinery: a third of this module's CPU).
-    if type(value) is dict:
-        return value
-    if value is None:
-        return _NOTHING
-    return value if isinstance(value, Mapping) else _NOTHING
 
 
 def noticed(records: Sequence[LineageRecord]) -> Noticed:
@@ -99,7 +86,8 @@ def noticed(records: Sequence[LineageRecord]) -> Noticed:
 
 
 def _run_failed(rec: LineageRecord, job: tuple[str, str], run_id: str, state: str) -> Cause:
-    error = _map(_map(_map(rec.event.get("run")).get("facets")).get("errorMessage"))
+    run_facets = json_object(json_object(rec.event.get("run")).get("facets"))
+    error = json_object(run_facets.get("errorMessage"))
     data: dict[str, Any] = {
         "job": {"namespace": job[0], "name": job[1]},
         "runId": run_id,
@@ -152,7 +140,7 @@ def failed_assertions(item: Mapping[str, Any]) -> list[dict[str, Any]]:
     facets (input, output or dataset facets), as sent; one sent in two of them counts once."""
     found: dict[str, dict[str, Any]] = {}
     for key in _QUALITY_PLACES:
-        facet = _map(_map(item.get(key)).get(_QUALITY))
+        facet = json_object(json_object(item.get(key)).get(_QUALITY))
         assertions = facet.get("assertions")
         if isinstance(assertions, list):
             for a in assertions:
@@ -168,12 +156,12 @@ def _canonical(value: Any) -> str:
 
 def schema_fields(facets: Mapping[str, Any]) -> dict[str, str | None] | None:
     """A ``schema`` facet's top-level fields, name -> type (None: no type); None without one."""
-    fields = _map(facets.get("schema")).get("fields")
+    fields = json_object(facets.get("schema")).get("fields")
     if not isinstance(fields, list):
         return None
     found: dict[str, str | None] = {}
     for spec in fields:
-        spec = _map(spec)
+        spec = json_object(spec)
         name = spec.get("name")
         if isinstance(name, str):
             kind = spec.get("type")
@@ -200,7 +188,7 @@ def _stated_schema(
 ) -> tuple[tuple[str, str], dict[str, str | None]] | None:
     """The dataset entry's name and its ``schema`` facet's fields, when it has one (looked for
     before it is read: most entries have none; an entry is named only when it has)."""
-    facets = _map(item.get("facets"))
+    facets = json_object(item.get("facets"))
     fields = schema_fields(facets) if "schema" in facets else None
     dataset = entry_name(item) if fields is not None else None
     return None if fields is None or dataset is None else (dataset, fields)
@@ -223,7 +211,7 @@ def _states_quality(item: Mapping[str, Any]) -> bool:
     """Whether one of the entry's facet maps has a ``dataQualityAssertions`` key."""
     for key in _QUALITY_PLACES:
         facets = item.get(key)
-        if facets is not None and _QUALITY in _map(facets):
+        if facets is not None and _QUALITY in json_object(facets):
             return True
     return False
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.engine.reads import NodeFacts
-from lineage_sdk.collector.records import compute_event_id, parse_event_time
+from lineage_sdk.collector.records import compute_event_id, json_object, parse_event_time
 from lineage_sdk.collector.store import LineageGraph, node_id, parse_node_id
 from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.exceptions import InvalidEventError
@@ -157,10 +157,6 @@ def _iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _time(event: Mapping[str, Any]) -> datetime | None:
     try:
         return parse_event_time(event.get("eventTime"))
@@ -171,14 +167,14 @@ def _time(event: Mapping[str, Any]) -> datetime | None:
 def _owners(facet: Any) -> list[dict[str, Any]] | None:
     """An ``ownership`` facet's owners (each ``name`` and ``type``, null when not stated), or
     None when the value is no such facet."""
-    owners = _map(facet).get("owners")
+    owners = json_object(facet).get("owners")
     if not isinstance(owners, list):
         return None
     found = []
     for owner in owners:
-        name = _map(owner).get("name")
+        name = json_object(owner).get("name")
         if isinstance(name, str):
-            kind = _map(owner).get("type")
+            kind = json_object(owner).get("type")
             found.append({"name": name, "type": kind if isinstance(kind, str) else None})
     return found
 
@@ -206,15 +202,15 @@ class _Fold:
         self._dataset_owners: dict[Key, list[dict[str, Any]]] = {}
         for _, _, i in timed:
             event = every[i]
-            job = _map(event.get("job"))
-            stated = _owners(_map(job.get("facets")).get("ownership"))
+            job = json_object(event.get("job"))
+            stated = _owners(json_object(job.get("facets")).get("ownership"))
             ns, name = job.get("namespace"), job.get("name")
             if stated is not None and isinstance(ns, str) and isinstance(name, str):
                 self._job_owners[(ns, name)] = stated
             for section in ("inputs", "outputs", "dataset"):
                 value = event.get(section)
                 for entry in value if isinstance(value, list) else [value]:
-                    stated = _owners(_map(_map(entry).get("facets")).get("ownership"))
+                    stated = _owners(json_object(json_object(entry).get("facets")).get("ownership"))
                     key = entry_name(entry) if stated is not None else None
                     if key is not None and stated is not None:
                         self._dataset_owners[key] = stated
