@@ -53,7 +53,6 @@ from lineage_sdk.collector.engine.statements import (
     JobStatement,
     StatedVersion,
     Statement,
-    carriers,
     event_key,
     latest_location,
     stated_timeline,
@@ -334,12 +333,12 @@ def dataset_from_statements(
     name: str,
     statements: Sequence[Statement],
     keys: Mapping[str, str],
-    events: Mapping[str, Mapping[str, Any]],
+    carried: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     """:func:`dataset_from_events`'s answer from the dataset's statements (in event order, not
-    empty), the version key of each fingerprint among them, and ``events``, which hold at least
-    each facet's latest carrier (:func:`~lineage_sdk.collector.engine.statements.carriers`)."""
-    carried = [events[i] for i in carriers(statements)]
+    empty), the version key of each fingerprint among them, and ``carried``, the events of
+    their facets' latest carriers (:func:`~lineage_sdk.collector.engine.statements.carriers`),
+    in order."""
     modified = [s.at for s in statements if s.completes and s.writes]
     _, current = stated_timeline(statements, keys)
     return _dataset_data(
@@ -438,18 +437,17 @@ def version_from_statements(
     name: str,
     version: StatedVersion,
     source: str,
-    events: Mapping[str, Mapping[str, Any]],
+    carried: Sequence[Mapping[str, Any]],
     runs: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> dict[str, Any]:
-    """One :func:`dataset_versions` object from a version's statements; ``events`` hold its
-    facets' latest carriers, ``runs`` its creator's events (:func:`stated_creator`), ``source``
-    the dataset's ``sourceName``."""
-    carried = [events[i] for i in carriers(version.statements)]
+    """One :func:`dataset_versions` object from a version's statements; ``carried`` the events
+    of its facets' latest carriers in order, ``runs`` its creator's events
+    (:func:`stated_creator`), ``source`` the dataset's ``sourceName``."""
     creator = stated_creator(version)
     return _version_data(
         namespace,
         name,
-        _dataset_version_id(namespace, name, version.key),
+        stated_version_id(namespace, name, version),
         version.statements[0].at,
         _merged_facets(carried, namespace, name),
         source,
@@ -457,14 +455,8 @@ def version_from_statements(
     )
 
 
-def stated_source(
-    statements: Sequence[Statement],
-    events: Mapping[str, Mapping[str, Any]],
-    namespace: str,
-    name: str,
-) -> str:
-    """The dataset's ``sourceName`` from its statements and their latest carriers."""
-    carried = [events[i] for i in carriers(statements)]
+def stated_source(carried: Sequence[Mapping[str, Any]], namespace: str, name: str) -> str:
+    """The dataset's ``sourceName`` from the events of its statements' latest carriers."""
     return _source_name(_merged_facets(carried, namespace, name))
 
 
@@ -612,10 +604,10 @@ def job_from_statements(
     namespace: str,
     name: str,
     statements: Sequence[JobStatement],
-    events: Mapping[str, Mapping[str, Any]],
+    carried: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     """:func:`job_details` from the job's statements (in the order its object folds them, not
-    empty) and ``events``, which hold at least each job facet's latest carrier."""
+    empty) and ``carried``, the events of their job facets' latest carriers, in order."""
     parent = next((s.parent for s in reversed(statements) if s.parent is not None), None)
     latest = next((s.run_id for s in reversed(statements) if s.run_id is not None), None)
     current = None
@@ -624,7 +616,7 @@ def job_from_statements(
             namespace, name, [s for s in statements if s.run_id == latest]
         )
     return _job_details(
-        _job_facets(events[i] for i in carriers(statements)),
+        _job_facets(carried),
         _parent_fields(name, None if parent is None else (parent[0], parent[1])),
         (min(s.at for s in statements), max(s.at for s in statements)),
         current,
@@ -717,12 +709,13 @@ def job_version_from_statements(
     namespace: str,
     name: str,
     version: StatedJobVersion,
-    events: Mapping[str, Mapping[str, Any]],
+    carried: Sequence[Mapping[str, Any]],
     latest: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """One :func:`job_versions` object from a version's statements; ``events`` hold its job
-    facets' latest carriers (in its runs' order), ``latest`` its latest run's events."""
-    facets = _job_facets(events[i] for i in carriers(version_order(version)))
+    """One :func:`job_versions` object from a version's statements; ``carried`` the events of
+    its job facets' latest carriers (in the order of :func:`version_order`), ``latest`` its
+    latest run's events."""
+    facets = _job_facets(carried)
     run = version.runs[0][1]
     return _job_version_data(
         namespace,

@@ -354,17 +354,22 @@ def stated_dataset(
     return StatedDataset(namespace, name, as_of, statements, keys, events) if statements else None
 
 
-def _carried(store: Engine, stated: StatedDataset, statements: list[Statement]) -> None:
-    """Read the latest carriers of each facet among ``statements`` not read yet."""
-    wanted = set(carriers(statements)) - stated.events.keys()
+def _carried(
+    store: Engine, stated: StatedDataset, groups: list[list[Statement]]
+) -> list[list[dict[str, Any]]]:
+    """Each group's facets' latest carriers (events, in order), reading in one go those of
+    every group not read yet."""
+    found = [carriers(group) for group in groups]
+    wanted = {i for ids in found for i in ids} - stated.events.keys()
     stated.events.update(store.events_by_id(wanted))
+    return [[stated.events[i] for i in ids] for ids in found]
 
 
 def dataset_object(store: Engine, stated: StatedDataset) -> dict[str, Any]:
     """The Marquez ``Dataset`` from its statements (what folding its events answers)."""
-    _carried(store, stated, stated.statements)
+    [carried] = _carried(store, stated, [stated.statements])
     data = marquez_events.dataset_from_statements(
-        stated.namespace, stated.name, stated.statements, stated.keys, stated.events
+        stated.namespace, stated.name, stated.statements, stated.keys, carried
     )
     aliases = sorted({(ns, nm) for s in stated.statements for ns, nm in s.aliases})
     if aliases:
@@ -377,16 +382,15 @@ def dataset_versions(
 ) -> list[dict[str, Any]]:
     """These of the dataset's versions as Marquez ``DatasetVersion`` objects (what folding its
     events answers for them), reading only their facets' carriers and their creators' events."""
-    _carried(store, stated, stated.statements)
-    for version in versions:
-        _carried(store, stated, version.statements)
+    groups = [stated.statements, *(v.statements for v in versions)]
+    every, *each = _carried(store, stated, groups)
     creators = {c for v in versions if (c := marquez_events.stated_creator(v)) is not None}
     runs = store.events_of_runs(creators, as_of=stated.as_of)
     ns, name = stated.namespace, stated.name
-    source = marquez_events.stated_source(stated.statements, stated.events, ns, name)
+    source = marquez_events.stated_source(every, ns, name)
     return [
-        marquez_events.version_from_statements(ns, name, v, source, stated.events, runs)
-        for v in versions
+        marquez_events.version_from_statements(ns, name, v, source, carried, runs)
+        for v, carried in zip(versions, each, strict=True)
     ]
 
 
@@ -396,8 +400,10 @@ def job_details(store: Engine, namespace: str, name: str) -> dict[str, Any]:
     statements = store.job_statements(namespace, name)
     if not statements:
         return {}
-    events = store.events_by_id(carriers(statements))
-    return marquez_events.job_from_statements(namespace, name, statements, events)
+    ids = carriers(statements)
+    events = store.events_by_id(ids)
+    carried = [events[i] for i in ids]
+    return marquez_events.job_from_statements(namespace, name, statements, carried)
 
 
 @dataclass(frozen=True)
@@ -440,23 +446,17 @@ def _job_versions(
     versions: list[marquez_events.StatedJobVersion],
     as_of: datetime | None,
 ) -> list[dict[str, Any]]:
-    """These versions' objects, reading their job facets' carriers and latest runs' events."""
-    wanted = {i for v in versions for i in carriers(marquez_events.version_order(v))}
-    events = store.events_by_id(wanted)
-    runs = store.events_of_runs({v.latest for v in versions}, as_of=as_of)
-
-    def own(event: dict[str, Any]) -> bool:  # a run id another job reused: not its events
-        job = event.get("job")
-        return isinstance(job, dict) and (job.get("namespace"), job.get("name")) == (
-            namespace,
-            name,
-        )
-
+    """These versions' objects, reading their job facets' carriers and their latest runs'
+    events of this job (a run id another job used too has events that are not its)."""
+    ids = [carriers(marquez_events.version_order(v)) for v in versions]
+    events = store.events_by_id({i for found in ids for i in found})
+    latest = {v.latest for v in versions}
+    runs = store.events_of_runs(latest, jobs=[(namespace, name)], as_of=as_of)
     return [
         marquez_events.job_version_from_statements(
-            namespace, name, v, events, [e for e in runs.get(v.latest, []) if own(e)]
+            namespace, name, v, [events[i] for i in found], runs.get(v.latest, [])
         )
-        for v in versions
+        for v, found in zip(versions, ids, strict=True)
     ]
 
 

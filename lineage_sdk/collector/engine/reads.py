@@ -666,13 +666,18 @@ class Engine:
         return {r.event_id: loads_exact(r.json) for r in rows}
 
     def events_of_runs(
-        self, run_ids: Collection[str], *, as_of: datetime | None = None
+        self,
+        run_ids: Collection[str],
+        *,
+        jobs: Collection[Key] | None = None,
+        as_of: datetime | None = None,
     ) -> dict[str, list[dict[str, Any]]]:
-        """The events of each of these runs (up to ``as_of``), by run id, each run's by
-        position."""
+        """The events of each of these runs (those of ``jobs`` only, when given; up to
+        ``as_of``), by run id, each run's by position."""
         until = None if as_of is None else until_of(as_of)
         found: dict[str, list[dict[str, Any]]] = {}
-        for row in self.backend.events(run_ids=run_ids, until=until) if run_ids else ():
+        rows = self.backend.events(run_ids=run_ids, jobs=jobs, until=until) if run_ids else ()
+        for row in rows:
             found.setdefault(row.run_id or "", []).append(loads_exact(row.json))
         return found
 

@@ -304,10 +304,10 @@ def _stated_versions(
 ) -> queries.StatedVersions | None:
     """A job's or dataset's versions from its statements (:func:`_by_statements`); None: fold
     its events."""
-    as_of = instant(asOf, "asOf")
-    namespace, name = _named(kind, state, grant, namespace, name)
     if not _by_statements(grant, run_id):
         return None
+    as_of = instant(asOf, "asOf")
+    namespace, name = _named(kind, state, grant, namespace, name)
     store = catalog(state, grant)
     return answer(lambda: queries.stated_versions(store, kind.type, namespace, name, as_of))
 
