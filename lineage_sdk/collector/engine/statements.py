@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -77,14 +77,27 @@ def _schema_key(fields: list[Any]) -> str:
     return f"schema:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
 
-def entry_key(entry: Mapping[str, Any]) -> str | None:
-    """The content key of one dataset entry: its ``version`` facet, else its schema's hash."""
-    facets = json_object(entry.get("facets"))
+def _fingerprint(fields: list[Any]) -> str:
+    """A schema's fields as a statement keys them (see the module docstring)."""
+    try:
+        text = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits: the key itself
+        return _schema_key(fields)
+    return FINGERPRINT + hashlib.sha256(text).hexdigest()[:32]
+
+
+def _facets_key(facets: Mapping[str, Any], fields_key: Callable[[list[Any]], str]) -> str | None:
+    """An entry's ``version`` facet, else its schema's fields as ``fields_key`` keys them."""
     version = version_facet(facets)
     if version is not None:
         return f"version:{version}"
     fields = json_object(facets.get("schema")).get("fields")
-    return _schema_key(fields) if isinstance(fields, list) and fields else None
+    return fields_key(fields) if isinstance(fields, list) and fields else None
+
+
+def entry_key(entry: Mapping[str, Any]) -> str | None:
+    """The content key of one dataset entry: its ``version`` facet, else its schema's hash."""
+    return _facets_key(json_object(entry.get("facets")), _schema_key)
 
 
 def event_key(event: Mapping[str, Any], namespace: str, name: str) -> str | None:
@@ -98,21 +111,6 @@ def event_key(event: Mapping[str, Any], namespace: str, name: str) -> str | None
                 if key is not None:
                     return key
     return None
-
-
-def _stated_key(facets: Mapping[str, Any]) -> str | None:
-    """:func:`entry_key`, with a schema's hash a fingerprint (see the module docstring)."""
-    version = version_facet(facets)
-    if version is not None:
-        return f"version:{version}"
-    fields = json_object(facets.get("schema")).get("fields")
-    if not isinstance(fields, list) or not fields:
-        return None
-    try:
-        text = orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # an integer beyond 64 bits: the key itself
-        return _schema_key(fields)
-    return FINGERPRINT + hashlib.sha256(text).hexdigest()[:32]
 
 
 def statements_of(rec: LineageRecord, aliases: Mapping[Key, Key]) -> dict[Key, str]:
@@ -133,12 +131,12 @@ def statements_of(rec: LineageRecord, aliases: Mapping[Key, Key]) -> dict[Key, s
             if stated is None:
                 found[(ref.namespace, ref.name)] = [
                     flags,
-                    _stated_key(ref.facets),
+                    _facets_key(ref.facets, _fingerprint),
                     list(ref.facets),
                 ]
                 continue
             if stated[1] is None:
-                stated[1] = _stated_key(ref.facets)
+                stated[1] = _facets_key(ref.facets, _fingerprint)
             stated[2] += [f for f in ref.facets if f not in stated[2]]
     run_id = rec.run_id or None
     out: dict[Key, str] = {}

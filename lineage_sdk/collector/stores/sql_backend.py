@@ -1007,7 +1007,7 @@ class SqlBackend:
 
     def append(self, rows: Rows) -> None:
         self._refuse_namespaces(rows)
-        if any(pick(rows) for pick, _ in _KINDS):
+        if any((rows.events, rows.mentions, rows.edges, rows.runs, rows.columns, rows.nodes)):
             self._writing(lambda conn: self._write(conn, rows))
 
     def delete(self, event_ids: Sequence[str]) -> list[EventRow]:
