@@ -14,16 +14,16 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 import httpx
-from pydantic import Field, field_validator
 
+from lineage_exporters.http_config import HttpExporterConfig
 from lineage_sdk._logging import RateLimitedLog
 from lineage_sdk.config.redaction import redact
-from lineage_sdk.config.schema import LineageConfig, check_url
-from lineage_sdk.config.sections import Section, UriSetting
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.export import EncodedEvent, ExportResult, LineageExporter
 from lineage_sdk.version import __version__
@@ -41,36 +41,6 @@ class HttpExporterStats:
 
     sent: int
     failed: int
-
-
-class HttpExporterConfig(Section):
-    """The `http` exporter: POSTs events to an OpenLineage HTTP endpoint such as Marquez."""
-
-    url: Annotated[str | None, UriSetting()] = Field(
-        default=None,
-        description="OpenLineage HTTP endpoint base URL (OPENLINEAGE_URL also sets it).",
-    )
-    endpoint: str = Field(default="api/v1/lineage", description="Path appended to `url`.")
-    api_key: str | None = Field(
-        default=None,
-        description=(
-            "Bearer token sent as `Authorization: Bearer ...` (OPENLINEAGE_API_KEY also sets it)."
-        ),
-    )
-    timeout_ms: int = Field(default=5000, ge=1, description="Timeout of one HTTP request.")
-    compression: Literal["none", "gzip"] = Field(
-        default="none",
-        description=(
-            "gzip sends each body gzip-compressed (`Content-Encoding: gzip`), as the OpenLineage "
-            "client's `compression: gzip` does (`lineage-collector serve` accepts it; check that "
-            "another endpoint does)."
-        ),
-    )
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        return check_url(value, ("http", "https"))
 
 
 class HttpExporter(LineageExporter):

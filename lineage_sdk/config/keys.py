@@ -71,9 +71,10 @@ class Table:
 def tables() -> tuple[Table, ...]:
     """Every table whose class can be imported here: the core's, then the components'.
 
-    Imports every registered component (for the reference page, the CLI's flags and overrides;
-    an application never calls this). A component whose package cannot be imported (an extra
-    not installed) is left out.
+    Imports every registered table's class (for the reference page, the CLI's flags and
+    overrides; an application never calls this): from the module ``lineage_sdk.config_sections``
+    names for it, else by importing its component. A table whose class cannot be imported (an
+    extra not installed) is left out.
     """
     from lineage_sdk.config.schema import LineageConfig
 

@@ -9,7 +9,10 @@ validated only when that component is built, so an application never fails on th
 settings, and a third-party plugin brings its own table by naming its ``config_class``.
 
 Section names are known from entry-point names alone (nothing is imported to know them), which
-is how an unknown table is still reported with "did you mean".
+is how an unknown table is still reported with "did you mean". A component may also name its
+table's class in ``lineage_sdk.config_sections``, under the table's path (``"store.sql"``): the
+class is then read from there, so listing the keys (the commands' flags, the reference page)
+imports no component, its driver or the OpenTelemetry SDK.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar, TypeVar
@@ -41,6 +44,7 @@ __all__ = [
     "COMPONENT_GROUPS",
     "ENV_ALIASES",
     "ENV_PREFIX",
+    "NO_SETTINGS",
     "SECTION_GROUP",
     "Entry",
     "Section",
@@ -58,7 +62,11 @@ ENV_ALIASES: dict[str, str] = {
     "LINEAGE_DISABLED_INSTRUMENTATIONS": "instrumentation.disabled_instrumentations",
 }
 # Plain sections (the collector's own parts, the instrumentation switches): name = dotted path.
+# A component's table named here too is read from here, without importing the component.
 SECTION_GROUP = "lineage_sdk.config_sections"
+#: What a component without settings names in SECTION_GROUP (``lineage_sdk.config.sections:
+#: NO_SETTINGS``), so that nothing imports it to find out.
+NO_SETTINGS = None
 # Component groups and the table their members' tables live under.
 COMPONENT_GROUPS: dict[str, tuple[str, ...]] = {
     "lineage_sdk.exporters": (),
@@ -125,32 +133,36 @@ class Section(BaseModel):
 
 @dataclass(frozen=True)
 class SectionSpec:
-    """A registered table: its path under ``[lineage]`` and where its class comes from."""
+    """A registered table: its path under ``[lineage]`` and where its class comes from
+    (``config``: a component's table class named in :data:`SECTION_GROUP`)."""
 
     path: tuple[str, ...]
     group: str
     entry_point: EntryPoint
+    config: EntryPoint | None = None
 
     @property
     def table(self) -> str:
         return ".".join(("lineage", *self.path))
 
     def model(self) -> type[Section] | None:
-        """The section class (imports the component); None for a component without settings."""
+        """The section class (imports its module, else the component); None for a component
+        without settings."""
         return load_model(self)
 
 
 @cache
 def load_model(spec: SectionSpec) -> type[Section] | None:
-    loaded = spec.entry_point.load()
-    model = loaded if spec.group == SECTION_GROUP else getattr(loaded, "config_class", None)
+    source = spec.config or spec.entry_point
+    loaded = source.load()
+    model = loaded if source.group == SECTION_GROUP else getattr(loaded, "config_class", None)
     if model is None:
         return None
     if not (isinstance(model, type) and issubclass(model, Section)):
         raise ConfigError(
             spec.table,
             None,
-            f"the plugin {spec.entry_point.value!r} declares a config class that is not a "
+            f"the plugin {source.value!r} declares a config class that is not a "
             "lineage_sdk.config.Section",
         )
     return model
@@ -160,14 +172,19 @@ def load_model(spec: SectionSpec) -> type[Section] | None:
 def registered_sections() -> Mapping[tuple[str, ...], SectionSpec]:
     """Every registered table by path, from entry-point names only (nothing is imported)."""
     found: dict[tuple[str, ...], SectionSpec] = {}
+    every = entry_points()  # one pass over the installed distributions, not one per group
     for group, base in (*COMPONENT_GROUPS.items(), (SECTION_GROUP, ())):
-        for ep in entry_points(group=group):
+        for ep in every.select(group=group):
             path = (
                 (*base, *ep.name.split("."))
                 if group != SECTION_GROUP
                 else tuple(ep.name.split("."))
             )
-            found.setdefault(path, SectionSpec(path, group, ep))
+            known = found.get(path)
+            if known is None:
+                found[path] = SectionSpec(path, group, ep)
+            elif group == SECTION_GROUP and known.group != SECTION_GROUP and known.config is None:
+                found[path] = replace(known, config=ep)  # the component's table, named apart
     return found
 
 

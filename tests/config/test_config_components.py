@@ -10,6 +10,7 @@ import pytest
 import lineage_sdk
 from lineage_sdk.config import load_config, refresh_registry
 from lineage_sdk.config.reference import render
+from lineage_sdk.config.sections import registered_sections
 from lineage_sdk.exceptions import ConfigError
 from lineage_sdk.sdk.exporters import InMemoryExporter, create_exporter
 
@@ -62,6 +63,17 @@ def test_an_unknown_table_is_refused_with_a_hint(tmp_path):
     path.write_text('[lineage.rabitmq]\nurl = "amqp://h"\n')
     with pytest.raises(ConfigError, match=r"did you mean rabbitmq\?"):
         load_config(path=path, environ={})
+
+
+def test_a_table_named_apart_is_its_components_config_class():
+    """pyproject.toml names the table of each component that imports a driver, the engine or
+    the OpenTelemetry SDK in lineage_sdk.config_sections too, so that listing the keys imports
+    no component: it must be the component's own config_class (NO_SETTINGS: it has none)."""
+    apart = {".".join(spec.path): spec for spec in registered_sections().values() if spec.config}
+    assert {"rabbitmq", "http", "store.sql", "store.memory", "instrumentation.pika"} <= set(apart)
+    for table, spec in apart.items():
+        component = spec.entry_point.load()
+        assert spec.model() is getattr(component, "config_class", None), table
 
 
 PLUGIN = '''

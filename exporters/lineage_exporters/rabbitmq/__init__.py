@@ -1,6 +1,12 @@
-"""The ``rabbitmq`` exporter (pika): see docs/rabbitmq-exporter.md."""
+"""The ``rabbitmq`` exporter (pika): see docs/rabbitmq-exporter.md.
+
+The exporter is imported on first use (it imports pika), so reading the ``[lineage.rabbitmq]``
+table (:mod:`.config`) does not.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from lineage_exporters.rabbitmq._messages import (
     BATCH_CONTENT_TYPE,
@@ -15,7 +21,10 @@ from lineage_exporters.rabbitmq._messages import (
     sanitize_word,
 )
 from lineage_exporters.rabbitmq.config import RabbitMQConfig
-from lineage_exporters.rabbitmq.exporter import RabbitMQExporter, RabbitMQExporterStats
+from lineage_sdk._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from lineage_exporters.rabbitmq.exporter import RabbitMQExporter, RabbitMQExporterStats
 
 __all__ = [
     "BATCH_CONTENT_TYPE",
@@ -32,3 +41,9 @@ __all__ = [
     "routing_key",
     "sanitize_word",
 ]
+
+if not TYPE_CHECKING:  # to mypy, only the names above exist
+    _EXPORTER = "lineage_exporters.rabbitmq.exporter"
+    __getattr__ = lazy_names(
+        __name__, {"RabbitMQExporter": _EXPORTER, "RabbitMQExporterStats": _EXPORTER}
+    )

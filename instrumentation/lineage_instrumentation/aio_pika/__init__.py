@@ -29,7 +29,6 @@ import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, ClassVar
 
-from lineage_instrumentation.aio_pika._config import AioPikaConfig
 from lineage_instrumentation.amqp.consumers import (
     Consumer,
     Library,
@@ -46,6 +45,7 @@ from lineage_instrumentation.amqp.publisher import (
     prepare_program_publish,
     record_publish,
 )
+from lineage_instrumentation.config import AioPikaConfig
 from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement, Patcher
 from lineage_sdk.sdk.provider import STATE, LineageSDK, get_sdk
 from lineage_sdk.sdk.runs import CURRENT_RUN

@@ -12,7 +12,7 @@ is :mod:`._record`. Importing this package imports none of the drivers.
 
 from __future__ import annotations
 
-from lineage_instrumentation.db._config import DbInstrumentationConfig
+from lineage_instrumentation.config import DbInstrumentationConfig
 from lineage_instrumentation.db._record import TransactionRolledBack
 from lineage_instrumentation.db._sql import SqlStats, clear_cache, sql_stats
 

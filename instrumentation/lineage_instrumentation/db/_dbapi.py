@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection
 from types import ModuleType
 from typing import Any, ClassVar
 
-from lineage_instrumentation.db._config import DbInstrumentationConfig
+from lineage_instrumentation.config import DbInstrumentationConfig
 from lineage_instrumentation.db._record import DbKind, new_kind, warn_once
 from lineage_instrumentation.instrumentor import BaseInstrumentor, LibraryRequirement
 from lineage_sdk.sdk.provider import STATE

@@ -23,7 +23,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
-from lineage_instrumentation.db._config import DbInstrumentationConfig
+from lineage_instrumentation.config import DbInstrumentationConfig
 from lineage_instrumentation.db._merge import merge_datasets
 from lineage_instrumentation.db._naming import Target
 from lineage_instrumentation.db._sql import Analysis, analyze

@@ -44,8 +44,6 @@ from itertools import islice
 from operator import attrgetter
 from typing import Any, Literal
 
-from pydantic import Field
-
 from lineage_sdk.collector.backend import (
     ColumnEdgeRow,
     EdgeRow,
@@ -81,7 +79,7 @@ from lineage_sdk.collector.stores.graph_runner import (
     name_key,
 )
 from lineage_sdk.collector.stores.graph_tactics import INDEXED, NEO4J, GraphTactics
-from lineage_sdk.config.sections import Section
+from lineage_sdk.collector.stores.settings import GraphStoreConfig
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 __all__ = [
@@ -94,16 +92,6 @@ __all__ = [
 
 #: The Bolt standard local address, assumed for a connection name that is not configured.
 DEFAULT_URI = "bolt://127.0.0.1:7687"
-
-
-class GraphStoreConfig(Section):
-    """The collector's `graph` store (Neo4j or another Bolt server)."""
-
-    graph_connection_name: str = Field(
-        default="default_graph",
-        min_length=1,
-        description="Name of the [lineage.connections.NAME] section with the Bolt URI.",
-    )
 
 
 _log = logging.getLogger(__name__)

@@ -12,45 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import httpx
 import stamina
-from pydantic import Field, field_validator
 
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord
+from lineage_sdk.collector.stores.settings import HttpStoreConfig
 from lineage_sdk.config.redaction import redact
-from lineage_sdk.config.schema import LineageConfig, check_url
-from lineage_sdk.config.sections import Section, UriSetting
+from lineage_sdk.config.schema import LineageConfig
+from lineage_sdk.config.sections import Section
 from lineage_sdk.exceptions import ConfigError, StoreError
 from lineage_sdk.models.json_exact import dumps_exact
 
 __all__ = ["HttpStoreConfig", "OpenLineageStore"]
 
 _RETRY_STATUS = frozenset({408, 425, 429})
-
-
-class HttpStoreConfig(Section):
-    """The collector's `openlineage_http` store (a Marquez-compatible endpoint)."""
-
-    url: Annotated[str | None, UriSetting()] = Field(
-        default=None,
-        description=(
-            "Base URL of an OpenLineage HTTP endpoint (Marquez-compatible); events go to "
-            "{url}/api/v1/lineage."
-        ),
-    )
-    api_key: str | None = Field(
-        default=None,
-        description="Bearer token for the endpoint.",
-    )
-    timeout_ms: int = Field(default=5000, ge=1, description="Timeout of one request.")
-    max_concurrency: int = Field(default=8, ge=1, description="Requests in flight at once.")
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        return check_url(value, ("http", "https"))
 
 
 class _Retryable(Exception):

@@ -13,23 +13,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import ClassVar
 
-from pydantic import Field
-
 from lineage_sdk.collector.store import BaseLineageStore, LineageRecord
+from lineage_sdk.collector.stores.settings import LoggingStoreConfig
 from lineage_sdk.config.schema import LineageConfig
 from lineage_sdk.config.sections import Section
 from lineage_sdk.models.json_exact import dumps_exact
 
 __all__ = ["LoggingLineageStore", "LoggingStoreConfig"]
-
-
-class LoggingStoreConfig(Section):
-    """The collector's `logging` store."""
-
-    logger_name: str = Field(
-        default="lineage.events",
-        description="Logger the logging store writes one JSON line per event to.",
-    )
 
 
 class LoggingLineageStore(BaseLineageStore):

@@ -45,10 +45,9 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
-from pydantic import Field
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql as pg_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
@@ -74,8 +73,8 @@ from lineage_sdk.collector.backend import (
     merge,
 )
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
+from lineage_sdk.collector.stores.settings import SqlStoreConfig
 from lineage_sdk.config.redaction import redact
-from lineage_sdk.config.sections import Section, UriSetting
 from lineage_sdk.exceptions import ConfigError, StoreError
 
 __all__ = [
@@ -101,19 +100,6 @@ def name_key(namespace: str, name: str) -> str:
     """The fixed-size key of a job or dataset: 128 bits of a hash of ``namespace\\0name``
     (see the module docstring for why)."""
     return hashlib.blake2b(f"{namespace}\x00{name}".encode(), digest_size=16).hexdigest()
-
-
-class SqlStoreConfig(Section):
-    """The collector's `sql` store (SQLite or PostgreSQL through SQLAlchemy)."""
-
-    url: Annotated[str, UriSetting()] = Field(
-        default="sqlite:///lineage.db",
-        description="SQLAlchemy URL: sqlite:///path (default) or postgresql+psycopg://...",
-    )
-    connection_name: str | None = Field(
-        default=None,
-        description="Optional [lineage.connections.NAME] holding the URL instead.",
-    )
 
 
 class UTCDateTime(sa.types.TypeDecorator[datetime]):

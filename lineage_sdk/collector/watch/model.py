@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from lineage_sdk.collector.records import format_time, parse_event_time
-
 __all__ = [
     "CAUSE_KINDS",
     "Alert",
@@ -57,7 +55,11 @@ class Cause:
     #: The CloudEvent's ``data.cause`` (JSON-able).
     data: dict[str, Any] = field(default_factory=dict)
 
+    # The records' time helpers are imported when used: the alert rules' tables (read for the
+    # commands' flags) need CAUSE_KINDS alone, not the event models the records import.
     def to_json(self) -> dict[str, Any]:
+        from lineage_sdk.collector.records import format_time
+
         return {
             "id": self.id,
             "kind": self.kind,
@@ -69,6 +71,8 @@ class Cause:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> Cause:
+        from lineage_sdk.collector.records import parse_event_time
+
         return cls(
             id=value["id"],
             kind=value["kind"],

@@ -240,7 +240,7 @@ class AlertsConfig(Section):
         names = chosen.backends if chosen.backend == "composite" else [chosen.backend]
         if "sql" in names:
             from lineage_sdk.collector.store import named_connection
-            from lineage_sdk.collector.stores.sql_backend import SqlStoreConfig
+            from lineage_sdk.collector.stores.settings import SqlStoreConfig
 
             sql = config.section("store.sql", SqlStoreConfig)
             url = sql.url
