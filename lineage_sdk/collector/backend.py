@@ -223,8 +223,9 @@ class MentionRow:
     """A run naming a node in a role, first at ``first_seen`` (``source`` ``run``: the run id);
     or an event without a run (a JobEvent or DatasetEvent) naming it (``source`` ``event``: the
     event id). What a node's runs, its static events and a deletion read: one row per run, not
-    per event, as a run's events name the same datasets again and again. The exception is role
-    ``stated``: one per (event, dataset), sourced by the event, with the statement in ``detail``.
+    per event, as a run's events name the same datasets again and again. ``detail`` holds what
+    events state of the node (:mod:`lineage_sdk.collector.engine.statements`): a run's START
+    and end in its mentions of a dataset, other events in role ``stated``.
 
     A run's mentions are derived rows (``replace`` renews them with the run's); an event's are
     the event's own and go with it (``delete``)."""
@@ -235,8 +236,9 @@ class MentionRow:
     key: Key = field(metadata=_KEY)
     role: Role = field(metadata=_KEY)
     first_seen: datetime = field(metadata=_MIN)
-    #: A ``stated`` mention's statement, encoded by the engine (None for every other role).
-    detail: str | None = field(default=None, metadata=_FIRST)
+    #: A ``stated`` mention's statements, each encoded by the engine as one line of text
+    #: (None for every other role).
+    detail: frozenset[str] | None = field(default=None, metadata=_UNION)
 
     @property
     def run_id(self) -> str | None:
@@ -520,8 +522,10 @@ class LineageBackend(Protocol):
         *,
         roles: Collection[Role] | None = None,
         until: datetime | None = None,
+        stated: bool = False,
     ) -> Iterable[MentionRow]:
-        """The mentions of these nodes (``until`` bounds ``first_seen``)."""
+        """The mentions of these nodes (``until`` bounds ``first_seen``); with ``stated``, only
+        those holding statements (a ``detail``), which a node's reads fold."""
 
     def column_edges(
         self,

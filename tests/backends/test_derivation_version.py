@@ -9,6 +9,7 @@ a store marked by newer rules is kept as it is.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -16,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from ingest.every_store import every_store
-from servers import FalkorDBServer, MongoTarget
+from servers import FalkorDBServer, MongoTarget, postgres_database
 from stores_nosql.nosql_events import chain, column_lineage, records, run_event
 
 from lineage_sdk.collector.backend import (
@@ -31,6 +33,7 @@ from lineage_sdk.collector.backend import (
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.engine.derive import DERIVATION_VERSION
 from lineage_sdk.collector.stores.memory import MemoryBackend
+from lineage_sdk.collector.stores.sql import SqlStore
 
 PARENT_RUN = "0190aaaa-0000-7000-8000-000000000001"
 
@@ -157,3 +160,48 @@ def test_rows_of_newer_rules_are_kept_as_they_are(
 def test_the_memory_backend_keeps_no_version() -> None:
     """Nothing survives its process, so nothing is derived again: it is no Provisioned."""
     assert not isinstance(MemoryBackend(), Provisioned)
+
+
+@pytest.mark.parametrize(
+    "dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_a_sql_database_of_version_6_loses_its_statement_table_and_is_derived_again(
+    dialect: str, tmp_path: Path
+) -> None:
+    """Version 6 kept statements a row each in a ``stated`` table, and had no ``statement``
+    table: ``missing`` names the new table, ``open`` creates it, drops the old one and derives
+    the rows again, the same rows a fresh derivation makes."""
+    events = _events()
+    fresh = EngineStore(MemoryBackend())
+    fresh.open()
+    fresh.write_batch(records(*events))
+    expected = stored_rows(fresh.backend)
+    with contextlib.ExitStack() as stack:
+        if dialect == "sqlite":
+            url = f"sqlite:///{tmp_path}/v6.db"
+        else:
+            url = stack.enter_context(postgres_database("lineage_v6"))
+        store = SqlStore(url)
+        store.open()
+        store.write_batch(records(*events))
+        _versioned(store).mark_derivation(6)
+        store.close()
+        engine = sa.create_engine(url)
+        stack.callback(engine.dispose)
+        with engine.begin() as conn:  # version 6's layout
+            conn.exec_driver_sql("DROP TABLE lineage_statement")
+            conn.exec_driver_sql(
+                "CREATE TABLE lineage_stated (kind VARCHAR(9), node_key TEXT, first_seen TEXT, "
+                "source_id TEXT, detail TEXT, PRIMARY KEY (kind, node_key, first_seen, source_id))"
+            )
+        assert store.backend.missing() == ["table lineage_statement"]
+
+        store.open()
+        try:
+            assert stored_rows(store.backend) == expected
+            assert _versioned(store).derivation() == DERIVATION_VERSION
+            assert store.backend.missing() == []
+        finally:
+            store.close()
+        with engine.connect() as conn:
+            assert not sa.inspect(conn).has_table("lineage_stated")

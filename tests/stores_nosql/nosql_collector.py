@@ -370,9 +370,9 @@ def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
     """The graph backend's model computed independently from run events (the model in
     lineage_sdk/collector/stores/graph_backend.py): a Job per job and parent job, a Dataset per
     input and output, a Run per (run, job), an Event per event, a Mention per (run, dataset,
-    role) and (run, parent job) and a statement Mention per (event, dataset it names) and (event,
-    its job), a ColumnEdge per (output field, input field, job), a READS or WRITES per (job,
-    dataset)."""
+    role) and (run, parent job), a statement Mention per (run, its job) for START and end
+    events and per (event, dataset it names) and (event, its job) for others, a ColumnEdge per
+    (output field, input field, job), a READS or WRITES per (job, dataset)."""
     jobs: set[Any] = set()
     datasets: set[Any] = set()
     runs: set[Any] = set()
@@ -384,8 +384,13 @@ def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
         run = e["run"]["runId"]
         event_id = store_id(orjson.dumps(e))
         named = [(ds["namespace"], ds["name"]) for side in ("inputs", "outputs") for ds in e[side]]
-        mentions.update((event_id, "DATASET", key, "stated") for key in named)
-        mentions.add((event_id, "JOB", job, "stated"))
+        # A run's START and end state of a dataset in its input and output Mentions and of its
+        # job in a Mention of (run, job); any other event apart, in Mentions of its own.
+        if e.get("eventType") in ("START", "COMPLETE", "FAIL", "ABORT"):
+            mentions.add((run, "JOB", job, "stated"))
+        else:
+            mentions.update((event_id, "DATASET", key, "stated") for key in named)
+            mentions.add((event_id, "JOB", job, "stated"))
         jobs.add(job)
         runs.add((run, job))
         parent = e["run"].get("facets", {}).get("parent")
@@ -427,7 +432,10 @@ def graph_snapshot(store: EngineStore) -> tuple[list[Any], list[Any]]:
     )
 
     def key(props: Any) -> str:
-        return json.dumps(dict(props), sort_keys=True)
+        # A set (the union rule: a node's holds, a statement's entries) is a list in the order
+        # its writes came: compared as a set.
+        sets = {name: sorted(props[name]) for name in ("holds", "detail") if props.get(name)}
+        return json.dumps(dict(props) | sets, sort_keys=True)
 
     return (
         sorted((sorted(n["labels"]), key(n["props"])) for n in nodes),

@@ -75,6 +75,34 @@ def test_delete_takes_an_events_mentions_and_replace_a_touched_runs(make_store: 
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_statements_join_by_union_and_go_with_their_mention(make_store: Any, kind: str) -> None:
+    """A mention's ``detail`` (statements: a set) joins by union across batches, a redelivery
+    adds nothing, a mention without one keeps none; ``stated`` answers only mentions holding
+    some; delete and replace take the statements with their mentions."""
+    backend: LineageBackend = make_store(kind).backend
+
+    def said(row: MentionRow, *entries: str) -> MentionRow:
+        return MentionRow(row.source, row.source_id, row.kind, row.key, row.role,
+                          row.first_seen, frozenset(entries))  # fmt: skip
+
+    start, done = by_run("r1", D1, "input", 2), by_run("r1", D1, "input", 1)
+    plain, static = by_run("r2", D1, "input", 3), by_event("e2", D1, 4)
+    backend.append(Rows(events=(event("e2", 4, None),), mentions=(said(start, "a"), plain)))
+    backend.append(Rows(mentions=(said(done, "b"), said(start, "a"), said(static, "c"))))
+    backend.append(Rows(mentions=(by_run("r1", D1, "input", 5),)))  # no detail: none lost
+    both = said(done, "a", "b")
+    assert mentions(backend, D1) == {both, plain, said(static, "c")}
+    assert mentions(backend, D1, stated=True) == {both, said(static, "c")}
+    assert mentions(backend, D1, stated=True, roles=["dataset"]) == {said(static, "c")}
+    assert mentions(backend, D1, stated=True, until=at(1)) == set()
+    backend.delete(["e2"])
+    assert mentions(backend, D1, stated=True) == {both}
+    backend.replace(Touched(runs=frozenset({"r1"})), Rows(mentions=(said(start, "a"),)))
+    assert mentions(backend, D1, stated=True) == {said(start, "a")}
+    assert mentions(backend, D1) == {said(start, "a"), plain}
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_pages_without_a_limit_and_past_any_answer(make_store: Any, kind: str) -> None:
     """No limit lists every node and event; an offset or a limit of 2**32 and beyond is one:
     FalkorDB takes SKIP and LIMIT modulo 2**32, and the graph backend's first "no limit" (2**62)

@@ -59,12 +59,16 @@ def test_document_shape_dates_and_indexes(documents: Documents) -> None:
     assert doc["parent_run_id"] == "cccccccc-0000-4000-8000-000000000001"
     assert doc["run_id"] == rec.run_id and doc["event_type"] == "COMPLETE" and doc["kind"] == "run"
     assert doc["namespace"] == "ns"
-    mentions = collection(store, "mentions").find({"xs": _k("run", rec.run_id)})
+    mentions = list(collection(store, "mentions").find({"xs": _k("run", rec.run_id)}))
     assert {(m["kind"], tuple(m["key"]), m["role"]) for m in mentions} == {
         ("DATASET", ("db", "in"), "input"),
         ("DATASET", ("db", "out"), "output"),
         ("JOB", ("ns", "parent"), "parent"),
+        ("JOB", ("ns", "shape"), "stated"),  # what its COMPLETE states of its job
     }
+    # what it states of each dataset: one entry an event, in the run's mention of the dataset
+    details = {m["role"]: m.get("detail") for m in mentions if m["role"] != "parent"}
+    assert all(isinstance(d, list) and len(d) == 1 for d in details.values()), details
     keys = {
         tuple(k for k, _ in ix["key"].items()) for ix in collection(store, "events").list_indexes()
     }

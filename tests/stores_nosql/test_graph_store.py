@@ -84,15 +84,24 @@ def test_projection_nodes_and_relationships(graph_store):
     assert s.child_runs(parent) == [child]
     # The run read two datasets and wrote one; the job reads two and writes one.
     mentions = graph_runner(s).run(
-        "MATCH (m:Mention {sourceId: $c}) RETURN m.kind AS k, m.name AS n, m.role AS r",
+        "MATCH (m:Mention {sourceId: $c}) RETURN m.kind AS k, m.name AS n, m.role AS r,"
+        " m.detail AS d",
         {"c": child},
     )
-    assert sorted((m["k"], m["n"], m["r"]) for m in mentions) == [
+    assert sorted((m["k"], m["n"], m["r"]) for m in mentions if m["r"] != "stated") == [
         ("DATASET", "fx", "input"),
         ("DATASET", "orders", "input"),
         ("DATASET", "report", "output"),
         ("JOB", "parent", "parent"),
     ]
+    # What its COMPLETE states: of each dataset, in those Mentions; of its job, in one more.
+    assert sorted((m["k"], m["n"], len(m["d"])) for m in mentions if m["d"]) == [
+        ("DATASET", "fx", 1),
+        ("DATASET", "orders", 1),
+        ("DATASET", "report", 1),
+        ("JOB", "child", 1),
+    ]
+    assert [m["n"] for m in mentions if m["r"] == "stated"] == ["child"]
     assert count(s, "MATCH (:Job {name: 'child'})-[:READS]->(d:Dataset) RETURN count(d) AS c") == 2
     assert (
         count(

@@ -27,6 +27,7 @@ from lineage_sdk.collector.api import marquez_events, queries
 from lineage_sdk.collector.api.history import events_up_to
 from lineage_sdk.collector.decode import validate_event
 from lineage_sdk.collector.engine import Engine
+from lineage_sdk.collector.engine.derive import derive
 from lineage_sdk.collector.engine.statements import FINGERPRINT, event_key
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.collector.symlinks import other_names
@@ -297,3 +298,32 @@ def test_a_statement_holds_what_its_event_states_of_each_dataset(
     assert sorted(only.facets) == ["documentation", "schema"] and only.aliases == []
     [table] = store.dataset_statements("hive", "w.t")[0]
     assert table.aliases == [["ns1", "t"]] and table.key is None and table.facets == ["symlinks"]
+
+
+def test_a_runs_start_and_end_state_in_its_mentions_its_heartbeats_each_in_its_own() -> None:
+    """START and COMPLETE (or FAIL, ABORT) put their statements of a dataset in the run's
+    mention of it and of the job in one ``stated`` mention of (run, job), one entry an event; a
+    RUNNING event's are mentions of its own, so a long run's heartbeats never grow one row; a
+    redelivery adds nothing."""
+    run = str(uuid.uuid4())
+    events = [
+        make_run_event(event_type=kind, run_id=run, seconds=i, inputs=[("ns1", "d0")])
+        for i, kind in enumerate(["START", "RUNNING", "RUNNING", "COMPLETE"])
+    ]
+    recs = [validate_event(e) for e in events]
+    rows = derive([*recs, recs[0]])
+    stated = sorted(
+        (m.source, m.source_id, m.kind, m.key, m.role, len(m.detail or ()), m.first_seen)
+        for m in rows.mentions
+        if m.detail
+    )
+    ids, at = [r.event_id for r in recs], [r.event_time for r in recs]
+    job = (events[0]["job"]["namespace"], events[0]["job"]["name"])
+    assert stated == sorted(
+        [
+            ("run", run, "DATASET", ("ns1", "d0"), "input", 2, at[0]),
+            ("run", run, "JOB", job, "stated", 2, at[0]),
+            *(("event", ids[i], "DATASET", ("ns1", "d0"), "stated", 1, at[i]) for i in (1, 2)),
+            *(("event", ids[i], "JOB", job, "stated", 1, at[i]) for i in (1, 2)),
+        ]
+    )

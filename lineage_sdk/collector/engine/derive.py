@@ -22,9 +22,12 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
   facets (:func:`~lineage_sdk.collector.columns.column_edges`), the latest statement's info.
 * **Mentions.** One row per (run, node, role), or per (event, node, role) for an event
   without a run, but none for an event's own job (``events(jobs=...)`` finds those): what a
-  node's runs, its static events and a deletion read. Besides, one ``stated`` mention per
-  (event, dataset) and (event, its job) with what the event states of it, which a dataset's
-  and a job's reads fold (:mod:`~lineage_sdk.collector.engine.statements`).
+  node's runs, its static events and a deletion read. Their ``detail`` holds what the events
+  state of a dataset, which a dataset's and a job's reads fold
+  (:mod:`~lineage_sdk.collector.engine.statements`): a run's START and end events and a
+  DatasetEvent in the dataset's mentions of its role (input, output, dataset), any other run
+  event in a ``stated`` mention of (event, dataset); what an event states of its own job in a
+  ``stated`` mention of (run, job) for a START or end, else of (event, job).
 * **Aliases.** Each name an event gives a symlinked dataset besides its canonical one (the
   name as sent, its other symlink identifiers: :func:`~lineage_sdk.collector.symlinks.
   event_aliases`) is a DATASET mention in role ``alias``, keyed by that name: the engine
@@ -56,7 +59,7 @@ from lineage_sdk.collector.backend import (
 )
 from lineage_sdk.collector.columns import column_edges, edge_rank
 from lineage_sdk.collector.engine.lineage_facet import FacetLineage, facet_lineage
-from lineage_sdk.collector.engine.statements import job_statement_of, statements_of
+from lineage_sdk.collector.engine.statements import PACKED_TYPES, statements_of
 from lineage_sdk.collector.records import build_record, format_time, state_rank
 from lineage_sdk.collector.store import FieldRef, LineageRecord, event_namespace
 from lineage_sdk.collector.symlinks import event_aliases
@@ -71,6 +74,7 @@ from lineage_sdk.models.run_state import (
 __all__ = [
     "DEFAULT_SOURCE",
     "DERIVATION_VERSION",
+    "STATING_ROLES",
     "alias_key",
     "alias_of_key",
     "derive",
@@ -96,10 +100,17 @@ __all__ = [
 #: 6. ``stated`` mentions: what each run event or DatasetEvent states of each dataset it names,
 #:    and each event of its job (:mod:`~lineage_sdk.collector.engine.statements`), which a
 #:    dataset's and a job's reads fold (issue 31).
-DERIVATION_VERSION = 6
+#: 7. Statements are sets of entries (one an event) in ``detail``: a run's START and end events'
+#:    in the run's mentions of a dataset (input, output) and one ``stated`` mention of (run,
+#:    job), a DatasetEvent's in its ``dataset`` mention; other events' apart, as in 6.
+DERIVATION_VERSION = 7
 
 #: Marquez's source of a dataset entry without a ``dataSource`` facet (``DEFAULT_SOURCE_NAME``).
 DEFAULT_SOURCE = "default"
+#: The roles of a dataset's mentions that hold the statements of its run's START and end
+#: events, or of its DatasetEvent (:mod:`~lineage_sdk.collector.engine.statements`).
+STATING_ROLES: tuple[Role, ...] = ("input", "output", "dataset")
+_STATING = frozenset(STATING_ROLES)
 
 
 def source_key(dataset: Key, facets: Mapping[str, Any] | None) -> Key:
@@ -179,7 +190,8 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
     runs: dict[tuple[str, Key | None], list[Any]] = {}
     columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]] = {}
     mentions: dict[tuple[str, str, NodeKind, Key, Role], datetime] = {}
-    statements: list[MentionRow] = []
+    details: dict[tuple[str, str, NodeKind, Key, Role], set[str]] = {}
+    statements: dict[tuple[str, str, NodeKind, Key], tuple[list[datetime], set[str]]] = {}
     for rec in records:
         eid = rec.event_id
         if eid in events:
@@ -221,12 +233,17 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
         aliases = _aliases(rec)
         named.extend(("ALIAS", alias_key(alias, node), None) for alias, node in aliases.items())
         source, source_id = ("run", run_id) if run_id else ("event", eid)
+        said, of_job = statements_of(rec, aliases)
+        # A run's START and end state in its mentions of the node; other run events apart.
+        packed = not run_id or rec.event_type in PACKED_TYPES
         for kind, key, role in named:
             if role is not None:
                 mention = (source, source_id, kind, key, role)
                 first = mentions.get(mention)
                 if first is None or at < first:
                     mentions[mention] = at
+                if packed and role in _STATING and key in said:
+                    details.setdefault(mention, set()).add(said[key])
             seen = nodes.get((kind, key))
             if seen is None:
                 nodes[(kind, key)] = [at, at]
@@ -239,11 +256,19 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             first = mentions.get(mention)
             if first is None or at < first:
                 mentions[mention] = at
-        for key, detail in statements_of(rec, aliases).items():
-            statements.append(MentionRow("event", eid, "DATASET", key, "stated", at, detail))
-        if job is not None:
-            of_job = job_statement_of(rec)
-            statements.append(MentionRow("event", eid, "JOB", job, "stated", at, of_job))
+        apart: list[tuple[NodeKind, Key, str]] = []
+        if not packed:
+            apart += [("DATASET", key, entry) for key, entry in said.items()]
+        if job is not None and of_job is not None:
+            apart.append(("JOB", job, of_job))
+        by = (source, source_id) if packed else ("event", eid)
+        for kind, key, entry in apart:
+            held = statements.get((*by, kind, key))
+            if held is None:
+                statements[(*by, kind, key)] = ([at], {entry})
+            else:
+                held[0][0] = min(held[0][0], at)
+                held[1].add(entry)
         if run_id:
             _join_run(runs, rec, job)
         stated = column_edges(rec)
@@ -268,12 +293,19 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
         ),
         mentions=(
             *(
-                MentionRow(*mention, first)  # type: ignore[arg-type]
+                MentionRow(*mention, first, _entries(details.get(mention)))  # type: ignore[arg-type]
                 for mention, first in mentions.items()
             ),
-            *statements,
+            *(
+                MentionRow(source, sid, kind, key, "stated", first, frozenset(entries))  # type: ignore[arg-type]
+                for (source, sid, kind, key), ([first], entries) in statements.items()
+            ),
         ),
     )
+
+
+def _entries(entries: set[str] | None) -> frozenset[str] | None:
+    return None if entries is None else frozenset(entries)
 
 
 def _join_facet(

@@ -27,10 +27,11 @@ from lineage_sdk.collector.backend import (
     LineageBackend,
     MentionRow,
     Position,
+    Role,
     RunRow,
 )
 from lineage_sdk.collector.columns import ColumnEdge, ColumnRoot, edge_rank_time, walk_columns
-from lineage_sdk.collector.engine.derive import alias_of_key, source_of_key
+from lineage_sdk.collector.engine.derive import STATING_ROLES, alias_of_key, source_of_key
 from lineage_sdk.collector.engine.forget import forget
 from lineage_sdk.collector.engine.statements import (
     FINGERPRINT,
@@ -39,8 +40,8 @@ from lineage_sdk.collector.engine.statements import (
     event_key,
     event_order,
     job_order,
-    job_statement,
-    statement_of,
+    job_statements,
+    statements,
 )
 from lineage_sdk.collector.engine.views import (
     ALWAYS,
@@ -641,8 +642,9 @@ class Engine:
         events read, by id."""
         key = _names(namespace=namespace, name=name)
         until = None if as_of is None else until_of(as_of)
-        rows = self.backend.mentions("DATASET", [key], roles=["stated"], until=until)
-        found = sorted(map(statement_of, rows), key=event_order)
+        roles: list[Role] = [*STATING_ROLES, "stated"]
+        rows = self.backend.mentions("DATASET", [key], roles=roles, until=until, stated=True)
+        found = sorted(statements(rows, until), key=event_order)
         prints: dict[str, str] = {}
         for s in found:
             if s.key is not None and s.key.startswith(FINGERPRINT):
@@ -657,8 +659,8 @@ class Engine:
         folds them (:func:`~lineage_sdk.collector.engine.statements.job_order`)."""
         key = _names(namespace=namespace, name=name)
         until = None if as_of is None else until_of(as_of)
-        rows = self.backend.mentions("JOB", [key], roles=["stated"], until=until)
-        return sorted(map(job_statement, rows), key=job_order)
+        rows = self.backend.mentions("JOB", [key], roles=["stated"], until=until, stated=True)
+        return sorted(job_statements(rows, until), key=job_order)
 
     def events_by_id(self, ids: Collection[str]) -> dict[str, dict[str, Any]]:
         """The stored events of ``ids``, by id (absent ones left out)."""

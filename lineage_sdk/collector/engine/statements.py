@@ -7,18 +7,28 @@ themselves reads and parses every event of every run that touched the dataset: 1
 about 4 KB for a dataset written by 5,000 runs, 1.0 s of reads and parsing before the fold.
 
 So each event that names a dataset (a run event among its inputs or outputs, a DatasetEvent as
-its dataset; not a JobEvent, which the dataset's reads never fold) gets one ``stated`` mention
-of it (:class:`~lineage_sdk.collector.backend.MentionRow`, sourced by the event, so it goes with
-the event on ``delete`` and needs no re-derivation), whose ``detail`` holds what the fold needs:
-whether the event writes the dataset and completes its run, its run, the version key it gives
-the dataset, the names of the facets its entries carry and the other names it gives it. A read
-folds those rows in event order and reads only the events that carry each facet's latest value
-(:func:`carriers`).
+its dataset; not a JobEvent, which the dataset's reads never fold) makes one *statement* of it,
+an entry of a ``stated`` mention (:class:`~lineage_sdk.collector.backend.MentionRow`): whether
+the event writes the dataset and completes its run, its run, the version key it gives the
+dataset, the names of the facets its entries carry and the other names it gives it. A read
+folds the statements in event order and reads only the events that carry each facet's latest
+value (:func:`carriers`).
+
+**Packed by run.** A run's lifecycle events (START and its end: COMPLETE, FAIL, ABORT) put
+their statements of a dataset in the run's mentions of it (role ``input``, ``output``; a
+DatasetEvent in its ``dataset`` mention), whose ``detail`` is the set of their entries (merged
+by union) and which are renewed with the run: a statement costs no row of its own, and a backend
+writes it where it writes the run's mention of the dataset anyway. Every other run event
+(RUNNING, untyped) states apart, in a ``stated`` mention sourced by the event, so a long run's
+heartbeats never grow one row; ``delete`` takes those with their event. A dataset's reads take
+the entries of all these mentions (a START that reads and writes a dataset puts one entry in
+both mentions: the set holds it once).
 
 A job's reads fold its events the same way (its facets, parent, times, and the version each run
 gives it from its inputs, outputs and location), so each event of a job (a run event, or a
 JobEvent, flagged ``j``: a job's object folds them, its versions do not) states it too
-(:class:`JobStatement`).
+(:class:`JobStatement`), in a ``stated`` mention of the job: one of (run, job) for a START or
+end, one of (event, job) for any other event.
 
 A version key from a ``schema`` facet is a hash of its fields as :func:`entry_key` writes them
 (``json.dumps``, 20 us for ten fields); a statement holds a fingerprint made by orjson instead
@@ -39,12 +49,13 @@ from typing import Any, NamedTuple
 import orjson
 
 from lineage_sdk.collector.backend import Key, MentionRow
-from lineage_sdk.collector.records import json_object
+from lineage_sdk.collector.records import format_time, json_object
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.collector.symlinks import entry_name
 
 __all__ = [
     "FINGERPRINT",
+    "PACKED_TYPES",
     "JobStatement",
     "StatedVersion",
     "Statement",
@@ -53,17 +64,24 @@ __all__ = [
     "event_key",
     "event_order",
     "job_order",
-    "job_statement",
-    "job_statement_of",
+    "job_statements",
     "latest_location",
     "stated_timeline",
-    "statement_of",
+    "statements",
     "statements_of",
     "version_facet",
 ]
 
 #: The prefix of a fingerprinted ``schema`` key (see the module docstring).
 FINGERPRINT = "fields:"
+#: The event types whose statements a run packs in one mention a node (see the module).
+PACKED_TYPES = frozenset({"START", "COMPLETE", "FAIL", "ABORT"})
+
+
+def _head(rec: LineageRecord) -> list[Any]:
+    """What every entry of an event begins with: the event, its time (``format_time``'s text,
+    which ``datetime.fromisoformat`` reads back in a fifth of a ``timedelta`` sum) and run."""
+    return [rec.event_id, format_time(rec.event_time), rec.run_id or None]
 
 
 def version_facet(facets: Mapping[str, Any]) -> str | None:
@@ -113,13 +131,16 @@ def event_key(event: Mapping[str, Any], namespace: str, name: str) -> str | None
     return None
 
 
-def statements_of(rec: LineageRecord, aliases: Mapping[Key, Key]) -> dict[Key, str]:
-    """Each dataset the event names, with its statement encoded (a ``stated`` mention's
-    ``detail``); none for a JobEvent. ``aliases``: the event's other names (derive's). The key
-    is :func:`event_key`'s: the first of its written (or DatasetEvent) entries, else of its
-    read ones, that gives one."""
+def statements_of(
+    rec: LineageRecord, aliases: Mapping[Key, Key]
+) -> tuple[dict[Key, str], str | None]:
+    """Each dataset the event names, with its statement encoded (an entry of a ``stated``
+    mention's ``detail``); none for a JobEvent. ``aliases``: the event's other names (derive's).
+    The key is :func:`event_key`'s: the first of its written (or DatasetEvent) entries, else of
+    its read ones, that gives one. And the statement it makes of its job (None without one)."""
+    head = _head(rec)
     if rec.kind == "job":
-        return {}
+        return {}, _job_statement(rec, head)
     done = "c" if rec.event_type == "COMPLETE" else ""
     found: dict[Key, list[Any]] = {}  # [flags, key, facet names]
     for refs, flags in (
@@ -138,12 +159,11 @@ def statements_of(rec: LineageRecord, aliases: Mapping[Key, Key]) -> dict[Key, s
             if stated[1] is None:
                 stated[1] = _facets_key(ref.facets, _fingerprint)
             stated[2] += [f for f in ref.facets if f not in stated[2]]
-    run_id = rec.run_id or None
     out: dict[Key, str] = {}
     for dataset, (flags, key, facets) in found.items():
         other = sorted(a for a, node in aliases.items() if node == dataset) if aliases else []
-        out[dataset] = orjson.dumps([run_id, flags, key, facets, other]).decode()
-    return out
+        out[dataset] = orjson.dumps([*head, flags, key, facets, other]).decode()
+    return out, _job_statement(rec, head)
 
 
 class Statement(NamedTuple):
@@ -174,12 +194,23 @@ class Statement(NamedTuple):
         return self.run_id is None or "w" in self.flags
 
 
-def statement_of(row: MentionRow) -> Statement:
-    """A ``stated`` mention decoded."""
-    return Statement._make((row.first_seen, row.source_id, *orjson.loads(row.detail or "[]")))
+def statements(rows: Iterable[MentionRow], until: datetime | None = None) -> list[Statement]:
+    """The statements of ``stated`` mentions of a dataset, those before ``until`` only."""
+    return _decoded(Statement, rows, until)
 
 
-def job_statement_of(rec: LineageRecord) -> str | None:
+def _decoded(cls: Any, rows: Iterable[MentionRow], until: datetime | None) -> list[Any]:
+    """Each entry of the rows once (an entry may be in two mentions: see the module)."""
+    out = []
+    for text in {text for row in rows for text in row.detail or ()}:
+        event_id, at, *rest = orjson.loads(text)
+        when = datetime.fromisoformat(at)
+        if until is None or when < until:
+            out.append(cls._make((when, event_id, *rest)))
+    return out
+
+
+def _job_statement(rec: LineageRecord, head: list[Any]) -> str | None:
     """The statement an event makes of its own job, encoded; None without a job."""
     if rec.job_namespace is None or rec.job_name is None:
         return None
@@ -195,8 +226,7 @@ def job_statement_of(rec: LineageRecord) -> str | None:
     inputs = sorted({(r.namespace, r.name) for r in rec.inputs})
     outputs = sorted({(r.namespace, r.name) for r in rec.outputs})
     flags = "j" if rec.kind == "job" else ""
-    detail = [rec.run_id or None, flags, list(facets), parent, inputs, outputs, location]
-    return orjson.dumps(detail).decode()
+    return orjson.dumps([*head, flags, list(facets), parent, inputs, outputs, location]).decode()
 
 
 class JobStatement(NamedTuple):
@@ -220,9 +250,9 @@ class JobStatement(NamedTuple):
         return "j" in self.flags
 
 
-def job_statement(row: MentionRow) -> JobStatement:
-    """A ``stated`` mention of a job decoded."""
-    return JobStatement._make((row.first_seen, row.source_id, *orjson.loads(row.detail or "[]")))
+def job_statements(rows: Iterable[MentionRow], until: datetime | None = None) -> list[JobStatement]:
+    """The statements of ``stated`` mentions of a job, those before ``until`` only."""
+    return _decoded(JobStatement, rows, until)
 
 
 def job_order(s: JobStatement) -> tuple[datetime, bool, str]:

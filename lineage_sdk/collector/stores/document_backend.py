@@ -147,7 +147,7 @@ def _decode(cls: type[_R], doc: Mapping[str, Any]) -> _R:
             v = _time(v)
         elif f.name in _REFS:
             v = FieldRef(*v)
-        elif f.name == "holds":
+        elif f.metadata.get("merge") == "union":
             v = frozenset(v)
         elif isinstance(v, list):
             v = tuple(v)
@@ -169,7 +169,8 @@ def _upsert(row: Any, extra: Mapping[str, Any]) -> Any:
         ops: dict[str, _Doc] = {"$setOnInsert": dict(extra)}
         for name, rule in rules:
             if rule == "union":
-                ops.setdefault("$addToSet", {})[name] = {"$each": doc[name]}
+                if doc[name] is not None:
+                    ops.setdefault("$addToSet", {})[name] = {"$each": doc[name]}
             elif rule in ("min", "max"):
                 if doc[name] is not None:
                     ops.setdefault(f"${rule}", {})[name] = doc[name]
@@ -191,11 +192,12 @@ def _upsert(row: Any, extra: Mapping[str, Any]) -> Any:
 
 
 def _stored(row: Any) -> _Doc:
-    """A row as inserted: :func:`_encode` without the None of ``min``/``max`` fields, which an
-    upsert leaves unset (a stored null would win every later ``$min``)."""
+    """A row as inserted: :func:`_encode` without the None of ``min``, ``max`` and ``union``
+    fields, which an upsert leaves unset (a stored null would win every later ``$min``, and
+    ``$addToSet`` fails on it)."""
     doc = _encode(row)
     for f in fields(row):
-        if f.metadata.get("merge") in ("min", "max") and doc.get(f.name, 0) is None:
+        if f.metadata.get("merge") in ("min", "max", "union") and doc.get(f.name, 0) is None:
             del doc[f.name]
     return doc
 
@@ -751,6 +753,7 @@ class DocumentBackend:
         *,
         roles: Collection[Role] | None = None,
         until: datetime | None = None,
+        stated: bool = False,
     ) -> Iterable[MentionRow]:
         rest: _Doc = {}
         if roles is not None:
@@ -758,7 +761,7 @@ class DocumentBackend:
         if until is not None:
             rest["first_seen"] = {"$lt": micros(until)}
         docs = self._select("mentions", {}, "xn", [_k(kind, k) for k in keys], rest or None)
-        return [_decode(MentionRow, d) for d in docs]  # a set: order free
+        return [_decode(MentionRow, d) for d in docs if d.get("detail") or not stated]
 
     def column_edges(
         self,

@@ -132,8 +132,9 @@ def _merged(var: str, cls: type) -> str:
             wins.append(f"({v}Rank IS NULL OR {n}Rank > {v}Rank) AS {p}Wins")
             sets.append(f"{v} = CASE WHEN {p}Wins THEN {n} ELSE {v} END")
             sets.append(f"{v}Rank = CASE WHEN {p}Wins THEN {n}Rank ELSE {v}Rank END")
-        elif rule == "union":
-            sets.append(f"{v} = {n} + [h IN coalesce({v}, []) WHERE NOT h IN {n}]")
+        elif rule == "union":  # None is no value (a mention without statements)
+            joined = f"{n} + [h IN coalesce({v}, []) WHERE NOT h IN {n}]"
+            sets.append(f"{v} = CASE WHEN {n} IS NULL THEN {v} ELSE {joined} END")
     return f"WITH {var}, r{''.join(', ' + w for w in wins)}\nSET " + ",\n    ".join(sets) + "\n"
 
 
@@ -436,7 +437,7 @@ def _mention_params(m: MentionRow) -> dict[str, Any]:
         "key": name_key(m.source, m.source_id, m.kind, *m.key, m.role), "source": m.source,
         "sourceId": m.source_id, "kind": m.kind, "nodeKey": _node_key(m.kind, m.key),
         "ns": m.key[0], "name": m.key[1], "role": m.role, "firstSeen": format_time(m.first_seen),
-        "detail": m.detail,
+        "detail": None if m.detail is None else sorted(m.detail),
     }  # fmt: skip
 
 
@@ -1038,6 +1039,7 @@ class GraphBackend:
         *,
         roles: Collection[Role] | None = None,
         until: datetime | None = None,
+        stated: bool = False,
     ) -> Iterable[MentionRow]:
         if kind not in _LABEL or not keys:
             return []
@@ -1049,14 +1051,16 @@ class GraphBackend:
         }
         rows = [
             MentionRow(r["source"], r["id"], kind, (r["ns"], r["name"]), r["role"],
-                       _time(r["first"]), r["detail"])
+                       _time(r["first"]), None if r["detail"] is None else frozenset(r["detail"]))
             for r in self._run(_MENTIONS, params)
         ]  # fmt: skip
         bound = until if self.tactics.recheck else None
         rows = [
             r
             for r in rows
-            if (bound is None or r.first_seen < bound) and (role_set is None or r.role in role_set)
+            if (bound is None or r.first_seen < bound)
+            and (role_set is None or r.role in role_set)
+            and (r.detail or not stated)
         ]
         return sorted(rows, key=key_of)
 

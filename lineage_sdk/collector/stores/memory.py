@@ -433,6 +433,7 @@ class MemoryBackend:
         *,
         roles: Collection[Role] | None = None,
         until: datetime | None = None,
+        stated: bool = False,
     ) -> Iterable[MentionRow]:
         role_set = None if roles is None else frozenset(roles)
         with self._lock:
@@ -441,7 +442,9 @@ class MemoryBackend:
         rows = [
             r
             for r in rows
-            if (role_set is None or r.role in role_set) and (until is None or r.first_seen < until)
+            if (role_set is None or r.role in role_set)
+            and (until is None or r.first_seen < until)
+            and (r.detail or not stated)
         ]
         rows.sort(key=key_of)
         return rows

@@ -376,6 +376,9 @@ def _sqlite_parsed(value: str) -> datetime:
     return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
+_MENTION_TEXT = (("source", 5), ("kind", 9), ("role", 8))
+
+
 def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
     def table(name: str, *items: Any, **options: Any) -> sa.Table:
         return sa.Table(f"{prefix}{name}", metadata, *items, **options)
@@ -491,36 +494,33 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sqlite_with_rowid=False,  # SQLite: a lookup by key reads the row from the key's b-tree
     )
     index("node_order", node.c.kind, _prefix(node.c.ns), _prefix(node.c.name))
+
     # Keyed by source first (see the module docstring); SQLite keeps the table in that b-tree
     # itself. The names are the node row's, mapped back from the hashes a read asks for.
+    def mention_columns() -> list[sa.Column[Any]]:  # the mention table's and the statements'
+        src, kind, role = (sa.Column(n, sa.String(w), nullable=False) for n, w in _MENTION_TEXT)
+        return [src, text("source_id"), kind, hashed("node_key"), role, time("first_seen")]
+
     mention = table(
         "mention_by",
-        sa.Column("source", sa.String(5), nullable=False),
-        text("source_id"),
-        sa.Column("kind", sa.String(9), nullable=False),
-        hashed("node_key"),
-        sa.Column("role", sa.String(8), nullable=False),
-        time("first_seen"),
+        *mention_columns(),
         sa.PrimaryKeyConstraint("source", "source_id", "kind", "node_key", "role"),
         index("mention_by_node", "kind", "node_key", "first_seen"),
         sqlite_with_rowid=False,
     )
-    # ``stated`` mentions (always an event's), keyed by node and time: a dataset's reads take
-    # its 10,000 statements in one range of the key (SQLite 8 ms, where the mention table's
-    # node index and a key lookup per row took 50).
-    stated = table(
-        "stated",
-        sa.Column("kind", sa.String(9), primary_key=True),
-        hashed("node_key", key=True),
-        sa.Column("first_seen", _Time(), primary_key=True),
-        text("source_id", key=True),
-        text("detail", null=True),
-        index("stated_time", "first_seen", "source_id"),  # delete's: appended in time order
+    # The mentions that hold statements, again, with them (``detail``: its entries, one a line),
+    # keyed by node first: a dataset's reads (``stated``) take its 5,000 runs' in one range of
+    # the key, where the mention table's node index and a key lookup per row took 19 ms.
+    statement = table(
+        "statement",
+        *mention_columns(),
+        text("detail"),
+        sa.PrimaryKeyConstraint("kind", "node_key", "source", "source_id", "role"),
         sqlite_with_rowid=False,
     )
     # What the backend keeps of itself: the derivation version (``derivation``).
     meta = table("meta", text("name", key=True), sa.Column("value", sa.Integer, nullable=False))
-    tables = (ev, edge, run, coledge, node, mention, stated, meta)
+    tables = (ev, edge, run, coledge, node, mention, statement, meta)
     return {t.name[len(prefix) :]: t for t in tables}
 
 
@@ -610,6 +610,10 @@ def _mention_values(r: MentionRow, t: _Bind) -> tuple[Any, ...]:
     return (r.source, r.source_id, r.kind, _key_hash(*r.key), r.role, t(r.first_seen))
 
 
+def _statement_values(r: MentionRow, t: _Bind) -> tuple[Any, ...]:
+    return (*_mention_values(r, t), "\n".join(sorted(r.detail or ())))
+
+
 # Rows read back from whole-table selects, unpacked by position (table column order): a named
 # access per field cost more than the query on a walk's thousand run rows.
 
@@ -632,18 +636,14 @@ def _node_row(r: Any) -> NodeRow:
     return NodeRow(kind, (namespace, name), first, last, _HOLDS_OF[holds])
 
 
-def _stated_values(r: MentionRow, t: _Bind) -> tuple[Any, ...]:
-    return (r.kind, _key_hash(*r.key), t(r.first_seen), r.source_id, r.detail)
+#: The mention roles that hold no statements (:mod:`lineage_sdk.collector.engine.statements`).
+_STATELESS = frozenset({"parent", "alias"})
 
 
-def _mention_row(r: Any, keys: dict[str, Key]) -> MentionRow:
-    source, source_id, kind, node_key, role, first_seen = r
-    return MentionRow(source, source_id, kind, keys[node_key], role, first_seen)
-
-
-def _stated_row(r: Any, keys: dict[str, Key]) -> MentionRow:
-    kind, node_key, first_seen, source_id, detail = r
-    return MentionRow("event", source_id, kind, keys[node_key], "stated", first_seen, detail)
+def _mention_row(r: Any, keys: dict[str, Key], detail: str | None = None) -> MentionRow:
+    source, source_id, kind, node_key, role, first_seen = r[:6]
+    entries = None if detail is None else frozenset(detail.split("\n"))
+    return MentionRow(source, source_id, kind, keys[node_key], role, first_seen, entries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -660,13 +660,10 @@ class _Kind:
 #: rows; in one transaction that holds), then what they derive, each with the rows it takes.
 _KINDS: tuple[tuple[Callable[[Rows], Sequence[Any]], _Kind], ...] = (
     (attrgetter("events"), _Kind("ev", EventRow, _event_values, merges=False)),
+    (attrgetter("mentions"), _Kind("mention_by", MentionRow, _mention_values, merges=True)),
     (
-        lambda rows: [m for m in rows.mentions if m.role != "stated"],
-        _Kind("mention_by", MentionRow, _mention_values, merges=True),
-    ),
-    (
-        lambda rows: [m for m in rows.mentions if m.role == "stated"],
-        _Kind("stated", MentionRow, _stated_values, merges=False),
+        lambda rows: [m for m in rows.mentions if m.detail],
+        _Kind("statement", MentionRow, _statement_values, merges=True),
     ),
     (attrgetter("edges"), _Kind("edge", EdgeRow, _edge_values, merges=True)),
     (attrgetter("runs"), _Kind("run", RunRow, _run_values, merges=True)),
@@ -683,6 +680,8 @@ def _merged(insert: Any, table: sa.Table, row: type, dialect: Dialect) -> Any:
     changes: list[Any] = []
     for f in fields(row):
         rule = f.metadata.get("merge", "first")
+        if rule == "union" and f.name not in table.c:  # a mention's detail: in "statement"
+            continue
         if rule in ("min", "max"):
             old, new = table.c[f.name], x[f.name]
             better = new < old if rule == "min" else new > old
@@ -698,10 +697,18 @@ def _merged(insert: Any, table: sa.Table, row: type, dialect: Dialect) -> Any:
             set_[rank] = sa.case((wins, x[rank]), else_=table.c[rank])
             set_[value] = sa.case((wins, x[value]), else_=table.c[value])
             changes.append(wins)
-        elif rule == "union":
+        elif rule == "union" and isinstance(table.c[f.name].type, sa.Integer):  # bit sets
             joined = table.c[f.name].op("|")(x[f.name])
             set_[f.name] = joined
             changes.append(joined != table.c[f.name])
+        elif rule == "union":  # sets of lines (_mention_values): the new lines added
+            old, new = table.c[f.name], x[f.name]
+            eol: Any = sa.literal_column("char(10)" if sqlite else "chr(10)")  # no parameter
+            lines = (eol + old + eol, eol + new + eol)
+            find = sa.func.instr(*lines) if sqlite else sa.func.strpos(*lines)
+            held = sa.or_(new.is_(None), sa.and_(old.is_not(None), find > sa.literal_column("0")))
+            set_[f.name] = sa.case((held, old), (old.is_(None), new), else_=old + eol + new)
+            changes.append(sa.not_(held))
     return insert.on_conflict_do_update(
         index_elements=[c.name for c in table.primary_key.columns],
         set_=set_,
@@ -854,6 +861,9 @@ class SqlBackend:
             try:
                 with _changing_schema(engine, self._prefix) as conn:
                     self._metadata.create_all(conn, checkfirst=True)
+                    # Derivation 6's statements, derived again into "statement" (version 7).
+                    old = conn.dialect.identifier_preparer.quote(f"{self._prefix}stated")
+                    conn.exec_driver_sql(f"DROP TABLE IF EXISTS {old}")
             except (sa_exc.IntegrityError, sa_exc.ProgrammingError) as exc:
                 if not _made_meanwhile(exc):
                     raise
@@ -1000,7 +1010,7 @@ class SqlBackend:
         ids = sorted(set(event_ids))
         if not ids:
             return []
-        ev, mention = self._t["ev"], self._t["mention_by"]
+        ev = self._t["ev"]
 
         def work(conn: Connection) -> list[EventRow]:
             removed = [
@@ -1009,14 +1019,25 @@ class SqlBackend:
             ]
             gone = [r.event_id for r in removed]
             if gone:  # by (source, source_id), the mention key's prefix
-                conn.execute(_sourced(conn, mention, "event", gone))
-                st, times = self._t["stated"].c, sorted({r.event_time for r in removed})
-                at = sa.and_(st.first_seen.in_(times), _within(conn, st.source_id, gone))
-                conn.execute(sa.delete(self._t["stated"]).where(at))
+                self._drop_sourced(conn, "event", gone)
                 conn.execute(sa.delete(ev).where(_within(conn, ev.c.event_id, gone)))
             return sorted(removed, key=lambda r: r.position)
 
         return self._writing(work)
+
+    def _drop_sourced(self, conn: Connection, source: str, ids: Collection[str]) -> None:
+        """The mentions whose source is one of ``ids``, and their statements, by the keys they
+        share (the statements are keyed by node first: a deletion takes each by its key)."""
+        m, st = self._t["mention_by"].c, self._t["statement"]
+        mine = sa.and_(m.source == source, _within(conn, m.source_id, ids))
+        keys = conn.execute(sa.select(m.kind, m.node_key, m.source_id, m.role).where(mine)).all()
+        if keys:
+            c = st.c
+            by_key = sa.and_(c.kind == sa.bindparam("k"), c.node_key == sa.bindparam("n"))
+            by_key = sa.and_(by_key, c.source == source, c.source_id == sa.bindparam("i"))
+            one = sa.delete(st).where(by_key, c.role == sa.bindparam("r"))
+            conn.execute(one, [{"k": k, "n": n, "i": i, "r": r} for k, n, i, r in keys])
+        conn.execute(sa.delete(self._t["mention_by"]).where(mine))
 
     def replace(self, touched: Touched, rows: Rows) -> None:
         self._refuse_namespaces(rows)
@@ -1025,7 +1046,7 @@ class SqlBackend:
 
         def work(conn: Connection) -> None:
             col = t["coledge"].c
-            every = ("edge", "coledge", "run", "node", "mention_by", "stated")
+            every = ("edge", "coledge", "run", "node", "mention_by", "statement")
             for name in every if touched.every else ():
                 conn.execute(sa.delete(t[name]))
             if jobs:
@@ -1036,7 +1057,7 @@ class SqlBackend:
                 conn.execute(sa.delete(t["coledge"]).where(stated))
             if runs:
                 conn.execute(sa.delete(t["run"]).where(_within(conn, t["run"].c.run_id, runs)))
-                conn.execute(_sourced(conn, t["mention_by"], "run", runs))
+                self._drop_sourced(conn, "run", runs)
             node = t["node"].c
             for kind, keys in hashed.items():
                 if keys:
@@ -1336,25 +1357,31 @@ class SqlBackend:
         *,
         roles: Collection[Role] | None = None,
         until: datetime | None = None,
+        stated: bool = False,
     ) -> Iterable[MentionRow]:
         if not keys or (roles is not None and not roles):
             return []
         hashes = {_key_hash(*k): (k[0], k[1]) for k in keys}
-        named = None if roles is None else sorted(set(roles) - {"stated"})
-        reads = [("mention_by", _mention_row)] if named is None or named else []
-        reads += [("stated", _stated_row)] if roles is None or "stated" in roles else []
-        found: list[MentionRow] = []
+        st = self._t["statement"]
+        table = st if stated else self._t["mention_by"]  # the first holds those whole
+
+        def of(table: sa.Table, *columns: Any) -> Any:
+            c = table.c
+            query = sa.select(*columns).where(c.kind == kind, _within(conn, c.node_key, hashes))
+            return query if roles is None else query.where(c.role.in_(sorted(set(roles))))
+
         with self._reading() as conn:
-            for name, read in reads:
-                c = self._t[name].c
-                of_keys = _within(conn, c.node_key, list(hashes))
-                query = sa.select(self._t[name]).where(c.kind == kind, of_keys)
-                if name == "mention_by" and named is not None:
-                    query = query.where(c.role.in_(named))
-                if until is not None:
-                    query = query.where(c.first_seen < until)
-                found += [read(r, hashes) for r in conn.execute(query).all()]
-        return found
+            query = of(table, table)
+            if until is not None:
+                query = query.where(table.c.first_seen < until)
+            found = conn.execute(query).all()
+            if stated:
+                return [_mention_row(r, hashes, r[6]) for r in found]
+            details: dict[Any, str] = {}
+            if roles is None or not _STATELESS.issuperset(roles):  # roles that can hold some
+                said = of(st, *(st.c[n] for n in ("node_key", "source", "source_id", "role")))
+                details = {tuple(r[:4]): r[4] for r in conn.execute(said.add_columns(st.c.detail))}
+            return [_mention_row(r, hashes, details.get((r[3], *r[:2], r[4]))) for r in found]
 
     def column_edges(
         self,
@@ -1429,14 +1456,6 @@ def _lower(conn: Connection, column: Any) -> Any:
     if conn.dialect.name == "sqlite":
         return sa.func.lineage_lower(column, type_=sa.Text)
     return sa.func.lower(sa.collate(column, "default"), type_=sa.Text)
-
-
-def _sourced(
-    conn: Connection, mention: sa.Table, source: Literal["run", "event"], ids: Collection[str]
-) -> Any:
-    """The deletion of the mentions whose source is one of ``ids``."""
-    c = mention.c
-    return sa.delete(mention).where(c.source == source, _within(conn, c.source_id, ids))
 
 
 def _key_table(conn: Connection, keys: list[str]) -> Any:
