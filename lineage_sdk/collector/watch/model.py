@@ -55,33 +55,6 @@ class Cause:
     #: The CloudEvent's ``data.cause`` (JSON-able).
     data: dict[str, Any] = field(default_factory=dict)
 
-    # The records' time helpers are imported when used: the alert rules' tables (read for the
-    # commands' flags) need CAUSE_KINDS alone, not the event models the records import.
-    def to_json(self) -> dict[str, Any]:
-        from lineage_sdk.collector.records import format_time
-
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "subject": self.subject,
-            "namespace": self.namespace,
-            "time": format_time(self.time),
-            "data": self.data,
-        }
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Cause:
-        from lineage_sdk.collector.records import parse_event_time
-
-        return cls(
-            id=value["id"],
-            kind=value["kind"],
-            subject=value["subject"],
-            namespace=value["namespace"],
-            time=parse_event_time(value["time"]),
-            data=value.get("data") or {},
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class SchemaSeen:
