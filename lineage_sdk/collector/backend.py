@@ -236,8 +236,8 @@ class MentionRow:
     key: Key = field(metadata=_KEY)
     role: Role = field(metadata=_KEY)
     first_seen: datetime = field(metadata=_MIN)
-    #: A ``stated`` mention's statements, each encoded by the engine as one line of text
-    #: (None for every other role).
+    #: The statements this mention holds, each encoded by the engine as one line of text
+    #: (None when it holds none).
     detail: frozenset[str] | None = field(default=None, metadata=_UNION)
 
     @property

@@ -191,7 +191,6 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
     columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]] = {}
     mentions: dict[tuple[str, str, NodeKind, Key, Role], datetime] = {}
     details: dict[tuple[str, str, NodeKind, Key, Role], set[str]] = {}
-    statements: dict[tuple[str, str, NodeKind, Key], tuple[list[datetime], set[str]]] = {}
     for rec in records:
         eid = rec.event_id
         if eid in events:
@@ -263,12 +262,11 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             apart.append(("JOB", job, of_job))
         by = (source, source_id) if packed else ("event", eid)
         for kind, key, entry in apart:
-            held = statements.get((*by, kind, key))
-            if held is None:
-                statements[(*by, kind, key)] = ([at], {entry})
-            else:
-                held[0][0] = min(held[0][0], at)
-                held[1].add(entry)
+            mention = (*by, kind, key, "stated")
+            first = mentions.get(mention)
+            if first is None or at < first:
+                mentions[mention] = at
+            details.setdefault(mention, set()).add(entry)
         if run_id:
             _join_run(runs, rec, job)
         stated = column_edges(rec)
@@ -291,15 +289,9 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             NodeRow(kind, key, first, last, frozenset())
             for (kind, key), (first, last) in nodes.items()
         ),
-        mentions=(
-            *(
-                MentionRow(*mention, first, _entries(details.get(mention)))  # type: ignore[arg-type]
-                for mention, first in mentions.items()
-            ),
-            *(
-                MentionRow(source, sid, kind, key, "stated", first, frozenset(entries))  # type: ignore[arg-type]
-                for (source, sid, kind, key), ([first], entries) in statements.items()
-            ),
+        mentions=tuple(
+            MentionRow(*mention, first, _entries(details.get(mention)))  # type: ignore[arg-type]
+            for mention, first in mentions.items()
         ),
     )
 

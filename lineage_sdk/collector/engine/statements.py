@@ -8,7 +8,7 @@ about 4 KB for a dataset written by 5,000 runs, 1.0 s of reads and parsing befor
 
 So each event that names a dataset (a run event among its inputs or outputs, a DatasetEvent as
 its dataset; not a JobEvent, which the dataset's reads never fold) makes one *statement* of it,
-an entry of a ``stated`` mention (:class:`~lineage_sdk.collector.backend.MentionRow`): whether
+an entry of a mention's ``detail`` (:class:`~lineage_sdk.collector.backend.MentionRow`): whether
 the event writes the dataset and completes its run, its run, the version key it gives the
 dataset, the names of the facets its entries carry and the other names it gives it. A read
 folds the statements in event order and reads only the events that carry each facet's latest
@@ -195,7 +195,7 @@ class Statement(NamedTuple):
 
 
 def statements(rows: Iterable[MentionRow], until: datetime | None = None) -> list[Statement]:
-    """The statements of ``stated`` mentions of a dataset, those before ``until`` only."""
+    """The statements a dataset's mentions hold, those before ``until`` only."""
     return _decoded(Statement, rows, until)
 
 
@@ -251,7 +251,7 @@ class JobStatement(NamedTuple):
 
 
 def job_statements(rows: Iterable[MentionRow], until: datetime | None = None) -> list[JobStatement]:
-    """The statements of ``stated`` mentions of a job, those before ``until`` only."""
+    """The statements a job's mentions hold, those before ``until`` only."""
     return _decoded(JobStatement, rows, until)
 
 

@@ -701,7 +701,7 @@ def _merged(insert: Any, table: sa.Table, row: type, dialect: Dialect) -> Any:
             joined = table.c[f.name].op("|")(x[f.name])
             set_[f.name] = joined
             changes.append(joined != table.c[f.name])
-        elif rule == "union":  # sets of lines (_mention_values): the new lines added
+        elif rule == "union":  # sets of lines (_statement_values): the new lines added
             old, new = table.c[f.name], x[f.name]
             eol: Any = sa.literal_column("char(10)" if sqlite else "chr(10)")  # no parameter
             lines = (eol + old + eol, eol + new + eol)
