@@ -192,6 +192,51 @@ def test_impact_csv_and_owners(api, source):
     assert bad.returncode == 2
 
 
+@pytest.mark.parametrize("source", ["http", "store"])
+def test_impact_depth_cuts_the_list(api, source):
+    """``--depth N`` counts job hops: on a chain a0 -> [c1] -> a1 -> [c2] -> a2 -> [c3] -> a3,
+    depth 1 from a0 is c1 and a1, depth 2 adds c2 and a2, and the default (20) reaches a3."""
+    runs = {
+        job: str(uuid.UUID(int=0xDE97 + i, version=4)) for i, job in enumerate(("c1", "c2", "c3"))
+    }
+    events = [
+        {
+            "eventType": "COMPLETE",
+            "eventTime": f"2025-03-03T00:0{i}:00Z",
+            "run": {"runId": runs[job], "facets": {}},
+            "job": {"namespace": "depth", "name": job, "facets": {}},
+            "inputs": [{"namespace": "depth", "name": f"a{i}", "facets": {}}],
+            "outputs": [{"namespace": "depth", "name": f"a{i + 1}", "facets": {}}],
+            "producer": "https://example.com/tests",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        }
+        for i, job in enumerate(("c1", "c2", "c3"))
+    ]
+    posted = api.client.post("/api/v1/lineage/batch", json=events)
+    assert posted.status_code == 200, posted.text
+    args = _sources(api)[source]
+    header = "nodeId,type,namespace,name,distance,latestRunId,latestState,owners\n"
+    one = (
+        f"job:depth:c1,JOB,depth,c1,1,{runs['c1']},COMPLETED,\n"
+        f"dataset:depth:a1,DATASET,depth,a1,2,{runs['c1']},COMPLETED,\n"
+    )
+    two = (
+        f"job:depth:c2,JOB,depth,c2,3,{runs['c2']},COMPLETED,\n"
+        f"dataset:depth:a2,DATASET,depth,a2,4,{runs['c2']},COMPLETED,\n"
+    )
+    for depth, expected in (("1", header + one), ("2", header + one + two)):
+        result = run_cli(*args, "impact", "dataset:depth:a0", "--depth", depth, "--format", "csv")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == expected, (depth, result.stdout)
+    table = run_cli(*args, "impact", "dataset:depth:a0", "--depth", "1")
+    assert table.returncode == 0, table.stderr
+    assert "1 job(s) and 1 dataset(s) downstream of dataset:depth:a0" in table.stdout
+    assert "c1" in table.stdout and "c2" not in table.stdout
+    whole = run_cli(*args, "impact", "dataset:depth:a0", "--format", "json")
+    assert whole.returncode == 0, whole.stderr
+    assert [r["name"] for r in orjson.loads(whole.stdout)] == ["c1", "a1", "c2", "a2", "c3", "a3"]
+
+
 def test_runs_shows_state_and_duration(api, loaded):
     result = run_cli("--url", api.url, "runs", "job:shop:clean")
     assert result.returncode == 0, result.stderr

@@ -6,15 +6,21 @@ sent to a second, fresh collector give the same ids. The graph::
 
     src -> [load] -> stg -> [clean] -> clean_t -> [report] -> mart (owned by team:bi)
                         \\-> [audit] -> audit_log
+    [stream] (running, heartbeats, then silent) -> events_t -> [rollup] -> rollup_t
+
+Then what the rules choose: by cause (``on``), by namespace and by ``depth``; a hung receiver
+that holds up no ingest; a bad rule that stops a collector from starting.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,11 +29,13 @@ from typing import Any
 
 import httpx
 import pytest
+from serve_process import clean_env, free_port
 from standardwebhooks import Webhook
-from webhook_receiver import Receiver, receiver
+from webhook_receiver import Receiver, hung_receiver, receiver
 
 from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.manager import LineageManager
+from lineage_sdk.collector.records import format_time
 from lineage_sdk.collector.service import LineageCollectorService
 from lineage_sdk.collector.watch.model import cause_id
 from lineage_sdk.config import load_config
@@ -35,13 +43,21 @@ from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 
 SECRET = "whsec_" + base64.b64encode(bytes(range(40, 72))).decode()
 PRODUCER = "https://example.com/watch-e2e"
+#: The collectors' producer URI, the alerts' ``source`` (not the events' ``producer``).
+SOURCE = "https://example.com/watch-e2e-collector"
 RUN_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 NS, PG = "shop", "pg"
+CHAIN_JOBS = ("c1", "c2", "c3", "c4", "c5")
 RUNS = {
     name: str(uuid.UUID(int=0xE2E0 + i, version=4))
-    for i, name in enumerate(("load1", "load2", "clean", "audit", "report", "stream"))
+    for i, name in enumerate(
+        ("load1", "load2", "clean", "audit", "report", "stream", "rollup", *CHAIN_JOBS)
+    )
 }
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
+#: The stream's last event: fixed (long past, so stale at once), so that the same events make
+#: the same ``run_stale`` cause, whose id derives from the run and its last event.
+STALE_AT = T0 + timedelta(minutes=5)
 
 
 def _facet(**fields: Any) -> dict[str, Any]:
@@ -81,8 +97,8 @@ def _schema(*fields: tuple[str, str]) -> dict[str, Any]:
 
 
 def graph_events() -> list[dict[str, Any]]:
-    """The graph, every run COMPLETE, the first schema of stg, and the owners of report and
-    mart."""
+    """The graph, every run COMPLETE but clean's (started; stream's heartbeat is
+    :func:`stale_stream`), the first schema of stg, and the owners of report and mart."""
     owners = _facet(owners=[{"name": "team:bi", "type": "TEAM"}])
     return [
         _event(
@@ -104,6 +120,7 @@ def graph_events() -> list[dict[str, Any]]:
             [_ds("mart", ownership=owners)],
             job_facets={"ownership": owners},
         ),
+        _event("rollup", "rollup", "COMPLETE", 2, [_ds("events_t")], [_ds("rollup_t")]),
     ]
 
 
@@ -122,9 +139,24 @@ def failed_check() -> dict[str, Any]:
 
 
 def stale_stream() -> dict[str, Any]:
+    """stream's heartbeat (every second), writing events_t, at :data:`STALE_AT`: silent since."""
     beat = {HEARTBEAT_FACET_KEY: _facet(intervalS=1)}
-    at = datetime.now(UTC) - timedelta(seconds=30)
-    return _event("stream", "stream", "RUNNING", 0, [], [], run_facets=beat, at=at)
+    return _event("stream", "stream", "RUNNING", 0, [], [_ds("events_t")], beat, at=STALE_AT)
+
+
+def chain_events() -> list[dict[str, Any]]:
+    """A chain a0 -> [c1] -> a1 -> [c2] -> a2 -> ... -> [c5] -> a5, c1's run failing."""
+    return [
+        _event(
+            job,
+            job,
+            "FAIL" if job == "c1" else "COMPLETE",
+            10 + i,
+            [_ds(f"a{i}")],
+            [_ds(f"a{i + 1}")],
+        )
+        for i, job in enumerate(CHAIN_JOBS)
+    ]
 
 
 @dataclass
@@ -133,19 +165,37 @@ class Rig:
     service: LineageCollectorService
 
 
-@contextmanager
-def collector(folder: Path, url: str) -> Iterator[Rig]:
-    """``serve``'s parts over a SQLite store in ``folder``, one rule sending every cause to
-    ``url`` (depth 10), the watch started as ``serve`` starts it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "lineage.toml"
-    path.write_text(
+def rule(url: str, **settings: Any) -> str:
+    """A ``[[lineage.alerts.webhook]]`` table sending to ``url`` (signed with SECRET)."""
+    lines = [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
+    return "\n".join(
+        ["[[lineage.alerts.webhook]]", f'url = "{url}"', f'secret = "{SECRET}"', *lines]
+    )
+
+
+def config_text(folder: Path, rules: Sequence[str], alerts: str = "") -> str:
+    """A collector's TOML: the sql store on SQLite in ``folder``, the producer URI SOURCE, the
+    watch's store in ``folder``, ``alerts`` more ``[lineage.alerts]`` lines, and ``rules``."""
+    return (
+        '[lineage.producer]\nproducer_uri = "' + SOURCE + '"\n'
         '[lineage.store]\nbackend = "sql"\n'
         f'[lineage.store.sql]\nurl = "sqlite:///{folder / "lineage.db"}"\n'
-        f'[lineage.alerts]\nstore = "sqlite:///{folder / "watch.db"}"\n'
-        f'[[lineage.alerts.webhook]]\nurl = "{url}"\nsecret = "{SECRET}"\ndepth = 10\n',
-        encoding="utf-8",
+        f'[lineage.alerts]\nstore = "sqlite:///{folder / "watch.db"}"\n{alerts}\n'
+        + "\n".join(rules)
+        + "\n"
     )
+
+
+@contextmanager
+def collector(
+    folder: Path, url: str | None, *, rules: Sequence[str] = (), alerts: str = ""
+) -> Iterator[Rig]:
+    """``serve``'s parts over a SQLite store in ``folder``, one rule sending every cause to
+    ``url`` (depth 10) and ``rules`` more, the watch started as ``serve`` starts it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "lineage.toml"
+    every = [rule(url, depth=10)] if url is not None else []
+    path.write_text(config_text(folder, [*every, *rules], alerts), encoding="utf-8")
     config = load_config(path=path, environ={}, openlineage_client=False)
     with ExitStack() as stack:
         manager = LineageManager(config)
@@ -186,10 +236,23 @@ def _impact(event: dict[str, Any]) -> list[tuple[str, int]]:
     return [(i["nodeId"], i["distance"]) for i in event["data"]["impact"]]
 
 
+def _states(event: dict[str, Any]) -> dict[str, str | None]:
+    """Each impact node's latest run state."""
+    return {i["nodeId"]: (i["latestRun"] or {}).get("state") for i in event["data"]["impact"]}
+
+
+def _settled(rig: Rig) -> None:
+    """Every cause resolved and every alert's attempt ended."""
+    watcher = rig.service.watcher
+    assert watcher is not None
+    assert watcher.drain(10) and watcher.deliverer.wait_idle(10)
+
+
 def test_every_cause_end_to_end(tmp_path: Path) -> None:
+    everything = [failed_clean(), failed_check(), stale_stream()]
     with receiver() as hook, collector(tmp_path / "one", hook.url) as rig:
         _post(rig, graph_events())
-        _post(rig, [failed_clean(), failed_check(), stale_stream()])
+        _post(rig, everything)
         alerts = _alerts(hook, 4)
         assert set(alerts) == {
             "lineage.run_failed",
@@ -198,7 +261,8 @@ def test_every_cause_end_to_end(tmp_path: Path) -> None:
             "lineage.run_stale",
         }
         for event in alerts.values():
-            assert event["specversion"] == "1.0" and event["source"]
+            assert event["specversion"] == "1.0" and event["source"] == SOURCE
+            assert event["data"]["depth"] == 10
 
         failed = alerts["lineage.run_failed"]
         assert failed["id"] == cause_id("run_failed", RUNS["clean"], NS, "clean")
@@ -236,53 +300,178 @@ def test_every_cause_end_to_end(tmp_path: Path) -> None:
             {"name": "id", "change": "type", "oldType": "BIGINT", "newType": "TEXT"},
             {"name": "name", "change": "removed", "oldType": "TEXT", "newType": None},
         ]
-        assert _impact(schema)[:2] == [(f"job:{NS}:audit", 1), (f"job:{NS}:clean", 1)]
+        assert _impact(schema) == [
+            (f"job:{NS}:audit", 1),
+            (f"job:{NS}:clean", 1),
+            (f"dataset:{PG}:audit_log", 2),
+            (f"dataset:{PG}:clean_t", 2),
+            (f"job:{NS}:report", 3),
+            (f"dataset:{PG}:mart", 4),
+        ]
+        # clean's FAIL came in the batch that broke the schema: the impact shows it.
+        assert _states(schema) == {
+            f"job:{NS}:audit": "COMPLETED",
+            f"job:{NS}:clean": "FAILED",
+            f"dataset:{PG}:audit_log": "COMPLETED",
+            f"dataset:{PG}:clean_t": "FAILED",
+            f"job:{NS}:report": "COMPLETED",
+            f"dataset:{PG}:mart": "COMPLETED",
+        }
 
         stale = alerts["lineage.run_stale"]
+        assert stale["id"] == cause_id(
+            "run_stale", RUNS["stream"], NS, "stream", format_time(STALE_AT)
+        )
         assert stale["subject"] == f"job:{NS}:stream"
         assert stale["data"]["cause"]["runId"] == RUNS["stream"]
-        assert _impact(stale) == []
+        assert stale["data"]["cause"]["lastEventTime"] == format_time(STALE_AT)
+        assert _impact(stale) == [
+            (f"dataset:{PG}:events_t", 1),
+            (f"job:{NS}:rollup", 2),
+            (f"dataset:{PG}:rollup_t", 3),
+        ]
+        events_t = stale["data"]["impact"][0]["latestRun"]
+        assert (events_t["id"], events_t["state"]) == (RUNS["stream"], "RUNNING")
+        assert events_t["liveness"] == "STALE"
 
         # The same events again: the same causes, nothing new is sent.
         sent = len(hook.ok())
-        _post(rig, [failed_clean(), failed_check()])
-        assert rig.service.watcher is not None
-        time.sleep(2.0)
+        _post(rig, everything)
+        _settled(rig)
+        time.sleep(2.0)  # a sweep or two more: the stream is still stale, the same cause
         assert len(hook.ok()) == sent
-        first_ids = {t: e["id"] for t, e in alerts.items() if t != "lineage.run_stale"}
+        first_ids = {t: e["id"] for t, e in alerts.items()}
 
-    # The same events to a fresh collector: the same ids.
+    # The same events to a fresh collector: the same ids, the stale run's too.
     with receiver() as hook, collector(tmp_path / "two", hook.url) as rig:
         _post(rig, graph_events())
-        _post(rig, [failed_clean(), failed_check()])
-        again = _alerts(hook, 3)
+        _post(rig, everything)
+        again = _alerts(hook, 4)
         assert {t: e["id"] for t, e in again.items()} == first_ids
 
 
+def _types(hook: Receiver) -> list[str]:
+    """The types of the alerts ``hook`` accepted, sorted, each signature checked."""
+    found = []
+    for item in hook.ok():
+        Webhook(SECRET).verify(item.body, item.headers)
+        found.append(json.loads(item.body)["type"])
+    return sorted(found)
+
+
 def test_rules_filter_by_cause_and_namespace(tmp_path: Path) -> None:
-    """A rule for another namespace, or for other causes, hears nothing of this one."""
-    with receiver() as hook, collector(tmp_path, hook.url) as rig:
-        assert rig.service.watcher is not None
-        rule = rig.service.watcher.rules[0]
-        other = type(rule)(rule.url, rule.secret, frozenset({"run_failed"}), ("elsewhere",), 10)
-        rig.service.watcher.rules = [other]
-        _post(rig, [*graph_events(), failed_clean()])
-        assert rig.service.watcher.drain(10)
-        assert hook.ok() == []
+    """A rule for another namespace, or for other causes, hears nothing of this one; the rules
+    that want it hear it, and only it."""
+    with ExitStack() as stack:
+        elsewhere, failures, quality = (stack.enter_context(receiver()) for _ in range(3))
+        rules = [
+            rule(elsewhere.url, namespaces=["elsewhere"]),  # every cause, another namespace
+            rule(failures.url, on=["run_failed"], namespaces=["sh*"]),
+            rule(quality.url, on=["quality_failed"]),  # every namespace
+        ]
+        rig = stack.enter_context(collector(tmp_path, None, rules=rules))
+        # run_failed in shop; quality_failed and schema_breaking in pg.
+        _post(rig, [*graph_events(), failed_clean(), failed_check()])
+        _settled(rig)
+        assert failures.wait_for(lambda: len(failures.received) >= 1, 10)
+        assert quality.wait_for(lambda: len(quality.received) >= 1, 10)
+        assert _types(failures) == ["lineage.run_failed"]
+        assert json.loads(failures.ok()[0].body)["subject"] == f"job:{NS}:clean"
+        assert _types(quality) == ["lineage.quality_failed"]
+        assert json.loads(quality.ok()[0].body)["subject"] == f"dataset:{PG}:src"
+        assert elsewhere.received == []
+        assert len(failures.received) == len(quality.received) == 1
+
+
+def test_a_rules_depth_cuts_the_impact(tmp_path: Path) -> None:
+    """Two rules, depths 1 and 3, on a chain of five jobs whose first fails: one cause, one id,
+    each rule's impact cut at its depth (job hops; from a job, depth 0 is its outputs)."""
+    with receiver() as near, receiver() as far:
+        rules = [rule(near.url, depth=1), rule(far.url, depth=3)]
+        with collector(tmp_path, None, rules=rules) as rig:
+            _post(rig, chain_events())
+            got = {name: _alerts(hook, 1) for name, hook in (("near", near), ("far", far))}
+    one, three = got["near"]["lineage.run_failed"], got["far"]["lineage.run_failed"]
+    assert one["id"] == three["id"] == cause_id("run_failed", RUNS["c1"], NS, "c1")
+    assert (one["data"]["depth"], three["data"]["depth"]) == (1, 3)
+    assert _impact(one) == [(f"dataset:{PG}:a1", 1), (f"job:{NS}:c2", 2), (f"dataset:{PG}:a2", 3)]
+    assert _impact(three) == [
+        (f"dataset:{PG}:a1", 1),
+        (f"job:{NS}:c2", 2),
+        (f"dataset:{PG}:a2", 3),
+        (f"job:{NS}:c3", 4),
+        (f"dataset:{PG}:a3", 5),
+        (f"job:{NS}:c4", 6),
+        (f"dataset:{PG}:a4", 7),
+    ]
+
+
+def test_a_hung_receiver_holds_up_no_ingest(tmp_path: Path) -> None:
+    """A receiver that accepts the connection and never answers: the events that each make an
+    alert for it are all stored, over HTTP, one request each, in far less time than waiting out
+    the receiver's timeout once per event would take; their alerts are still pending after."""
+    count, timeout_s = 40, 5.0
+    failures = []
+    for i in range(count):
+        event = _event("load", "load1", "FAIL", 20 + i, [_ds("src")], [_ds("stg")])
+        event["run"]["runId"] = str(uuid.UUID(int=0x4E60000 + i, version=4))
+        failures.append(event)
+    alerts = f"timeout_ms = {int(timeout_s * 1000)}"
+    with hung_receiver() as hung, collector(tmp_path, hung.url, alerts=alerts) as rig:
+        try:
+            _post(rig, graph_events())
+            _post(rig, failures[:1])
+            assert hung.wait_accepted(1, 30), "the first alert was never sent"
+            longest, started = 0.0, time.monotonic()
+            for event in failures[1:]:
+                one = time.monotonic()
+                _post(rig, [event])
+                longest = max(longest, time.monotonic() - one)
+            took = time.monotonic() - started
+            total = rig.api.get("/api/v1/events/lineage", params={"limit": 1})
+            assert total.json()["totalCount"] == len(graph_events()) + count
+            # Serially, the alerts would have waited (count - 1) x timeout_s: 195 s.
+            assert took < (count - 1) * timeout_s / 4, took
+            assert longest < timeout_s, longest
+            watcher = rig.service.watcher
+            assert watcher is not None
+            deadline = time.monotonic() + 30
+            while watcher.store.counts()["pending"] < count and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert watcher.store.counts() == {"pending": count, "sent": 0, "parked": 0}
+            assert hung.accepted >= 1
+        finally:
+            hung.release()  # the sends held fail at once: the collector closes without waiting
 
 
 @pytest.mark.parametrize("bad", ["nope", "http://[::1"])
 def test_a_collector_with_a_bad_rule_does_not_start(tmp_path: Path, bad: str) -> None:
+    """``serve`` with a rule whose URL is not HTTP(S) exits 2 at start-up, with one line naming
+    the key, no traceback and never the secret."""
     path = tmp_path / "lineage.toml"
-    path.write_text(
-        f'[[lineage.alerts.webhook]]\nurl = "{bad}"\nsecret = "{SECRET}"\n', encoding="utf-8"
-    )
+    path.write_text(config_text(tmp_path, [rule(bad)]), encoding="utf-8")
     from lineage_sdk.collector.watch.rules import rules_of
     from lineage_sdk.exceptions import ConfigError
 
     with pytest.raises(ConfigError) as caught:
         rules_of(load_config(path=path, environ={}, openlineage_client=False))
     assert "alerts.webhook" in str(caught.value) and SECRET not in str(caught.value)
+
+    command = [sys.executable, "-m", "lineage_sdk.collector.cli", "serve", "--config", str(path)]
+    done = subprocess.run(
+        [*command, "--host", "127.0.0.1", "--port", str(free_port())],
+        env=clean_env(),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said
+    assert "lineage.alerts.webhook[0].url" in done.stderr, said
+    assert "Traceback" not in said and SECRET not in said
+    assert len(done.stderr.strip().splitlines()) == 1, said
 
 
 def test_a_heartbeat_redelivered_after_the_end_is_no_stale_run(tmp_path: Path) -> None:

@@ -1,17 +1,19 @@
-"""A loopback webhook receiver for the watch's tests: records every POST (its time, headers and
-body) and answers each with the next status of its script (then ``status``), after holding it
-while ``hold`` is not set (a slow receiver), up to ``hold_s`` seconds."""
+"""Loopback webhook receivers for the watch's tests. :func:`receiver` records every POST (its
+time, headers and body) and answers each with the next status of its script (then ``status``),
+after holding it while ``hold`` is not set (a slow receiver), up to ``hold_s`` seconds.
+:func:`hung_receiver` accepts every connection and never answers (a hung receiver)."""
 
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["Received", "Receiver", "receiver"]
+__all__ = ["Hung", "Received", "Receiver", "hung_receiver", "receiver"]
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,58 @@ def receiver(port: int = 0) -> Iterator[Receiver]:
             srv.hold.set()
         srv.shutdown()
         srv.server_close()
+
+
+class Hung:
+    """A TCP server on loopback that accepts every connection, reads nothing and never answers
+    until :meth:`release` closes them all."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.1)
+        self.connections: list[socket.socket] = []
+        self.accepted = 0
+        self.changed = threading.Condition()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+
+    def wait_accepted(self, count: int, timeout: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.accepted >= count, timeout)
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self.changed:
+                self.connections.append(conn)
+                self.accepted += 1
+                self.changed.notify_all()
+
+    def release(self) -> None:
+        """Stop accepting and close every connection held (their senders fail at once)."""
+        self._stop.set()
+        self._thread.join(5)
+        self.server.close()
+        with self.changed:
+            held, self.connections = self.connections, []
+        for conn in held:
+            conn.close()
+
+
+@contextmanager
+def hung_receiver() -> Iterator[Hung]:
+    hung = Hung()
+    try:
+        yield hung
+    finally:
+        hung.release()

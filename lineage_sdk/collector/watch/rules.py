@@ -117,7 +117,12 @@ class WebhookConfig(Section):
     depth: int = Field(
         default=10,
         ge=0,
-        description="How far downstream the alert's impact goes (0: the cause alone).",
+        description=(
+            "How far downstream the alert's impact goes, in job hops as `GET /api/v1/lineage`"
+            " counts them: from a job cause (run_failed, run_stale), 0 is the job's outputs;"
+            " from a dataset cause (schema_breaking, quality_failed), 0 is nothing and 1 the"
+            " jobs reading the dataset and their outputs."
+        ),
     )
 
     @field_validator("url")

@@ -1047,13 +1047,15 @@
   }
 
   // Fields added, removed and retyped from `before` to `after` (Marquez's field lists), by name.
+  // A type stated on one side only, or changed in case alone (varchar, VARCHAR), is no change,
+  // as the alerts' breaking_changes decides (watch/causes.py).
   function schemaChanges(before, after) {
     var old = {}, now = {}, changes = [];
     fieldList(before).forEach(function (f) { old[f.name] = f.type; });
     fieldList(after).forEach(function (f) { now[f.name] = f.type; });
     Object.keys(old).forEach(function (name) {
       if (!(name in now)) changes.push({ name: name, change: "removed", before: old[name], after: "" });
-      else if (old[name] && now[name] && old[name] !== now[name]) {
+      else if (old[name] && now[name] && caseFold(old[name]) !== caseFold(now[name])) {
         changes.push({ name: name, change: "type", before: old[name], after: now[name] });
       }
     });
@@ -1061,6 +1063,11 @@
       if (!(name in old)) changes.push({ name: name, change: "added", before: "", after: now[name] });
     });
     return changes.sort(function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; });
+  }
+
+  // Python's str.casefold, near enough for type names: upper then lower case folds "ß" to "ss".
+  function caseFold(text) {
+    return String(text).toUpperCase().toLowerCase();
   }
 
   // A run of the run view: its job, state, times and parent run, then its events on demand.
