@@ -162,15 +162,39 @@ def test_the_memory_backend_keeps_no_version() -> None:
     assert not isinstance(MemoryBackend(), Provisioned)
 
 
+#: Tables of the sql backend's earlier layouts, as they were made (version 7: mentions keyed by
+#: source, and statements again in a table keyed by node; version 6: statements a row each).
+_MENTION_BY = (
+    "CREATE TABLE lineage_mention_by (source VARCHAR(5), source_id TEXT, kind VARCHAR(9), "
+    "node_key VARCHAR(32), role VARCHAR(8), first_seen TEXT, "
+    "PRIMARY KEY (source, source_id, kind, node_key, role))"
+)
+_EARLIER_LAYOUTS = {
+    6: (
+        _MENTION_BY,
+        "CREATE TABLE lineage_stated (kind VARCHAR(9), node_key TEXT, first_seen TEXT, "
+        "source_id TEXT, detail TEXT, PRIMARY KEY (kind, node_key, first_seen, source_id))",
+    ),
+    7: (
+        _MENTION_BY,
+        "CREATE TABLE lineage_statement (source VARCHAR(5), source_id TEXT, kind VARCHAR(9), "
+        "node_key VARCHAR(32), role VARCHAR(8), first_seen TEXT, detail TEXT, "
+        "PRIMARY KEY (kind, node_key, source, source_id, role))",
+    ),
+}
+
+
+@pytest.mark.parametrize("version", sorted(_EARLIER_LAYOUTS))
 @pytest.mark.parametrize(
     "dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
-def test_a_sql_database_of_version_6_loses_its_statement_table_and_is_derived_again(
-    dialect: str, tmp_path: Path
+def test_a_sql_database_of_an_earlier_layout_is_derived_again_into_the_mentions_table(
+    dialect: str, version: int, tmp_path: Path
 ) -> None:
-    """Version 6 kept statements a row each in a ``stated`` table, and had no ``statement``
-    table: ``missing`` names the new table, ``open`` creates it, drops the old one and derives
-    the rows again, the same rows a fresh derivation makes."""
+    """Versions 6 and 7 kept statements apart from the mentions (``stated``, then
+    ``statement``) beside a ``mention_by`` table: ``missing`` names the new ``mentions`` table,
+    ``open`` drops the old ones and derives the rows again (version 7 is today's derivation
+    version: the layout alone makes it derive again), the same rows a fresh derivation makes."""
     events = _events()
     fresh = EngineStore(MemoryBackend())
     fresh.open()
@@ -178,23 +202,21 @@ def test_a_sql_database_of_version_6_loses_its_statement_table_and_is_derived_ag
     expected = stored_rows(fresh.backend)
     with contextlib.ExitStack() as stack:
         if dialect == "sqlite":
-            url = f"sqlite:///{tmp_path}/v6.db"
+            url = f"sqlite:///{tmp_path}/v{version}.db"
         else:
-            url = stack.enter_context(postgres_database("lineage_v6"))
+            url = stack.enter_context(postgres_database(f"lineage_v{version}"))
         store = SqlStore(url)
         store.open()
         store.write_batch(records(*events))
-        _versioned(store).mark_derivation(6)
+        _versioned(store).mark_derivation(version)
         store.close()
         engine = sa.create_engine(url)
         stack.callback(engine.dispose)
-        with engine.begin() as conn:  # version 6's layout
-            conn.exec_driver_sql("DROP TABLE lineage_statement")
-            conn.exec_driver_sql(
-                "CREATE TABLE lineage_stated (kind VARCHAR(9), node_key TEXT, first_seen TEXT, "
-                "source_id TEXT, detail TEXT, PRIMARY KEY (kind, node_key, first_seen, source_id))"
-            )
-        assert store.backend.missing() == ["table lineage_statement"]
+        with engine.begin() as conn:  # the earlier layout
+            conn.exec_driver_sql("DROP TABLE lineage_mentions")
+            for create in _EARLIER_LAYOUTS[version]:
+                conn.exec_driver_sql(create)
+        assert store.backend.missing() == ["table lineage_mentions"]
 
         store.open()
         try:
@@ -204,4 +226,5 @@ def test_a_sql_database_of_version_6_loses_its_statement_table_and_is_derived_ag
         finally:
             store.close()
         with engine.connect() as conn:
-            assert not sa.inspect(conn).has_table("lineage_stated")
+            tables = set(sa.inspect(conn).get_table_names())
+        assert not tables & {"lineage_mention_by", "lineage_stated", "lineage_statement"}

@@ -194,7 +194,7 @@ def test_sigkill_three_times_during_20000_events(make_config, tmp_path):
     try:
         import sqlalchemy as sa
 
-        ev, run, mention = backend._t["ev"], backend._t["run"], backend._t["mention_by"]
+        ev, run, mention = backend._t["ev"], backend._t["run"], backend._t["mentions"]
         with backend._db.connect() as conn:
             ids = conn.execute(sa.select(ev.c.event_id)).scalars().all()
             runs = conn.execute(sa.select(sa.func.count()).select_from(run)).scalar()

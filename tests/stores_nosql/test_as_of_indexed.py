@@ -231,7 +231,7 @@ def test_first_seen_in_the_sql_backends_upserts() -> None:
         (postgresql.dialect(), postgresql.insert, "least(lineage_{t}.first_seen, "),
     ]
     for dialect, insert, least in dialects:
-        for name, row in (("edge", EdgeRow), ("mention_by", MentionRow)):
+        for name, row in (("edge", EdgeRow), ("mentions", MentionRow)):
             table = tables[name]
             sql = str(_merged(insert(table), table, row, dialect).compile(dialect=dialect))
             assert f"first_seen = {least.format(t=name)}" in sql, sql

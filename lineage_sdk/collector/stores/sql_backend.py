@@ -2,7 +2,7 @@
 
 A :class:`~lineage_sdk.collector.backend.LineageBackend`: it stores and indexes rows and knows
 nothing of OpenLineage. One table per row type (``{prefix}ev``, ``edge``, ``run``, ``coledge``,
-``node``, ``mention_by``), each keyed by the row's ``key`` fields. Their names are apart from
+``node``, ``mentions``), each keyed by the row's ``key`` fields. Their names are apart from
 those of the releases before the engine (:data:`PRE_ENGINE_TABLES`, :class:`SqlPreEngineLayout`).
 
 Why the tables look like this:
@@ -11,11 +11,14 @@ Why the tables look like this:
   and text that answers are ordered or merged by is ``COLLATE "C"`` on PostgreSQL (code point
   order, as Python compares): docs/stores.md says why. Node order comes from an index on the
   names' first 200 characters (a prefix sorts as its string does), the rest sorted on ties.
-* Mentions (one per run or run-less event naming a node in a role) are keyed by their source
-  first (``source, source_id, kind, node_key, role``), so ``delete`` and ``replace`` remove an
-  event's or a run's by a prefix of the key; a node's mentions are read through a second index
-  (``kind, node_key, first_seen``). The table is ``mention_by``, not the per-event ``mention``
-  of earlier development databases, which is left alone and unread.
+* Mentions (one per run or run-less event naming a node in a role, with its statements) are
+  keyed by their source first (``source, source_id, kind, node_key, role``), so ``delete`` and
+  ``replace`` remove an event's or a run's by a prefix of the key. The rows themselves are
+  appended in write order (a rowid table on SQLite), a node's read through a slim index
+  (``kind, node_key``): a batch's mentions name nodes all over the key space, and a table or
+  index keyed by node dirties a page a mention at every commit, a slim index the fewest.
+  The table is ``mentions``: ``mention_by`` and ``statement`` (layout 7), ``stated`` (6) and
+  the per-event ``mention`` of early development databases are other layouts.
 * ``append`` writes one compiled statement per row type, as docs/stores.md says: an
   ``executemany`` of plain tuples, times pre-bound once per instant; on psycopg, one ``unnest``
   of binary column arrays, which costs the client far less per row. An upsert's ``SET`` reads
@@ -376,9 +379,6 @@ def _sqlite_parsed(value: str) -> datetime:
     return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
-_MENTION_TEXT = (("source", 5), ("kind", 9), ("role", 8))
-
-
 def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
     def table(name: str, *items: Any, **options: Any) -> sa.Table:
         return sa.Table(f"{prefix}{name}", metadata, *items, **options)
@@ -495,32 +495,24 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
     )
     index("node_order", node.c.kind, _prefix(node.c.ns), _prefix(node.c.name))
 
-    # Keyed by source first (see the module docstring); SQLite keeps the table in that b-tree
-    # itself. The names are the node row's, mapped back from the hashes a read asks for.
-    def mention_columns() -> list[sa.Column[Any]]:  # the mention table's and the statements'
-        src, kind, role = (sa.Column(n, sa.String(w), nullable=False) for n, w in _MENTION_TEXT)
-        return [src, text("source_id"), kind, hashed("node_key"), role, time("first_seen")]
-
-    mention = table(
-        "mention_by",
-        *mention_columns(),
+    # Appended in write order (a rowid table on SQLite, a heap on PostgreSQL) and keyed by
+    # source (see the module docstring); a node's are read through the node index, a row each.
+    # The names are the node row's, mapped back from the hashes a read asks for.
+    mentions = table(
+        "mentions",
+        sa.Column("source", sa.String(5), nullable=False),
+        text("source_id"),
+        sa.Column("kind", sa.String(9), nullable=False),
+        hashed("node_key"),
+        sa.Column("role", sa.String(8), nullable=False),
+        time("first_seen"),
+        text("detail", null=True),  # its statements, one a line (MentionRow.detail)
         sa.PrimaryKeyConstraint("source", "source_id", "kind", "node_key", "role"),
-        index("mention_by_node", "kind", "node_key", "first_seen"),
-        sqlite_with_rowid=False,
-    )
-    # The mentions that hold statements, again, with them (``detail``: its entries, one a line),
-    # keyed by node first: a dataset's reads (``stated``) take its 5,000 runs' in one range of
-    # the key, where the mention table's node index and a key lookup per row took 19 ms.
-    statement = table(
-        "statement",
-        *mention_columns(),
-        text("detail"),
-        sa.PrimaryKeyConstraint("kind", "node_key", "source", "source_id", "role"),
-        sqlite_with_rowid=False,
+        index("mentions_node", "kind", "node_key"),
     )
     # What the backend keeps of itself: the derivation version (``derivation``).
     meta = table("meta", text("name", key=True), sa.Column("value", sa.Integer, nullable=False))
-    tables = (ev, edge, run, coledge, node, mention, statement, meta)
+    tables = (ev, edge, run, coledge, node, mentions, meta)
     return {t.name[len(prefix) :]: t for t in tables}
 
 
@@ -607,11 +599,8 @@ def _node_values(r: NodeRow, t: _Bind) -> tuple[Any, ...]:
 
 
 def _mention_values(r: MentionRow, t: _Bind) -> tuple[Any, ...]:
-    return (r.source, r.source_id, r.kind, _key_hash(*r.key), r.role, t(r.first_seen))
-
-
-def _statement_values(r: MentionRow, t: _Bind) -> tuple[Any, ...]:
-    return (*_mention_values(r, t), "\n".join(sorted(r.detail or ())))
+    detail = None if r.detail is None else "\n".join(sorted(r.detail))
+    return (r.source, r.source_id, r.kind, _key_hash(*r.key), r.role, t(r.first_seen), detail)
 
 
 # Rows read back from whole-table selects, unpacked by position (table column order): a named
@@ -636,12 +625,8 @@ def _node_row(r: Any) -> NodeRow:
     return NodeRow(kind, (namespace, name), first, last, _HOLDS_OF[holds])
 
 
-#: The mention roles that hold no statements (:mod:`lineage_sdk.collector.engine.statements`).
-_STATELESS = frozenset({"parent", "alias"})
-
-
-def _mention_row(r: Any, keys: dict[str, Key], detail: str | None = None) -> MentionRow:
-    source, source_id, kind, node_key, role, first_seen = r[:6]
+def _mention_row(r: Any, keys: dict[str, Key]) -> MentionRow:
+    source, source_id, kind, node_key, role, first_seen, detail = r
     entries = None if detail is None else frozenset(detail.split("\n"))
     return MentionRow(source, source_id, kind, keys[node_key], role, first_seen, entries)
 
@@ -660,11 +645,7 @@ class _Kind:
 #: rows; in one transaction that holds), then what they derive, each with the rows it takes.
 _KINDS: tuple[tuple[Callable[[Rows], Sequence[Any]], _Kind], ...] = (
     (attrgetter("events"), _Kind("ev", EventRow, _event_values, merges=False)),
-    (attrgetter("mentions"), _Kind("mention_by", MentionRow, _mention_values, merges=True)),
-    (
-        lambda rows: [m for m in rows.mentions if m.detail],
-        _Kind("statement", MentionRow, _statement_values, merges=True),
-    ),
+    (attrgetter("mentions"), _Kind("mentions", MentionRow, _mention_values, merges=True)),
     (attrgetter("edges"), _Kind("edge", EdgeRow, _edge_values, merges=True)),
     (attrgetter("runs"), _Kind("run", RunRow, _run_values, merges=True)),
     (attrgetter("columns"), _Kind("coledge", ColumnEdgeRow, _column_values, merges=True)),
@@ -680,8 +661,6 @@ def _merged(insert: Any, table: sa.Table, row: type, dialect: Dialect) -> Any:
     changes: list[Any] = []
     for f in fields(row):
         rule = f.metadata.get("merge", "first")
-        if rule == "union" and f.name not in table.c:  # a mention's detail: in "statement"
-            continue
         if rule in ("min", "max"):
             old, new = table.c[f.name], x[f.name]
             better = new < old if rule == "min" else new > old
@@ -701,7 +680,7 @@ def _merged(insert: Any, table: sa.Table, row: type, dialect: Dialect) -> Any:
             joined = table.c[f.name].op("|")(x[f.name])
             set_[f.name] = joined
             changes.append(joined != table.c[f.name])
-        elif rule == "union":  # sets of lines (_statement_values): the new lines added
+        elif rule == "union":  # sets of lines (_mention_values): the new lines added
             old, new = table.c[f.name], x[f.name]
             eol: Any = sa.literal_column("char(10)" if sqlite else "chr(10)")  # no parameter
             lines = (eol + old + eol, eol + new + eol)
@@ -860,10 +839,16 @@ class SqlBackend:
             self._engine = engine
             try:
                 with _changing_schema(engine, self._prefix) as conn:
+                    # Layouts 6 and 7 kept statements apart from mentions: dropped, and the
+                    # version marked 0, in one transaction, so the engine derives them again.
+                    earlier = [f"{self._prefix}{n}" for n in ("stated", "statement", "mention_by")]
+                    earlier = [n for n in earlier if sa.inspect(conn).has_table(n)]
+                    for name in earlier:
+                        quoted = conn.dialect.identifier_preparer.quote(name)
+                        conn.exec_driver_sql(f"DROP TABLE {quoted}")
                     self._metadata.create_all(conn, checkfirst=True)
-                    # Derivation 6's statements, derived again into "statement" (version 7).
-                    old = conn.dialect.identifier_preparer.quote(f"{self._prefix}stated")
-                    conn.exec_driver_sql(f"DROP TABLE IF EXISTS {old}")
+                    if earlier:
+                        self._mark(conn, 0)
             except (sa_exc.IntegrityError, sa_exc.ProgrammingError) as exc:
                 if not _made_meanwhile(exc):
                     raise
@@ -1026,18 +1011,9 @@ class SqlBackend:
         return self._writing(work)
 
     def _drop_sourced(self, conn: Connection, source: str, ids: Collection[str]) -> None:
-        """The mentions whose source is one of ``ids``, and their statements, by the keys they
-        share (the statements are keyed by node first: a deletion takes each by its key)."""
-        m, st = self._t["mention_by"].c, self._t["statement"]
-        mine = sa.and_(m.source == source, _within(conn, m.source_id, ids))
-        keys = conn.execute(sa.select(m.kind, m.node_key, m.source_id, m.role).where(mine)).all()
-        if keys:
-            c = st.c
-            by_key = sa.and_(c.kind == sa.bindparam("k"), c.node_key == sa.bindparam("n"))
-            by_key = sa.and_(by_key, c.source == source, c.source_id == sa.bindparam("i"))
-            one = sa.delete(st).where(by_key, c.role == sa.bindparam("r"))
-            conn.execute(one, [{"k": k, "n": n, "i": i, "r": r} for k, n, i, r in keys])
-        conn.execute(sa.delete(self._t["mention_by"]).where(mine))
+        """The mentions whose source is one of ``ids`` (a prefix of their key)."""
+        m = self._t["mentions"]
+        conn.execute(sa.delete(m).where(m.c.source == source, _within(conn, m.c.source_id, ids)))
 
     def replace(self, touched: Touched, rows: Rows) -> None:
         self._refuse_namespaces(rows)
@@ -1046,7 +1022,7 @@ class SqlBackend:
 
         def work(conn: Connection) -> None:
             col = t["coledge"].c
-            every = ("edge", "coledge", "run", "node", "mention_by", "statement")
+            every = ("edge", "coledge", "run", "node", "mentions")
             for name in every if touched.every else ():
                 conn.execute(sa.delete(t[name]))
             if jobs:
@@ -1073,14 +1049,13 @@ class SqlBackend:
             return conn.execute(sa.select(meta.c.value).where(meta.c.name == "derivation")).scalar()
 
     def mark_derivation(self, version: int) -> None:
-        meta = self._t["meta"]
+        self._writing(lambda conn: self._mark(conn, version))
 
-        def work(conn: Connection) -> None:  # an upsert: collectors opening at once all mark it
-            dialect = pg_dialect if conn.dialect.name == "postgresql" else sqlite_dialect
-            mark = dialect.insert(meta).values(name="derivation", value=version)
-            conn.execute(mark.on_conflict_do_update(index_elements=["name"], set_=mark.excluded))
-
-        self._writing(work)
+    def _mark(self, conn: Connection, version: int) -> None:
+        """An upsert: collectors opening at once all mark it."""
+        dialect = pg_dialect if conn.dialect.name == "postgresql" else sqlite_dialect
+        mark = dialect.insert(self._t["meta"]).values(name="derivation", value=version)
+        conn.execute(mark.on_conflict_do_update(index_elements=["name"], set_=mark.excluded))
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -1362,26 +1337,16 @@ class SqlBackend:
         if not keys or (roles is not None and not roles):
             return []
         hashes = {_key_hash(*k): (k[0], k[1]) for k in keys}
-        st = self._t["statement"]
-        table = st if stated else self._t["mention_by"]  # the first holds those whole
-
-        def of(table: sa.Table, *columns: Any) -> Any:
-            c = table.c
-            query = sa.select(*columns).where(c.kind == kind, _within(conn, c.node_key, hashes))
-            return query if roles is None else query.where(c.role.in_(sorted(set(roles))))
-
+        m = self._t["mentions"]
         with self._reading() as conn:
-            query = of(table, table)
+            query = sa.select(m).where(m.c.kind == kind, _within(conn, m.c.node_key, hashes))
+            if roles is not None:
+                query = query.where(m.c.role.in_(sorted(set(roles))))
             if until is not None:
-                query = query.where(table.c.first_seen < until)
-            found = conn.execute(query).all()
+                query = query.where(m.c.first_seen < until)
             if stated:
-                return [_mention_row(r, hashes, r[6]) for r in found]
-            details: dict[Any, str] = {}
-            if roles is None or not _STATELESS.issuperset(roles):  # roles that can hold some
-                said = of(st, *(st.c[n] for n in ("node_key", "source", "source_id", "role")))
-                details = {tuple(r[:4]): r[4] for r in conn.execute(said.add_columns(st.c.detail))}
-            return [_mention_row(r, hashes, details.get((r[3], *r[:2], r[4]))) for r in found]
+                query = query.where(m.c.detail.is_not(None))
+            return [_mention_row(r, hashes) for r in conn.execute(query).all()]
 
     def column_edges(
         self,
