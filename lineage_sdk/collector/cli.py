@@ -233,6 +233,7 @@ def run(
     _start_logging(config, log_level, log_format)
     collector = LineageCollector(config)
     collector.manager.build()  # configuration errors of the stores surface before connecting
+    _check_alert_rules(config)  # and of the alert rules (the watch starts once connected)
     settings = config.section("collector", CollectorConfig)
     done = threading.Event()  # live while it waits for the services, then as the collector is
     health = None

@@ -167,15 +167,19 @@ def test_a_run_collector_sends_a_run_failed_alert(tmp_path: Path, module_vhost: 
     assert event["data"]["impact"][1]["latestRun"]["state"] == "COMPLETED"
 
 
+@pytest.mark.parametrize("broker", ["answers", "unreachable"])
 def test_a_run_collector_with_a_bad_rule_does_not_start(
-    tmp_path: Path, module_vhost: Vhost
+    tmp_path: Path, module_vhost: Vhost, broker: str
 ) -> None:
-    """The broker answers, the rule's URL is not HTTP(S): exit 2, one line naming the key, no
-    traceback, never the secret."""
+    """The rule's URL is not HTTP(S): exit 2, one line naming the key, no traceback, never the
+    secret; refused before the broker is reached (an unreachable broker is not what it says)."""
     config = _config(tmp_path, "ftp://hooks.example.com/lineage")
+    more = (
+        {} if broker == "answers" else {"LINEAGE_RABBITMQ_URL": f"amqp://127.0.0.1:{free_port()}"}
+    )
     done = subprocess.run(
         [sys.executable, "-m", "lineage_sdk.collector.cli", "run", "--config", str(config)],
-        env=_env(module_vhost, f"watch.{uuid.uuid4().hex[:10]}"),
+        env=_env(module_vhost, f"watch.{uuid.uuid4().hex[:10]}", **more),
         cwd=tmp_path,
         capture_output=True,
         text=True,
