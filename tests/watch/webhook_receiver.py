@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import http.server
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = ["Hung", "Received", "Receiver", "hung_receiver", "receiver"]
 
@@ -155,3 +157,18 @@ def hung_receiver() -> Iterator[Hung]:
         yield hung
     finally:
         hung.release()
+
+
+def assert_refuses_the_rule(
+    command: list[str], env: dict[str, str], cwd: Path, secret: str
+) -> None:
+    """``command`` (a collector started with a rule whose URL is not HTTP(S)) exits 2 with one
+    line naming the rule's key: no traceback, never the secret."""
+    done = subprocess.run(
+        command, env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said
+    assert "lineage.alerts.webhook[0].url" in done.stderr, said
+    assert "Traceback" not in said and secret not in said
+    assert len(done.stderr.strip().splitlines()) == 1, said
