@@ -8,13 +8,15 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
-__all__ = ["clean_env", "free_port", "serve_process"]
+__all__ = ["clean_env", "free_port", "http_status", "serve_process"]
 
 
 def free_port() -> int:
@@ -22,6 +24,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def http_status(url: str) -> int:
+    """The status a GET of ``url`` answers (an error status too); 0 when nothing listens (yet)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except OSError:
+        return 0
 
 
 def clean_env() -> dict[str, str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 import pytest
 import sqlalchemy as sa
-from serve_process import free_port
+from serve_process import free_port, http_status
 from servers import POSTGRES_URL, postgres_schema
 from vhosts import Vhost, rabbitmqctl
 
@@ -306,16 +306,6 @@ def test_run_starts_when_one_node_of_a_cluster_answers(tmp_path, vhost: Vhost):
     assert ERROR not in log.read_text()
 
 
-def _status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except OSError:
-        return 0  # not listening (yet)
-
-
 def test_while_it_waits_run_is_live_and_not_ready(tmp_path):
     health = free_port()
     env = _env(
@@ -333,14 +323,14 @@ def test_while_it_waits_run_is_live_and_not_ready(tmp_path):
     )
     try:
         deadline = time.monotonic() + 30
-        while _status(f"http://127.0.0.1:{health}/livez") != 200:
+        while http_status(f"http://127.0.0.1:{health}/livez") != 200:
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
-        assert _status(f"http://127.0.0.1:{health}/readyz") == 503
+        assert http_status(f"http://127.0.0.1:{health}/readyz") == 503
     finally:
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err  # an orchestrator's liveness probe never killed it early
-    assert _status(f"http://127.0.0.1:{health}/livez") == 0  # closed when it gave up
+    assert http_status(f"http://127.0.0.1:{health}/livez") == 0  # closed when it gave up
 
 
 def test_serve_waits_for_an_unreachable_store_then_gives_up(tmp_path, vhost):

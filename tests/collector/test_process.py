@@ -23,7 +23,7 @@ from collector_helpers import (
     queue_depth,
     wait_until,
 )
-from serve_process import free_port
+from serve_process import free_port, http_status
 
 from lineage_sdk.collector.engine import EngineStore
 from lineage_sdk.collector.records import build_record
@@ -92,7 +92,9 @@ def test_sigterm_mid_stream_loses_nothing_and_exits_zero(make_config, tmp_path):
     wait_until(lambda: queue_depth(topo.queue) == len(events), 30, message="messages queued")
     proc = _start(env, tmp_path)
     try:
-        wait_until(lambda: _health(port, "/readyz") == 200, 30, message="readiness")
+        wait_until(
+            lambda: http_status(f"http://127.0.0.1:{port}/readyz") == 200, 30, message="readiness"
+        )
         wait_until(
             lambda: _count(config.section("store.sql").url) > 200, 30, message="first events stored"
         )
@@ -118,13 +120,6 @@ def test_sigterm_mid_stream_loses_nothing_and_exits_zero(make_config, tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert queue_depth(topo.queue) == 0
-
-
-def _health(port: int, path: str) -> int:
-    try:
-        return int(urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2).status)
-    except Exception:
-        return 0
 
 
 @pytest.mark.slow

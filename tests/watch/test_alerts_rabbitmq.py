@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +19,8 @@ from typing import Any
 
 import pika
 import pytest
-from serve_process import clean_env, free_port
+from collector_helpers import wait_until
+from serve_process import clean_env, free_port, http_status
 from standardwebhooks import Webhook
 from vhosts import Vhost
 from webhook_receiver import assert_refuses_the_rule, receiver
@@ -83,15 +83,6 @@ def _env(vhost: Vhost, topic: str, **more: str) -> dict[str, str]:
     }
 
 
-def _ready(port: int) -> bool:
-    try:
-        return (
-            int(urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2).status) == 200
-        )
-    except OSError:
-        return False
-
-
 @contextmanager
 def _run(folder: Path, config: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
     """``lineage-collector run`` until it is ready; stopped with SIGTERM (exit 0) at the end."""
@@ -106,11 +97,9 @@ def _run(folder: Path, config: Path, env: dict[str, str]) -> Iterator[subprocess
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 60
-        while not _ready(port):
-            assert proc.poll() is None, log.read_text(encoding="utf-8", errors="replace")
-            assert time.monotonic() < deadline, "the collector was not ready within 60 s"
-            time.sleep(0.1)
+        ready = f"http://127.0.0.1:{port}/readyz"
+        wait_until(lambda: proc.poll() is not None or http_status(ready) == 200, 60, 0.1, "ready")
+        assert proc.poll() is None, log.read_text(encoding="utf-8", errors="replace")
         yield proc
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(60) == 0, log.read_text(encoding="utf-8", errors="replace")
