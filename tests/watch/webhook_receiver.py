@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Hung", "Received", "Receiver", "hung_receiver", "receiver"]
+__all__ = ["Hung", "Received", "Receiver", "assert_refuses_the_rule", "hung_receiver", "receiver"]
 
 
 @dataclass(frozen=True)
