@@ -48,6 +48,7 @@ from lineage_sdk.collector.backend import (
     ColumnEdgeRow,
     EdgeRow,
     EventRow,
+    Io,
     Key,
     MentionRow,
     NodeKind,
@@ -58,10 +59,10 @@ from lineage_sdk.collector.backend import (
     RunRow,
 )
 from lineage_sdk.collector.columns import column_edges, edge_rank
-from lineage_sdk.collector.engine.lineage_facet import FacetLineage, facet_lineage
+from lineage_sdk.collector.engine.lineage_facet import facet_lineage
 from lineage_sdk.collector.engine.statements import PACKED_TYPES, statements_of
 from lineage_sdk.collector.records import build_record, format_time, state_rank
-from lineage_sdk.collector.store import FieldRef, LineageRecord, event_namespace
+from lineage_sdk.collector.store import DatasetRef, FieldRef, LineageRecord, event_namespace
 from lineage_sdk.collector.symlinks import event_aliases
 from lineage_sdk.models.json_exact import dumps_exact, loads_exact
 from lineage_sdk.models.run_state import (
@@ -78,6 +79,7 @@ __all__ = [
     "alias_key",
     "alias_of_key",
     "derive",
+    "derive_keyed",
     "event_alias_keys",
     "event_json",
     "event_sources",
@@ -175,6 +177,116 @@ def run_rank(event_type: str | None, event_time: datetime, event_id: str) -> Ran
     return Ranked(state_rank(key), key[2])
 
 
+#: What an event names: a node's kind and key, and the role of the event's mention of it (None:
+#: a node no mention holds, as the event's own job, a SOURCE or an ALIAS node).
+_Named = tuple[NodeKind, Key, Role | None]
+#: What :meth:`_Keyed.add` tells :func:`derive` of one event: its job, what it names, its aliases.
+_Naming = tuple[Key | None, list[_Named], Mapping[Key, Key]]
+
+
+class _Keyed:
+    """The rows of keys (nodes, job <-> dataset edges, column edges) of events, joined: the one
+    place an event's keys are named, for :func:`derive` and :func:`derive_keyed` alike (written
+    out, no generator per edge: this is the collector's hot path, see :func:`derive`)."""
+
+    __slots__ = ("columns", "edges", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes: dict[tuple[NodeKind, Key], list[datetime]] = {}
+        self.edges: dict[tuple[Key, Key, Io], list[datetime | None]] = {}
+        self.columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]] = {}
+
+    def add(self, rec: LineageRecord) -> _Naming:
+        """Join one event's rows of keys; what it names, for its mentions (see the module)."""
+        at, eid, edges, columns = rec.event_time, rec.event_id, self.edges, self.columns
+        job: Key | None = None
+        if rec.job_namespace is not None and rec.job_name is not None:
+            job = (rec.job_namespace, rec.job_name)
+        named: list[_Named] = []
+        if job is not None:
+            named.append(("JOB", job, None))  # a node, found by events(jobs=...): no mention
+        if rec.parent_job_namespace and rec.parent_job_name:
+            named.append(("JOB", (rec.parent_job_namespace, rec.parent_job_name), "parent"))
+        declared = at if rec.kind == "job" else None
+        ios: tuple[tuple[tuple[DatasetRef, ...], Io], ...] = (
+            (rec.inputs, "in"),
+            (rec.outputs, "out"),
+        )
+        for refs, io in ios:
+            for ref in refs:
+                dataset = (ref.namespace, ref.name)
+                named.append(("SOURCE", source_key(dataset, ref.facets), None))
+                if rec.kind == "dataset":
+                    named.append(("DATASET", dataset, "dataset"))
+                    continue
+                named.append(("DATASET", dataset, "input" if io == "in" else "output"))
+                if job is not None:
+                    _join_edge(edges, (job, dataset, io), at, declared)
+        facet = facet_lineage(rec)
+        if facet is not None:  # declared edges, the nodes they name, column edges
+            for edge in facet.edges:
+                _join_edge(edges, edge, at, at)
+            named.extend(facet.named(job))
+            rank = edge_rank(at, eid)
+            for stated, info in facet.columns.items():
+                _join_column(columns, stated, at, rank, info)
+        aliases = _aliases(rec)
+        named.extend(("ALIAS", alias_key(alias, node), None) for alias, node in aliases.items())
+        nodes = self.nodes
+        for kind, key, _ in named:
+            seen = nodes.get((kind, key))
+            if seen is None:
+                nodes[(kind, key)] = [at, at]
+            elif at < seen[0]:
+                seen[0] = at
+            elif at > seen[1]:
+                seen[1] = at
+        stated_columns = column_edges(rec)
+        if stated_columns:
+            rank = edge_rank(at, eid)
+            for (out, src), info in stated_columns.items():
+                _join_column(columns, (out, src, job), at, rank, info)
+        return job, named, aliases
+
+    def rows(
+        self,
+        events: tuple[EventRow, ...] = (),
+        runs: tuple[RunRow, ...] = (),
+        mentions: tuple[MentionRow, ...] = (),
+    ) -> Rows:
+        return Rows(
+            events=events,
+            edges=tuple(
+                EdgeRow(job, dataset, io, first, declared)  # type: ignore[arg-type]
+                for (job, dataset, io), (first, declared) in self.edges.items()
+            ),
+            runs=runs,
+            columns=tuple(
+                ColumnEdgeRow(out, src, job, first, info)
+                for (out, src, job), (first, info) in self.columns.items()
+            ),
+            nodes=tuple(
+                NodeRow(kind, key, first, last, frozenset())
+                for (kind, key), (first, last) in self.nodes.items()
+            ),
+            mentions=mentions,
+        )
+
+
+def derive_keyed(records: Iterable[LineageRecord]) -> Rows:
+    """The rows of keys that ``records`` derive (nodes, edges, column edges), each what
+    :func:`derive` gives it, by the same joins of the same keys, without the events, runs and
+    mentions and what those cost (the events' text, statements, run states): what a deletion
+    needs of the events that remain, whose rows it derives again by key (a run's rows it
+    derives whole, from the run's own events)."""
+    keyed, seen = _Keyed(), set()
+    for rec in records:
+        if rec.event_id not in seen:
+            seen.add(rec.event_id)
+            keyed.add(rec)
+    return keyed.rows()
+
+
 def derive(records: Iterable[LineageRecord]) -> Rows:
     """The rows of ``records`` (a redelivered event id counts once), each type joined by key, in
     no particular order (a backend whose writers take row locks sorts them itself: sorting
@@ -183,12 +295,10 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
 
     The joins are written out per row type (the collector's hot path: a generic
     :func:`~lineage_sdk.collector.backend.merge` per row costs more than the old stores' whole
-    write); ``tests/backends/test_derive.py`` holds them equal to the generic rules."""
+    write); ``tests/stores_nosql/test_derive_rows.py`` holds them equal to the generic rules."""
     events: dict[str, EventRow] = {}
-    nodes: dict[tuple[NodeKind, Key], list[datetime]] = {}
-    edges: dict[tuple[Key, Key, str], list[datetime | None]] = {}
+    keyed = _Keyed()
     runs: dict[tuple[str, Key | None], list[Any]] = {}
-    columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]] = {}
     mentions: dict[tuple[str, str, NodeKind, Key, Role], datetime] = {}
     details: dict[tuple[str, str, NodeKind, Key, Role], set[str]] = {}
     for rec in records:
@@ -196,9 +306,7 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
         if eid in events:
             continue
         at, run_id = rec.event_time, rec.run_id
-        job: Key | None = None
-        if rec.job_namespace is not None and rec.job_name is not None:
-            job = (rec.job_namespace, rec.job_name)
+        job, named, aliases = keyed.add(rec)
         events[eid] = EventRow(
             eid,
             at,
@@ -210,29 +318,8 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             event_namespace(rec.event),
             event_json(rec.event),
         )
-        named: list[tuple[NodeKind, Key, Role | None]] = []
-        if job is not None:
-            named.append(("JOB", job, None))  # a node, found by events(jobs=...): no mention
-        if rec.parent_job_namespace and rec.parent_job_name:
-            named.append(("JOB", (rec.parent_job_namespace, rec.parent_job_name), "parent"))
-        declared = at if rec.kind == "job" else None
-        for refs, io in ((rec.inputs, "in"), (rec.outputs, "out")):
-            for ref in refs:
-                dataset = (ref.namespace, ref.name)
-                named.append(("SOURCE", source_key(dataset, ref.facets), None))
-                if rec.kind == "dataset":
-                    named.append(("DATASET", dataset, "dataset"))
-                    continue
-                named.append(("DATASET", dataset, "input" if io == "in" else "output"))
-                if job is not None:
-                    _join_edge(edges, (job, dataset, io), at, declared)
-        facet = facet_lineage(rec)
-        if facet is not None:
-            _join_facet(facet, rec, job, edges, columns, named)
-        aliases = _aliases(rec)
-        named.extend(("ALIAS", alias_key(alias, node), None) for alias, node in aliases.items())
         source, source_id = ("run", run_id) if run_id else ("event", eid)
-        said, of_job = statements_of(rec, aliases)
+        stating, of_job = statements_of(rec, aliases)
         # A run's START and end state in its mentions of the node; other run events apart.
         packed = not run_id or rec.event_type in PACKED_TYPES
         for kind, key, role in named:
@@ -241,15 +328,8 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                 first = mentions.get(mention)
                 if first is None or at < first:
                     mentions[mention] = at
-                if packed and role in _STATING and key in said:
-                    details.setdefault(mention, set()).add(said[key])
-            seen = nodes.get((kind, key))
-            if seen is None:
-                nodes[(kind, key)] = [at, at]
-            elif at < seen[0]:
-                seen[0] = at
-            elif at > seen[1]:
-                seen[1] = at
+                if packed and role in _STATING and key in stating:
+                    details.setdefault(mention, set()).add(stating[key])
         for key in aliases:
             mention = (source, source_id, "DATASET", key, "alias")
             first = mentions.get(mention)
@@ -257,7 +337,7 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                 mentions[mention] = at
         apart: list[tuple[NodeKind, Key, str]] = []
         if not packed:
-            apart += [("DATASET", key, entry) for key, entry in said.items()]
+            apart += [("DATASET", key, entry) for key, entry in stating.items()]
         if job is not None and of_job is not None:
             apart.append(("JOB", job, of_job))
         by = (source, source_id) if packed else ("event", eid)
@@ -269,26 +349,9 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
             details.setdefault(mention, set()).add(entry)
         if run_id:
             _join_run(runs, rec, job)
-        stated = column_edges(rec)
-        if stated:
-            rank = edge_rank(at, eid)
-            for (out, src), info in stated.items():
-                _join_column(columns, (out, src, job), at, rank, info)
-    return Rows(
+    return keyed.rows(
         events=tuple(events.values()),
-        edges=tuple(
-            EdgeRow(job, dataset, io, first, declared)  # type: ignore[arg-type]
-            for (job, dataset, io), (first, declared) in edges.items()
-        ),
         runs=tuple(RunRow(run_id, job, *values) for (run_id, job), values in runs.items()),
-        columns=tuple(
-            ColumnEdgeRow(out, src, job, first, info)
-            for (out, src, job), (first, info) in columns.items()
-        ),
-        nodes=tuple(
-            NodeRow(kind, key, first, last, frozenset())
-            for (kind, key), (first, last) in nodes.items()
-        ),
         mentions=tuple(
             MentionRow(*mention, first, _entries(details.get(mention)))  # type: ignore[arg-type]
             for mention, first in mentions.items()
@@ -300,28 +363,9 @@ def _entries(entries: set[str] | None) -> frozenset[str] | None:
     return None if entries is None else frozenset(entries)
 
 
-def _join_facet(
-    facet: FacetLineage,
-    rec: LineageRecord,
-    job: Key | None,
-    edges: dict[tuple[Key, Key, str], list[datetime | None]],
-    columns: dict[tuple[FieldRef, FieldRef, Key | None], list[Any]],
-    named: list[tuple[NodeKind, Key, Role | None]],
-) -> None:
-    """Join what an event's ``lineage`` facets state (:mod:`.lineage_facet`): declared edges,
-    the nodes they name, column edges."""
-    at = rec.event_time
-    for key in facet.edges:
-        _join_edge(edges, key, at, at)
-    named.extend(facet.named(job))
-    rank = edge_rank(at, rec.event_id)
-    for stated, info in facet.columns.items():
-        _join_column(columns, stated, at, rank, info)
-
-
 def _join_edge(
-    edges: dict[tuple[Key, Key, str], list[datetime | None]],
-    key: tuple[Key, Key, str],
+    edges: dict[tuple[Key, Key, Io], list[datetime | None]],
+    key: tuple[Key, Key, Io],
     at: datetime,
     declared: datetime | None,
 ) -> None:

@@ -17,9 +17,19 @@ not times). So the cost follows what was deleted, not the store:
 * a key with any other changed value (a greatest time, a rank, a row no event ahead holds) is
   derived again from every remaining event that takes part in its rows (:func:`_remaining`).
 
+A key's rows (nodes, edges, column edges) are derived from events by key only
+(:func:`~lineage_sdk.collector.engine.derive.derive_keyed`: the same keys and joins as
+``derive``, without the events' text, statements, runs and mentions, about four fifths of its
+cost): the deleted events' share, the events ahead, a key derived again, the events a writer
+appended meanwhile. A run's rows (its row, its mentions) come from its own events, derived
+whole. The events read ahead are remembered, derived, until the next deletion
+(:class:`ReadAhead`, which the engine keeps): retention's next batch reads three quarters of
+them again, and parsing an event costs as much as deriving it whole.
+
 Every other value of a replaced key's rows is the stored one. The rules are the row types'
 (:mod:`lineage_sdk.collector.backend`): the engine reads them from the fields, so a new row
-type, node kind or mention role needs nothing here, as long as its least values are event times.
+type, node kind or mention role needs nothing here, as long as its least values are event times
+(a key's new row type is ``derive_keyed``'s too: ``tests/stores_nosql/test_derive_rows.py``).
 
 A writer may append an event of a replaced key between the reads and the ``replace``: its rows
 would be replaced away. So the engine notes, before reading, the last time a touched key was
@@ -35,7 +45,7 @@ Two deletions at once are not supported (the count is not a fingerprint then).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from itertools import islice
@@ -59,6 +69,7 @@ from lineage_sdk.collector.backend import (
 from lineage_sdk.collector.engine.derive import (
     alias_of_key,
     derive,
+    derive_keyed,
     event_alias_keys,
     event_sources,
     record_of,
@@ -67,7 +78,7 @@ from lineage_sdk.collector.engine.derive import (
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
 from lineage_sdk.collector.store import LineageRecord, event_mentions
 
-__all__ = ["forget", "touched_by"]
+__all__ = ["ReadAhead", "forget", "touched_by"]
 
 #: Remaining events read ahead of the deleted ones, at most, per deleted event, to find the new
 #: first times of the rows they began (in pages of as many as were deleted).
@@ -194,6 +205,16 @@ def _of_touched(rows: Rows, touched: Touched) -> Rows:
     return _rows(r for r in _derived(rows) if (o := _owner(r)) is not None and o[1] in keys[o[0]])
 
 
+def _derive_touched(records: Sequence[LineageRecord], touched: Touched) -> Rows:
+    """``_of_touched(derive(records), touched)``, at less cost: a touched key's rows from every
+    record derived by key only (:func:`derive_keyed`), a touched run's rows (its row, its
+    mentions) from its own records derived whole."""
+    keys = _of_touched(derive_keyed(records), replace(touched, runs=frozenset()))
+    own = [record for record in records if record.run_id in touched.runs]
+    runs = _of_touched(derive(own), Touched(runs=touched.runs)) if own else Rows()
+    return _rows([*_derived(keys), *_derived(runs)])
+
+
 def _touched(owners: Iterable[Owner], runs: frozenset[str] = frozenset()) -> Touched:
     keys: dict[str, set[Any]] = {field: set() for field in _NODE_FIELD.values()}
     for field, key in owners:
@@ -252,27 +273,56 @@ def _changed(stored: Any, gone: Any) -> list[str] | None:
     return least
 
 
+class ReadAhead:
+    """The events a deletion read ahead, each with its rows of keys (``derive_keyed`` of it
+    alone, by row id), remembered until the next deletion (:meth:`turn`): retention's next batch
+    reads three quarters of them again, and parsing an event costs as much as deriving it
+    whole. An event is known by its id and its text (one text derives one set of rows), so a
+    stale entry is never used. The engine keeps one (:meth:`Engine.delete_events`)."""
+
+    __slots__ = ("_kept", "_used")
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[str, list[tuple[tuple[str, Any], Any]]]] = {}
+        self._used: dict[str, tuple[str, list[tuple[tuple[str, Any], Any]]]] = {}
+
+    def rows(self, events: Iterable[EventRow]) -> Iterator[tuple[tuple[str, Any], Any]]:
+        """Each event's rows of keys with their ids (an event twice: its rows twice, which a
+        join does not mind)."""
+        kept, used = self._kept, self._used
+        for event in events:
+            known = used.get(event.event_id) or kept.get(event.event_id)
+            if known is None or known[0] != event.json:
+                rows = _derived(derive_keyed([record_of(event)]))
+                known = (event.json, [(_rid(row), row) for row in rows])
+            used[event.event_id] = known
+            yield from known[1]
+
+    def turn(self) -> None:
+        """Remember only what was read since the last turn."""
+        self._kept, self._used = self._used, {}
+
+
 def _ahead(
     backend: LineageBackend,
     pending: dict[tuple[str, Any], tuple[Any, list[str]]],
     size: int,
     until: datetime,
+    memo: ReadAhead,
 ) -> tuple[dict[tuple[str, Any], Any], set[Owner]]:
     """The new least times of ``pending`` rows (the stored row, the names of its least times a
     deleted event held), from the remaining events read ahead in position order (see the
     module), one read of ``_AHEAD`` times ``size`` events at most, derived in pages of ``size``
     (the document backend reads on only as the pages are taken; pages that doubled read a
-    third more than retention needs), none
-    at or after ``until`` (past the touched keys' last time: a range read with both ends needs
-    no search for its end); the rows found,
-    and the owners of those not found."""
+    third more than retention needs), none at or after ``until`` (past the touched keys' last
+    time: a range read with both ends needs no search for its end); the rows found, and the
+    owners of those not found."""
     found: dict[tuple[str, Any], Any] = {}
     since = min(getattr(row, name) for row, names in pending.values() for name in names)
     joined: dict[tuple[str, Any], Any] = {}
     ahead = iter(backend.events(since=since, until=until, limit=_AHEAD * size))
     while pending and (page := list(islice(ahead, size))):
-        for row in _derived(derive(map(record_of, page))):
-            rid = _rid(row)
+        for rid, row in memo.rows(page):
             if rid in pending:
                 have = joined.get(rid)
                 joined[rid] = row if have is None else merge(have, row)
@@ -286,13 +336,17 @@ def _ahead(
 
 
 def _settle(
-    backend: LineageBackend, touched: Touched, removed: Sequence[LineageRecord], newest: datetime
+    backend: LineageBackend,
+    touched: Touched,
+    removed: Sequence[LineageRecord],
+    newest: datetime,
+    memo: ReadAhead,
 ) -> tuple[Touched, Rows]:
     """What to ``replace`` after ``removed`` went: the keys whose rows changed (with every
     touched run) and their rows as the remaining events derive them (see the module)."""
     keys = _keys(touched)
     gone: dict[tuple[str, Any], tuple[Any, Owner]] = {}
-    for row in _derived(derive(removed)):
+    for row in _derived(derive_keyed(removed)):  # a run's rows are derived again whole
         owner = _owner(row)
         if owner is not None and owner[0] != "runs" and owner[1] in keys[owner[0]]:
             gone[_rid(row)] = (row, owner)
@@ -309,7 +363,7 @@ def _settle(
     dirty = slow | {owner for _, _, owner in pending.values()}
     ahead = {rid: (old, names) for rid, (old, names, o) in pending.items() if o not in slow}
     if ahead and len(removed) >= _AHEAD_LEAST:
-        found, missed = _ahead(backend, ahead, len(removed), newest + _TICK)
+        found, missed = _ahead(backend, ahead, len(removed), newest + _TICK, memo)
     else:
         found, missed = {}, dirty - slow
     slow |= missed
@@ -320,7 +374,7 @@ def _settle(
     if slow:
         again = _touched(slow)
         remaining = _remaining(backend, again).values()
-        out += _derived(_of_touched(derive(map(record_of, remaining)), again))
+        out += _derived(_of_touched(derive_keyed(map(record_of, remaining)), again))
     return _touched(dirty, touched.runs), _rows(out)
 
 
@@ -350,12 +404,13 @@ def _catch_up(backend: LineageBackend, touched: Touched, mark: tuple[datetime, i
     else:  # an event not newer than the mark was written meanwhile: derive the keys again
         late = list(_remaining(backend, touched).values())
     if late:
-        backend.append(_of_touched(derive(map(record_of, late)), touched))
+        backend.append(_derive_touched([record_of(row) for row in late], touched))
 
 
-def forget(backend: LineageBackend, event_ids: Sequence[str]) -> int:
+def forget(backend: LineageBackend, event_ids: Sequence[str], memo: ReadAhead | None = None) -> int:
     """Remove ``event_ids`` and make the touched rows what the remaining events derive; the
-    number of events removed (deleting twice removes nothing the second time)."""
+    number of events removed (deleting twice removes nothing the second time). ``memo``: the
+    events the deletion before this one read ahead, derived (retention deletes in batches)."""
     ids = sorted(set(event_ids))
     if not ids:
         return 0
@@ -364,7 +419,11 @@ def forget(backend: LineageBackend, event_ids: Sequence[str]) -> int:
     if not touched:
         return len(removed)
     mark = _mark(backend, touched, removed)
-    settled, rows = _settle(backend, touched, removed, mark[0])
+    memo = ReadAhead() if memo is None else memo
+    try:
+        settled, rows = _settle(backend, touched, removed, mark[0], memo)
+    finally:
+        memo.turn()
     if settled:
         backend.replace(settled, rows)
         _catch_up(backend, settled, mark)

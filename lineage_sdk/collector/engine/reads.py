@@ -32,7 +32,7 @@ from lineage_sdk.collector.backend import (
 )
 from lineage_sdk.collector.columns import ColumnEdge, ColumnRoot, edge_rank_time, walk_columns
 from lineage_sdk.collector.engine.derive import STATING_ROLES, alias_of_key, source_of_key
-from lineage_sdk.collector.engine.forget import forget
+from lineage_sdk.collector.engine.forget import ReadAhead, forget
 from lineage_sdk.collector.engine.statements import (
     FINGERPRINT,
     JobStatement,
@@ -210,6 +210,7 @@ class Engine:
     def __init__(self, backend: LineageBackend) -> None:
         self.backend = backend
         self.name = backend.name
+        self._read_ahead = ReadAhead()  # what a deletion read ahead, for the next batch's
 
     # -- the lineage walk ----------------------------------------------------------------------
 
@@ -836,7 +837,7 @@ class Engine:
 
     def delete_events(self, event_ids: Sequence[str]) -> int:
         """Remove these events and leave the derived rows equal to what the rest derive."""
-        return forget(self.backend, event_ids)
+        return forget(self.backend, event_ids, self._read_ahead)
 
 
 def _share(
