@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import itertools
 import json
 import os
 import random
@@ -432,6 +433,20 @@ def watch_ingest(
         "alerts_sent_per_round": alerts,
         "drain_s_after_ingest": round(statistics.median(drains), 1) if drains else None,
         "cpu_us_per_event_with_sending": round(statistics.median(totals), 1) if totals else None,
+        # What the rules' collector spent beyond the baseline's ingest, per alert sent: the
+        # watch's whole cost (record, resolve, impact, claim, send, outcome) over its alerts.
+        "cpu_ms_per_alert": (
+            round(
+                statistics.median(
+                    (total - per_event["baseline"]) * events / 1000 / sent
+                    for total, sent in zip(totals, alerts, strict=True)
+                    if sent
+                ),
+                3,
+            )
+            if totals and any(alerts)
+            else None
+        ),
     }
 
 
@@ -449,6 +464,15 @@ def _percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
+def paced_passes(events: int, batch: int) -> Iterator[list[bytes]]:
+    """``watch_events(events)`` again and again, each pass with new run ids and event times
+    ending now, as batch bodies: a steady flow of new causes (the same events ingested twice
+    make no new cause)."""
+    for k in itertools.count(1):
+        made = watch_events(events, datetime.now(UTC), offset=10**8 + k * 10**7)
+        yield [orjson.dumps(chunk) for chunk in _chunks(made, batch)]
+
+
 def alert_latency(
     folder: str,
     sink: Sink,
@@ -458,13 +482,18 @@ def alert_latency(
     load: list[bytes] | None,
     clients: int,
     gap: float,
+    paced: tuple[float, Iterator[list[bytes]]] | None = None,
 ) -> dict[str, Any]:
     """``samples`` FAIL events, one per request, spread over time (0 to ``2 * gap`` seconds
     apart, at random), to a
     collector with ``rules`` rules over a store holding ``graph``; for each, from the store
     write (the 201 back) to the receiver's receipt of its first alert and of its last (one per
-    rule). ``load``: batches ingested meanwhile by ``clients`` threads, over and over."""
-    name = f"latency-{rules}{'-load' if load else ''}"
+    rule). ``load``: batches ingested meanwhile by ``clients`` threads, over and over, as fast
+    as they go (saturated; after the first pass the same events make no new cause).
+    ``paced``: (events/s, passes) instead: one client sends the passes' batches on a steady
+    schedule at that rate (catching up when behind), each pass new causes."""
+    kind = "-paced" if paced else "-load" if load else ""
+    name = f"latency-{rules}{kind}"
     hooks = [f"{sink.url}/hook/{i}" for i in range(rules)]
     rng = random.Random(34)
     with watched_collector(folder, name, hooks) as (url, service):
@@ -472,17 +501,41 @@ def alert_latency(
         settle(service, f"{folder}/{name}.db")
         sink.take()
         stop = threading.Event()
-        loaded = [0]
+        loaded = [0, 0]  # batches, events
+        per_batch = len(orjson.loads(load[0])) if load else 0
 
         def keep_loading() -> None:
             while load and not stop.is_set():
                 for start in range(0, len(load), 10):
                     if stop.is_set():
                         return
-                    ingest_batches(url, load[start : start + 10], clients)
-                    loaded[0] += 10
+                    part = load[start : start + 10]
+                    ingest_batches(url, part, clients)
+                    loaded[0] += len(part)
+                    loaded[1] += len(part) * per_batch
 
-        loader = threading.Thread(target=keep_loading, daemon=True)
+        def keep_pacing() -> None:
+            assert paced is not None
+            rate, passes = paced
+            due = time.monotonic()
+            with httpx.Client(
+                base_url=url, timeout=120, headers={"Content-Type": "application/json"}
+            ) as client:
+                for bodies in passes:
+                    for body in bodies:
+                        if stop.wait(max(0.0, due - time.monotonic())):
+                            return
+                        answer = client.post("/api/v1/lineage/batch", content=body)
+                        if answer.status_code != 200:
+                            raise SystemExit(f"paced ingest failed: {answer.status_code}")
+                        n = body.count(b'"eventType"')
+                        loaded[0] += 1
+                        loaded[1] += n
+                        due += n / rate
+
+        loader = threading.Thread(target=keep_pacing if paced else keep_loading, daemon=True)
+        loaded_from = time.monotonic()
+        cpu0 = time.process_time()
         loader.start()
         written: dict[str, float] = {}
         load0 = os.getloadavg()[0]
@@ -511,6 +564,8 @@ def alert_latency(
                 )
         stop.set()
         loader.join()
+        loaded_s = time.monotonic() - loaded_from
+        cpu_s = time.process_time() - cpu0
         received: list[tuple[float, str, str]] = []
         deadline = time.monotonic() + 300
         ids = set(written)
@@ -532,14 +587,21 @@ def alert_latency(
         "rules": rules,
         "samples": samples,
         "mean_gap_s": gap,
-        "under_ingest": bool(load),
+        "under_ingest": "paced" if paced else "saturated" if load else None,
         "missing": missing,
         "first_alert": _percentiles(to_first),
         "last_alert": _percentiles(to_last),
         "load_average_1m": [round(load0, 2), round(os.getloadavg()[0], 2)],
     }
-    if load:
+    if load or paced:
         result["load_batches_ingested"] = loaded[0]
+        result["load_events_per_s"] = round(loaded[1] / loaded_s)
+        if paced:
+            result["paced_at_events_per_s"] = round(paced[0])
+        sent = sum(1 for _, _, wid in received if wid not in ids)
+        result["load_alerts_received"] = sent
+        result["process_cpu_s_while_loaded"] = round(cpu_s, 1)
+        result["wall_s_loaded"] = round(loaded_s, 1)
     return result
 
 
@@ -585,8 +647,25 @@ def watch_main(args: argparse.Namespace) -> int:
             orjson.dumps(chunk)
             for chunk in _chunks(watch_events(args.http_events, end, offset=10**8), args.batch)
         ]
-        variants = {"1": (1, None), "50": (WATCH_RULES, None), "50load": (WATCH_RULES, load)}
-        for rules, background in (variants[name] for name in args.latency_variants.split(",")):
+        variants = {
+            "1": (1, None, False),
+            "50": (WATCH_RULES, None, False),
+            "50load": (WATCH_RULES, load, False),
+            "50paced": (WATCH_RULES, None, True),
+        }
+        for variant in args.latency_variants.split(","):
+            rules, background, pace = variants[variant]
+            paced: tuple[float, Iterator[list[bytes]]] | None = None
+            if pace:
+                # A healthy deployment: a steady rate below what this collector sustains with
+                # the rules (the saturated rate measured above in this run).
+                saturated = results.get("alert_latency_50_rules_under_ingest", {}).get(
+                    "load_events_per_s"
+                ) or (versus or {}).get("events_per_s", {}).get("rules")
+                if not saturated and not args.paced_rate:
+                    raise SystemExit("50paced needs 50load (or the ingest part, or --paced-rate)")
+                rate = args.paced_rate or saturated * args.paced_fraction
+                paced = (rate, paced_passes(args.http_events, args.batch))
             found = alert_latency(
                 folder,
                 sink,
@@ -596,14 +675,24 @@ def watch_main(args: argparse.Namespace) -> int:
                 background,
                 args.clients,
                 args.alert_gap,
+                paced,
             )
-            key = f"alert_latency_{rules}_rules{'_under_ingest' if background else ''}"
+            where = " under paced ingest" if pace else " under ingest" if background else ""
+            key = f"alert_latency_{rules}_rules{where.replace(' ', '_')}"
             results[key] = found
             print(
-                f"alert latency, {rules} rule(s){' under ingest' if background else ''},"
+                f"alert latency, {rules} rule(s){where},"
                 f" {args.alert_samples} FAIL events: first alert {found['first_alert']},"
                 f" last alert {found['last_alert']}, missing {found['missing']},"
-                f" load average {found['load_average_1m']}",
+                f" load average {found['load_average_1m']}"
+                + (
+                    f"; load {found['load_events_per_s']} events/s,"
+                    f" {found['load_alerts_received']} of its alerts received,"
+                    f" process CPU {found['process_cpu_s_while_loaded']} s in"
+                    f" {found['wall_s_loaded']} s"
+                    if "load_events_per_s" in found
+                    else ""
+                ),
                 flush=True,
             )
     return _watch_report(results, versus, args)
@@ -672,8 +761,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--latency-variants",
-        default="1,50,50load",
-        help="with --watch: the latency runs, of 1,50,50load (50 rules under ingest)",
+        default="1,50,50load,50paced",
+        help="with --watch: the latency runs, of 1,50,50load (50 rules under saturated"
+        " ingest),50paced (50 rules under a steady ingest at --paced-fraction of 50load's rate)",
+    )
+    parser.add_argument(
+        "--paced-fraction",
+        type=float,
+        default=0.5,
+        help="with --watch: 50paced's ingest rate, as a share of the saturated rate",
+    )
+    parser.add_argument(
+        "--paced-rate",
+        type=float,
+        default=0.0,
+        help="with --watch: 50paced's ingest rate in events/s (instead of --paced-fraction)",
     )
     parser.add_argument(
         "--no-watch-drain",

@@ -36,6 +36,7 @@ from lineage_sdk.collector.api import ApiServer, create_app
 from lineage_sdk.collector.manager import LineageManager
 from lineage_sdk.collector.records import format_time
 from lineage_sdk.collector.service import LineageCollectorService
+from lineage_sdk.collector.watch.impact import impact, impacts
 from lineage_sdk.collector.watch.model import cause_id
 from lineage_sdk.config import load_config
 from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
@@ -403,6 +404,70 @@ def test_a_rules_depth_cuts_the_impact(tmp_path: Path) -> None:
         (f"job:{NS}:c4", 6),
         (f"dataset:{PG}:a4", 7),
     ]
+
+
+def owner_trap_events() -> list[dict[str, Any]]:
+    """d0 -> [t1] (FAIL) -> d1, e1; d1 -> [t2] -> d2 -> [t3] -> d3; e1, d3 -> [t4] -> d4 ->
+    [t5] -> d5. From t1, t4 is 2 edges away by the shortcut e1 (and d3, 5 away, is its input
+    too); t3, 4 away, states owners of its input d2, 3 away: a job beyond depth 1 says who
+    owns a dataset within it."""
+    late = _facet(owners=[{"name": "team:late", "type": "TEAM"}])
+    steps = [
+        ("t1", ["d0"], ["d1", "e1"]),
+        ("t2", ["d1"], ["d2"]),
+        ("t3", ["d2"], ["d3"]),
+        ("t4", ["e1", "d3"], ["d4"]),
+        ("t5", ["d4"], ["d5"]),
+    ]
+    found = []
+    for i, (job, ins, outs) in enumerate(steps):
+        event = _event(
+            job, "c1", "FAIL" if job == "t1" else "COMPLETE", 30 + i, [], [_ds(n) for n in outs]
+        )
+        event["run"]["runId"] = str(uuid.UUID(int=0x7A90 + i, version=4))
+        event["inputs"] = [
+            _ds(n, ownership=late) if (job, n) == ("t3", "d2") else _ds(n) for n in ins
+        ]
+        found.append(event)
+    return found
+
+
+def test_rules_of_two_depths_on_one_cause_get_the_impact_read_at_their_depth(
+    tmp_path: Path,
+) -> None:
+    """One walk serves every rule of a cause (at the largest depth), each rule's impact cut to
+    its own: exactly what ``impact`` reads at that depth, nodes, distances, latest runs and
+    owners, though a job beyond the smaller depth states owners of a dataset within it."""
+    with receiver() as near, receiver() as far:
+        rules = [rule(near.url, depth=1), rule(far.url, depth=3)]
+        with collector(tmp_path, None, rules=rules) as rig:
+            _post(rig, owner_trap_events())
+            got = {name: _alerts(hook, 1) for name, hook in (("near", near), ("far", far))}
+            engine = rig.service.lineage_manager.query_store()
+            read = {d: impact(engine, f"job:{NS}:t1", depth=d) for d in range(6)}
+            for root in (f"job:{NS}:t1", f"dataset:{PG}:d0", f"dataset:{PG}:e1"):
+                one_walk = impacts(engine, root, range(6))
+                assert one_walk == {d: impact(engine, root, depth=d) for d in range(6)}, root
+    one, three = got["near"]["lineage.run_failed"], got["far"]["lineage.run_failed"]
+    assert one["id"] == three["id"]
+    assert one["data"]["impact"] == read[1]
+    assert three["data"]["impact"] == read[3]
+    assert _impact(one) == [
+        (f"dataset:{PG}:d1", 1),
+        (f"dataset:{PG}:e1", 1),
+        (f"job:{NS}:t2", 2),
+        (f"job:{NS}:t4", 2),
+        (f"dataset:{PG}:d2", 3),
+        (f"dataset:{PG}:d4", 3),
+    ]
+    owners = {
+        n: {i["nodeId"]: [o["name"] for o in i["owners"]] for i in event["data"]["impact"]}
+        for n, event in (("near", one), ("far", three))
+    }
+    # Cut from the depth-3 read as it is, d2 would say team:late (t3's statement).
+    assert owners["near"][f"dataset:{PG}:d2"] == []
+    assert owners["far"][f"dataset:{PG}:d2"] == ["team:late"]
+    assert _states(three)[f"job:{NS}:t5"] == "COMPLETED"
 
 
 def test_a_hung_receiver_holds_up_no_ingest(tmp_path: Path) -> None:

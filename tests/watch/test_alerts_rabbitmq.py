@@ -19,6 +19,9 @@ from typing import Any
 
 import pika
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "collector"))  # collector_helpers
+
 from collector_helpers import wait_until
 from serve_process import clean_env, free_port, http_status
 from standardwebhooks import Webhook

@@ -22,7 +22,7 @@ import pytest
 from serve_process import free_port
 from servers import postgres_database
 from standardwebhooks import Webhook
-from webhook_receiver import receiver
+from webhook_receiver import Receiver, receiver
 
 from lineage_sdk.collector.watch.deliver import Deliverer, backoff
 from lineage_sdk.collector.watch.model import CAUSE_KINDS, Alert, Cause, Noticed, cause_id
@@ -255,6 +255,68 @@ def test_a_slow_receiver_holds_no_other_receivers_alerts(store: WatchStore) -> N
         finally:
             slow.hold.set()
             deliverer.close()
+
+
+def _send_one_at_a_time(store: WatchStore, hook: Receiver, count: int) -> list[Alert]:
+    """``count`` alerts for ``hook``'s rule, sent by one sender, one after another; each row
+    as it ended."""
+    r = rule(hook.url)
+    deliverer = Deliverer(store, [r], retry_for=60, workers=1, per_rule=1, backoff_s=0.05)
+    made = []
+    try:
+        for i in range(count):
+            [alert] = add_alerts(store, [r], 1, f"one-at-a-time{i}")
+            assert pump(deliverer, lambda a=alert: store.alert(a.id).status == "sent")  # type: ignore[union-attr,misc]
+            assert deliverer.wait_idle(10)
+            made.append(store.alert(alert.id))
+    finally:
+        deliverer.close()
+    return [a for a in made if a is not None]
+
+
+def test_a_receiver_keeps_one_connection_for_its_alerts(store: WatchStore) -> None:
+    """Keep-alive: five alerts to one receiver that keeps connections open go over one."""
+    with receiver() as hook:
+        hook.keep_alive = True
+        sent = _send_one_at_a_time(store, hook, 5)
+    assert [(a.status, a.attempts) for a in sent] == [("sent", 1)] * 5
+    assert len(hook.ok()) == 5
+    assert len({x.port for x in hook.received}) == 1
+    for x in hook.received:
+        Webhook(SECRET).verify(x.body, x.headers)
+
+
+def test_a_kept_connection_the_receiver_closed_is_opened_again(store: WatchStore) -> None:
+    """A receiver that closes each connection after its answer without saying so: the next
+    alert finds its kept connection dead and goes over a new one, in the same attempt."""
+    with receiver() as hook:
+        hook.keep_alive = hook.drop_idle = True
+        sent = _send_one_at_a_time(store, hook, 3)
+    assert [(a.status, a.attempts, a.last_error) for a in sent] == [("sent", 1, None)] * 3
+    assert len(hook.ok()) == 3
+    assert len({x.port for x in hook.received}) == 3
+
+
+def test_a_proxy_of_the_environment_is_used(
+    store: WatchStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule's URL that an HTTP_PROXY of the environment applies to is sent through the proxy
+    (here a receiver: it gets the request for a host that does not resolve)."""
+    with receiver() as proxy:
+        for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "https_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/hook"))
+        monkeypatch.setenv("http_proxy", proxy.url.removesuffix("/hook"))
+        r = rule("http://alerts.example.invalid/hook")
+        [alert] = add_alerts(store, [r], 1)
+        deliverer = Deliverer(store, [r], retry_for=60, backoff_s=0.05)
+        try:
+            assert pump(deliverer, lambda: store.alert(alert.id).status == "sent")  # type: ignore[union-attr]
+        finally:
+            deliverer.close()
+    [got] = proxy.ok()
+    assert got.headers["host"] == "alerts.example.invalid"
+    Webhook(SECRET).verify(got.body, got.headers)
 
 
 class SlowWritingStore(WatchStore):

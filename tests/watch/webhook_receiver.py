@@ -1,6 +1,8 @@
 """Loopback webhook receivers for the watch's tests. :func:`receiver` records every POST (its
 time, headers and body) and answers each with the next status of its script (then ``status``),
-after holding it while ``hold`` is not set (a slow receiver), up to ``hold_s`` seconds.
+after holding it while ``hold`` is not set (a slow receiver), up to ``hold_s`` seconds; with
+``keep_alive`` it speaks HTTP/1.1 and keeps connections open (``drop_idle``: it closes each
+connection after its answer without saying so, as a receiver closing idle connections does).
 :func:`hung_receiver` accepts every connection and never answers (a hung receiver)."""
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ class Received:
     headers: dict[str, str]
     body: bytes
     status: int
+    #: The sender's port: one per connection.
+    port: int = 0
 
     @property
     def webhook_id(self) -> str:
@@ -42,6 +46,8 @@ class Receiver(http.server.ThreadingHTTPServer):
         self.hold: threading.Event | None = None
         self.hold_s = 30.0
         self.holding = 0
+        self.keep_alive = False
+        self.drop_idle = False
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
 
@@ -61,6 +67,10 @@ class Receiver(http.server.ThreadingHTTPServer):
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: Receiver
 
+    def setup(self) -> None:
+        super().setup()
+        self.protocol_version = "HTTP/1.1" if self.server.keep_alive else "HTTP/1.0"
+
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         srv = self.server
@@ -75,7 +85,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             status = srv.script.pop(0) if srv.script else srv.status
             srv.received.append(
                 Received(
-                    time.monotonic(), {k.lower(): v for k, v in self.headers.items()}, body, status
+                    time.monotonic(),
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    status,
+                    self.client_address[1],
                 )
             )
             srv.changed.notify_all()
@@ -85,6 +99,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
         except OSError:
             pass  # the client gave up (a timeout) or died
+        if srv.drop_idle:
+            self.close_connection = True  # unannounced: the client finds out on its next send
 
     def log_message(self, *args: object) -> None:
         pass

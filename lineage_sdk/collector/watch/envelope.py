@@ -73,16 +73,20 @@ def cloud_event(
     return to_structured(event, _FORMAT).body
 
 
-def signed_headers(body: bytes, msg_id: str, secret: str, timestamp: datetime) -> dict[str, str]:
+def signed_headers(
+    body: bytes, msg_id: str, secret: str | Webhook, timestamp: datetime
+) -> dict[str, str]:
     """The headers of one delivery of ``body``: ``webhook-id`` (the CloudEvent's id),
     ``webhook-timestamp`` (Unix seconds of ``timestamp``, the send's time), ``webhook-signature``
     (``v1,`` and the base64 HMAC-SHA256 of ``<id>.<timestamp>.<body>``) and the structured
-    mode's ``Content-Type``. The secret goes into the HMAC only."""
+    mode's ``Content-Type``. The secret goes into the HMAC only; a sender of many alerts passes
+    its ``Webhook`` (the secret's key decoded once) instead of the secret."""
     when = timestamp if timestamp.tzinfo is not None else timestamp.replace(tzinfo=UTC)
+    signer = secret if isinstance(secret, Webhook) else Webhook(secret)
     return {
         "webhook-id": msg_id,
         "webhook-timestamp": str(math.floor(when.timestamp())),
-        "webhook-signature": Webhook(secret).sign(msg_id, when, body),
+        "webhook-signature": signer.sign(msg_id, when, body),
         "Content-Type": CONTENT_TYPE,
     }
 

@@ -23,19 +23,32 @@ first, each with its distance, its latest run and its owners.
 Everything is read in a few batched reads (the walk, :meth:`Engine.node_facts`, the jobs'
 JobEvents), never one read per node. This module imports no API code: the API and the watch's
 worker both call it.
+
+**Several depths from one read** (:func:`impacts`: the rules matching one cause): the walk and
+its reads are made once, at the largest depth, and each smaller depth's answer is cut from them.
+The cut is exact: the walk is breadth-first (each step one edge, and a node is found at its
+shortest distance), so a node lies within ``depth`` job hops exactly when its distance is at
+most ``2 * depth + 1`` from a job (its outputs are 1) or ``2 * depth`` from a dataset, and a
+distance is the same in the larger walk (it holds every edge out of every node it expanded).
+The latest runs are per node. The owners are not: they are folded from the events of the runs
+read, and a job beyond the cut may state owners of a dataset within it (an ``ownership`` facet
+on its input), so each depth's owners are folded from the events that depth's own read would
+hold: the latest runs of its jobs and of its datasets' writers, its jobs' JobEvents and its
+datasets' DatasetEvents.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.engine.reads import NodeFacts
 from lineage_sdk.collector.records import compute_event_id, json_object, parse_event_time
-from lineage_sdk.collector.store import LineageGraph, node_id, parse_node_id
+from lineage_sdk.collector.store import LineageGraph, LineageNode, node_id, parse_node_id
 from lineage_sdk.collector.symlinks import entry_name
 from lineage_sdk.exceptions import InvalidEventError
 from lineage_sdk.models.run_state import (
@@ -46,7 +59,7 @@ from lineage_sdk.models.run_state import (
     pick_interval,
 )
 
-__all__ = ["impact", "impact_answer"]
+__all__ = ["impact", "impact_answer", "impacts"]
 
 Key = tuple[str, str]
 
@@ -85,58 +98,122 @@ def impact_answer(
     a dataset asked by an alias starts at the dataset), ``"depth"``, ``"impact"`` (the list),
     ``"truncated"``, ``"nodeLimit"`` and ``"omittedNodes"`` (as the lineage route's bounded
     reads say them; ``nodeLimit`` null when unbounded)``}``."""
-    if node.startswith("datasetField:"):
-        raise ValueError("column-level node ids (datasetField:...) are not supported")
-    node_type, namespace, name = parse_node_id(node)
-    if node_type == "DATASET":
-        namespace, name = engine.dataset_name(namespace, name)
-        node = node_id("DATASET", namespace, name)
-    view = engine.lineage_view(
-        node,
-        granularity="job",
-        direction="downstream",
-        depth=max(0, depth),
-        node_limit=node_limit,
-        readable=readable,
-    )
-    graph = view.graph
-    distance = _distances(graph)
-    items = [
-        graph.nodes[nid] for nid in sorted(distance, key=lambda n: (distance[n], n)) if nid != node
-    ]
-    jobs = [(n.namespace, n.name) for n in items if n.type == "JOB"]
-    datasets = [(n.namespace, n.name) for n in items if n.type == "DATASET"]
-    latest: dict[Key, str] = {}
-    for item in items:
-        run = item.data.get("latestRun") if item.type == "JOB" else None
-        if isinstance(run, Mapping) and isinstance(run.get("runId"), str):
-            latest[(item.namespace, item.name)] = run["runId"]
-    facts = engine.node_facts(jobs, datasets, latest)
-    declared = engine.static_events(jobs=jobs) if jobs else []
-    folded = _Fold(facts, declared)
-    answer = []
-    for item in items:
-        key = (item.namespace, item.name)
-        is_job = item.type == "JOB"
-        answer.append(
-            {
-                "nodeId": item.id,
-                "type": item.type,
-                "namespace": item.namespace,
-                "name": item.name,
-                "distance": distance[item.id],
-                "latestRun": folded.job_run(key) if is_job else folded.dataset_run(key),
-                "owners": folded.job_owners(key) if is_job else folded.dataset_owners(key),
-            }
-        )
+    reach = _Reach(engine, node, depth, node_limit, readable)
     return {
-        "nodeId": node,
-        "depth": max(0, depth),
-        "impact": answer,
-        "truncated": graph.truncated,
+        "nodeId": reach.node,
+        "depth": reach.depth,
+        "impact": reach.answer(reach.depth),
+        "truncated": reach.graph.truncated,
         "nodeLimit": node_limit,
-        "omittedNodes": graph.omitted,
+        "omittedNodes": reach.graph.omitted,
     }
+
+
+def impacts(engine: Engine, node: str, depths: Collection[int]) -> dict[int, list[dict[str, Any]]]:
+    """:func:`impact` at each of ``depths`` (unbounded, every namespace), from one walk and one
+    set of reads at the largest (see the module docstring: each answer is exactly
+    :func:`impact`'s at its depth). Raises as :func:`impact` does."""
+    wanted = sorted({max(0, d) for d in depths})
+    if not wanted:
+        return {}
+    reach = _Reach(engine, node, wanted[-1], None, None)
+    return {d: reach.answer(d) for d in depths}
+
+
+class _Reach:
+    """One walk downstream of a node and its nodes' facts, read once; answered at its depth or
+    a smaller one (:meth:`answer`)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        node: str,
+        depth: int,
+        node_limit: int | None,
+        readable: Callable[[str], bool] | None,
+    ) -> None:
+        if node.startswith("datasetField:"):
+            raise ValueError("column-level node ids (datasetField:...) are not supported")
+        node_type, namespace, name = parse_node_id(node)
+        if node_type == "DATASET":
+            namespace, name = engine.dataset_name(namespace, name)
+            node = node_id("DATASET", namespace, name)
+        self.node, self.depth = node, max(0, depth)
+        #: Edges from a job root to its outputs: 1, so ``depth`` job hops reach one edge further.
+        self._from_job = node_type == "JOB"
+        view = engine.lineage_view(
+            node,
+            granularity="job",
+            direction="downstream",
+            depth=self.depth,
+            node_limit=node_limit,
+            readable=readable,
+        )
+        self.graph = graph = view.graph
+        self.distance = distance = _distances(graph)
+        self.items = [
+            graph.nodes[nid]
+            for nid in sorted(distance, key=lambda n: (distance[n], n))
+            if nid != node
+        ]
+        jobs = [(n.namespace, n.name) for n in self.items if n.type == "JOB"]
+        datasets = [(n.namespace, n.name) for n in self.items if n.type == "DATASET"]
+        latest: dict[Key, str] = {}
+        for item in self.items:
+            run = item.data.get("latestRun") if item.type == "JOB" else None
+            if isinstance(run, Mapping) and isinstance(run.get("runId"), str):
+                latest[(item.namespace, item.name)] = run["runId"]
+        self.facts = engine.node_facts(jobs, datasets, latest)
+        self.declared = engine.static_events(jobs=jobs) if jobs else []
+
+    def answer(self, depth: int) -> list[dict[str, Any]]:
+        """The impact list at ``depth`` (at most the walk's)."""
+        items, facts, declared = self.items, self.facts, self.declared
+        if max(0, depth) < self.depth:
+            farthest = 2 * max(0, depth) + (1 if self._from_job else 0)
+            items = [n for n in items if self.distance[n.id] <= farthest]
+            facts, declared = self._facts_within(items)
+        folded = _Fold(facts, declared)
+        answer = []
+        for item in items:
+            key = (item.namespace, item.name)
+            is_job = item.type == "JOB"
+            answer.append(
+                {
+                    "nodeId": item.id,
+                    "type": item.type,
+                    "namespace": item.namespace,
+                    "name": item.name,
+                    "distance": self.distance[item.id],
+                    "latestRun": folded.job_run(key) if is_job else folded.dataset_run(key),
+                    "owners": folded.job_owners(key) if is_job else folded.dataset_owners(key),
+                }
+            )
+        return answer
+
+    def _facts_within(self, items: Sequence[LineageNode]) -> tuple[NodeFacts, list[dict[str, Any]]]:
+        """What :meth:`Engine.node_facts` and the JobEvents read would hold for ``items`` alone:
+        the latest runs of their jobs and of their datasets' writers (the same runs: a job's
+        latest run is its latest whichever read names it), those runs' events, their datasets'
+        DatasetEvents and their jobs' JobEvents."""
+        jobs = {(n.namespace, n.name) for n in items if n.type == "JOB"}
+        datasets = {(n.namespace, n.name) for n in items if n.type == "DATASET"}
+        f = self.facts
+        ran = jobs.union(*(f.writers.get(d, ()) for d in datasets))
+        runs = {f.latest[j] for j in ran if j in f.latest}
+        facts = replace(
+            f,
+            events={r: found for r, found in f.events.items() if r in runs},
+            static={d: found for d, found in f.static.items() if d in datasets},
+        )
+        declared = [e for e in self.declared if _job_of(e) in jobs]
+        return facts, declared
+
+
+def _job_of(event: Mapping[str, Any]) -> Key | None:
+    job = json_object(event.get("job"))
+    ns, name = job.get("namespace"), job.get("name")
+    return (ns, name) if isinstance(ns, str) and isinstance(name, str) else None
 
 
 def _distances(graph: LineageGraph) -> dict[str, int]:
@@ -204,9 +281,9 @@ class _Fold:
             event = every[i]
             job = json_object(event.get("job"))
             stated = _owners(json_object(job.get("facets")).get("ownership"))
-            ns, name = job.get("namespace"), job.get("name")
-            if stated is not None and isinstance(ns, str) and isinstance(name, str):
-                self._job_owners[(ns, name)] = stated
+            key_of_job = _job_of(event) if stated is not None else None
+            if stated is not None and key_of_job is not None:
+                self._job_owners[key_of_job] = stated
             for section in ("inputs", "outputs", "dataset"):
                 value = event.get(section)
                 for entry in value if isinstance(value, list) else [value]:

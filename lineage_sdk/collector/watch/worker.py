@@ -9,13 +9,26 @@ rule), then deliver what is due. Everything it works from is in the
 :class:`~lineage_sdk.collector.watch.store.WatchStore`, so a restart or another collector of
 the fleet picks up where this one stopped.
 
+A cause's cost grows with the cause, not with its rules: the impact is read once for all the
+rules that match it, at the largest of their depths, and each rule's alert holds it cut to its
+own depth (exactly what a read at that depth answers: :func:`impacts`); rules of one depth share
+one body. The alerts are claimed ahead and sent over kept connections
+(:mod:`~lineage_sdk.collector.watch.deliver`). Fifty rules matching every cause (``bench_api
+--watch``: 190 causes, 9,500 alerts) cost 2.9 ms of process CPU an alert before, 1.4 ms after;
+of what is left, the impact (a walk and its reads, about 30 ms a cause) is about 40%.
+
 The worker yields to ingest: it shares the process (and the GIL) with it, and on SQLite the
 database's write lock. While ingest is busy (more than ``_BUSY_EVENTS`` events stored in the
 last half second: 1,000 a second), a pass settles ten schema candidates, resolves one cause and
-sends at most two alerts, and the worker then pauses so that it takes about 5% of the time (at
-least one pass every two seconds: alerts are delayed, never dropped). Unyielding, it cut a
-saturated ingest to 0.64x (``bench_api --watch``, 50 rules: a cause's alerts cost about 3.5 ms
-of CPU each: impact, claim, send and outcome).
+sends at most two alerts (none claimed ahead), and the worker then pauses so that it takes
+about 5% of the time (at least one pass every two seconds: alerts are delayed, never dropped).
+Unyielding, it cut a saturated ingest to 0.64x. The signal is a rate, so any steady flow above
+1,000 events/s counts as busy however far below what the collector sustains (4,300 events/s
+here), and the worker then keeps to 5% of the time while ingest leaves the rest idle (at a
+steady 2,336 events/s the process used 0.71 of a core). A share of the time spent writing
+batches was tried and left out: it told a steady 900 events/s from a saturated ingest (median
+0.17 against 0.78 of each second), but passes it let through at a saturated ingest's start and
+dips cut the ingest ratio to 0.82x (docs/watch.md, Cost).
 """
 
 from __future__ import annotations
@@ -36,7 +49,7 @@ from lineage_sdk.collector.store import LineageRecord, node_id
 from lineage_sdk.collector.watch.causes import breaking_changes, noticed, stated_schemas
 from lineage_sdk.collector.watch.deliver import Deliverer
 from lineage_sdk.collector.watch.envelope import cloud_event
-from lineage_sdk.collector.watch.impact import impact
+from lineage_sdk.collector.watch.impact import impacts
 from lineage_sdk.collector.watch.model import Alert, Beat, Cause, Noticed, SchemaSeen, cause_id
 from lineage_sdk.collector.watch.rules import Rule
 from lineage_sdk.collector.watch.store import WatchStore
@@ -250,13 +263,14 @@ class Watcher:
 
     # -- resolution -----------------------------------------------------------------------------
 
-    def _impact(self, cause: Cause, depth: int) -> list[dict[str, Any]]:
-        """What lies downstream of the cause's node; nothing when the store no longer knows
-        the node (deleted since: the alert still goes, with no impact)."""
+    def _impacts(self, cause: Cause, depths: set[int]) -> dict[int, list[dict[str, Any]]]:
+        """What lies downstream of the cause's node at each of ``depths``, from one walk at the
+        largest (:func:`impacts`: each exactly as read at its depth); nothing when the store no
+        longer knows the node (deleted since: the alerts still go, with no impact)."""
         try:
-            return impact(self.engine, cause.subject, depth=depth)
+            return impacts(self.engine, cause.subject, depths)
         except LookupError:
-            return []
+            return {depth: [] for depth in depths}
 
     def _resolve(self, limit: int, sends: int | None, wait_s: float = 0.0) -> int:
         """Resolve up to ``limit`` causes, each one's alerts sent as soon as it is resolved (a
@@ -268,18 +282,17 @@ class Watcher:
             if self._stop.is_set():
                 return done
             matching = [rule for rule in self.rules if rule.matches(cause)]
-            alerts: list[Alert] = []
-            bodies: dict[int, bytes] = {}  # by depth: one impact and one body for rules alike
+            # One walk for the cause, whatever its rules' depths; one body for rules alike.
+            found = self._impacts(cause, {rule.depth for rule in matching}) if matching else {}
+            bodies = {
+                depth: cloud_event(cause, items, source=self.source, rule_depth=depth)
+                for depth, items in found.items()
+            }
             at = self.clock()
-            for rule in matching:
-                if rule.depth not in bodies:
-                    impact_ = self._impact(cause, rule.depth)
-                    bodies[rule.depth] = cloud_event(
-                        cause, impact_, source=self.source, rule_depth=rule.depth
-                    )
-                alert_id = f"{cause.id}/{rule.key}"
-                body = bodies[rule.depth]
-                alerts.append(Alert(alert_id, cause.id, rule.key, body, "pending", 0, at, at))
+            alerts = [
+                Alert(f"{cause.id}/{r.key}", cause.id, r.key, bodies[r.depth], "pending", 0, at, at)
+                for r in matching
+            ]
             self.store.resolve(cause.id, alerts)
             if alerts:
                 self.deliverer.run_once(self.clock(), limit=sends)
