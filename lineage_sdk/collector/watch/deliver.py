@@ -424,7 +424,12 @@ class Deliverer:
         try:
             self._begin(start, back)
         except Exception:  # noqa: BLE001 - the rows stay claimed; their leases end, resent
-            _log.exception("lineage watch: giving back %d claimed alert(s) failed", len(back))
+            # The store refused the give-back, or the pool was shut down meanwhile (a close).
+            _log.exception(
+                "lineage watch: giving back %d and starting %d claimed alert(s) failed",
+                len(back),
+                len(start),
+            )
         if outcome is not None:
             self._write_outcomes()
 
