@@ -473,6 +473,24 @@ def paced_passes(events: int, batch: int) -> Iterator[list[bytes]]:
         yield [orjson.dumps(chunk) for chunk in _chunks(made, batch)]
 
 
+def plain_passes(events: int, batch: int) -> Iterator[list[bytes]]:
+    """``paced_passes`` without causes: the same graph's runs (START, COMPLETE), new run ids
+    and times each pass, no failure, schema, check or heartbeat: a steady flow of work that asks
+    no alert, so the samples' latency shows how much time ingest leaves the worker."""
+    for k in itertools.count(1):
+        end = datetime.now(UTC)
+        made: list[dict[str, Any]] = []
+        for n in range(events // 2):
+            layer, index = divmod(n % (LAYERS * WIDTH), WIDTH)
+            inputs = [_dataset(layer, index), _dataset(layer, index + 1)]
+            outputs = [_dataset(layer + 1, index)]
+            when = end - timedelta(seconds=events - 2 * n)
+            for j, event_type in enumerate(("START", "COMPLETE")):
+                at = when + timedelta(seconds=j)
+                made.append(_run_event(n, event_type, at, {}, inputs, outputs, 10**8 + k * 10**7))
+        yield [orjson.dumps(chunk) for chunk in _chunks(made, batch)]
+
+
 def alert_latency(
     folder: str,
     sink: Sink,
@@ -483,6 +501,7 @@ def alert_latency(
     clients: int,
     gap: float,
     paced: tuple[float, Iterator[list[bytes]]] | None = None,
+    steady: bool = False,
 ) -> dict[str, Any]:
     """``samples`` FAIL events, one per request, spread over time (0 to ``2 * gap`` seconds
     apart, at random), to a
@@ -491,8 +510,8 @@ def alert_latency(
     rule). ``load``: batches ingested meanwhile by ``clients`` threads, over and over, as fast
     as they go (saturated; after the first pass the same events make no new cause).
     ``paced``: (events/s, passes) instead: one client sends the passes' batches on a steady
-    schedule at that rate (catching up when behind), each pass new causes."""
-    kind = "-paced" if paced else "-load" if load else ""
+    schedule at that rate (catching up when behind), each pass new causes (``steady``: none)."""
+    kind = "-steady" if steady else "-paced" if paced else "-load" if load else ""
     name = f"latency-{rules}{kind}"
     hooks = [f"{sink.url}/hook/{i}" for i in range(rules)]
     rng = random.Random(34)
@@ -587,7 +606,7 @@ def alert_latency(
         "rules": rules,
         "samples": samples,
         "mean_gap_s": gap,
-        "under_ingest": "paced" if paced else "saturated" if load else None,
+        "under_ingest": "steady" if steady else "paced" if paced else "saturated" if load else None,
         "missing": missing,
         "first_alert": _percentiles(to_first),
         "last_alert": _percentiles(to_last),
@@ -652,6 +671,7 @@ def watch_main(args: argparse.Namespace) -> int:
             "50": (WATCH_RULES, None, False),
             "50load": (WATCH_RULES, load, False),
             "50paced": (WATCH_RULES, None, True),
+            "50steady": (WATCH_RULES, None, True),
         }
         for variant in args.latency_variants.split(","):
             rules, background, pace = variants[variant]
@@ -665,7 +685,8 @@ def watch_main(args: argparse.Namespace) -> int:
                 if not saturated and not args.paced_rate:
                     raise SystemExit("50paced needs 50load (or the ingest part, or --paced-rate)")
                 rate = args.paced_rate or saturated * args.paced_fraction
-                paced = (rate, paced_passes(args.http_events, args.batch))
+                passes = plain_passes if variant == "50steady" else paced_passes
+                paced = (rate, passes(args.http_events, args.batch))
             found = alert_latency(
                 folder,
                 sink,
@@ -676,8 +697,17 @@ def watch_main(args: argparse.Namespace) -> int:
                 args.clients,
                 args.alert_gap,
                 paced,
+                steady=variant == "50steady",
             )
-            where = " under paced ingest" if pace else " under ingest" if background else ""
+            where = (
+                " under steady ingest"
+                if variant == "50steady"
+                else " under paced ingest"
+                if pace
+                else " under ingest"
+                if background
+                else ""
+            )
             key = f"alert_latency_{rules}_rules{where.replace(' ', '_')}"
             results[key] = found
             print(
@@ -763,7 +793,8 @@ def main(argv: list[str] | None = None) -> int:
         "--latency-variants",
         default="1,50,50load,50paced",
         help="with --watch: the latency runs, of 1,50,50load (50 rules under saturated"
-        " ingest),50paced (50 rules under a steady ingest at --paced-fraction of 50load's rate)",
+        " ingest),50paced (50 rules under a steady ingest at --paced-fraction of 50load's rate,"
+        " each pass new causes),50steady (the same pace, events that make no cause)",
     )
     parser.add_argument(
         "--paced-fraction",

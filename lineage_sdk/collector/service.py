@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from lineage_sdk.collector.decode import PoisonMessage, validate_event
@@ -115,12 +116,13 @@ class LineageCollectorService(BaseService):
         goes on; ``off_loop=False`` writes on the loop's own thread instead, for a loop that
         runs nothing else (the queue consumer's), saving two thread switches per batch.
         """
-        records = [self.to_record(event) for event in events]
-        if records:
-            if off_loop:
-                await asyncio.to_thread(self._write_batch, records)
-            else:
-                self._write_batch(records)
+        with self._storing():
+            records = [self.to_record(event) for event in events]
+            if records:
+                if off_loop:
+                    await asyncio.to_thread(self._write_batch, records)
+                else:
+                    self._write_batch(records)
         return records
 
     def handle_lineage_event_sync(
@@ -128,9 +130,24 @@ class LineageCollectorService(BaseService):
     ) -> LineageRecord:
         """:meth:`handle_lineage_event` for synchronous code: the same validation and write,
         on the calling thread (which it blocks: from a coroutine, await the async form)."""
-        record = self.to_record(event)
-        self._write_batch([record])
+        with self._storing():
+            record = self.to_record(event)
+            self._write_batch([record])
         return record
+
+    @contextmanager
+    def _storing(self) -> Iterator[None]:
+        """A batch being stored (validated, written): the watch, when there is one, yields to
+        ingest by how much of the time this takes (its ``load``)."""
+        watcher = self.watcher
+        if watcher is None:
+            yield
+            return
+        watcher.load.begin()
+        try:
+            yield
+        finally:
+            watcher.load.end()
 
     def _write_batch(self, records: list[LineageRecord]) -> None:
         """Write a batch to the store, counting per store (blocking: runs in a worker thread)."""

@@ -28,7 +28,7 @@ from lineage_sdk.collector.watch.model import (
 )
 from lineage_sdk.collector.watch.rules import Rule
 from lineage_sdk.collector.watch.store import Outcome, WatchStore
-from lineage_sdk.collector.watch.worker import Watcher
+from lineage_sdk.collector.watch.worker import IngestLoad, Watcher
 from lineage_sdk.exceptions import StoreError
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
@@ -325,26 +325,68 @@ def test_open_replaces_the_first_releases_indexes(tmp_path: Path) -> None:
 
 
 def test_the_worker_yields_while_ingest_is_busy(store: WatchStore) -> None:
-    """More than 500 events stored in the last half second: a pass resolves one cause and
-    starts at most two sends; once ingest is quiet, passes are whole again."""
+    """Ingest busy (IngestLoad; its own tests: test_ingest_load.py): a pass resolves one cause
+    and starts at most two sends; once ingest is quiet, passes are whole again, and a whole
+    pass that finds ingest busy between causes ends, giving the rest back at once. (Was: the
+    rate line, 500 events in half a second, on the real clock; the signal is now a share of the
+    time, on a fake clock.)"""
     rules = [
         Rule(f"http://127.0.0.1:9/{i}", "whsec_AAAA", frozenset(CAUSE_KINDS), None, 1)
         for i in range(3)
     ]
+    now = [1000.0]
+    load = IngestLoad(clock=lambda: now[0])
     deliverer = Deliverer(store, rules, workers=8, per_rule=2, timeout=0.2)
     watcher = Watcher(
-        store, EngineStore(MemoryBackend()), rules, deliverer, source="urn:test", group_wait_s=0
+        store,
+        EngineStore(MemoryBackend()),
+        rules,
+        deliverer,
+        source="urn:test",
+        group_wait_s=0,
+        load=load,
     )
     try:
-        store.record(Noticed(causes=tuple(cause(n) for n in range(4))))
-        assert not watcher._crowded()
-        watcher.notice([])  # a batch's bookkeeping: nothing noticed, counted by its size
-        watcher._stored.append((time.monotonic(), 600))
-        assert watcher._crowded()
+        store.record(Noticed(causes=tuple(cause(n) for n in range(6))))
+        assert not load.busy()
+        load.begin()  # a batch being stored, writes just began
+        assert load.busy()
         assert watcher._resolve(1, 2) == 1
-        assert len(store.claim_causes("other", 10, 60)) == 3  # the three left for later
-        time.sleep(0.6)
-        assert not watcher._crowded()
+        assert len(store.claim_causes("other", 10, 60)) == 5  # the rest left for later
+        store.release([cause(n).id for n in range(6)], "other", kind="causes")
+        # Ingest turns busy during a whole pass: the first cause is resolved, the rest given
+        # back (claimable at once, not at the end of their lease).
+        assert watcher._resolve(10, None) == 1
+        assert len(store.claim_causes("other", 10, 60)) == 4
+        store.release([cause(n).id for n in range(6)], "other", kind="causes")
+        now[0] += 0.1
+        load.end()
+        now[0] += 0.9  # 0.1 s busy of the 1 s since writes began
+        assert not load.busy()
+        assert watcher._resolve(10, None) == 4
+    finally:
+        deliverer.close()
+
+
+def test_a_pause_ends_when_ingest_is_no_longer_busy(store: WatchStore) -> None:
+    """The pause after a pass under busy ingest is cut short once ingest is quiet (checked a
+    tenth of a second at a time), so alerts are not held the whole pause."""
+    now = [1000.0]
+    load = IngestLoad(clock=lambda: now[0])
+    deliverer = Deliverer(store, [], workers=1)
+    watcher = Watcher(
+        store, EngineStore(MemoryBackend()), [], deliverer, source="urn:test", load=load
+    )
+    try:
+        watcher._pause(3600)  # quiet: returns after its first check, not in an hour
+        load.begin()
+        done = threading.Thread(target=watcher._pause, args=(3600,))
+        done.start()
+        now[0] += 0.3
+        load.end()
+        now[0] += 2.0  # two quiet seconds: not busy
+        done.join(30)
+        assert not done.is_alive()
     finally:
         deliverer.close()
 

@@ -627,13 +627,16 @@ class WatchStore:
         rows.sort(key=lambda r: (r.next_at, r.id))
         return [_alert(r) for r in rows]
 
-    def release(self, alert_ids: Sequence[str], owner: str) -> None:
-        """Give back alerts ``owner`` claimed and did not attempt: claimable again at once."""
-        if alert_ids:
-            t = self._t["alerts"]
+    def release(
+        self, ids: Sequence[str], owner: str, *, kind: Literal["alerts", "causes"] = "alerts"
+    ) -> None:
+        """Give back alerts (or causes) ``owner`` claimed and did not attempt (resolve):
+        claimable again at once."""
+        if ids:
+            t = self._t[kind]
             stmt = (
                 sa.update(t)
-                .where(t.c.id.in_(list(alert_ids)), t.c.claimed_by == owner)
+                .where(t.c.id.in_(list(ids)), t.c.claimed_by == owner)
                 .values(claimed_by=None, claimed_until=None)
             )
             self._writing(lambda conn: conn.execute(stmt))

@@ -18,17 +18,32 @@ one body. The alerts are claimed ahead and sent over kept connections
 of what is left, the impact (a walk and its reads, about 30 ms a cause) is about 40%.
 
 The worker yields to ingest: it shares the process (and the GIL) with it, and on SQLite the
-database's write lock. While ingest is busy (more than ``_BUSY_EVENTS`` events stored in the
-last half second: 1,000 a second), a pass settles ten schema candidates, resolves one cause and
-sends at most two alerts (none claimed ahead), and the worker then pauses so that it takes
-about 5% of the time (at least one pass every two seconds: alerts are delayed, never dropped).
-Unyielding, it cut a saturated ingest to 0.64x. The signal is a rate, so any steady flow above
-1,000 events/s counts as busy however far below what the collector sustains (4,300 events/s
-here), and the worker then keeps to 5% of the time while ingest leaves the rest idle (at a
-steady 2,336 events/s the process used 0.71 of a core). A share of the time spent writing
-batches was tried and left out: it told a steady 900 events/s from a saturated ingest (median
-0.17 against 0.78 of each second), but passes it let through at a saturated ingest's start and
-dips cut the ingest ratio to 0.82x (docs/watch.md, Cost).
+database's write lock. Ingest is busy (:class:`IngestLoad`) when batches were being stored
+(validated, written, noticed) more than three quarters of the last two seconds, or of the time
+since writes began (after half a second without one) when that is shorter, and during the first
+quarter second after writes begin. While it is busy, a pass settles ten schema candidates,
+resolves one cause and sends at most two alerts (none claimed ahead), and the worker then
+pauses so that it takes about 5% of the time (at least one pass every two seconds: alerts are
+delayed, never dropped); the pause ends early once ingest is no longer busy, and a whole pass
+that finds ingest busy between two causes gives the rest back and ends. Unyielding, the worker
+cut a saturated ingest to 0.64x.
+
+The signal is a share of the time, not a rate. The rate it replaces (more than 500 events
+stored in the last half second) counted any steady flow above 1,000 events/s as busy however
+far below what the collector sustains, and the worker then kept to 5% of the time while the
+process had most of a core to spare: at a steady 2,336 events/s it used 0.71 of a core and
+alerts were 335 s late (p95). A share of each second spent writing, tried before, let whole
+passes through at a saturated ingest's start and in its dips (ingest 0.82x): hence the time
+since writes began, the quarter second before it tells, the two seconds, and the pass that ends
+when ingest turns busy. ``bench_api --watch`` (docs/watch.md, Cost, for the loads and the
+rest): a saturated ingest read 0.76 to 1.00 (0.93 and up at load 2 or less), never quiet from
+its first batch to its last, so its ratio is the rate line's (0.86x to 0.95x with 50 rules,
+against 0.89x to 0.92x: the 5% and the write path's recording, not the line); steady flows of
+events without causes read 0.26 (900 events/s) and 0.52 (2,300 events/s, about 55% of
+saturation), and their alerts went out as on a quiet collector (p95 0.90 s, at a line of 0.5,
+and 1.02 s; the rate line 37.6 s, 2,032 events/s reached); 900 events/s of new causes (430
+alerts/s) 5.3 s (the rate line 33 to 45 s), now limited by the process's one core (about 370
+alerts sent a second). At a line of 0.5, 2,300 events/s read busy (p95 30 s).
 """
 
 from __future__ import annotations
@@ -55,7 +70,7 @@ from lineage_sdk.collector.watch.rules import Rule
 from lineage_sdk.collector.watch.store import WatchStore
 from lineage_sdk.models.run_state import STALE_AFTER_HEARTBEATS, TERMINAL_STATES
 
-__all__ = ["Watcher"]
+__all__ = ["IngestLoad", "Watcher"]
 
 _log = logging.getLogger("lineage_sdk.collector.watch")
 _BATCH = 100
@@ -67,14 +82,18 @@ _LEASE_S = 60.0
 #: the events that follow it at once (a run's end after a check failed on its start, as dbt-ol
 #: sends them) are stored by then, so the impact's latest runs show them.
 GROUP_WAIT_S = 0.5
-#: Ingest is busy when more than ``_BUSY_EVENTS`` events were stored in the last
-#: ``_BUSY_WINDOW_S`` seconds.
-_BUSY_EVENTS = 500
-_BUSY_WINDOW_S = 0.5
-#: The share of the time the worker takes while ingest is saturated, its longest pause, and
-#: what one pass does then.
+#: Ingest is busy (:class:`IngestLoad`) when batches were being stored more than ``_BUSY_SHARE``
+#: of the last ``_LOAD_WINDOW_S`` seconds, or of the time since writes began (after
+#: ``_LOAD_IDLE_S`` without one) once ``_LOAD_LEAST_S`` of it was seen (before: busy).
+_BUSY_SHARE = 0.75
+_LOAD_WINDOW_S = 2.0
+_LOAD_LEAST_S = 0.25
+_LOAD_IDLE_S = 0.5
+#: The share of the time the worker takes while ingest is busy, its longest pause (cut short
+#: when ingest is no longer busy: a check every ``_PAUSE_STEP_S``), and what one pass does then.
 _SHARE = 0.05
 _LONGEST_PAUSE_S = 2.0
+_PAUSE_STEP_S = 0.1
 _CROWDED_CAUSES = 1
 _CROWDED_SENDS = 2
 _CROWDED_SCHEMAS = 10
@@ -82,6 +101,79 @@ _CROWDED_SCHEMAS = 10
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+class IngestLoad:
+    """How busy ingest is: the share of the recent time during which a batch was being stored
+    (validated, written, noticed; overlapping batches count once). Ingest marks each batch
+    (:meth:`begin`, :meth:`end`); the worker asks :meth:`busy`.
+
+    A share, not a rate: a steady flow far below what the collector sustains leaves most of the
+    time free, and is not busy however many events a second it brings. It is judged over the
+    last ``window_s`` seconds, or over the time since writes began when that is shorter (they
+    begin anew after ``idle_s`` without one); until ``least_s`` of that time was seen, ingest
+    counts as busy: a saturated ingest's start is not taken for a quiet one (the share of a
+    few milliseconds says nothing). ``clock``: monotonic seconds."""
+
+    def __init__(
+        self,
+        *,
+        line: float = _BUSY_SHARE,
+        window_s: float = _LOAD_WINDOW_S,
+        least_s: float = _LOAD_LEAST_S,
+        idle_s: float = _LOAD_IDLE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.line, self.window_s, self.least_s, self.idle_s = line, window_s, least_s, idle_s
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._active = 0  # batches being stored now
+        self._since = 0.0  # when the batches being stored now began (with _active)
+        self._began: float | None = None  # when writes began (None: none yet)
+        #: The stretches of time batches were being stored, ended, oldest first; none overlap.
+        self._spans: deque[tuple[float, float]] = deque()
+
+    def begin(self) -> None:
+        """A batch's store begins."""
+        with self._lock:
+            if self._active == 0:
+                now = self.clock()
+                last = self._spans[-1][1] if self._spans else None
+                if last is None or now - last > self.idle_s:
+                    self._began = now
+                    self._spans.clear()
+                self._since = now
+            self._active += 1
+
+    def end(self) -> None:
+        """A batch's store ended (written or failed)."""
+        with self._lock:
+            self._active -= 1
+            if self._active == 0:
+                self._spans.append((self._since, self.clock()))
+
+    def share(self) -> float | None:
+        """The share of the time judged (see the class) batches were being stored; None while
+        less than ``least_s`` of it was seen; 0.0 before any."""
+        with self._lock:
+            now = self.clock()
+            if self._began is None:
+                return 0.0
+            start = max(now - self.window_s, self._began)
+            if now - start < self.least_s:
+                return None
+            while self._spans and self._spans[0][1] <= start:
+                self._spans.popleft()
+            busy = sum(end - max(begin, start) for begin, end in self._spans)
+            if self._active:
+                busy += now - max(self._since, start)
+            return busy / (now - start)
+
+    def busy(self) -> bool:
+        """Whether ingest is busy: stored batches more than ``line`` of the time judged, or too
+        little time seen to tell."""
+        share = self.share()
+        return share is None or share > self.line
 
 
 class Watcher:
@@ -101,6 +193,7 @@ class Watcher:
         group_wait_s: float = GROUP_WAIT_S,
         owner: str | None = None,
         clock: Callable[[], datetime] = _now,
+        load: IngestLoad | None = None,
     ) -> None:
         self.store, self.engine, self.rules = store, engine, list(rules)
         self.deliverer, self.source, self.grace = deliverer, source, grace
@@ -112,17 +205,14 @@ class Watcher:
         #: ends at once when there is work, not at the next poll.
         self._wake = deliverer.freed
         self._thread: threading.Thread | None = None
-        #: (monotonic time, events) of the batches stored lately (:meth:`notice`).
-        self._stored: deque[tuple[float, int]] = deque()
-        self._stored_lock = threading.Lock()
+        #: How busy ingest is: the write path marks each batch it stores.
+        self.load = load or IngestLoad()
 
     # -- the ingest path ------------------------------------------------------------------------
 
     def notice(self, records: Sequence[LineageRecord]) -> None:
         """Record what a stored batch says, in one transaction (raises StoreError: the batch is
         then not acknowledged, and its redelivery records it again)."""
-        with self._stored_lock:
-            self._stored.append((time.monotonic(), len(records)))
         found = noticed(records)
         if found:
             self.store.record(found)
@@ -155,7 +245,7 @@ class Watcher:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            crowded = self._crowded()
+            crowded = self.load.busy()
             started = time.monotonic()
             try:
                 busy = self.run_once(crowded=crowded)
@@ -164,18 +254,17 @@ class Watcher:
                 busy = 0
             if busy and crowded:
                 spent = time.monotonic() - started  # the sends of the pass included
-                self._stop.wait(min(_LONGEST_PAUSE_S, spent * (1 / _SHARE - 1)))
+                self._pause(min(_LONGEST_PAUSE_S, spent * (1 / _SHARE - 1)))
             elif not busy:
                 self._wake.wait(self.interval_s)
                 self._wake.clear()
 
-    def _crowded(self) -> bool:
-        """Whether ingest is busy (see the module)."""
-        since = time.monotonic() - _BUSY_WINDOW_S
-        with self._stored_lock:
-            while self._stored and self._stored[0][0] < since:
-                self._stored.popleft()
-            return sum(n for _, n in self._stored) > _BUSY_EVENTS
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds``, less when ingest is no longer busy or on a stop."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self._stop.wait(min(left, _PAUSE_STEP_S)) or not self.load.busy():
+                return
 
     def run_once(self, *, crowded: bool = False, group_wait: bool = True) -> int:
         """One pass (see the module); how much it did (0: nothing was waiting). ``crowded``
@@ -276,10 +365,14 @@ class Watcher:
         """Resolve up to ``limit`` causes, each one's alerts sent as soon as it is resolved (a
         cause does not wait for the impact of the ones claimed after it; ``sends``: at most
         that many started); between causes, a stop ends the pass (the rest go back when their
-        lease ends)."""
+        lease ends); not ``sends`` (ingest was not busy), ingest turning busy ends it too, the
+        rest given back."""
         causes = self.store.claim_causes(self.owner, limit, _LEASE_S, wait_s=wait_s)
         for done, cause in enumerate(causes):
             if self._stop.is_set():
+                return done
+            if done and sends is None and self.load.busy():
+                self.store.release([c.id for c in causes[done:]], self.owner, kind="causes")
                 return done
             matching = [rule for rule in self.rules if rule.matches(cause)]
             # One walk for the cause, whatever its rules' depths; one body for rules alike.
