@@ -74,12 +74,12 @@ here: load it again, without ``--reuse``):
 
 Figures accumulate in ``--data``/million-results.json and are printed as a markdown table, with
 the load average at each phase. PostgreSQL uses the database ``lineage_bench_1m`` on 127.0.0.1:5432
-(dropped at the end unless ``--keep``); SecantusDB and FalkorDB are started on free ports with
-their data under ``--data`` and stopped at the end (FalkorDB snapshots to ``graph.rdb``). With
-``LINEAGE_TEST_MONGODB_URI`` (a real MongoDB: database ``lineage_bench``) or
-``LINEAGE_TEST_NEO4J_URI`` (a real Neo4j through the neo4j driver, with ``..._USER``,
-``..._PASSWORD``, ``..._DATABASE`` as for the tests), the document or graph store is measured
-there instead: neither server installs on this project's machines.
+(``LINEAGE_BENCH_PG`` names another; dropped at the end unless ``--keep``); SecantusDB and
+FalkorDB are started on free ports with their data under ``--data`` and stopped at the end
+(FalkorDB snapshots to ``graph.rdb``). With ``LINEAGE_TEST_MONGODB_URI`` (a real MongoDB:
+database ``lineage_bench``) or ``LINEAGE_TEST_NEO4J_URI`` (a real Neo4j through the neo4j
+driver, with ``..._USER``, ``..._PASSWORD``, ``..._DATABASE`` as for the tests), the document or
+graph store is measured there instead: neither server installs on this project's machines.
 """
 
 from __future__ import annotations
@@ -325,7 +325,10 @@ def lines_from(path: Path, skip: int) -> Iterator[tuple[int, bytes, int]]:
 
 
 def pg_name(events: int) -> str:
-    """The PostgreSQL database of a graph of ``events`` events."""
+    """The PostgreSQL database of a graph of ``events`` events (``LINEAGE_BENCH_PG`` names
+    another: two trees' loads side by side, for an A/B of a derivation change)."""
+    if named := os.environ.get("LINEAGE_BENCH_PG"):
+        return named
     return "lineage_bench_1m" if events == 1_000_000 else f"lineage_bench_{events}"
 
 

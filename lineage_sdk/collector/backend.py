@@ -225,7 +225,9 @@ class MentionRow:
     event id). What a node's runs, its static events and a deletion read: one row per run, not
     per event, as a run's events name the same datasets again and again. ``detail`` holds what
     events state of the node (:mod:`lineage_sdk.collector.engine.statements`): a run's START
-    and end in its mentions of a dataset, other events in role ``stated``.
+    and end in its mentions of a dataset, other events in role ``stated``; in a ``parent``
+    mention, the jobs naming that parent (:func:`~lineage_sdk.collector.engine.derive.
+    child_entry`). To a backend it is a set of texts, whatever it holds.
 
     A run's mentions are derived rows (``replace`` renews them with the run's); an event's are
     the event's own and go with it (``delete``)."""

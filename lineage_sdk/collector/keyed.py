@@ -168,6 +168,7 @@ def walk_keys(
     *,
     size: Callable[[KeyedWalk[K]], int] = len,
     before_step: LevelHook[K] | None = None,
+    on_close: Callable[[set[tuple[NodeType, K]]], None] | None = None,
 ) -> KeyedWalk[K]:
     """Breadth-first from ``root`` (type, key), the ways of ``direction`` together, up to
     ``depth`` levels, stopping past ``node_limit`` nodes as the module docstring says (``size``
@@ -180,7 +181,9 @@ def walk_keys(
     frontier), so the kept nodes are the same before the step and after. The closing step is
     the walk's widest (its frontier is the level that passed the limit).
 
-    ``before_step`` hears each step's reads, every way's, before they are made."""
+    ``before_step`` hears each step's reads, every way's, before they are made; ``on_close``
+    hears the nodes the cut keeps before the closing step (with ``read_names`` only): only edges
+    between two of them matter from then on."""
     node_type, key = root
     walk: KeyedWalk[K] = KeyedWalk()
     walk.keys(node_type).add(key)
@@ -194,6 +197,8 @@ def walk_keys(
             return False
         if read_names is not None:
             walk.kept = kept = kept_keys(walk, root, direction, node_limit, read_names)
+            if on_close is not None:
+                on_close(kept)
             for way in ways:
                 way.job_frontier = {k for k in way.job_frontier if ("JOB", k) in kept}
                 way.ds_frontier = {k for k in way.ds_frontier if ("DATASET", k) in kept}

@@ -244,6 +244,24 @@ def test_parent_view_both_ways_is_the_union_of_each_way(apis: dict[str, httpx.Cl
             assert j("dag.t1") not in _ids(both) and j("dag.t2") not in _ids(both)
 
 
+def test_a_bounded_parent_view_is_a_cut_of_the_whole(apis: dict[str, httpx.Client]) -> None:
+    """At every limit, a parent view keeps nodes of its unbounded answer, a cut of it (each limit's
+    nodes among the next one's) with every edge among them: the closing step, which asks the
+    roots of no jobs but the kept roots' members, loses no edge."""
+    for node in (d("u"), d("s"), j("dag.t1"), j("report")):
+        for direction in ("upstream", "downstream", "both"):
+            asked = {"nodeId": node, "granularity": "parent", "direction": direction, "depth": 10}
+            whole = _ask(apis, **asked)
+            edges, kept_before = _edges(whole), set[str]()
+            for limit in range(1, len(whole["graph"]) + 1):
+                cut = _ask(apis, nodeLimit=limit, **asked)
+                kept = _ids(cut)
+                assert len(kept) == limit and kept_before <= kept <= _ids(whole), (asked, limit)
+                among = {(o, t) for o, t in edges if o in kept and t in kept}
+                assert _edges(cut) == among, (asked, limit)
+                kept_before = kept
+
+
 def test_every_view_is_bounded(apis: dict[str, httpx.Client]) -> None:
     for granularity in ("job", "dataset", "run", "parent"):
         answer = _ask(apis, nodeId=d("t"), granularity=granularity, nodeLimit=2, depth=10)

@@ -19,6 +19,7 @@ from nosql_events import (
 
 from lineage_sdk.collector.api.marquez import run_from_events
 from lineage_sdk.collector.engine import Engine
+from lineage_sdk.collector.engine.derive import child_entry
 from lineage_sdk.collector.store import node_id
 from lineage_sdk.collector.stores.graph_backend import GraphBackend
 from lineage_sdk.collector.stores.graph_runner import detect_dialect
@@ -95,7 +96,10 @@ def test_projection_nodes_and_relationships(graph_store):
         ("JOB", "parent", "parent"),
     ]
     # What its COMPLETE states: of each dataset, in those Mentions; of its job, in one more.
-    assert sorted((m["k"], m["n"], len(m["d"])) for m in mentions if m["d"]) == [
+    # (Its parent Mention's detail names its job, not a statement: derivation version 8.)
+    assert [m["d"] for m in mentions if m["r"] == "parent"] == [[child_entry((ns, "child"))]]
+    stating = [m for m in mentions if m["d"] and m["r"] != "parent"]
+    assert sorted((m["k"], m["n"], len(m["d"])) for m in stating) == [
         ("DATASET", "fx", 1),
         ("DATASET", "orders", 1),
         ("DATASET", "report", 1),

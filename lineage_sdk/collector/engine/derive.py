@@ -27,7 +27,9 @@ The rules (each row type's merge rules are in :mod:`lineage_sdk.collector.backen
   (:mod:`~lineage_sdk.collector.engine.statements`): a run's START and end events and a
   DatasetEvent in the dataset's mentions of its role (input, output, dataset), any other run
   event in a ``stated`` mention of (event, dataset); what an event states of its own job in a
-  ``stated`` mention of (run, job) for a START or end, else of (event, job).
+  ``stated`` mention of (run, job) for a START or end, else of (event, job). A ``parent``
+  mention's ``detail`` names the jobs of the events naming that parent (:func:`child_entry`),
+  which the parent view's members are found by.
 * **Aliases.** Each name an event gives a symlinked dataset besides its canonical one (the
   name as sent, its other symlink identifiers: :func:`~lineage_sdk.collector.symlinks.
   event_aliases`) is a DATASET mention in role ``alias``, keyed by that name: the engine
@@ -78,6 +80,8 @@ __all__ = [
     "STATING_ROLES",
     "alias_key",
     "alias_of_key",
+    "child_entry",
+    "children_of",
     "derive",
     "derive_keyed",
     "event_alias_keys",
@@ -105,7 +109,9 @@ __all__ = [
 #: 7. Statements are sets of entries (one an event) in ``detail``: a run's START and end events'
 #:    in the run's mentions of a dataset (input, output) and one ``stated`` mention of (run,
 #:    job), a DatasetEvent's in its ``dataset`` mention; other events' apart, as in 6.
-DERIVATION_VERSION = 7
+#: 8. A ``parent`` mention's ``detail`` names the jobs of the events that name that parent
+#:    (:func:`child_entry`): the parent view finds a job's children without reading their runs.
+DERIVATION_VERSION = 8
 
 #: Marquez's source of a dataset entry without a ``dataSource`` facet (``DEFAULT_SOURCE_NAME``).
 DEFAULT_SOURCE = "default"
@@ -156,6 +162,20 @@ def alias_of_key(key: Key) -> tuple[Key, Key]:
 def event_alias_keys(record: LineageRecord) -> set[Key]:
     """The ALIAS nodes an event names (what its deletion touches)."""
     return {alias_key(alias, node) for alias, node in _aliases(record).items()}
+
+
+def child_entry(job: Key) -> str:
+    """A ``parent`` mention's ``detail`` entry: a job whose event names that parent."""
+    return dumps_exact(list(job)).decode()
+
+
+def children_of(mention: MentionRow) -> set[Key]:
+    """The jobs a ``parent`` mention names in its ``detail`` (:func:`child_entry`)."""
+    found: set[Key] = set()
+    for entry in mention.detail or ():
+        namespace, name = loads_exact(entry)
+        found.add((str(namespace), str(name)))
+    return found
 
 
 def event_json(event: Mapping[str, Any]) -> str:
@@ -330,6 +350,8 @@ def derive(records: Iterable[LineageRecord]) -> Rows:
                     mentions[mention] = at
                 if packed and role in _STATING and key in stating:
                     details.setdefault(mention, set()).add(stating[key])
+                elif role == "parent" and job is not None:
+                    details.setdefault(mention, set()).add(child_entry(job))
         for key in aliases:
             mention = (source, source_id, "DATASET", key, "alias")
             first = mentions.get(mention)
