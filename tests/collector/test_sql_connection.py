@@ -4,9 +4,11 @@ events dirties more than SQLite's default 1,000, which made every commit checkpo
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
-from lineage_sdk.collector.stores.sql_backend import create_sql_engine
+from lineage_sdk.collector.engine import EngineStore
+from lineage_sdk.collector.stores.sql_backend import SqlBackend, create_sql_engine
 
 _NORMAL = 1  # PRAGMA synchronous's answer for NORMAL
 
@@ -38,3 +40,32 @@ def test_each_sqlite_connection_is_in_wal_and_checkpoints_every_10000_pages(
             engine.dispose()
     finally:
         engine.dispose()
+
+
+def test_a_views_latest_run_read_leaves_no_reference_cycles(tmp_path: Path) -> None:
+    """``runs(jobs=..., latest=n)`` is the views' hot read (the parent view: ten an answer). Its
+    statement was built at every call, and the alias and subquery left about 770 objects in
+    reference cycles a read; the cyclic collector's passes over them made the parent view's
+    p95 (docs/design/engine.md section 12). Built once, a read leaves none."""
+    from stores_nosql.nosql_events import chain, records
+
+    store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/lineage.db"))
+    store.open()
+    try:
+        store.write_batch(records(*chain("ns", 5)))
+        jobs = [("ns", f"j{i}") for i in range(1, 6)]
+        backend = store.backend
+        assert len(list(backend.runs(jobs=jobs, latest=1))) == 5  # builds the statement once
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for _ in range(20):
+                assert len(list(backend.runs(jobs=jobs, latest=1))) == 5
+            gc.collect()
+            left = len(gc.garbage)
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+        assert left == 0, f"{left} objects left in reference cycles by 20 reads"
+    finally:
+        store.close()

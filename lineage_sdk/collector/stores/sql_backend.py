@@ -827,6 +827,7 @@ class SqlBackend:
         self._prefix = table_prefix
         self._metadata = sa.MetaData()
         self._t = _tables(self._metadata, table_prefix)
+        self._latest_reads: dict[int, Any] = {}  # runs(jobs=..., latest=n) by n: see runs
         self._engine: Engine | None = None
         self._writes: dict[str, dict[str, _Write]] = {}
 
@@ -1202,6 +1203,16 @@ class SqlBackend:
         if (job_keys is not None and not job_keys) or (run_ids is not None and not run_ids):
             return Page([], 0)
         with self._reading() as conn:
+            plain = (until, run_ids, parent, limit) == (None, None, None, None)
+            if job_keys and latest and plain and not (offset or count):
+                # The views' hot read, built once: built at every call, its alias and subquery
+                # left ~770 objects in reference cycles, whose collector passes made the parent
+                # view's p95 (docs/design/engine.md section 12).
+                if (read := self._latest_reads.get(latest)) is None:
+                    top = self._latest_of_jobs(conn, None, [], None, latest).subquery()
+                    read = self._latest_reads[latest] = sa.select(top).order_by(*_run_order(top.c))
+                keys = _keys_value(conn, sorted(set(job_keys)))
+                return Page([_run_row(r) for r in conn.execute(read, {"keys": keys}).all()])
             where: list[Any] = []
             if run_ids is not None:
                 where.append(_within(conn, run.c.run_id, list(run_ids)))
@@ -1220,20 +1231,12 @@ class SqlBackend:
             else:
                 found = self._latest(where, until, latest).subquery()
                 query = sa.select(found)
-            c = found.c
-            order = (
-                sa.func.coalesce(c.started_at, c.first_event).desc(),
-                c.run_id,
-                c.job_ns.is_(None),
-                c.job_ns,
-                c.job_name,
-            )
-            return self._paged(conn, query, order, limit, offset, count, _run_row)
+            return self._paged(conn, query, _run_order(found.c), limit, offset, count, _run_row)
 
     def _latest_of_jobs(
         self,
         conn: Connection,
-        job_keys: list[str],
+        job_keys: list[str] | None,
         where: list[Any],
         until: datetime | None,
         latest: int,
@@ -1242,7 +1245,7 @@ class SqlBackend:
         event) index, newest first, so a job's cost does not grow with its runs (ranking every
         run of the jobs took 14 ms of a 70 ms walk at 100,000 events)."""
         run = self._t["run"]
-        keys = _key_table(conn, sorted(set(job_keys)))
+        keys = _key_table(conn, None if job_keys is None else sorted(set(job_keys)))
         ranked = run.alias("ranked")
         ended = [] if until is None else [ranked.c.last_event < until]
         rows = (
@@ -1258,7 +1261,7 @@ class SqlBackend:
         else:  # SQLite evaluates the correlated subquery once per key, then reads by the key
             picked = run.c.run_id.in_(rows.scalar_subquery())
         top = top.join(run, sa.and_(run.c.job_key == keys.c.value, picked))
-        if until is None:
+        if until is None or job_keys is None:
             return top
         return self._spanning(top, [_within(conn, run.c.job_key, job_keys), *where], until)
 
@@ -1437,13 +1440,32 @@ def _lower(conn: Connection, column: Any) -> Any:
     return sa.func.lower(sa.collate(column, "default"), type_=sa.Text)
 
 
-def _key_table(conn: Connection, keys: list[str]) -> Any:
-    """``keys`` as a table of one column, ``value``, one parameter at any size."""
+def _key_table(conn: Connection, keys: list[str] | None) -> Any:
+    """``keys`` as a table of one column, ``value``, one parameter at any size (None: the
+    parameter ``keys``, given at execution as :func:`_keys_value`)."""
+    value = {} if keys is None else {"value": _keys_value(conn, keys)}
+    name = "keys" if keys is None else None
     if conn.dialect.name == "postgresql":
-        array = sa.bindparam(None, keys, type_=pg_dialect.ARRAY(sa.Text))
+        array = sa.bindparam(name, **value, type_=pg_dialect.ARRAY(sa.Text))
         return sa.func.unnest(array).table_valued("value").render_derived().alias()
-    text = sa.bindparam(None, json.dumps(keys), type_=sa.Text)
+    text = sa.bindparam(name, **value, type_=sa.Text)
     return sa.func.json_each(text).table_valued("value").alias()
+
+
+def _keys_value(conn: Connection, keys: list[str]) -> Any:
+    """The parameter of :func:`_key_table` (SQLite: JSON text)."""
+    return keys if conn.dialect.name == "postgresql" else json.dumps(keys)
+
+
+def _run_order(c: Any) -> tuple[Any, ...]:
+    """The order of ``runs`` answers (newest start first)."""
+    return (
+        sa.func.coalesce(c.started_at, c.first_event).desc(),
+        c.run_id,
+        c.job_ns.is_(None),
+        c.job_ns,
+        c.job_name,
+    )
 
 
 def _aliased(clauses: list[Any], alias: Any) -> list[Any]:
