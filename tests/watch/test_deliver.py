@@ -6,6 +6,7 @@ and a process killed (SIGKILL) with alerts pending whose successor delivers them
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from serve_process import free_port
@@ -64,6 +66,26 @@ def add_alerts(store: WatchStore, rules: list[Rule], n: int, tag: str = "") -> l
     return made
 
 
+@contextlib.contextmanager
+def delivering(store: WatchStore, rules: list[Rule], **options: Any) -> Iterator[Deliverer]:
+    """A :class:`Deliverer` of ``rules``, closed at the end of the block."""
+    deliverer = Deliverer(store, rules, **options)
+    try:
+        yield deliverer
+    finally:
+        deliverer.close()
+
+
+def alert_is(store: WatchStore, alert_id: str, status: str) -> Callable[[], bool]:
+    """Whether the alert is stored with ``status`` now (for :func:`pump`)."""
+
+    def check() -> bool:
+        found = store.alert(alert_id)
+        return found is not None and found.status == status
+
+    return check
+
+
 def pump(deliverer: Deliverer, until: Callable[[], bool], timeout: float = 30.0) -> bool:
     """Passes of the worker loop until ``until()`` (True) or ``timeout`` seconds (False)."""
     deadline = time.monotonic() + timeout
@@ -98,15 +120,12 @@ def test_500_three_times_then_200_is_delivered_once_after_the_retries(store: Wat
         hook.script = [500, 503, 500]
         r = rule(hook.url)
         [alert] = add_alerts(store, [r], 1)
-        deliverer = Deliverer(store, [r], retry_for=60, backoff_s=0.05, max_backoff_s=0.4)
-        try:
-            assert pump(deliverer, lambda: store.alert(alert.id).status == "sent")  # type: ignore[union-attr]
+        with delivering(store, [r], retry_for=60, backoff_s=0.05, max_backoff_s=0.4) as deliverer:
+            assert pump(deliverer, alert_is(store, alert.id, "sent"))
             deliverer.wait_idle(10)
             time.sleep(0.3)  # nothing more arrives
             deliverer.run_once()
             deliverer.wait_idle(10)
-        finally:
-            deliverer.close()
         assert [x.status for x in hook.received] == [500, 503, 500, 200]
         assert len(hook.ok()) == 1
         # one id for every attempt (the cause's: the CloudEvent's), each signed at its send time
@@ -129,11 +148,8 @@ def test_a_refusing_receiver_parks_the_alert_at_once(store: WatchStore) -> None:
         hook.status = 410
         r = rule(hook.url)
         [alert] = add_alerts(store, [r], 1)
-        deliverer = Deliverer(store, [r], retry_for=60, backoff_s=0.05)
-        try:
-            assert pump(deliverer, lambda: store.alert(alert.id).status == "parked")  # type: ignore[union-attr]
-        finally:
-            deliverer.close()
+        with delivering(store, [r], retry_for=60, backoff_s=0.05) as deliverer:
+            assert pump(deliverer, alert_is(store, alert.id, "parked"))
         assert len(hook.received) == 1
         parked = store.alert(alert.id)
         assert parked is not None
@@ -147,11 +163,8 @@ def test_429_and_502_are_retried(store: WatchStore) -> None:
         hook.script = [429, 502]
         r = rule(hook.url)
         [alert] = add_alerts(store, [r], 1)
-        deliverer = Deliverer(store, [r], retry_for=60, backoff_s=0.05, max_backoff_s=0.2)
-        try:
-            assert pump(deliverer, lambda: store.alert(alert.id).status == "sent")  # type: ignore[union-attr]
-        finally:
-            deliverer.close()
+        with delivering(store, [r], retry_for=60, backoff_s=0.05, max_backoff_s=0.2) as deliverer:
+            assert pump(deliverer, alert_is(store, alert.id, "sent"))
         assert [x.status for x in hook.received] == [429, 502, 200]
 
 
@@ -177,9 +190,8 @@ def test_a_receiver_down_for_the_retry_time_is_parked_then_replay_delivers(
     port = free_port()
     r = rule(f"http://127.0.0.1:{port}/hook")
     [alert] = add_alerts(store, [r], 1)
-    deliverer = Deliverer(store, [r], retry_for=2.0, backoff_s=0.05, max_backoff_s=0.2)
-    try:
-        assert pump(deliverer, lambda: store.alert(alert.id).status == "parked")  # type: ignore[union-attr]
+    with delivering(store, [r], retry_for=2.0, backoff_s=0.05, max_backoff_s=0.2) as deliverer:
+        assert pump(deliverer, alert_is(store, alert.id, "parked"))
         parked = store.alert(alert.id)
         assert parked is not None
         assert parked.attempts >= 2, parked  # retried, then parked
@@ -204,7 +216,7 @@ def test_a_receiver_down_for_the_retry_time_is_parked_then_replay_delivers(
             replayed = run_collector_cli("alerts", "replay", "--all-parked", store_url=url)
             assert replayed.returncode == 0, replayed.stderr
             assert "replayed 1 alert(s)" in replayed.stdout
-            assert pump(deliverer, lambda: store.alert(alert.id).status == "sent")  # type: ignore[union-attr]
+            assert pump(deliverer, alert_is(store, alert.id, "sent"))
             assert [x.webhook_id for x in hook.ok()] == [alert.cause_id]
             # by id, whatever the status: sent again, with the same id
             again = run_collector_cli("alerts", "replay", alert.id, "nope", store_url=url)
@@ -212,8 +224,6 @@ def test_a_receiver_down_for_the_retry_time_is_parked_then_replay_delivers(
             assert "replayed 1 alert(s)" in again.stdout
             assert pump(deliverer, lambda: len(hook.ok()) == 2)
             assert {x.webhook_id for x in hook.ok()} == {alert.cause_id}
-    finally:
-        deliverer.close()
 
 
 def test_a_slow_receiver_holds_no_other_receivers_alerts(store: WatchStore) -> None:
@@ -261,16 +271,13 @@ def _send_one_at_a_time(store: WatchStore, hook: Receiver, count: int) -> list[A
     """``count`` alerts for ``hook``'s rule, sent by one sender, one after another; each row
     as it ended."""
     r = rule(hook.url)
-    deliverer = Deliverer(store, [r], retry_for=60, workers=1, per_rule=1, backoff_s=0.05)
     made = []
-    try:
+    with delivering(store, [r], retry_for=60, workers=1, per_rule=1, backoff_s=0.05) as deliverer:
         for i in range(count):
             [alert] = add_alerts(store, [r], 1, f"one-at-a-time{i}")
-            assert pump(deliverer, lambda a=alert: store.alert(a.id).status == "sent")  # type: ignore[union-attr,misc]
+            assert pump(deliverer, alert_is(store, alert.id, "sent"))
             assert deliverer.wait_idle(10)
             made.append(store.alert(alert.id))
-    finally:
-        deliverer.close()
     return [a for a in made if a is not None]
 
 
@@ -309,11 +316,8 @@ def test_a_proxy_of_the_environment_is_used(
         monkeypatch.setenv("http_proxy", proxy.url.removesuffix("/hook"))
         r = rule("http://alerts.example.invalid/hook")
         [alert] = add_alerts(store, [r], 1)
-        deliverer = Deliverer(store, [r], retry_for=60, backoff_s=0.05)
-        try:
-            assert pump(deliverer, lambda: store.alert(alert.id).status == "sent")  # type: ignore[union-attr]
-        finally:
-            deliverer.close()
+        with delivering(store, [r], retry_for=60, backoff_s=0.05) as deliverer:
+            assert pump(deliverer, alert_is(store, alert.id, "sent"))
     [got] = proxy.ok()
     assert got.headers["host"] == "alerts.example.invalid"
     Webhook(SECRET).verify(got.body, got.headers)
@@ -338,12 +342,9 @@ def test_outcomes_that_end_during_a_write_are_written_together(tmp_path: Path) -
     with receiver() as a, receiver() as b, SlowWritingStore(f"sqlite:///{tmp_path / 'w.db'}") as s:
         rules = [rule(a.url), rule(b.url, OTHER_SECRET)]
         alerts = add_alerts(s, rules, 12)
-        deliverer = Deliverer(s, rules, workers=4, per_rule=2)
-        try:
+        with delivering(s, rules, workers=4, per_rule=2) as deliverer:
             assert pump(deliverer, lambda: {x.status for x in s.alerts(limit=50)} == {"sent"})
             assert deliverer.wait_idle(10) and deliverer.in_flight == 0
-        finally:
-            deliverer.close()
         assert sum(s.writes) == len(alerts) == 24
         assert len(s.writes) <= 12 and max(s.writes) >= 3, s.writes
         assert sorted(x.webhook_id for x in a.ok() + b.ok()) == sorted(x.cause_id for x in alerts)
