@@ -5,6 +5,7 @@ events dirties more than SQLite's default 1,000, which made every commit checkpo
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from pathlib import Path
 
 from lineage_sdk.collector.engine import EngineStore
@@ -46,7 +47,7 @@ def test_a_views_latest_run_read_leaves_no_reference_cycles(tmp_path: Path) -> N
     """``runs(jobs=..., latest=n)`` is the views' hot read (the parent view: ten an answer). Its
     statement was built at every call, and the alias and subquery left about 770 objects in
     reference cycles a read; the cyclic collector's passes over them made the parent view's
-    p95 (docs/design/engine.md section 12). Built once, a read leaves none."""
+    p95 (docs/design/engine.md section 12). Built once, a read leaves none of them."""
     from stores_nosql.nosql_events import chain, records
 
     store = EngineStore(SqlBackend(f"sqlite:///{tmp_path}/lineage.db"))
@@ -62,10 +63,16 @@ def test_a_views_latest_run_read_leaves_no_reference_cycles(tmp_path: Path) -> N
             for _ in range(20):
                 assert len(list(backend.runs(jobs=jobs, latest=1))) == 5
             gc.collect()
-            left = len(gc.garbage)
+            # SQLAlchemy's objects only: the suite's other threads (servers of earlier tests in
+            # this process) may leave cycles of their own meanwhile (16 objects, once in a CI run).
+            left = Counter(
+                type(o).__qualname__
+                for o in gc.garbage
+                if type(o).__module__.startswith("sqlalchemy.")
+            )
         finally:
             gc.set_debug(0)
             gc.garbage.clear()
-        assert left == 0, f"{left} objects left in reference cycles by 20 reads"
+        assert not left, f"SQLAlchemy objects left in reference cycles by 20 reads: {left}"
     finally:
         store.close()
