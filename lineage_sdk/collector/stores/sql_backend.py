@@ -342,6 +342,7 @@ def _fields_of(column: Any, dataset_keys: Sequence[str]) -> Any:
     return sa.or_(*(column.between(k, k + "g") for k in dataset_keys))
 
 
+_UNTIL: Any = sa.bindparam("t")  # the reads' ``until``, a parameter given at execution
 _RANGES = _CHUNK // 4  # datasets per statement of key ranges (both sides: four parameters each)
 
 
@@ -827,7 +828,7 @@ class SqlBackend:
         self._prefix = table_prefix
         self._metadata = sa.MetaData()
         self._t = _tables(self._metadata, table_prefix)
-        self._latest_reads: dict[int, Any] = {}  # runs(jobs=..., latest=n) by n: see runs
+        self._statements: dict[tuple[Any, ...], Any] = {}  # the reads', by shape: see _built
         self._engine: Engine | None = None
         self._writes: dict[str, dict[str, _Write]] = {}
 
@@ -936,6 +937,13 @@ class SqlBackend:
     def _writing(self, work: Callable[[Connection], _T]) -> _T:
         return sql_writing(self._db, self.name, self.address, work)
 
+    def _built(self, shape: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """A read's statement, built once a ``shape``, its values named parameters: built at
+        every call, it left objects in reference cycles (docs/design/engine.md section 12)."""
+        if (statement := self._statements.get(shape)) is None:
+            statement = self._statements[shape] = build()
+        return statement
+
     # -- writes ------------------------------------------------------------------------------
 
     def _compiled(self, dialect: Dialect) -> dict[str, _Write]:
@@ -1013,10 +1021,8 @@ class SqlBackend:
         ev = self._t["ev"]
 
         def work(conn: Connection) -> list[EventRow]:
-            removed = [
-                _event_row(r)
-                for r in conn.execute(sa.select(ev).where(_within(conn, ev.c.event_id, ids))).all()
-            ]
+            query = sa.select(ev).where(_within(conn, ev.c.event_id, ids))
+            removed = [_event_row(r) for r in conn.execute(query).all()]
             gone = [r.event_id for r in removed]
             if gone:  # by (source, source_id), the mention key's prefix
                 self._drop_sourced(conn, "event", gone)
@@ -1086,18 +1092,21 @@ class SqlBackend:
             raise ValueError(f"edges end must be JOB or DATASET, not {end!r}")
         if not keys:
             return []
-        edge = self._t["edge"]
-        column = edge.c.job_key if end == "JOB" else edge.c.dataset_key
-        c = edge.c
+        c = self._t["edge"].c
         with self._reading() as conn:
-            query = sa.select(
-                c.job_ns, c.job_name, c.dataset_ns, c.dataset_name, c.first_seen, c.declared
-            ).where(_within(conn, column, [_key_hash(*k) for k in keys]), c.io == io)
-            if until is not None:
-                query = query.where(c.first_seen < until)
+            form, value = _keys_param(conn, [_key_hash(*k) for k in keys])
+
+            def build() -> Any:
+                column = c.job_key if end == "JOB" else c.dataset_key
+                query = sa.select(
+                    c.job_ns, c.job_name, c.dataset_ns, c.dataset_name, c.first_seen, c.declared
+                ).where(_in(column, form, None, "keys"), c.io == sa.bindparam("io"))
+                return query if until is None else query.where(c.first_seen < _UNTIL)
+
             # Plain tuples in one fetch: a walk reads thousands of edges, and SQLAlchemy's
             # row-by-row iteration and named access cost more than the query.
-            found = conn.execute(query).all()
+            query = self._built(("edges", end, form, until is None), build)
+            found = conn.execute(query, {"keys": value, "io": io, "t": until}).all()
         return [  # a set: the contract leaves the order free
             EdgeRow((jn, jname), (dn, dname), io, first, declared)
             for jn, jname, dn, dname, first, declared in found
@@ -1122,25 +1131,32 @@ class SqlBackend:
         if keys is not None and not keys:
             return Page([], 0)
         with self._reading() as conn:
-            query = sa.select(node).where(node.c.kind == kind)
-            if keys is not None:
-                query = query.where(_within(conn, node.c.node_key, [_key_hash(*k) for k in keys]))
-            if namespace is not None:  # the prefix first: what the order index holds
-                query = query.where(_prefix(node.c.ns) == _prefix(sa.literal(namespace)))
-                query = query.where(node.c.ns == namespace)
-            if text is not None:
-                matches = _lower(conn, node.c.name).contains(text.lower(), autoescape=True)
-                query = query.where(matches)
-            if until is not None:
-                query = query.where(node.c.first_seen < until)
+            form, value = _keys_param(conn, [_key_hash(*k) for k in keys]) if keys else (None, None)
+
+            def build() -> Any:
+                query = sa.select(node).where(node.c.kind == sa.bindparam("kind"))
+                if form is not None:
+                    query = query.where(_in(node.c.node_key, form, None, "keys"))
+                if namespace is not None:  # the prefix first: what the order index holds
+                    ns = sa.bindparam("ns", type_=sa.Text)
+                    query = query.where(_prefix(node.c.ns) == _prefix(ns), node.c.ns == ns)
+                if text is not None:
+                    matches = _lower(conn, node.c.name).contains(text.lower(), autoescape=True)
+                    query = query.where(matches)
+                return query if until is None else query.where(node.c.first_seen < _UNTIL)
+
+            params = {"kind": kind, "keys": value, "ns": namespace, "t": until}
             if keys is not None and limit is None and offset == 0:
                 # A lookup by key (a walk's names): by the primary key, sorted here. With the
                 # ORDER BY, SQLite walks every node of the kind through the order index and sorts
                 # (100,000 events: 36 ms a lineage read against 6 ms for the old store's names).
-                found = sorted(map(_node_row, conn.execute(query).all()), key=attrgetter("key"))
+                shape = ("nodes", form, namespace is None, until is None)
+                query = build() if text is not None else self._built(shape, build)
+                rows = conn.execute(query, params).all()
+                found = sorted(map(_node_row, rows), key=attrgetter("key"))
                 return Page(found, len(found))
             order = (_prefix(node.c.ns), node.c.ns, _prefix(node.c.name), node.c.name)
-            return self._paged(conn, query, order, limit, offset, count, _node_row)
+            return self._paged(conn, build(), order, limit, offset, count, _node_row, params)
 
     def _namespaces(
         self,
@@ -1203,89 +1219,70 @@ class SqlBackend:
         if (job_keys is not None and not job_keys) or (run_ids is not None and not run_ids):
             return Page([], 0)
         with self._reading() as conn:
-            plain = (until, run_ids, parent, limit) == (None, None, None, None)
-            if job_keys and latest and plain and not (offset or count):
-                # The views' hot read, built once: built at every call, its alias and subquery
-                # left ~770 objects in reference cycles, whose collector passes made the parent
-                # view's p95 (docs/design/engine.md section 12).
-                if (read := self._latest_reads.get(latest)) is None:
-                    top = self._latest_of_jobs(conn, None, [], None, latest).subquery()
-                    read = self._latest_reads[latest] = sa.select(top).order_by(*_run_order(top.c))
-                keys = _keys_value(conn, sorted(set(job_keys)))
-                return Page([_run_row(r) for r in conn.execute(read, {"keys": keys}).all()])
-            where: list[Any] = []
-            if run_ids is not None:
-                where.append(_within(conn, run.c.run_id, list(run_ids)))
-            if parent is not None:
-                where.append(run.c.parent_run_id == parent)
-            if latest is None:
-                if job_keys is not None:
-                    where.append(_within(conn, run.c.job_key, job_keys))
-                if until is not None:
-                    where.append(run.c.first_event < until)
-                found: Any = run
-                query = sa.select(run).where(*where)
-            elif job_keys is not None:
-                found = self._latest_of_jobs(conn, job_keys, where, until, latest).subquery()
-                query = sa.select(found)
-            else:
-                found = self._latest(where, until, latest).subquery()
-                query = sa.select(found)
-            return self._paged(conn, query, _run_order(found.c), limit, offset, count, _run_row)
+            ids = (None, None) if run_ids is None else _keys_param(conn, run_ids)
+            of = (None, None) if job_keys is None else _keys_param(conn, job_keys)
 
-    def _latest_of_jobs(
-        self,
-        conn: Connection,
-        job_keys: list[str] | None,
-        where: list[Any],
-        until: datetime | None,
-        latest: int,
+            def build() -> Any:
+                c, t = run.c, None if until is None else _UNTIL
+                where = [] if ids[0] is None else [_in(c.run_id, ids[0], None, "ids")]
+                where += [] if parent is None else [c.parent_run_id == sa.bindparam("parent")]
+                if latest is None:
+                    where += [] if of[0] is None else [_in(c.job_key, of[0], None, "jobs")]
+                    where += [] if t is None else [c.first_event < t]
+                    return sa.select(run).where(*where).order_by(*_run_order(c))
+                # The views' hot read (jobs, latest=1): ~770 objects left in cycles when built.
+                found = self._latest(conn, of[0], where, t, latest).subquery()
+                return sa.select(found).order_by(*_run_order(found.c))
+
+            keys = sorted(set(job_keys or ()))  # _key_table's
+            params = {"ids": ids[1], "jobs": of[1], "parent": parent, "t": until}
+            params["keys"] = keys if conn.dialect.name == "postgresql" else json.dumps(keys)
+            if limit is None and not (offset or count):  # built once (see _built)
+                shape = ("runs", ids[0], of[0], parent is None, until is None, latest)
+                query = self._built(shape, build)
+                return Page([_run_row(r) for r in conn.execute(query, params).all()])
+            return self._paged(conn, build(), (), limit, offset, count, _run_row, params)
+
+    def _latest(
+        self, conn: Connection, form: str | None, where: list[Any], until: Any, latest: int
     ) -> Any:
-        """:meth:`_latest` for given jobs: per job, its ``latest`` runs read from the (job, last
-        event) index, newest first, so a job's cost does not grow with its runs (ranking every
-        run of the jobs took 14 ms of a 70 ms walk at 100,000 events)."""
+        """Per job the ``latest`` runs of the greatest last event (before ``until``, a
+        parameter, or None; ties: the least run id), plus the runs spanning ``until``. With a
+        ``form``, of the jobs of the parameters ``keys`` (:func:`_key_table`) and ``jobs``
+        (:func:`_in`), read from the (job, last event) index, newest first, so a job's cost does
+        not grow with its runs (ranking every run of the jobs took 14 ms of a 70 ms walk at
+        100,000 events)."""
         run = self._t["run"]
-        keys = _key_table(conn, None if job_keys is None else sorted(set(job_keys)))
-        ranked = run.alias("ranked")
-        ended = [] if until is None else [ranked.c.last_event < until]
-        rows = (
-            sa.select(ranked.c.run_id)
-            .where(ranked.c.job_key == keys.c.value, *_aliased(where, ranked), *ended)
-            .order_by(ranked.c.last_event.desc(), ranked.c.run_id)
-            .limit(latest)
-        )
-        top = sa.select(run).select_from(keys)
-        if conn.dialect.name == "postgresql":
-            top_ids = rows.lateral("top")
-            top, picked = top.join(top_ids, sa.true()), run.c.run_id == top_ids.c.run_id
-        else:  # SQLite evaluates the correlated subquery once per key, then reads by the key
-            picked = run.c.run_id.in_(rows.scalar_subquery())
-        top = top.join(run, sa.and_(run.c.job_key == keys.c.value, picked))
-        if until is None or job_keys is None:
-            return top
-        return self._spanning(top, [_within(conn, run.c.job_key, job_keys), *where], until)
-
-    def _latest(self, where: list[Any], until: datetime | None, latest: int) -> Any:
-        """Per job the ``latest`` runs of the greatest last event (before ``until``; ties: the
-        least run id), plus the runs spanning ``until``."""
-        run = self._t["run"]
-        ended = [*where] if until is None else [*where, run.c.last_event < until]
-        number = (
-            sa.func.row_number()
-            .over(partition_by=run.c.job_key, order_by=(run.c.last_event.desc(), run.c.run_id))
-            .label("n")
-        )
-        ranked = sa.select(run, number).where(*ended).subquery()
-        top = sa.select(*(ranked.c[c.name] for c in run.columns)).where(ranked.c.n <= latest)
-        return self._spanning(top, where, until)
-
-    def _spanning(self, top: Any, where: list[Any], until: datetime | None) -> Any:
-        """``top`` and the runs of ``where`` spanning ``until`` (a first event before it, the
-        last not)."""
+        if form is None:
+            number = (
+                sa.func.row_number()
+                .over(partition_by=run.c.job_key, order_by=(run.c.last_event.desc(), run.c.run_id))
+                .label("n")
+            )
+            ended = [*where] if until is None else [*where, run.c.last_event < until]
+            ranked: Any = sa.select(run, number).where(*ended).subquery()
+            top = sa.select(*(ranked.c[c.name] for c in run.columns)).where(ranked.c.n <= latest)
+        else:
+            keys, ranked = _key_table(conn), run.alias("ranked")
+            ended = [] if until is None else [ranked.c.last_event < until]
+            aliased: Any = map(ClauseAdapter(ranked).traverse, where)  # where, on the alias
+            rows = (
+                sa.select(ranked.c.run_id)
+                .where(ranked.c.job_key == keys.c.value, *aliased, *ended)
+                .order_by(ranked.c.last_event.desc(), ranked.c.run_id)
+                .limit(latest)
+            )
+            top = sa.select(run).select_from(keys)
+            if conn.dialect.name == "postgresql":
+                top_ids = rows.lateral("top")
+                top, picked = top.join(top_ids, sa.true()), run.c.run_id == top_ids.c.run_id
+            else:  # SQLite evaluates the correlated subquery once per key, then reads by the key
+                picked = run.c.run_id.in_(rows.scalar_subquery())
+            top = top.join(run, sa.and_(run.c.job_key == keys.c.value, picked))
+            where = [_in(run.c.job_key, form, None, "jobs"), *where]
         if until is None:
             return top
-        run = self._t["run"]
-        spanning = [*where, run.c.first_event < until, run.c.last_event >= until]
+        spanning = [*where, run.c.first_event < until, run.c.last_event >= until]  # spanning it
         return sa.union_all(top, sa.select(run).where(*spanning))
 
     def events(
@@ -1356,14 +1353,20 @@ class SqlBackend:
         hashes = {_key_hash(*k): (k[0], k[1]) for k in keys}
         m = self._t["mentions"]
         with self._reading() as conn:
-            query = sa.select(m).where(m.c.kind == kind, _within(conn, m.c.node_key, hashes))
-            if roles is not None:
-                query = query.where(m.c.role.in_(sorted(set(roles))))
-            if until is not None:
-                query = query.where(m.c.first_seen < until)
-            if stated:
-                query = query.where(m.c.detail.is_not(None))
-            return [_mention_row(r, hashes) for r in conn.execute(query).all()]
+            form, value = _keys_param(conn, hashes)
+
+            def build() -> Any:
+                query = sa.select(m).where(m.c.kind == sa.bindparam("kind"))
+                query = query.where(_in(m.c.node_key, form, None, "keys"))
+                if roles is not None:
+                    query = query.where(m.c.role.in_(sa.bindparam("roles", expanding=True)))
+                if until is not None:
+                    query = query.where(m.c.first_seen < _UNTIL)
+                return query.where(m.c.detail.is_not(None)) if stated else query
+
+            query = self._built(("mentions", form, roles is None, until is None, stated), build)
+            params = {"kind": kind, "keys": value, "roles": sorted(set(roles or ())), "t": until}
+            return [_mention_row(r, hashes) for r in conn.execute(query, params).all()]
 
     def column_edges(
         self,
@@ -1417,17 +1420,18 @@ class SqlBackend:
         offset: int,
         count: bool,
         row: Callable[[Any], _T],
+        params: dict[str, Any] | None = None,
     ) -> Page[_T]:
         """One page of ``query`` in ``order``; with ``count``, the whole answer's size (counted
         only when the page cannot tell it)."""
         items: list[_T] = []
         if limit != 0:
             paged = query.order_by(*order).limit(limit).offset(offset or None)
-            items = [row(r) for r in conn.execute(paged).all()]
+            items = [row(r) for r in conn.execute(paged, params).all()]
 
         def total() -> int:
             counted = sa.select(sa.func.count()).select_from(query.order_by(None).subquery())
-            return int(conn.execute(counted).scalar_one())
+            return int(conn.execute(counted, params).scalar_one())
 
         return Page.sliced(items, offset=offset, limit=limit, count=total) if count else Page(items)
 
@@ -1440,58 +1444,53 @@ def _lower(conn: Connection, column: Any) -> Any:
     return sa.func.lower(sa.collate(column, "default"), type_=sa.Text)
 
 
-def _key_table(conn: Connection, keys: list[str] | None) -> Any:
-    """``keys`` as a table of one column, ``value``, one parameter at any size (None: the
-    parameter ``keys``, given at execution as :func:`_keys_value`)."""
-    value = {} if keys is None else {"value": _keys_value(conn, keys)}
-    name = "keys" if keys is None else None
+def _key_table(conn: Connection) -> Any:
+    """The parameter ``keys`` (a list; on SQLite its JSON text) as a table of one column,
+    ``value``."""
     if conn.dialect.name == "postgresql":
-        array = sa.bindparam(name, **value, type_=pg_dialect.ARRAY(sa.Text))
+        array = sa.bindparam("keys", type_=pg_dialect.ARRAY(sa.Text))
         return sa.func.unnest(array).table_valued("value").render_derived().alias()
-    text = sa.bindparam(name, **value, type_=sa.Text)
-    return sa.func.json_each(text).table_valued("value").alias()
-
-
-def _keys_value(conn: Connection, keys: list[str]) -> Any:
-    """The parameter of :func:`_key_table` (SQLite: JSON text)."""
-    return keys if conn.dialect.name == "postgresql" else json.dumps(keys)
+    return sa.func.json_each(sa.bindparam("keys", type_=sa.Text)).table_valued("value").alias()
 
 
 def _run_order(c: Any) -> tuple[Any, ...]:
     """The order of ``runs`` answers (newest start first)."""
-    return (
-        sa.func.coalesce(c.started_at, c.first_event).desc(),
-        c.run_id,
-        c.job_ns.is_(None),
-        c.job_ns,
-        c.job_name,
-    )
-
-
-def _aliased(clauses: list[Any], alias: Any) -> list[Any]:
-    """``clauses`` on a table restated on ``alias`` of it."""
-    adapter = ClauseAdapter(alias, equivalents=None)
-    return [adapter.traverse(c) for c in clauses]
+    started = sa.func.coalesce(c.started_at, c.first_event).desc()
+    return (started, c.run_id, c.job_ns.is_(None), c.job_ns, c.job_name)
 
 
 def _within(conn: Connection, column: Any, values: Collection[str]) -> Any:
-    """``column IN values`` as one parameter at any size. On PostgreSQL ``column = ANY(...)``,
-    so the statement text never changes (psycopg prepares it after a few runs, and the server
-    skips planning) and no per-key parameter is bound; 0.66x the time of a 500-key IN list
-    measured on the million-event graph. The keys travel as one comma-joined text that the
-    server splits (``string_to_array``): psycopg dumps a list parameter key by key, a regex
-    test each, 7% of a lineage walk (0.89x a walk's time measured). Keys that hold a comma, or
-    an empty key, go as a list."""
+    """``column IN values`` as one parameter at any size (see :func:`_keys_param`)."""
+    return _in(column, *_keys_param(conn, values))
+
+
+def _keys_param(conn: Connection, values: Collection[str]) -> tuple[str, Any]:
+    """The form of :func:`_in` for ``values``, and its parameter's value. On PostgreSQL
+    ``column = ANY(...)``, so the statement text never changes (psycopg prepares it after a few
+    runs, and the server skips planning) and no per-key parameter is bound; 0.66x the time of a
+    500-key IN list measured on the million-event graph. The keys travel as one comma-joined
+    text that the server splits (``string_to_array``): psycopg dumps a list parameter key by
+    key, a regex test each, 7% of a lineage walk (0.89x a walk's time measured). Keys that hold
+    a comma, or an empty key, go as a list."""
     keys = sorted(set(values))
-    if conn.dialect.name == "sqlite":
-        if len(keys) <= _CHUNK:  # one expanding parameter: SQLAlchemy coerces no key one by one
-            return column.in_(sa.bindparam(None, keys, expanding=True))
-        return column.in_(sa.select(_key_table(conn, keys).c.value))
+    if conn.dialect.name == "sqlite":  # one expanding parameter: no key coerced one by one
+        return ("in", keys) if len(keys) <= _CHUNK else ("json", json.dumps(keys))
     joined = ",".join(keys)
-    if joined.count(",") == len(keys) - 1 and all(keys):
-        split = sa.func.string_to_array(sa.bindparam(None, joined, type_=sa.Text), ",")
-        return column == sa.any_(split)
-    return column == sa.any_(sa.bindparam(None, keys, type_=pg_dialect.ARRAY(sa.Text)))
+    plain = joined.count(",") == len(keys) - 1 and all(keys)
+    return ("split", joined) if plain else ("array", keys)
+
+
+def _in(column: Any, form: str, value: Any = None, name: str | None = None) -> Any:
+    """``column IN`` the parameter ``name`` (None: anonymous, of ``value``) in ``form``."""
+    param = functools.partial(sa.bindparam, name, value)
+    if form == "in":
+        return column.in_(param(expanding=True))
+    if form == "array":
+        return column == sa.any_(param(type_=pg_dialect.ARRAY(sa.Text)))
+    text = param(type_=sa.Text)
+    if form == "json":
+        return column.in_(sa.select(sa.func.json_each(text).table_valued("value").alias().c.value))
+    return column == sa.any_(sa.func.string_to_array(text, ","))
 
 
 def _index_names(conn: Connection, table: str) -> set[str]:
