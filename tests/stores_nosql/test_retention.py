@@ -31,6 +31,7 @@ from typer.testing import CliRunner
 
 from lineage_sdk.collector.api import marquez
 from lineage_sdk.collector.api.history import history_lineage
+from lineage_sdk.collector.backend import Rows, Touched
 from lineage_sdk.collector.cli import app
 from lineage_sdk.collector.decode import validate_event
 from lineage_sdk.collector.engine import EngineStore
@@ -45,6 +46,7 @@ from lineage_sdk.collector.retention import (
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import LineageRecord
 from lineage_sdk.collector.stores.document_backend import DocumentBackend
+from lineage_sdk.collector.stores.memory import MemoryBackend
 from lineage_sdk.exceptions import ConfigError
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mongodb, pytest.mark.neo4j]
@@ -472,11 +474,17 @@ def test_stores_agree_after_retention_and_deletes(make_store: StoreFactory) -> N
         assert got.keys() == reference.keys() and not differ, (kind, differ[:5])
 
 
+@pytest.mark.parametrize("writer", ["same engine", "another engine"])
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres", "document"])
-def test_retention_while_the_collector_writes(make_store: StoreFactory, kind: str) -> None:
+def test_retention_while_the_collector_writes(
+    make_store: StoreFactory, kind: str, writer: str
+) -> None:
     """Batches written during a retention all land, and the end state is what the events
-    present derive (writes interleave with the short delete transactions)."""
+    present derive. The same engine's writes wait for each deletion batch (its write lock);
+    another engine's over the same database (another collector of a fleet) interleave with
+    the batches, and the deletion appends what they wrote meanwhile again."""
     store = _written(make_store, kind)
+    writing = store if writer == "same engine" else EngineStore(store.backend)
     extra = [
         validate_event(
             run_event(
@@ -493,7 +501,7 @@ def test_retention_while_the_collector_writes(make_store: StoreFactory, kind: st
 
     def write() -> None:
         for start in range(0, len(extra), 5):
-            store.write_batch(extra[start : start + 5])
+            writing.write_batch(extra[start : start + 5])
         done.set()
 
     writer = threading.Thread(target=write)
@@ -504,6 +512,53 @@ def test_retention_while_the_collector_writes(make_store: StoreFactory, kind: st
     purge_older_than([store], timedelta(days=90), now=NOW)  # the old ones written late
     kept = [r for r in (*RECORDS, *extra) if r.event_time >= CUTOFF]
     assert snapshot(store) == fresh(make_store, kind, kept)
+
+
+class _WrittenBeforeReplace(MemoryBackend):
+    """The memory backend, where another engine (another collector of a fleet, which the
+    deleting engine's lock does not hold back) writes ``late`` right before the first
+    ``replace`` of job ``load``'s rows: between the deletion's reads and its replace, where
+    their rows would be replaced away."""
+
+    def __init__(self, late: list[LineageRecord]) -> None:
+        super().__init__()
+        self.late = late
+
+    def replace(self, touched: Touched, rows: Rows) -> None:
+        if self.late and ("ns1", "load") in touched.jobs:
+            EngineStore(self).write_batch(self.late)
+            self.late = []
+        super().replace(touched, rows)
+
+
+def test_retention_keeps_what_another_engine_wrote_during_a_batch(
+    make_store: StoreFactory,
+) -> None:
+    """A deletion appends again the rows of the events another engine wrote over the same
+    database while it ran (the lock holds back only its own engine's writers)."""
+    late = [
+        validate_event(
+            run_event(
+                job="load",  # a job the old events name: its rows are replaced
+                namespace="ns1",
+                inputs=[("ns1", "a")],
+                outputs=[("ns1", f"late{i}")],
+                seconds=30 * DAY + i,
+            )
+        )
+        for i in range(5)
+    ]
+    backend = _WrittenBeforeReplace(list(late))
+    store = EngineStore(backend)
+    store.open()
+    try:
+        store.write_batch(RECORDS)
+        purge_older_than([store], timedelta(days=90), now=NOW, batch_size=1)
+        assert not backend.late  # written during a deletion
+        kept = [r for r in (*RECORDS, *late) if r.event_time >= CUTOFF]
+        assert snapshot(store) == fresh(make_store, "memory", kept)
+    finally:
+        store.close()
 
 
 def test_document_retention_reads_each_old_event_a_bounded_number_of_times(

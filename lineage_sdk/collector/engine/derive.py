@@ -87,6 +87,7 @@ __all__ = [
     "event_alias_keys",
     "event_json",
     "event_sources",
+    "keyed_least",
     "record_of",
     "run_rank",
     "source_key",
@@ -305,6 +306,24 @@ def derive_keyed(records: Iterable[LineageRecord]) -> Rows:
             seen.add(rec.event_id)
             keyed.add(rec)
     return keyed.rows()
+
+
+#: A row of keys by its id (its type's name and :func:`~lineage_sdk.collector.backend.key_of`),
+#: with its least times by field name (``first_seen``; an edge's ``declared`` too).
+LeastTimes = tuple[tuple[str, tuple[Any, ...]], dict[str, datetime | None]]
+
+
+def keyed_least(record: LineageRecord) -> list[LeastTimes]:
+    """The least times of the rows of keys ``derive_keyed([record])`` gives, by row id, without
+    making the rows: what a deletion's read ahead looks for (see
+    :class:`~lineage_sdk.collector.engine.forget.ReadAhead`)."""
+    keyed = _Keyed()
+    keyed.add(record)
+    out: list[LeastTimes] = [(("NodeRow", k), {"first_seen": t[0]}) for k, t in keyed.nodes.items()]
+    for k, (first, declared) in keyed.edges.items():
+        out.append((("EdgeRow", k), {"first_seen": first, "declared": declared}))
+    out += [(("ColumnEdgeRow", k), {"first_seen": t[0]}) for k, t in keyed.columns.items()]
+    return out
 
 
 def derive(records: Iterable[LineageRecord]) -> Rows:

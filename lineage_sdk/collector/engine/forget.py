@@ -21,26 +21,34 @@ A key's rows (nodes, edges, column edges) are derived from events by key only
 (:func:`~lineage_sdk.collector.engine.derive.derive_keyed`: the same keys and joins as
 ``derive``, without the events' text, statements, runs and mentions, about four fifths of its
 cost): the deleted events' share, the events ahead, a key derived again, the events a writer
-appended meanwhile. A run's rows (its row, its mentions) come from its own events, derived
-whole. The events read ahead are remembered, derived, until the next deletion
-(:class:`ReadAhead`, which the engine keeps): retention's next batch reads three quarters of
-them again, and parsing an event costs as much as deriving it whole.
+appended meanwhile; of the events ahead, only their rows' ids and least times, without making
+the rows (:func:`~lineage_sdk.collector.engine.derive.keyed_least`). A run's rows (its row, its
+mentions) come from its own events, derived whole. The events read ahead are remembered, so
+derived, until the next deletion (:class:`ReadAhead`, which the engine keeps): retention's next
+batch reads three quarters of them again, and parsing an event costs as much as deriving it
+whole.
 
 Every other value of a replaced key's rows is the stored one. The rules are the row types'
 (:mod:`lineage_sdk.collector.backend`): the engine reads them from the fields, so a new row
 type, node kind or mention role needs nothing here, as long as its least values are event times
-(a key's new row type is ``derive_keyed``'s too: ``tests/stores_nosql/test_derive_rows.py``).
+(a key's new row type is ``derive_keyed``'s too, and ``keyed_least``'s, or its rows are never
+found ahead and their keys are derived again: ``tests/stores_nosql/test_derive_rows.py``).
 
-A writer may append an event of a replaced key between the reads and the ``replace``: its rows
-would be replaced away. So the engine notes, before reading, the last time a touched key was
-seen and how many events are not newer; after ``replace`` it derives the events newer than that
-time and appends their rows to the replaced keys (appends are joins: rows appended twice are no
-harm). If an event not newer was written meanwhile (the count grew), it derives the replaced
-keys again from all their remaining events and appends those rows. Backends write an event's
-row no later than its derived rows, in one transaction (sql, memory); the document backend
-writes them one after the other, and an append caught between the two when the count is taken
-is the one it can miss.
-Two deletions at once are not supported (the count is not a fingerprint then).
+A writer through the same engine waits for a deletion batch: the engine holds its write lock
+(:attr:`Engine.writing`) for the batch, as each append does, so the writer waits off the GIL
+(as it waited on the database for the stores before the engine) instead of sharing the GIL with
+the batch's Python, and the batch meets no append of its own engine. Another process (a fleet
+shares one database) may append an event of a replaced key between the reads and the
+``replace``: its rows would be replaced away. So the engine notes, before reading, the last
+time a touched key was seen and how many events are not newer; after ``replace`` it derives the
+events newer than that time and appends their rows to the replaced keys (appends are joins:
+rows appended twice are no harm). If an event not newer was written meanwhile (the count
+grew), it derives the replaced keys again from all their remaining events and appends those
+rows. Backends write an event's row no later than its derived rows, in one transaction (sql,
+memory); the document backend writes them one after the other, and an append caught between
+the two when the count is taken is the one it can miss.
+Two deletions at once from two processes are not supported (the count is not a fingerprint
+then); one engine's deletions take turns (the lock).
 """
 
 from __future__ import annotations
@@ -64,14 +72,15 @@ from lineage_sdk.collector.backend import (
     RunRow,
     Touched,
     key_of,
-    merge,
 )
 from lineage_sdk.collector.engine.derive import (
+    LeastTimes,
     alias_of_key,
     derive,
     derive_keyed,
     event_alias_keys,
     event_sources,
+    keyed_least,
     record_of,
     source_of_key,
 )
@@ -274,27 +283,27 @@ def _changed(stored: Any, gone: Any) -> list[str] | None:
 
 
 class ReadAhead:
-    """The events a deletion read ahead, each with its rows of keys (``derive_keyed`` of it
-    alone, by row id), remembered until the next deletion (:meth:`turn`): retention's next batch
-    reads three quarters of them again, and parsing an event costs as much as deriving it
-    whole. An event is known by its id and its text (one text derives one set of rows), so a
-    stale entry is never used. The engine keeps one (:meth:`Engine.delete_events`)."""
+    """The events a deletion read ahead, each with the least times of its rows of keys (those of
+    ``derive_keyed`` of it alone, by row id, made without the rows: :func:`keyed_least`),
+    remembered until the next deletion (:meth:`turn`): retention's next batch reads three
+    quarters of them again, and parsing an event costs as much as deriving it whole. An event is
+    known by its id and its text (one text derives one set of rows), so a stale entry is never
+    used. The engine keeps one (:meth:`Engine.delete_events`)."""
 
     __slots__ = ("_kept", "_used")
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[str, list[tuple[tuple[str, Any], Any]]]] = {}
-        self._used: dict[str, tuple[str, list[tuple[tuple[str, Any], Any]]]] = {}
+        self._kept: dict[str, tuple[str, list[LeastTimes]]] = {}
+        self._used: dict[str, tuple[str, list[LeastTimes]]] = {}
 
-    def rows(self, events: Iterable[EventRow]) -> Iterator[tuple[tuple[str, Any], Any]]:
-        """Each event's rows of keys with their ids (an event twice: its rows twice, which a
-        join does not mind)."""
+    def least(self, events: Iterable[EventRow]) -> Iterator[LeastTimes]:
+        """Each event's rows of keys: their ids with their least times (an event twice: its
+        rows twice, which a join does not mind)."""
         kept, used = self._kept, self._used
         for event in events:
             known = used.get(event.event_id) or kept.get(event.event_id)
             if known is None or known[0] != event.json:
-                rows = _derived(derive_keyed([record_of(event)]))
-                known = (event.json, [(_rid(row), row) for row in rows])
+                known = (event.json, keyed_least(record_of(event)))
             used[event.event_id] = known
             yield from known[1]
 
@@ -316,21 +325,25 @@ def _ahead(
     (the document backend reads on only as the pages are taken; pages that doubled read a
     third more than retention needs), none at or after ``until`` (past the touched keys' last
     time: a range read with both ends needs no search for its end); the rows found, and the
-    owners of those not found."""
+    owners of those not found. A row is found once an event ahead holds each of its names:
+    events come by time, so the first to hold one holds its least."""
     found: dict[tuple[str, Any], Any] = {}
     since = min(getattr(row, name) for row, names in pending.values() for name in names)
-    joined: dict[tuple[str, Any], Any] = {}
+    least: dict[tuple[str, Any], dict[str, Any]] = {}
     ahead = iter(backend.events(since=since, until=until, limit=_AHEAD * size))
     while pending and (page := list(islice(ahead, size))):
-        for rid, row in memo.rows(page):
-            if rid in pending:
-                have = joined.get(rid)
-                joined[rid] = row if have is None else merge(have, row)
-        for rid, (row, names) in list(pending.items()):
-            ahead_row = joined.get(rid)
-            values = {n: None if ahead_row is None else getattr(ahead_row, n) for n in names}
-            if all(v is not None for v in values.values()):
-                found[rid] = replace(row, **values)
+        for rid, times in memo.least(page):
+            entry = pending.get(rid)
+            if entry is None:
+                continue
+            row, names = entry
+            have = least.setdefault(rid, {})
+            for name in names:
+                value = times.get(name)
+                if value is not None and (name not in have or value < have[name]):
+                    have[name] = value
+            if len(have) == len(names):
+                found[rid] = replace(row, **have)
                 del pending[rid]
     return found, {o for row, _ in pending.values() if (o := _owner(row)) is not None}
 

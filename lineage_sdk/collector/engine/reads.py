@@ -9,6 +9,7 @@ knows how a backend stores a row, and no backend knows what a row means.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -211,6 +212,10 @@ class Engine:
         self.backend = backend
         self.name = backend.name
         self._read_ahead = ReadAhead()  # what a deletion read ahead, for the next batch's
+        #: Held by each append through this engine and by a deletion batch whole, so a writer
+        #: waits (off the GIL) while a batch derives, as it waited on the database for the
+        #: stores before the engine, and the batch meets no append of its own engine.
+        self.writing = threading.Lock()
 
     # -- the lineage walk ----------------------------------------------------------------------
 
@@ -836,8 +841,10 @@ class Engine:
         return {r.event_id for r in self.backend.events(ids=set(event_ids))}
 
     def delete_events(self, event_ids: Sequence[str]) -> int:
-        """Remove these events and leave the derived rows equal to what the rest derive."""
-        return forget(self.backend, event_ids, self._read_ahead)
+        """Remove these events and leave the derived rows equal to what the rest derive
+        (holding :attr:`writing`: this engine's writers wait for the batch)."""
+        with self.writing:
+            return forget(self.backend, event_ids, self._read_ahead)
 
 
 def _share(

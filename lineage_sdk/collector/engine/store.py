@@ -96,12 +96,15 @@ class EngineStore(Engine):
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
         warn_skipped(records)  # once per write: not on a deletion's or an open's derivation
-        self.backend.append(derive(records))
+        rows = derive(records)  # before the lock: a deletion batch may hold it
+        with self.writing:
+            self.backend.append(rows)
 
     def write_rows(self, rows: Rows) -> None:
         """Append rows :func:`derive` made of a batch (a composite of several engine stores
         derives each batch once for all of them)."""
-        self.backend.append(rows)
+        with self.writing:
+            self.backend.append(rows)
 
     def missing(self) -> list[str]:
         """What :meth:`open` would create or copy (``lineage-collector check``), found without
