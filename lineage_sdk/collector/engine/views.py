@@ -534,7 +534,7 @@ def view_graph(
     entries: dict[Key, dict[str, Any]] = {}
     if granularity == "parent" and window.until is None:  # the fold read them: no second read
         entries = {j: latest_entry(folding.latest[j]) for j in jobs if j in folding.latest}
-        jobs_left = [j for j in jobs if j not in folding.root and j not in folding.links]
+        jobs_left = [j for j in jobs if j not in folding.links]  # every job it rooted among them
     else:
         jobs_left = jobs
     entries.update(latest_runs(jobs_left, window.until))
