@@ -219,6 +219,42 @@ def test_postgres_connections_run_without_jit(pg_url):
         store.close()
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize(("default", "reads"), [(None, {"IDLE"}), ("serializable", {"INTRANS"})])
+def test_postgres_reads_run_in_autocommit_at_read_committed(pg_url, default, reads):
+    """At READ COMMITTED (PostgreSQL's default) a statement has a snapshot of its own in a
+    transaction or not, so the backend reads in autocommit: no BEGIN and ROLLBACK round trips
+    around each of the parent view's ~28 reads an answer (docs/design/engine.md section 12).
+    The connection is out of a transaction after each read statement (psycopg's status), in one
+    after each write statement. A server set to a stricter level keeps reads in transactions:
+    a page and its count read in one snapshot."""
+    from lineage_sdk.collector.api import queries
+
+    url = pg_url if default is None else f"{pg_url}%20-cdefault_transaction_isolation%3D{default}"
+    store = EngineStore(SqlBackend(url))
+    store.open()
+    seen: list[tuple[str, str]] = []
+
+    def status(conn: sa.Connection, _cursor, statement: str, *_args) -> None:
+        dbapi = conn.connection.dbapi_connection
+        seen.append((statement.split()[0].upper(), dbapi.info.transaction_status.name))
+
+    sa.event.listen(_backend(store)._db, "after_cursor_execute", status)
+    try:
+        app = str(uuid.uuid4())
+        child = run_event(job="task", parent=(app, "tests", "app"), outputs=[("ns", "d")])
+        _write(store, run_event(job="app", run_id=app), child)
+        assert seen and {s for _, s in seen} == {"INTRANS"}, seen
+        seen.clear()
+        answer = queries.lineage(store, "job:tests:task", depth=10, granularity="parent")
+        assert "job:tests:app" in str(answer["graph"])
+        assert store.count_events() == 2
+        assert len(seen) > 3 and {verb for verb, _ in seen} == {"SELECT"}, seen
+        assert {s for _, s in seen} == reads, seen
+    finally:
+        store.close()
+
+
 def _indexes_after_reopening(store: EngineStore, *ddl: str) -> set[str]:
     """Run ``ddl`` on a store holding one event (an older database), reopen it, and list the
     events table's indexes then; what it holds is checked untouched."""

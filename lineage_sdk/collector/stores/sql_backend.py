@@ -97,12 +97,11 @@ _CHUNK = 500  # keys per IN list: under SQLite's oldest variable limit (999)
 _WRITE_OPTION = "lineage_write"
 #: SQLite's busy timeout (seconds), and the bound on retrying what SQLite refuses at once.
 _BUSY_S = 30.0
-#: SQLite's WAL pages before a commit checkpoints them into the file (SQLite's default: 1,000,
-#: 4 MB). A batch of 200 events dirties about 1,400 pages, so at the default every commit
-#: checkpointed and copied each page again; at 10,000 a checkpoint comes every seven batches
-#: or so and copies a page once however many of them rewrote it. 20,000 bench_million events
-#: in batches of 200: the commits' process CPU 1.08-1.12 s -> 0.67-0.74 s, the whole write's
-#: 5.42-5.61 -> 5.00-5.38 s (three alternated runs each). The WAL file grows to about 40 MB.
+#: SQLite's WAL pages before a commit checkpoints them into the file (default 1,000, 4 MB). A
+#: batch of 200 events dirties about 1,400 pages: at the default each commit checkpointed; at
+#: 10,000 one in seven or so does, copying a page once however often it was rewritten. 20,000
+#: bench_million events in batches of 200 (three alternated runs each): the commits' process CPU
+#: 1.08-1.12 -> 0.67-0.74 s, the whole write's 5.42-5.61 -> 5.00-5.38 s. The WAL grows to ~40 MB.
 _WAL_CHECKPOINT_PAGES = 10_000
 
 
@@ -440,9 +439,9 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         text("dataset_name"),
         time("first_seen"),
         time("declared", null=True),
-        # SQLite: the rows in the key's b-tree, and the dataset side's index covering the row,
-        # so a walk's step reads no other page (a 300-key step: 1.6 -> 0.6 ms). PostgreSQL's
-        # btree takes no 10,000-character names; it reads the rows from the heap.
+        # SQLite: the rows in the key's b-tree, the dataset side's index covering them, so a
+        # walk's step reads no other page (a 300-key step: 1.6 -> 0.6 ms). PostgreSQL's btree
+        # takes no 10,000-character names: it reads the rows from the heap.
         sqlite_with_rowid=False,
     )
     index("edge_dataset", edge.c.dataset_key, edge.c.io).ddl_if(dialect="postgresql")
@@ -501,12 +500,11 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         time("first_seen"),
         time("last_seen"),
         sa.Column("holds", sa.Integer, nullable=False),  # bits of _HOLDS_BITS
-        # A rowid table on SQLite: a batch moves the last_seen of most nodes it names, which
-        # rewrote each row in a WITHOUT ROWID b-tree and updates it in place here (the key's
-        # index is left alone). 20,000 bench_million events: the node upserts' process CPU
-        # 0.43-0.44 -> 0.31 s, the write's 5.14-5.23 -> 4.87-5.16 s (three alternated runs);
-        # a read by key seeks the index and then the row (the walk reads no node rows). A
-        # database made WITHOUT ROWID by an earlier release keeps its table: both work.
+        # A rowid table on SQLite: a batch moves the last_seen of most nodes it names, rewriting
+        # each row of a WITHOUT ROWID b-tree but updated in place here (the key's index left
+        # alone). 20,000 bench_million events, three alternated runs: the node upserts' CPU
+        # 0.43-0.44 -> 0.31 s, the write's 5.14-5.23 -> 4.87-5.16 s. A read by key seeks the index,
+        # then the row (walks read none); an earlier release's WITHOUT ROWID table is kept.
     )
     index("node_order", node.c.kind, _prefix(node.c.ns), _prefix(node.c.name))
 
@@ -830,6 +828,7 @@ class SqlBackend:
         self._t = _tables(self._metadata, table_prefix)
         self._statements: dict[tuple[Any, ...], Any] = {}  # the reads', by shape: see _built
         self._engine: Engine | None = None
+        self._reads: Engine | None = None  # the reads' (see open)
         self._writes: dict[str, dict[str, _Write]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -872,6 +871,9 @@ class SqlBackend:
                 with _changing_schema(engine, self._prefix) as conn:
                     self._metadata.create_all(conn, checkfirst=True)
             self._add_missing_indexes(engine)
+            # Autocommit reads where a statement has its own snapshot anyway (engine.md, 12).
+            rc = engine.dialect.default_isolation_level == "READ COMMITTED"  # SQLite: SERIALIZABLE
+            self._reads = engine.execution_options(isolation_level="AUTOCOMMIT") if rc else engine
         except (ConfigError, StoreError):
             raise
         except (sa_exc.SQLAlchemyError, ImportError, OSError) as exc:
@@ -896,7 +898,7 @@ class SqlBackend:
     def close(self) -> None:
         if self._engine is not None:
             self._engine.dispose()
-            self._engine = None
+            self._engine = self._reads = None
 
     def missing(self) -> list[str]:
         """What :meth:`open` would create (tables, indexes), found without creating anything
@@ -932,7 +934,7 @@ class SqlBackend:
     # -- connections and errors ---------------------------------------------------------------
 
     def _reading(self) -> contextlib.AbstractContextManager[Connection]:
-        return sql_reading(self._db, self.name, self.address)
+        return sql_reading(self._reads or self._db, self.name, self.address)
 
     def _writing(self, work: Callable[[Connection], _T]) -> _T:
         return sql_writing(self._db, self.name, self.address, work)
@@ -1526,9 +1528,8 @@ def _created_on(index: sa.Index, dialect: Dialect) -> bool:
 
 # -- the layout of the releases before the engine ----------------------------------------------
 
-#: The tables of the sql store of the releases before the engine, without their prefix (the
-#: events first: the only one read). None of them is a table of :func:`_tables` (the new
-#: layout), so dropping them never touches the new tables.
+#: The tables of the sql store of the releases before the engine, without their prefix (events
+#: first: the only one read); none is one of :func:`_tables`', so dropping them spares the new.
 PRE_ENGINE_TABLES = (
     "events",
     "jobs",
