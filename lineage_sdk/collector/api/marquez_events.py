@@ -39,6 +39,7 @@ Marquez derives from the same events:
 
 from __future__ import annotations
 
+import functools
 import heapq
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -229,15 +230,16 @@ def _fields(
     if tags is None:
         tags = _tags_by_field(facets) if items else {}
     for item in items if isinstance(items, list) else ():
-        item = json_object(item)
-        if not isinstance(item.get("name"), str):
+        get = json_object(item).get
+        name, kind, description = get("name"), get("type"), get("description")
+        if not isinstance(name, str):
             continue
-        field: dict[str, Any] = {"name": item["name"]}
-        if isinstance(item.get("type"), str):
-            field["type"] = item["type"]
-        field["tags"] = tags.get(item["name"], [])
-        if isinstance(item.get("description"), str):
-            field["description"] = item["description"]
+        field: dict[str, Any] = {"name": name}
+        if isinstance(kind, str):
+            field["type"] = kind
+        field["tags"] = tags.get(name, [])
+        if isinstance(description, str):
+            field["description"] = description
         out.append(field)
     return out
 
@@ -575,11 +577,14 @@ def _parent_fields(name: str, parent: tuple[str, str] | None) -> dict[str, Any]:
         return {"simpleName": name}
     prefix = parent[1] + "."
     simple = name[len(prefix) :] if name.startswith(prefix) and len(name) > len(prefix) else name
-    return {
-        "simpleName": simple,
-        "parentJobName": parent[1],
-        "parentJobUuid": _derived_id("job", *parent),
-    }
+    return {"simpleName": simple, "parentJobName": parent[1], "parentJobUuid": _job_uuid(*parent)}
+
+
+@functools.lru_cache(maxsize=4096)
+def _job_uuid(namespace: str, name: str) -> str:
+    """A parent job's derived UUID, remembered: a graph's jobs share a few parents (their DAGs),
+    and a ``uuid5`` costs more than the rest of a job's parent fields."""
+    return _derived_id("job", namespace, name)
 
 
 def job_details(namespace: str, name: str, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -856,9 +861,12 @@ class NodeFold:
             done = event.get("eventType") == "COMPLETE"
             for section in ("inputs", "outputs", "dataset"):
                 value = event.get(section)
+                if value is None:
+                    continue  # no entry (an entry of None names no dataset)
                 wrote = at if done and section == "outputs" else None
-                for entry in value if isinstance(value, list) else [value]:
-                    facets = json_object(json_object(entry).get("facets"))
+                for entry in value if isinstance(value, list) else (value,):
+                    found = (entry if type(entry) is dict else json_object(entry)).get("facets")
+                    facets = found if type(found) is dict else json_object(found)
                     if not facets and wrote is None:
                         continue  # adds nothing to any dataset: its name is not worked out
                     key = entry_name(entry)
@@ -910,9 +918,12 @@ class NodeFold:
         """``DatasetData``'s fields of the dataset beside its identity (see the class)."""
         key = (namespace, name)
         entries = self._entries.get(key, [])
-        facets: dict[str, Any] = {}
-        for entry_facets, _ in entries:
-            facets.update(entry_facets)
+        facets: Mapping[str, Any] = entries[0][0] if len(entries) == 1 else {}
+        if len(entries) > 1:  # one entry's facets are only read here: merged, not copied
+            merged: dict[str, Any] = {}
+            for entry_facets, _ in entries:
+                merged.update(entry_facets)
+            facets = merged
         data: dict[str, Any] = {"type": "DB_TABLE", "physicalName": name}
         self._times("DATASET", key, data)
         data["sourceName"] = _source_name(facets)
