@@ -273,3 +273,35 @@ def test_a_run_id_named_by_two_jobs_answers_as_the_fold(
         for job, seconds in (("ja", 4), ("jb", 6))
     }
     assert latest["jb"] == shared and latest["ja"] != shared, latest
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_as_of_is_the_present_from_the_newest_event_on(
+    make_store: StoreFactory, kind: str
+) -> None:
+    """``asOf`` T answers the present (with Marquez's node facts) when no event is later than
+    T: ``has_events_after`` reads the events from a microsecond after T (the newest event's
+    time was a scan of every event on FalkorDB). Strict to the microsecond, a DatasetEvent
+    counting as any event, on every backend."""
+    store = make_store(kind)
+    assert not store.has_events_after(at_(0))  # an empty store: always the present
+    newest = at_(7.25)
+    events = [
+        run_event(job="ja", event_type="START", seconds=1, inputs=[("ns", "a0")]),
+        run_event(job="ja", event_type="COMPLETE", seconds=7.25, outputs=[("ns", "a1")]),
+    ]
+    store.write_batch(records(*events))
+    micro = timedelta(microseconds=1)
+    assert store.has_events_after(newest - micro)
+    assert not store.has_events_after(newest)
+    assert not store.has_events_after(newest + timedelta(days=3650))
+    dataset_event = {**events[1], "dataset": {"namespace": "ns", "name": "a1"}}
+    for key in ("run", "job", "inputs", "outputs"):
+        dataset_event.pop(key, None)
+    dataset_event["eventTime"] = (newest + micro).isoformat().replace("+00:00", "Z")
+    dataset_event["schemaURL"] = (
+        "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent"
+    )
+    store.write_batch(records(dataset_event))
+    assert store.has_events_after(newest)
+    assert not store.has_events_after(newest + micro)

@@ -804,13 +804,13 @@ class Sight(Engine):
     def dataset_namespaces(self) -> list[str]:
         return [ns for ns in self._all.dataset_namespaces() if self.readable(ns)]
 
-    def newest_event_time(self) -> datetime | None:
-        """The newest readable event's time."""
+    def has_events_after(self, at: datetime) -> bool:
+        """Whether the newest readable event is later than ``at``."""
         found = self.lineage_events(limit=1)
         try:
-            return parse_event_time(found[0].get("eventTime")) if found else None
+            return bool(found) and parse_event_time(found[0].get("eventTime")) > at
         except InvalidEventError:
-            return None
+            return False
 
     def sources(self, name: str | None = None) -> list[SourceUse]:
         """The sources as the readable datasets name them."""

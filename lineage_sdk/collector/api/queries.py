@@ -236,8 +236,7 @@ def _fold_nodes(store: Engine, answer: dict[str, Any], *, schemas: bool = False)
 
 def _at_present(store: Engine, as_of: datetime) -> bool:
     """Whether no event the store holds is later than ``as_of``: the past is then the present."""
-    newest = store.newest_event_time()
-    return newest is None or newest <= as_of
+    return not store.has_events_after(as_of)
 
 
 def _as_asked(answer: dict[str, Any], asked: str, node: str) -> dict[str, Any]:

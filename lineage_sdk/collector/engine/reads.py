@@ -618,10 +618,11 @@ class Engine:
                 out.append((node_type, *row.key))
         return out[:limit]
 
-    def newest_event_time(self) -> datetime | None:
-        """The time of the newest stored event (None: there is none)."""
-        rows = self.backend.events(descending=True, limit=1)
-        return rows[0].event_time if rows else None
+    def has_events_after(self, at: datetime) -> bool:
+        """Whether a stored event is later than ``at``: one read of the events from just after
+        it, where the newest event's time cost a scan of every event on a server that pages a
+        time range by sorting it (FalkorDB: 0.72 s an ``asOf`` answer at 200,000 events)."""
+        return bool(self.backend.events(since=at + _MICROSECOND, limit=1))
 
     def count_events(self) -> int:
         """Number of stored events (tests, tooling)."""
