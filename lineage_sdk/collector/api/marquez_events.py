@@ -865,8 +865,7 @@ class NodeFold:
                     continue  # no entry (an entry of None names no dataset)
                 wrote = at if done and section == "outputs" else None
                 for entry in value if isinstance(value, list) else (value,):
-                    found = (entry if type(entry) is dict else json_object(entry)).get("facets")
-                    facets = found if type(found) is dict else json_object(found)
+                    facets = json_object(json_object(entry).get("facets"))
                     if not facets and wrote is None:
                         continue  # adds nothing to any dataset: its name is not worked out
                     key = entry_name(entry)
@@ -918,12 +917,10 @@ class NodeFold:
         """``DatasetData``'s fields of the dataset beside its identity (see the class)."""
         key = (namespace, name)
         entries = self._entries.get(key, [])
-        facets: Mapping[str, Any] = entries[0][0] if len(entries) == 1 else {}
-        if len(entries) > 1:  # one entry's facets are only read here: merged, not copied
-            merged: dict[str, Any] = {}
-            for entry_facets, _ in entries:
-                merged.update(entry_facets)
-            facets = merged
+        # One entry's facets are only read here: used as they are, several merged (later win).
+        facets: Mapping[str, Any] = (
+            entries[0][0] if len(entries) == 1 else {k: v for f, _ in entries for k, v in f.items()}
+        )
         data: dict[str, Any] = {"type": "DB_TABLE", "physicalName": name}
         self._times("DATASET", key, data)
         data["sourceName"] = _source_name(facets)

@@ -96,9 +96,7 @@ class EngineStore(Engine):
 
     def write_batch(self, records: Sequence[LineageRecord]) -> None:
         warn_skipped(records)  # once per write: not on a deletion's or an open's derivation
-        rows = derive(records)  # before the lock: a deletion batch may hold it
-        with self.writing:
-            self.backend.append(rows)
+        self.write_rows(derive(records))  # derived before the lock: a deletion may hold it
 
     def write_rows(self, rows: Rows) -> None:
         """Append rows :func:`derive` made of a batch (a composite of several engine stores
