@@ -35,8 +35,15 @@ CRASH_AFTER_S = 15.0
 
 
 def _recorded(ids_file: Path) -> list[tuple[str, float]]:
+    """The lines the app finished writing.
+
+    SIGKILL can cut a write that crosses a page boundary short (the kernel checks for a fatal
+    signal between pages), so the last line may be torn: ``<id> 1796`` for ``<id> 1796628630.6``.
+    That run returned within the window; its time is unknown, so it is left out.
+    """
+    text = ids_file.read_text()
     out = []
-    for line in ids_file.read_text().splitlines():
+    for line in text[: text.rfind("\n") + 1].splitlines():
         parts = line.split()
         if len(parts) == 2:
             out.append((parts[0], float(parts[1])))
