@@ -38,7 +38,7 @@ import secrets
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 from lineage_sdk.collector.api.history import of_dataset
@@ -46,7 +46,7 @@ from lineage_sdk.collector.backend import Io, Key, Position
 from lineage_sdk.collector.columns import parse_column_node
 from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
-from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse
+from lineage_sdk.collector.engine.reads import NodeFacts, SourceUse, as_of_before
 from lineage_sdk.collector.engine.views import ALWAYS, Readable, ViewGraph, Window
 from lineage_sdk.collector.namespaces import NamespaceScope
 from lineage_sdk.collector.records import build_record, parse_event_time
@@ -647,7 +647,7 @@ class Sight(Engine):
             window=window,
             readable=grant,
         )
-        until = None if window.until is None else window.until - timedelta(microseconds=1)
+        until = None if window.until is None else as_of_before(window.until)
         self._seen_latest_runs(view.graph, until)
         return view
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from lineage_sdk.collector.api import marquez, marquez_events
@@ -36,6 +36,7 @@ from lineage_sdk.collector.columns import (
 )
 from lineage_sdk.collector.engine import Engine
 from lineage_sdk.collector.engine.lineage_facet import FacetLineage, facet_lineage
+from lineage_sdk.collector.engine.reads import until_of
 from lineage_sdk.collector.keyed import keyed_graph, walk_keys
 from lineage_sdk.collector.records import build_record, parse_event_time
 from lineage_sdk.collector.store import (
@@ -226,7 +227,7 @@ def history_records(
     """
     if run_id is not None:
         return list(_records(run_scope_events(store, run_id, as_of=as_of)))
-    until = None if as_of is None else as_of + timedelta(microseconds=1)
+    until = None if as_of is None else until_of(as_of)
     raws = list(store.iter_raw_events(until=until))
     stored = (raw.data() for raw in raws)
     found = _records(stored, (raw.event_id for raw in raws))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from lineage_sdk.collector.api import marquez, marquez_events
@@ -30,7 +30,7 @@ from lineage_sdk.collector.columns import (
     parse_column_node,
 )
 from lineage_sdk.collector.engine import Engine
-from lineage_sdk.collector.engine.reads import NodeFacts, shared_edges
+from lineage_sdk.collector.engine.reads import NodeFacts, as_of_before, shared_edges
 from lineage_sdk.collector.engine.statements import StatedVersion, Statement, carriers
 from lineage_sdk.collector.engine.views import ALWAYS, Window, parse_run_node
 from lineage_sdk.collector.store import (
@@ -118,7 +118,7 @@ def lineage(
     """
     window = Window(since, until)
     if granularity == "job" and since is None and until is not None:
-        as_of = until - timedelta(microseconds=1)
+        as_of = as_of_before(until)
     asked = node
     if parse_run_node(node) is not None:
         return _view(
@@ -189,7 +189,7 @@ def _view(
     answer = marquez.lineage_view(graph, view.edge_data)
     if granularity == "job":
         jobs = [(n.namespace, n.name) for n in graph.nodes.values() if n.type == "JOB"]
-        as_of = None if window.until is None else window.until - timedelta(microseconds=1)
+        as_of = None if window.until is None else as_of_before(window.until)
         _declare(answer, declared_ids(store.declared(jobs, as_of=as_of)))
     bounded(answer, graph.truncated, node_limit, graph.omitted)
     answer["granularity"] = granularity
@@ -542,7 +542,7 @@ def column_lineage(
     (:meth:`Engine.column_lineage`); ``until`` alone is ``asOf`` a microsecond before it."""
     window = Window(since, until)
     if since is None and until is not None:
-        as_of, window = until - timedelta(microseconds=1), ALWAYS
+        as_of, window = as_of_before(until), ALWAYS
     root = parse_column_node(node)
     asked, asked_node = root, node
     node = _dataset_root(store, node, root)

@@ -79,7 +79,7 @@ from lineage_sdk.models.constants import HEARTBEAT_FACET_KEY
 from lineage_sdk.models.json_exact import loads_exact
 from lineage_sdk.models.run_state import heartbeat_interval, state_key
 
-__all__ = ["Engine", "NodeFacts", "SourceUse", "shared_edges", "until_of"]
+__all__ = ["Engine", "NodeFacts", "SourceUse", "as_of_before", "shared_edges", "until_of"]
 
 _MICROSECOND = timedelta(microseconds=1)
 #: The most sources of an alias's mentions a resolution reads (the first mentions decide), and
@@ -111,6 +111,11 @@ def shared_edges() -> Iterator[None]:
 def until_of(as_of: datetime) -> datetime:
     """``asOf`` T (inclusive, as the API means it) as the backends' exclusive ``until``."""
     return as_of + _MICROSECOND
+
+
+def as_of_before(until: datetime) -> datetime:
+    """The inclusive ``asOf`` whose exclusive ``until`` is ``until`` (:func:`until_of` undone)."""
+    return until - _MICROSECOND
 
 
 def _text(argument: str, value: object) -> str:
@@ -270,8 +275,8 @@ class Engine:
             if readable is not None and not readable(namespace):
                 raise LookupError(f"nothing is recorded for {node!r}")
             if window.until is not None:
-                if not self._known_as_of(node, window.until - _MICROSECOND):
-                    raise unknown_as_of(node, window.until - _MICROSECOND)
+                if not self._known_as_of(node, as_of_before(window.until)):
+                    raise unknown_as_of(node, as_of_before(window.until))
             elif not self.has_node(node_type, namespace, name):
                 raise LookupError(f"nothing is recorded for {node!r}")
             root = (node_type, (namespace, name))
@@ -622,7 +627,7 @@ class Engine:
         """Whether a stored event is later than ``at``: one read of the events from just after
         it, where the newest event's time cost a scan of every event on a server that pages a
         time range by sorting it (FalkorDB: 0.72 s an ``asOf`` answer at 200,000 events)."""
-        return bool(self.backend.events(since=at + _MICROSECOND, limit=1))
+        return bool(self.backend.events(since=until_of(at), limit=1))  # the first after ``at``
 
     def count_events(self) -> int:
         """Number of stored events (tests, tooling)."""
