@@ -805,7 +805,9 @@ class Sight(Engine):
         return [ns for ns in self._all.dataset_namespaces() if self.readable(ns)]
 
     def has_events_after(self, at: datetime) -> bool:
-        """Whether the newest readable event is later than ``at``."""
+        """Whether the newest stored event is later than ``at`` when this key reads it (an
+        unreadable newest event answers False, as if none were later: the answer is then the
+        present one, its nodes still the readable ones)."""
         found = self.lineage_events(limit=1)
         try:
             return bool(found) and parse_event_time(found[0].get("eventTime")) > at

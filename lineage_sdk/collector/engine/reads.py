@@ -275,8 +275,9 @@ class Engine:
             if readable is not None and not readable(namespace):
                 raise LookupError(f"nothing is recorded for {node!r}")
             if window.until is not None:
-                if not self._known_as_of(node, as_of_before(window.until)):
-                    raise unknown_as_of(node, as_of_before(window.until))
+                as_of = as_of_before(window.until)
+                if not self._known_as_of(node, as_of):
+                    raise unknown_as_of(node, as_of)
             elif not self.has_node(node_type, namespace, name):
                 raise LookupError(f"nothing is recorded for {node!r}")
             root = (node_type, (namespace, name))
