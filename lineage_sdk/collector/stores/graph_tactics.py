@@ -56,7 +56,8 @@ class GraphTactics:
     #: Index statements run at ``open`` (errors, such as "already indexed", are ignored).
     schema: tuple[str, ...] = _NEO4J_SCHEMA
     #: Events by time alone are read in time windows sorted one at a time, each row checked
-    #: against its window here, instead of one ``ORDER BY .. SKIP .. LIMIT`` over the range.
+    #: against its window (:func:`~.falkordb.windowed_events`), instead of one ``ORDER BY ..
+    #: SKIP .. LIMIT`` over the range.
     window_events: bool = False
     #: Runs of jobs matched by ``jobKey IN $keys`` instead of ``UNWIND`` and an equality.
     runs_by_in: bool = False

@@ -305,6 +305,8 @@ _HOLDS_BITS: dict[NodeKind, int] = {"JOB": 1, "DATASET": 2, "NAMESPACE": 4}
 _NO_JOB = ""  # the key column of a row without a job (key columns cannot be NULL)
 #: 'run' as SQL text: a partial index serves only a query holding its term as written.
 _NOT_RUN: sa.ColumnClause[str] = sa.literal_column("'run'")
+#: 'parent' as SQL text, for the same reason (the parent mentions' index).
+_PARENT: sa.ColumnClause[str] = sa.literal_column("'parent'")
 _TRANSIENT = (
     sa_exc.OperationalError,
     sa_exc.InterfaceError,
@@ -377,23 +379,23 @@ class _Time(UTCDateTime):
 
     def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], Any] | None:
         if dialect.name == "sqlite":
-            return lambda value: None if value is None else _sqlite_parsed(value)
+            return _sqlite_parsed
         return super().result_processor(dialect, coltype)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _sqlite_parsed(value: str) -> datetime:
-    """A time as read, remembered: a job's edges, node and runs share its first event's time,
-    and a walk reads each several times (a hit costs a tenth of a parse)."""
-    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+def _sqlite_parsed(value: str | None) -> datetime | None:
+    """A time as read (None as None), remembered: a job's edges, node and runs share its first
+    event's time, and a walk reads each several times (a hit costs a tenth of a parse)."""
+    return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
 def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
     def table(name: str, *items: Any, **options: Any) -> sa.Table:
         return sa.Table(f"{prefix}{name}", metadata, *items, **options)
 
-    def index(name: str, *columns: Any) -> sa.Index:
-        return sa.Index(f"ix_{prefix}{name}", *columns)
+    def index(name: str, *columns: Any, **options: Any) -> sa.Index:
+        return sa.Index(f"ix_{prefix}{name}", *columns, **options)
 
     # Columns are NOT NULL unless null=True.
     def time(name: str, *, null: bool = False) -> sa.Column[Any]:
@@ -523,6 +525,11 @@ def _tables(metadata: sa.MetaData, prefix: str) -> dict[str, sa.Table]:
         sa.PrimaryKeyConstraint("source", "source_id", "kind", "node_key", "role"),
         index("mentions_node", "kind", "node_key"),
     )
+    # A job's children (the parent view): found among every mention of each job asked before, a
+    # table row each (five runs a job at the million). SQLite only, as edge_dataset_rows.
+    covering = ("kind", "node_key", "role", "source", "source_id", "first_seen", "detail")
+    on_parents = {"sqlite_where": mentions.c.role == _PARENT}
+    index("mentions_parent", *map(mentions.c.get, covering), **on_parents).ddl_if(dialect="sqlite")
     # What the backend keeps of itself: the derivation version (``derivation``).
     meta = table("meta", text("name", key=True), sa.Column("value", sa.Integer, nullable=False))
     tables = (ev, edge, run, coledge, node, mentions, meta)
@@ -1354,19 +1361,23 @@ class SqlBackend:
             return []
         hashes = {_key_hash(*k): (k[0], k[1]) for k in keys}
         m = self._t["mentions"]
+        parents = roles is not None and set(roles) == {"parent"}  # see _PARENT
         with self._reading() as conn:
             form, value = _keys_param(conn, hashes)
 
             def build() -> Any:
                 query = sa.select(m).where(m.c.kind == sa.bindparam("kind"))
                 query = query.where(_in(m.c.node_key, form, None, "keys"))
-                if roles is not None:
+                if parents:
+                    query = query.where(m.c.role == _PARENT)
+                elif roles is not None:
                     query = query.where(m.c.role.in_(sa.bindparam("roles", expanding=True)))
                 if until is not None:
                     query = query.where(m.c.first_seen < _UNTIL)
                 return query.where(m.c.detail.is_not(None)) if stated else query
 
-            query = self._built(("mentions", form, roles is None, until is None, stated), build)
+            which = "parent" if parents else roles is None
+            query = self._built(("mentions", form, which, until is None, stated), build)
             params = {"kind": kind, "keys": value, "roles": sorted(set(roles or ())), "t": until}
             return [_mention_row(r, hashes) for r in conn.execute(query, params).all()]
 
