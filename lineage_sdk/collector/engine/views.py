@@ -16,7 +16,10 @@ answers every view alike:
   (inside the window, when one is asked), a run's datasets the ones it named; each run is linked
   to its parent run. The limit counts runs and datasets.
 * **parent.** Jobs with a parent job fold into their root (the parent of the parent, to the
-  top), found from their latest run's parent run; a folded node's edges are its members'.
+  top), found from their latest run's parent run; a folded node's edges are its members'. Its
+  ``children`` are the jobs whose runs name it or another member as parent, and any job the
+  answer found to fold into it (one whose parent facet names another job than its parent
+  run's), whose edges are then its own too.
 
 Access is a test of namespaces applied to every step (``readable``): the walk never enters a
 node a key may not read, so nothing is reached through one, as ``prune_graph`` answers the job
@@ -304,6 +307,9 @@ class _Folding:
         #: Each job whose latest run was read: the run its climb starts at (that run's root or
         #: parent run), or None.
         self.links: dict[Key, str | None] = {}
+        #: The jobs found to fold into each root (:meth:`roots`), whatever job their parent
+        #: facets name: a producer's facet may name another job than its parent run's.
+        self.taken: dict[Key, set[Key]] = {}
 
     def runs_by_id(self, run_ids: Collection[str]) -> list[RunRow]:
         """The rows of these runs, each id read once."""
@@ -361,11 +367,14 @@ class _Folding:
         for job in todo:
             row = self._row(stored.get(job, ""))
             self.root[job] = row.job if row is not None and row.job is not None else job
+            if self.root[job] != job:
+                self.taken.setdefault(self.root[job], set()).add(job)
         return {j: self.root[j] for j in jobs}
 
     def expand(self, roots: Collection[Key], *, ahead: bool = False) -> set[Key]:
         """Every member of these roots (themselves included), read in batches: the jobs whose
-        runs name a member as their parent and whose root is one of them, to the bottom. A
+        runs name a member as their parent and whose root is one of them, to the bottom, and
+        the jobs already found to fold into one of them (:attr:`taken`). A
         run's ``parent`` mention names its jobs (derivation version 8): their runs are not read
         to find them (half the run rows read by id). ``ahead``: the walk goes on, and its step
         asks the roots of these roots (a climb's top job), read with their members' latest runs
@@ -386,7 +395,7 @@ class _Folding:
                     frontier.add(job)
         found: set[Key] = set()
         for root in roots:
-            found |= self.members[root]
+            found |= self.members[root] | self.taken.get(root, set())
         return found
 
 
@@ -544,9 +553,8 @@ def view_graph(
         folding.expand(jobs)  # one batch for the jobs the walk did not expand
         for item in graph.nodes.values():
             if item.type == "JOB":
-                members = folding.expand([(item.namespace, item.name)]) - {
-                    (item.namespace, item.name)
-                }
+                key = (item.namespace, item.name)
+                members = folding.expand([key]) - {key}
                 if members:
                     item.data["children"] = [
                         {"namespace": ns, "name": nm} for ns, nm in sorted(members)
