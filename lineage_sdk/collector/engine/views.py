@@ -395,7 +395,8 @@ class _Folding:
                     frontier.add(job)
         found: set[Key] = set()
         for root in roots:
-            found |= self.members[root] | self.taken.get(root, set())
+            found |= self.members[root]
+            found.update(self.taken.get(root, ()))
         return found
 
 
