@@ -9,7 +9,7 @@ so unknown facets pass through untouched in ``record.event``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ from lineage_sdk.models.codec import event_id as compute_event_id
 from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey
 
 __all__ = [
+    "MICROSECOND",
     "TERMINAL_STATES",
     "build_record",
     "compute_event_id",
@@ -34,6 +35,10 @@ __all__ = [
     "state_rank",
     "state_rank_time",
 ]
+
+#: The resolution of every stored time: the step from a time to the next one a store tells
+#: apart (an exclusive bound one step on is an inclusive one).
+MICROSECOND = timedelta(microseconds=1)
 
 
 def format_time(value: datetime) -> str:

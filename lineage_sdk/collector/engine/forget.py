@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -85,6 +85,7 @@ from lineage_sdk.collector.engine.derive import (
     source_of_key,
 )
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
+from lineage_sdk.collector.records import MICROSECOND
 from lineage_sdk.collector.store import LineageRecord, event_mentions
 
 __all__ = ["ReadAhead", "forget", "touched_by"]
@@ -97,7 +98,6 @@ _AHEAD = 6
 #: dozens of events read per event deleted (tests/stores_nosql/test_retention.py bounds them).
 #: Their keys are derived again from their events, as every key was before the read ahead.
 _AHEAD_LEAST = 100
-_TICK = timedelta(microseconds=1)
 _NAMING: tuple[Role, ...] = ("input", "output", "dataset", "parent", "alias")
 
 #: A row's owner: the :class:`Touched` field that removes it, and the key there.
@@ -376,7 +376,7 @@ def _settle(
     dirty = slow | {owner for _, _, owner in pending.values()}
     ahead = {rid: (old, names) for rid, (old, names, o) in pending.items() if o not in slow}
     if ahead and len(removed) >= _AHEAD_LEAST:
-        found, missed = _ahead(backend, ahead, len(removed), newest + _TICK, memo)
+        found, missed = _ahead(backend, ahead, len(removed), newest + MICROSECOND, memo)
     else:
         found, missed = {}, dirty - slow
     slow |= missed
@@ -402,7 +402,7 @@ def _mark(
     for kind, keys in touched.nodes:
         if keys:
             at = max([at, *(node.last_seen for node in backend.nodes(kind, keys=keys))])
-    older = backend.events(until=at + _TICK, limit=0, count=True).total
+    older = backend.events(until=at + MICROSECOND, limit=0, count=True).total
     return at, older, backend.events(limit=0, count=True).total
 
 
@@ -412,8 +412,8 @@ def _catch_up(backend: LineageBackend, touched: Touched, mark: tuple[datetime, i
     late: list[EventRow]
     if backend.events(limit=0, count=True).total == every:
         return  # none written
-    if backend.events(until=at + _TICK, limit=0, count=True).total == older:
-        late = list(backend.events(since=at + _TICK))
+    if backend.events(until=at + MICROSECOND, limit=0, count=True).total == older:
+        late = list(backend.events(since=at + MICROSECOND))
     else:  # an event not newer than the mark was written meanwhile: derive the keys again
         late = list(_remaining(backend, touched).values())
     if late:

@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 import orjson
@@ -56,7 +56,7 @@ from lineage_sdk.collector.engine.views import (
     windowed_pairs,
 )
 from lineage_sdk.collector.keyed import keyed_answer, names_are_keys, walk_keys
-from lineage_sdk.collector.records import state_rank_time
+from lineage_sdk.collector.records import MICROSECOND, state_rank_time
 from lineage_sdk.collector.store import (
     ColumnGraph,
     Direction,
@@ -81,7 +81,6 @@ from lineage_sdk.models.run_state import heartbeat_interval, state_key
 
 __all__ = ["Engine", "NodeFacts", "SourceUse", "as_of_before", "shared_edges", "until_of"]
 
-_MICROSECOND = timedelta(microseconds=1)
 #: The most sources of an alias's mentions a resolution reads (the first mentions decide), and
 #: the events read at a time from a source run.
 _ALIAS_SOURCES = 32
@@ -110,12 +109,12 @@ def shared_edges() -> Iterator[None]:
 
 def until_of(as_of: datetime) -> datetime:
     """``asOf`` T (inclusive, as the API means it) as the backends' exclusive ``until``."""
-    return as_of + _MICROSECOND
+    return as_of + MICROSECOND
 
 
 def as_of_before(until: datetime) -> datetime:
     """The inclusive ``asOf`` whose exclusive ``until`` is ``until`` (:func:`until_of` undone)."""
-    return until - _MICROSECOND
+    return until - MICROSECOND
 
 
 def _text(argument: str, value: object) -> str:

@@ -7,12 +7,13 @@ the reader of the layout of a release before the engine (:mod:`.document_legacy`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from lineage_sdk.collector.records import MICROSECOND
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.sections import Section
@@ -41,7 +42,6 @@ DUPLICATE_KEY = 11000
 #: Server error codes that will fail the same way on every retry.
 PERMANENT_CODES = frozenset({2, 9, 14, 17, 52, 55, 121, 10334, 17419, 16733})
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_US = timedelta(microseconds=1)
 
 
 class DocumentStoreConfig(Section):
@@ -67,7 +67,7 @@ def utc(value: datetime) -> datetime:
 def micros(value: datetime) -> int:
     """A time as integer microseconds since the epoch: exact to the microsecond every event time
     holds (a BSON date keeps milliseconds), and ordered as the times are."""
-    return (utc(value) - EPOCH) // _ONE_US
+    return (utc(value) - EPOCH) // MICROSECOND
 
 
 def uri_database(uri: str) -> str | None:

@@ -41,11 +41,11 @@ itself; FalkorDB and other openCypher servers do not, and get these tactics.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from lineage_sdk.collector.backend import Position
-from lineage_sdk.collector.records import format_time
+from lineage_sdk.collector.records import MICROSECOND, format_time
 from lineage_sdk.collector.stores.graph_runner import GraphRunner, detect_dialect
 from lineage_sdk.collector.stores.graph_tactics import NEO4J, OPENCYPHER_SCHEMA, GraphTactics
 
@@ -53,7 +53,6 @@ __all__ = ["FALKORDB", "tactics_for", "windowed_events"]
 
 #: A statement run with its parameters, its rows as mappings (the graph backend's ``_run``).
 Run = Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]
-_US = timedelta(microseconds=1)
 
 FALKORDB = GraphTactics(
     name="falkordb",
@@ -108,15 +107,15 @@ def windowed_events(
             after_id = rows[-1]["id"]
 
     lo = datetime.fromisoformat(span[0]["first"])
-    hi = datetime.fromisoformat(span[0]["last"]) + _US
-    width = max((hi - lo) * size / int(span[0]["n"]), _US)
+    hi = datetime.fromisoformat(span[0]["last"]) + MICROSECOND
+    width = max((hi - lo) * size / int(span[0]["n"]), MICROSECOND)
     if after is not None:
         if lo <= after[0] < hi:
             yield from read_instant(after[0], after[1])
         if descending:
             hi = min(hi, after[0])
         else:
-            lo = max(lo, after[0] + _US)
+            lo = max(lo, after[0] + MICROSECOND)
     while lo < hi:
         a, b = (max(lo, hi - width), hi) if descending else (lo, min(lo + width, hi))
         ta, tb = format_time(a), format_time(b)
@@ -131,5 +130,5 @@ def windowed_events(
         yield from (r for r in inside if r["t"] != cut)
         at = datetime.fromisoformat(cut)
         yield from read_instant(at, "")
-        lo, hi = (lo, at) if descending else (at + _US, hi)
-        width = max(width / 2, _US)
+        lo, hi = (lo, at) if descending else (at + MICROSECOND, hi)
+        width = max(width / 2, MICROSECOND)

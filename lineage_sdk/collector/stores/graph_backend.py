@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from itertools import islice
 from operator import attrgetter
@@ -67,7 +67,7 @@ from lineage_sdk.collector.backend import (
     page_of,
     sort_runs,
 )
-from lineage_sdk.collector.records import format_time, parse_time
+from lineage_sdk.collector.records import MICROSECOND, format_time, parse_time
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
 from lineage_sdk.collector.stores.falkordb import tactics_for, windowed_events
@@ -97,7 +97,6 @@ DEFAULT_URI = "bolt://127.0.0.1:7687"
 _log = logging.getLogger(__name__)
 _LABEL: dict[str, str] = {k: k.title() for k in ("JOB", "DATASET", "SOURCE", "ALIAS")}
 _REL: dict[str, str] = {"in": "READS", "out": "WRITES"}
-_US = timedelta(microseconds=1)
 _LAST = "~"  # sorts after every format_time text: "no upper bound"
 #: The LIMIT of "everything", and the bound of any SKIP or LIMIT sent: FalkorDB (1.4.1, server
 #: 8.2.3) takes both modulo 2**32 (LIMIT 2**32 returns no row, LIMIT 2**62 none either, SKIP
@@ -967,12 +966,12 @@ class GraphBackend:
         at = format_time(after[0])
         total = 0
         if params["low"] <= at < params["high"]:
-            instant = {**params, "low": at, "high": format_time(after[0] + _US)}
+            instant = {**params, "low": at, "high": format_time(after[0] + MICROSECOND)}
             total = int(self._run(_EVENTS_COUNT, {**instant, "atId": after[1]})[0]["n"])
         if descending:
             rest = {**params, "high": min(params["high"], at)}
         else:
-            rest = {**params, "low": max(params["low"], format_time(after[0] + _US))}
+            rest = {**params, "low": max(params["low"], format_time(after[0] + MICROSECOND))}
         return total + int(self._run(_EVENTS_COUNT, {**rest, "atId": None})[0]["n"])
 
     def mentions(

@@ -36,10 +36,10 @@ The copy's position is kept in a vertex of its own, ``(:PreEngineUpgrade {id: 'e
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from lineage_sdk.collector.records import format_time, parse_time
+from lineage_sdk.collector.records import MICROSECOND, format_time, parse_time
 from lineage_sdk.collector.store import RawEvent
 from lineage_sdk.collector.stores.graph_runner import GraphRunner, detect_dialect
 
@@ -56,7 +56,6 @@ OLD_RELATIONSHIPS = (
     "HAS_FIELD",
     "DERIVED_FROM",
 )
-_US = timedelta(microseconds=1)
 _OLD_EVENT = "MATCH (e:Event)\nWHERE e.jobKey IS NULL\n"
 _COUNT = _OLD_EVENT + "RETURN count(e) AS n\n"
 _SPAN = _OLD_EVENT + "RETURN min(e.eventTime) AS first, max(e.eventTime) AS last, count(e) AS n\n"
@@ -149,8 +148,8 @@ class GraphPreEngineLayout:
         last = parse_time(span[0]["last"]) if span else None
         if first is None or last is None:
             return
-        width = max((last - first) * limit / max(1, int(span[0]["n"])), _US)
-        stop = last + _US  # half-open windows: the last event lies inside
+        width = max((last - first) * limit / max(1, int(span[0]["n"])), MICROSECOND)
+        stop = last + MICROSECOND  # half-open windows: the last event lies inside
         low = first
         position = after
         if position is not None:
@@ -169,7 +168,7 @@ class GraphPreEngineLayout:
                 if len(rows) >= limit:
                     position = (position[0], rows[-1]["id"])
                     continue
-                low = position[0] + _US
+                low = position[0] + MICROSECOND
             position = None
             high = min(low + width, stop)
             low_text, high_text = format_time(low), format_time(high)
@@ -180,7 +179,7 @@ class GraphPreEngineLayout:
                 # A full page inside the window: more may follow, narrower.
                 position = (parse_time(rows[-1]["t"]) or high, rows[-1]["id"])
                 low = position[0]
-                width = max(width / 2, _US)
+                width = max(width / 2, MICROSECOND)
             else:
                 low = high
                 width *= 2
