@@ -12,6 +12,11 @@ DAG, whether a run names only its parent (the chain climbed run by run) or also 
 run, as its parent job, but with the run id of ``spark.app``'s run (a producer's inconsistent
 facet): the fold follows the runs, so ``odd`` folds into ``dag``, and ``dag`` lists it among its
 children where its edges went (it did not before: found by the name alone, no job listed it).
+``odd.child`` (reads ``odd_out``, writes ``odd_child_out``) names ``odd`` and its run: it folds
+into ``dag`` too, through ``odd``, which no ``parent`` mention of a ``dag`` member names. Asked
+from ``odd.child`` or from beside ``odd``, the answer is the same: ``dag`` lists both and holds
+both one's edges (before, asked from ``odd.child``, ``odd`` and its edges were missing; asked
+from ``out``, ``odd.child`` and its edges were).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from test_api_static import agreed, serve_stores
 KINDS = ("memory", "sql", "postgres", "document", "graph")
 NS = "chain"
 RUNS = {n: str(uuid.UUID(int=0xC000 + i, version=4)) for i, n in enumerate(
-    ("dag", "dag.task", "spark.app", "spark.app.job1", "report", "odd")
+    ("dag", "dag.task", "spark.app", "spark.app.job1", "report", "odd", "odd.child")
 )}  # fmt: skip
 PARENT_FACET = "https://openlineage.io/spec/facets/1-1-0/ParentRunFacet.json"
 
@@ -76,6 +81,7 @@ def events() -> list[dict[str, Any]]:
         *_run("spark.app.job1", 6, ["mid"], ["out"], parent=("spark.app", "spark.app")),
         *_run("report", 8, ["out"], ["final"]),
         *_run("odd", 10, ["out"], ["odd_out"], parent=("ghost", "spark.app")),
+        *_run("odd.child", 12, ["odd_out"], ["odd_child_out"], parent=("odd", "odd")),
     ]
 
 
@@ -156,6 +162,35 @@ def test_a_job_folds_where_its_runs_lead_and_is_listed_there(
         assert _children(answer, job("dag")) == [
             "dag.task",
             "odd",
+            "odd.child",
             "spark.app",
             "spark.app.job1",
         ]
+
+
+@pytest.mark.parametrize(
+    ("node", "direction"),
+    [
+        (job("odd.child"), "both"),
+        (job("odd.child"), "upstream"),
+        (dataset("odd_child_out"), "upstream"),
+        (dataset("out"), "downstream"),
+        (job("odd"), "both"),
+    ],
+)
+def test_the_jobs_between_a_member_and_its_root_fold_there_too(
+    apis: dict[str, httpx.Client], node: str, direction: str
+) -> None:
+    """``odd.child``'s runs lead to ``dag`` through ``odd``'s run: asked from either side,
+    ``dag`` lists both, and holds the edges of both the way it is walked (``odd`` reads
+    ``out`` and writes ``odd_out``, ``odd.child`` reads ``odd_out`` and writes
+    ``odd_child_out``)."""
+    answer = _ask(apis, node, direction=direction)
+    ids = {n["id"] for n in answer["graph"]}
+    assert not {job("odd"), job("odd.child"), job("ghost")} & ids, ids
+    assert {"odd", "odd.child"} <= set(_children(answer, job("dag"))), node
+    edges, dag = _edges(answer), job("dag")
+    if direction != "downstream":
+        assert {(dataset("out"), dag), (dataset("odd_out"), dag)} <= edges, node
+    if direction != "upstream":
+        assert {(dag, dataset("odd_out")), (dag, dataset("odd_child_out"))} <= edges, node

@@ -19,7 +19,8 @@ answers every view alike:
   top), found from their latest run's parent run; a folded node's edges are its members'. Its
   ``children`` are the jobs whose runs name it or another member as parent, and any job the
   answer found to fold into it (one whose parent facet names another job than its parent
-  run's), whose edges are then its own too.
+  run's), the jobs of the runs between such a job and the root, and their children: their
+  edges are then its own too, asked from above or below.
 
 Access is a test of namespaces applied to every step (``readable``): the walk never enters a
 node a key may not read, so nothing is reached through one, as ``prune_graph`` answers the job
@@ -342,12 +343,25 @@ class _Folding:
         their root run (the ``parent`` facet's ``root``) or else their parent run, in batches;
         a job whose top run is not stored, or that has no parent, is its own root. The latest
         runs of ``ahead`` (jobs whose roots are asked soon) come in the same read, when there is
-        one: their roots are not taken yet (the closing step folds only the jobs it knows)."""
+        one: their roots are not taken yet (the closing step folds only the jobs it knows).
+
+        The jobs of the runs a climb passes are rooted too (their own latest runs decide where
+        they fold): a job between a member and its root that no ``parent`` mention of a member
+        names (its facet names another job) is found from below, as it is from above."""
         todo = {j for j in jobs if j not in self.root}
+        while todo:
+            todo = self._root(todo, ahead)
+            ahead = ()
+        return {j: self.root[j] for j in jobs}
+
+    def _root(self, todo: set[Key], ahead: Collection[Key]) -> set[Key]:
+        """:meth:`roots` of jobs not rooted yet; the jobs of the runs their climbs passed,
+        not rooted yet either."""
         if unread := {j for j in todo if j not in self.links}:
             self._read_latest(unread | {j for j in ahead if j not in self.links})
         top = {job: link for job in todo if (link := self.links[job])}
         stored: dict[Key, str] = {}  # each job's highest run found stored so far
+        passed: set[Key] = set()  # the jobs of the stored runs below each top
         climbing, seen = dict(top), {job: {rid} for job, rid in top.items()}
         for _ in range(16):  # a chain of runs without a root link folds at its 16th run
             self.runs_by_id({r for r in climbing.values() if r not in self.latest_runs})
@@ -356,6 +370,9 @@ class _Folding:
                 row = self._row(rid)
                 if row is None:
                     continue  # not stored: the chain stops at what was found
+                below = self._row(stored[job]) if job in stored else None
+                if below is not None and below.job is not None:
+                    passed.add(below.job)
                 stored[job] = rid
                 link = row.root_run_id or row.parent_run_id
                 if link and link not in seen[job]:
@@ -369,7 +386,7 @@ class _Folding:
             self.root[job] = row.job if row is not None and row.job is not None else job
             if self.root[job] != job:
                 self.taken.setdefault(self.root[job], set()).add(job)
-        return {j: self.root[j] for j in jobs}
+        return {j for j in passed if j not in self.root}
 
     def expand(self, roots: Collection[Key], *, ahead: bool = False) -> set[Key]:
         """Every member of these roots (themselves included), read in batches: the jobs whose
@@ -382,21 +399,25 @@ class _Folding:
         todo = {r for r in roots if r not in self.members}
         for root in todo:
             self.members[root] = {root}
-        frontier = set(todo)
         early = {r for r in todo if r not in self.root} if ahead else set()
+        frontier = set(todo)
+        for root in roots:  # the jobs found to fold here by their runs: their children too
+            taken = self.taken.get(root, set()).difference(self.members[root])
+            self.members[root] |= taken
+            frontier |= taken
         while frontier:
             mentions = self.b.mentions("JOB", frontier, roles=["parent"], until=self.until)
             jobs = {job for m in mentions if m.source == "run" for job in children_of(m)}
             frontier = set()
             tops, early = self.roots(jobs, early), set()
             for job, top in tops.items():
-                if top in todo and job not in self.members[top]:
-                    self.members[top].add(job)
+                members = self.members.get(top)
+                if members is not None and job not in members:
+                    members.add(job)
                     frontier.add(job)
         found: set[Key] = set()
         for root in roots:
             found |= self.members[root]
-            found.update(self.taken.get(root, ()))
         return found
 
 
