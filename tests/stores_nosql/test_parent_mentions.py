@@ -22,7 +22,7 @@ def _children(store: EngineStore) -> dict[tuple[str, str], set[tuple[str, str]]]
     """Per mentioning run and source, the jobs each ``parent`` mention of the DAG names."""
     found: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for m in store.backend.mentions("JOB", [DAG], roles=["parent"]):
-        found.setdefault((m.source, m.source_id), set()).update(children_of(m))
+        found.setdefault((m.source, m.source_id), set()).update(children_of([m]))
     return found
 
 

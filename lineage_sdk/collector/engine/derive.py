@@ -170,10 +170,16 @@ def child_entry(job: Key) -> str:
     return dumps_exact(list(job)).decode()
 
 
-def children_of(mention: MentionRow) -> set[Key]:
-    """The jobs a ``parent`` mention names in its ``detail`` (:func:`child_entry`)."""
+def children_of(mentions: Iterable[MentionRow]) -> set[Key]:
+    """The jobs ``parent`` mentions of runs name in their ``detail`` (:func:`child_entry`),
+    each entry parsed once (the runs of one child job name the same entry: five mentions of
+    each at the million)."""
+    entries: set[str] = set()
+    for mention in mentions:
+        if mention.source == "run" and mention.detail:
+            entries.update(mention.detail)
     found: set[Key] = set()
-    for entry in mention.detail or ():
+    for entry in entries:
         namespace, name = loads_exact(entry)
         found.add((str(namespace), str(name)))
     return found

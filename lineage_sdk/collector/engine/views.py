@@ -407,7 +407,7 @@ class _Folding:
             frontier |= taken
         while frontier:
             mentions = self.b.mentions("JOB", frontier, roles=["parent"], until=self.until)
-            jobs = {job for m in mentions if m.source == "run" for job in children_of(m)}
+            jobs = children_of(mentions)
             frontier = set()
             tops, early = self.roots(jobs, early), set()
             for job, top in tops.items():
