@@ -18,8 +18,8 @@ topology. Parent jobs (issue 33's ``parent`` view): the jobs of a layer are in g
 four (their events carry the ``parent`` run facet naming the parent's run of the same cycle,
 which starts earlier): 40% of the jobs are children, 10% parents. The facet adds no event, job,
 dataset or edge (a parent is a job of the graph, with its own inputs and outputs, as a Spark
-application's), so the other figures keep their meaning; it adds a ``parent`` mention to each
-child's events and the parent run to its run rows. The events are written once as NDJSON to
+application's), so the other figures keep their meaning; it adds a ``parent`` mention per child
+job and the parent run to its run rows. The events are written once as NDJSON to
 ``--data`` (``events-N-sSEED-parents.ndjson``; files without the facet had no ``-parents``).
 
 Times: a run of every job takes 20 days in layer order, so a day holds 1% of the file's runs

@@ -222,17 +222,19 @@ class NodeRow:
 class MentionRow:
     """A run naming a node in a role, first at ``first_seen`` (``source`` ``run``: the run id);
     or an event without a run (a JobEvent or DatasetEvent) naming it (``source`` ``event``: the
-    event id). What a node's runs, its static events and a deletion read: one row per run, not
-    per event, as a run's events name the same datasets again and again. ``detail`` holds what
-    events state of the node (:mod:`lineage_sdk.collector.engine.statements`): a run's START
-    and end in its mentions of a dataset, other events in role ``stated``; in a ``parent``
-    mention, the jobs naming that parent (:func:`~lineage_sdk.collector.engine.derive.
-    child_entry`). To a backend it is a set of texts, whatever it holds.
+    event id); or, in role ``parent``, a job whose events name that parent (``source`` ``job``:
+    the child job, :func:`~lineage_sdk.collector.engine.derive.child_entry`), one row per
+    (child, parent), not per run. What a node's runs, its static events and a deletion read:
+    one row per run, not per event, as a run's events name the same datasets again and again.
+    ``detail`` holds what events state of the node (:mod:`lineage_sdk.collector.engine.
+    statements`): a run's START and end in its mentions of a dataset, other events in role
+    ``stated``. To a backend it is a set of texts, whatever it holds.
 
-    A run's mentions are derived rows (``replace`` renews them with the run's); an event's are
-    the event's own and go with it (``delete``)."""
+    A run's mentions are derived rows (``replace`` renews them with the run's), and so are a
+    parent's ``job`` mentions (renewed with the parent's key); an event's are the event's own
+    and go with it (``delete``)."""
 
-    source: Literal["run", "event"] = field(metadata=_KEY)
+    source: Literal["run", "event", "job"] = field(metadata=_KEY)
     source_id: str = field(metadata=_KEY)
     kind: NodeKind = field(metadata=_KEY)
     key: Key = field(metadata=_KEY)
@@ -266,9 +268,10 @@ class Rows:
 @dataclass(frozen=True, slots=True)
 class Touched:
     """The keys whose derived rows a deletion changes: ``replace`` removes the edges and column
-    edges of ``jobs``, the runs and run mentions of ``runs``, the nodes of ``jobs`` and
-    ``datasets``, the SOURCE nodes of ``sources``, the ALIAS nodes of ``aliases``, and the
-    column edges without a job whose output lies in ``datasets``. With ``every``, it removes
+    edges of ``jobs``, the ``job`` mentions of ``jobs`` as parents (:class:`MentionRow`), the
+    runs and run mentions of ``runs``, the nodes of ``jobs`` and ``datasets``, the SOURCE nodes
+    of ``sources``, the ALIAS nodes of ``aliases``, and the column edges without a job whose
+    output lies in ``datasets``. With ``every``, it removes
     every derived row and every mention (the engine derives the whole store again:
     :attr:`~lineage_sdk.collector.engine.derive.DERIVATION_VERSION`)."""
 

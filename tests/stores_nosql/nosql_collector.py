@@ -370,7 +370,7 @@ def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
     """The graph backend's model computed independently from run events (the model in
     lineage_sdk/collector/stores/graph_backend.py): a Job per job and parent job, a Dataset per
     input and output, a Run per (run, job), an Event per event, a Mention per (run, dataset,
-    role) and (run, parent job), a statement Mention per (run, its job) for START and end
+    role) and (job, parent job), a statement Mention per (run, its job) for START and end
     events and per (event, dataset it names) and (event, its job) for others, a ColumnEdge per
     (output field, input field, job), a READS or WRITES per (job, dataset)."""
     jobs: set[Any] = set()
@@ -397,7 +397,7 @@ def expected_graph(events: Sequence[dict[str, Any]]) -> dict[str, int]:
         if parent:
             parent_job = (parent["job"]["namespace"], parent["job"]["name"])
             jobs.add(parent_job)
-            mentions.add((run, "JOB", parent_job, "parent"))
+            mentions.add((job, "JOB", parent_job, "parent"))  # one a (child, parent)
         for side, rel, role in (("inputs", "READS", "input"), ("outputs", "WRITES", "output")):
             for ds in e[side]:
                 key = (ds["namespace"], ds["name"])

@@ -12,6 +12,7 @@ import pytest
 from nosql_events import HOSTILE_KEYS, HOSTILE_STRINGS, facet, records, run_event, uid
 from test_as_of_document import Documents, _plan_stages, backend, collection, documents
 
+from lineage_sdk.collector.engine.derive import child_entry
 from lineage_sdk.collector.records import build_record
 from lineage_sdk.collector.stores.document_backend import _k
 from lineage_sdk.exceptions import StoreError
@@ -63,11 +64,17 @@ def test_document_shape_dates_and_indexes(documents: Documents) -> None:
     assert {(m["kind"], tuple(m["key"]), m["role"]) for m in mentions} == {
         ("DATASET", ("db", "in"), "input"),
         ("DATASET", ("db", "out"), "output"),
-        ("JOB", ("ns", "parent"), "parent"),
         ("JOB", ("ns", "shape"), "stated"),  # what its COMPLETE states of its job
     }
+    # its job's mention of the parent, one a (child, parent), not the run's (derivation 9)
+    (child,) = collection(store, "mentions").find({"xs": _k("job", child_entry(("ns", "shape")))})
+    assert (child["xn"], child["role"], child.get("detail")) == (
+        _k("JOB", ("ns", "parent")),
+        "parent",
+        None,
+    )
     # what it states of each dataset: one entry an event, in the run's mention of the dataset
-    details = {m["role"]: m.get("detail") for m in mentions if m["role"] != "parent"}
+    details = {m["role"]: m.get("detail") for m in mentions}
     assert all(isinstance(d, list) and len(d) == 1 for d in details.values()), details
     keys = {
         tuple(k for k, _ in ix["key"].items()) for ix in collection(store, "events").list_indexes()

@@ -93,12 +93,16 @@ def test_projection_nodes_and_relationships(graph_store):
         ("DATASET", "fx", "input"),
         ("DATASET", "orders", "input"),
         ("DATASET", "report", "output"),
-        ("JOB", "parent", "parent"),
     ]
+    # Its job's parent Mention is sourced by the job, one a (child, parent): derivation 9.
+    (named,) = graph_runner(s).run(
+        "MATCH (m:Mention {sourceId: $c}) RETURN m.source AS s, m.kind AS k, m.name AS n,"
+        " m.role AS r, m.detail AS d",
+        {"c": child_entry((ns, "child"))},
+    )
+    assert named == {"s": "job", "k": "JOB", "n": "parent", "r": "parent", "d": None}
     # What its COMPLETE states: of each dataset, in those Mentions; of its job, in one more.
-    # (Its parent Mention's detail names its job, not a statement: derivation version 8.)
-    assert [m["d"] for m in mentions if m["r"] == "parent"] == [[child_entry((ns, "child"))]]
-    stating = [m for m in mentions if m["d"] and m["r"] != "parent"]
+    stating = [m for m in mentions if m["d"]]
     assert sorted((m["k"], m["n"], len(m["d"])) for m in stating) == [
         ("DATASET", "fx", 1),
         ("DATASET", "orders", 1),

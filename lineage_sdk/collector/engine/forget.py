@@ -63,6 +63,7 @@ from lineage_sdk.collector.backend import (
     ColumnEdgeRow,
     EdgeRow,
     EventRow,
+    Key,
     LineageBackend,
     MentionRow,
     NodeKind,
@@ -76,6 +77,7 @@ from lineage_sdk.collector.backend import (
 from lineage_sdk.collector.engine.derive import (
     LeastTimes,
     alias_of_key,
+    child_of,
     derive,
     derive_keyed,
     event_alias_keys,
@@ -140,11 +142,13 @@ def touched_by(removed: Sequence[LineageRecord]) -> Touched:
 
 def _remaining(backend: LineageBackend, touched: Touched) -> dict[str, EventRow]:
     """Every stored event that takes part in a row of a touched key: the touched jobs' and
-    runs' events, and those of the runs (and run-less events) that name a touched dataset (or
-    a touched source's or alias's dataset) or have a touched job as their parent."""
+    runs' events, those of the runs (and run-less events) that name a touched dataset (or a
+    touched source's or alias's dataset), and those of the jobs whose events name a touched
+    job as their parent."""
     found: dict[str, EventRow] = {}
     runs: set[str] = set(touched.runs)
     ids: set[str] = set()
+    children: set[Key] = set()
     named: list[MentionRow] = []
     datasets = touched.datasets | {source_of_key(key)[0] for key in touched.sources}
     datasets |= {alias_of_key(key)[1] for key in touched.aliases}
@@ -156,7 +160,13 @@ def _remaining(backend: LineageBackend, touched: Touched) -> dict[str, EventRow]
         # not the events' statements: their events are those of the runs and run-less events
         named += backend.mentions("DATASET", datasets, roles=_NAMING)
     for mention in named:
-        (runs if mention.source == "run" else ids).add(mention.source_id)
+        if mention.source == "job":
+            children.add(child_of(mention))
+        else:
+            (runs if mention.source == "run" else ids).add(mention.source_id)
+    children.difference_update(touched.jobs)  # read above
+    if children:
+        found.update((r.event_id, r) for r in backend.events(jobs=children))
     if runs:
         found.update((r.event_id, r) for r in backend.events(run_ids=runs))
     ids.difference_update(found)
@@ -181,6 +191,8 @@ def _owner(row: Any) -> Owner | None:
         return ("runs", row.run_id)
     if isinstance(row, MentionRow) and row.source == "run":
         return ("runs", row.source_id)
+    if isinstance(row, MentionRow) and row.source == "job":  # a child, of its parent's key
+        return ("jobs", row.key)
     return None
 
 
@@ -243,12 +255,14 @@ def _rid(row: Any) -> tuple[str, tuple[Any, ...]]:
 
 def _stored(backend: LineageBackend, owners: set[Owner]) -> dict[tuple[str, Any], Any]:
     """Every stored row of these jobs, datasets and sources, by type and key (a job's column
-    edges lie on the datasets of its edges; one without a job, on its output dataset)."""
+    edges lie on the datasets of its edges; one without a job, on its output dataset; its
+    ``job`` mentions as a parent, on it)."""
     jobs = [key for field, key in owners if field == "jobs"]
     found: list[Any] = []
     if jobs:
         found += backend.edges("JOB", jobs, "in")
         found += backend.edges("JOB", jobs, "out")
+        found += backend.mentions("JOB", jobs, roles=["parent"])
     for kind, field in _NODE_FIELD.items():
         keys = [key for f, key in owners if f == field]
         if keys:

@@ -5,7 +5,7 @@ text) and its times (integer microseconds, an event's also a BSON date in ``at``
 docs/stores.md (``document``) says, and why. A row's fields keep their names; a
 :class:`Ranked` is two fields ``<name>_r`` and ``<name>_v``, and keys, sets and field
 references are arrays. Index fields beside them: ``xj`` (the job's key text), ``xd``,
-``xn``/``xs`` (a mention's node and its source, ``["run",id]`` or ``["event",id]``),
+``xn``/``xs`` (a mention's node and its source, ``["run",id]``, ``["event",id]``, ``["job",id]``),
 ``xo``/``xi``/``xod``/``xid`` (a column edge's fields and datasets), ``xns``/``xn``/``xl`` (a
 node's namespace, name and lower case name).
 
@@ -392,6 +392,7 @@ class DocumentBackend:
         self._delete("columns", "xod", [_k(*d) for d in touched.datasets], {"xj": None})
         self._delete("runs", "run_id", list(touched.runs))
         self._delete("mentions", "xs", [_k("run", r) for r in touched.runs])
+        self._delete("mentions", "xn", [_k("JOB", j) for j in touched.jobs], {"source": "job"})
         self._delete("nodes", "_id", [_k(kind, k) for kind, keys in touched.nodes for k in keys])
         self.append(rows)
 

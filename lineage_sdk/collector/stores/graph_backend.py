@@ -10,7 +10,7 @@ docs/stores.md (``graph``). Besides:
   sorts as time.
 * A mention's ``nodeKey`` hashes (kind, namespace, name), so ``mentions`` is one indexed
   equality per key; ``delete`` and ``replace`` find an event's or a run's by ``sourceId``, then
-  check ``source``.
+  check ``source`` (a parent's ``job`` mentions by ``nodeKey``).
 * A run row's key, a column edge's key and a mention's key hash all their key fields; a None
   job is ``jobKey = ''``, on runs and events alike (an Event vertex without ``jobKey`` is one
   the graph store of a release before the engine wrote: see
@@ -195,6 +195,10 @@ _DROP_MENTIONS = {  # a run's mentions (replace), an event's (delete)
     f"WITH x WHERE x.source = '{source}'\nDELETE x\n"
     for source in ("run", "event")
 }
+_DROP_PARENT_MENTIONS = (  # a parent's children (replace)
+    "UNWIND $parents AS k\nMATCH (x:Mention {nodeKey: k})\n"
+    "WITH x WHERE x.source = 'job'\nDELETE x\n"
+)
 _DROP_NODES = {
     kind: f"UNWIND ${kind} AS k\nMATCH (n:{label} {{key: k}})\n"
     "SET n.firstSeen = NULL, n.lastSeen = NULL, n.holds = NULL\n"
@@ -718,8 +722,9 @@ class GraphBackend:
         writes = list(self._chunks(_statements(rows)))
         keys: dict[str, Any] = {kind: [_key(k) for k in ks] for kind, ks in touched.nodes}
         keys["runs"] = list(touched.runs)
+        keys["parents"] = [_node_key("JOB", job) for job in touched.jobs]
         drops = (_DROP_EDGES, _DROP_JOB_COLUMNS, _DROP_DATASET_COLUMNS, _DROP_RUNS,
-                 _DROP_MENTIONS["run"])  # fmt: skip
+                 _DROP_MENTIONS["run"], _DROP_PARENT_MENTIONS)  # fmt: skip
         self.runner.run_all(
             [
                 *([(_DROP_DERIVED, {})] if touched.every else []),

@@ -234,6 +234,9 @@ class MemoryBackend:
                 self._runs.pop(key)
             for key in self._mentions.find("source", [("run", run) for run in touched.runs]):
                 self._mentions.pop(key)
+            for key in self._mentions.find("node", [("JOB", job) for job in jobs]):
+                if self._mentions.rows[key].source == "job":
+                    self._mentions.pop(key)
             for kind, keys in touched.nodes:
                 for node in keys:
                     if self._nodes.pop((kind, node)) is not None:

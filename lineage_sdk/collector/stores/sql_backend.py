@@ -1059,6 +1059,9 @@ class SqlBackend:
             if jobs:
                 conn.execute(sa.delete(t["edge"]).where(_within(conn, t["edge"].c.job_key, jobs)))
                 conn.execute(sa.delete(t["coledge"]).where(_within(conn, col.job_key, jobs)))
+                m = t["mentions"].c  # the jobs' children, as parents ("job" mentions)
+                of = sa.and_(m.kind == "JOB", _within(conn, m.node_key, jobs), m.source == "job")
+                conn.execute(sa.delete(t["mentions"]).where(of))
             for some in _chunks(sorted(set(datasets)), _RANGES):
                 stated = sa.and_(col.job_key == _NO_JOB, _fields_of(col.output_key, some))
                 conn.execute(sa.delete(t["coledge"]).where(stated))
