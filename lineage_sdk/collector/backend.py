@@ -271,8 +271,8 @@ class Touched:
     edges of ``jobs``, the ``job`` mentions of ``jobs`` as parents (:class:`MentionRow`), the
     runs and run mentions of ``runs``, the nodes of ``jobs`` and ``datasets``, the SOURCE nodes
     of ``sources``, the ALIAS nodes of ``aliases``, and the column edges without a job whose
-    output lies in ``datasets``. With ``every``, it removes
-    every derived row and every mention (the engine derives the whole store again:
+    output lies in ``datasets``. With ``every``, it removes every derived row and every mention
+    (the engine derives the whole store again:
     :attr:`~lineage_sdk.collector.engine.derive.DERIVATION_VERSION`)."""
 
     jobs: frozenset[Key] = frozenset()

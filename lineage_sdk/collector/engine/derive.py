@@ -61,6 +61,7 @@ from lineage_sdk.collector.backend import (
     Role,
     Rows,
     RunRow,
+    key_of,
 )
 from lineage_sdk.collector.columns import column_edges, edge_rank
 from lineage_sdk.collector.engine.lineage_facet import facet_lineage
@@ -187,6 +188,7 @@ def children_of(mentions: Iterable[MentionRow]) -> set[Key]:
 
 
 def _pair_mention(child: Key, parent: Key, first_seen: datetime) -> MentionRow:
+    """The ``parent`` mention of ``parent`` by ``child``, the one place its key is written."""
     return MentionRow("job", child_entry(child), "JOB", parent, "parent", first_seen)
 
 
@@ -348,9 +350,8 @@ def keyed_least(record: LineageRecord) -> list[LeastTimes]:
     for k, (first, declared) in keyed.edges.items():
         out.append((("EdgeRow", k), {"first_seen": first, "declared": declared}))
     out += [(("ColumnEdgeRow", k), {"first_seen": t[0]}) for k, t in keyed.columns.items()]
-    for (child, parent), at in keyed.parents.items():
-        mention = ("job", child_entry(child), "JOB", parent, "parent")
-        out.append((("MentionRow", mention), {"first_seen": at}))
+    for pair, at in keyed.parents.items():
+        out.append((("MentionRow", key_of(_pair_mention(*pair, at))), {"first_seen": at}))
     return out
 
 
