@@ -24,21 +24,37 @@ from lineage_sdk.models.codec import event_id as compute_event_id
 from lineage_sdk.models.run_state import TERMINAL_STATES, StateKey
 
 __all__ = [
+    "EPOCH",
     "MICROSECOND",
     "TERMINAL_STATES",
     "build_record",
     "compute_event_id",
     "format_time",
     "json_object",
+    "micros",
     "parse_event_time",
     "parse_time",
     "state_rank",
     "state_rank_time",
+    "utc",
 ]
 
 #: The resolution of every stored time: the step from a time to the next one a store tells
 #: apart (an exclusive bound one step on is an inclusive one).
 MICROSECOND = timedelta(microseconds=1)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def utc(value: datetime) -> datetime:
+    """``value`` in UTC (a naive time taken as UTC)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def micros(value: datetime) -> int:
+    """A time as integer microseconds since the epoch: exact to the microsecond every stored
+    time holds, ordered as the times are, and a number where a server's index orders numbers
+    but not texts (a BSON date keeps milliseconds; FalkorDB's text ranges, stores/falkordb.py)."""
+    return (utc(value) - EPOCH) // MICROSECOND
 
 
 def format_time(value: datetime) -> str:

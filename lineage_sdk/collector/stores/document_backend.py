@@ -64,14 +64,13 @@ from lineage_sdk.collector.backend import (
     page_of,
     sort_runs,
 )
+from lineage_sdk.collector.records import EPOCH, micros
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
 from lineage_sdk.collector.stores.document_connector import (
     DUPLICATE_KEY,
-    EPOCH,
     PERMANENT_CODES,
     DocumentConnector,
-    micros,
 )
 from lineage_sdk.collector.stores.document_legacy import DocumentPreEngineLayout
 from lineage_sdk.collector.stores.document_tactics import DocumentTactics

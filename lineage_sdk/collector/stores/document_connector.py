@@ -7,13 +7,11 @@ the reader of the layout of a release before the engine (:mod:`.document_legacy`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from lineage_sdk.collector.records import MICROSECOND
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.config.redaction import redact
 from lineage_sdk.config.sections import Section
@@ -23,15 +21,12 @@ __all__ = [
     "DEFAULT_DATABASE",
     "DEFAULT_URI",
     "DUPLICATE_KEY",
-    "EPOCH",
     "PERMANENT_CODES",
     "DocumentConnector",
     "DocumentStoreConfig",
     "ErrorMapper",
     "connect",
-    "micros",
     "uri_database",
-    "utc",
 ]
 
 #: MongoDB's standard local address, assumed for a connection name that is not configured.
@@ -41,7 +36,6 @@ DEFAULT_DATABASE = "lineage"
 DUPLICATE_KEY = 11000
 #: Server error codes that will fail the same way on every retry.
 PERMANENT_CODES = frozenset({2, 9, 14, 17, 52, 55, 121, 10334, 17419, 16733})
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class DocumentStoreConfig(Section):
@@ -57,17 +51,6 @@ class DocumentStoreConfig(Section):
         min_length=1,
         description="Name of the [lineage.connections.NAME] section with the MongoDB URI.",
     )
-
-
-def utc(value: datetime) -> datetime:
-    """``value`` in UTC (a naive time taken as UTC)."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def micros(value: datetime) -> int:
-    """A time as integer microseconds since the epoch: exact to the microsecond every event time
-    holds (a BSON date keeps milliseconds), and ordered as the times are."""
-    return (utc(value) - EPOCH) // MICROSECOND
 
 
 def uri_database(uri: str) -> str | None:

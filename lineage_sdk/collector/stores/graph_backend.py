@@ -67,11 +67,15 @@ from lineage_sdk.collector.backend import (
     page_of,
     sort_runs,
 )
-from lineage_sdk.collector.records import MICROSECOND, format_time, parse_time
+from lineage_sdk.collector.records import format_time, micros, parse_time
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
 from lineage_sdk.collector.stores.falkordb import tactics_for, windowed_events
-from lineage_sdk.collector.stores.graph_legacy import GraphPreEngineLayout
+from lineage_sdk.collector.stores.graph_legacy import (
+    GraphPreEngineLayout,
+    count_unnumbered_events,
+    number_event_times,
+)
 from lineage_sdk.collector.stores.graph_runner import (
     GraphRunner,
     Neo4jRunner,
@@ -97,7 +101,7 @@ DEFAULT_URI = "bolt://127.0.0.1:7687"
 _log = logging.getLogger(__name__)
 _LABEL: dict[str, str] = {k: k.title() for k in ("JOB", "DATASET", "SOURCE", "ALIAS")}
 _REL: dict[str, str] = {"in": "READS", "out": "WRITES"}
-_LAST = "~"  # sorts after every format_time text: "no upper bound"
+_FIRST, _LAST = micros(datetime.min), micros(datetime.max)  # no bound, as event times (eventUs)
 #: The LIMIT of "everything", and the bound of any SKIP or LIMIT sent: FalkorDB (1.4.1, server
 #: 8.2.3) takes both modulo 2**32 (LIMIT 2**32 returns no row, LIMIT 2**62 none either, SKIP
 #: 2**32 skips none), and no answer here holds 2**31 rows.
@@ -144,7 +148,7 @@ _NAMED = "ON CREATE SET {v}.namespace = r.{p}Ns, {v}.name = r.{p}Name\n"
 _APPEND_EVENTS = """UNWIND $rows AS r
 MERGE (e:Event {eventId: r.id})
 WITH e, r WHERE e.jobKey IS NULL
-SET e.eventTime = r.time, e.kind = r.kind, e.eventType = r.type, e.runId = r.run,
+SET e.eventTime = r.time, e.eventUs = r.us, e.kind = r.kind, e.eventType = r.type, e.runId = r.run,
   e.jobKey = r.jobKey, e.jobNs = r.jobNs, e.jobName = r.jobName, e.parentRunId = r.parent,
   e.namespace = r.ns, e.json = r.json, e.staticKey = NULL
 """
@@ -325,20 +329,20 @@ _EVENT_COLS = """RETURN e.eventId AS id, e.eventTime AS t, e.kind AS kind, e.eve
 _EVENTS_BY = {
     (by, kinds): f"UNWIND $keys AS k\nMATCH (e:Event {{{prop}: k}})\n"
     + ("WHERE e.kind IN $kinds\n" if kinds else "")
-    + "WITH e WHERE ($ns IS NULL OR e.namespace = $ns) AND ($low IS NULL OR e.eventTime >= $low)"
-    " AND ($high IS NULL OR UPPER)\n" + _EVENT_COLS
+    + "WITH e WHERE ($ns IS NULL OR e.namespace = $ns) AND ($low IS NULL OR e.eventUs >= $low)"
+    " AND ($high IS NULL OR e.eventUs < $high)\n" + _EVENT_COLS
     for by, prop in (("ids", "eventId"), ("runs", "runId"), ("jobs", "jobKey"))
     for kinds in (False, True)
 }
 _EVENTS_FILTER = (
     "WITH e WHERE ($ns IS NULL OR e.namespace = $ns) AND ($kinds IS NULL OR e.kind IN $kinds)"
 )
-_EVENTS_RANGE = "MATCH (e:Event)\nWHERE e.eventTime >= $low AND UPPER\n"  # see GraphTactics.upper
+_EVENTS_RANGE = "MATCH (e:Event)\nWHERE e.eventUs >= $low AND e.eventUs < $high\n"
 _EVENTS_PAGE = {  # one ordered page of a time range (Neo4j)
     desc: _EVENTS_RANGE
     + _EVENTS_FILTER
-    + f"\n  AND ($at IS NULL OR e.eventTime {'<' if desc else '>'} $at"
-    + " OR (e.eventTime = $at AND e.eventId > $atId))\n"
+    + f"\n  AND ($at IS NULL OR e.eventUs {'<' if desc else '>'} $at"
+    + " OR (e.eventUs = $at AND e.eventId > $atId))\n"
     + _EVENT_COLS
     + f"ORDER BY t{' DESC' if desc else ''}, id SKIP $offset LIMIT $limit\n"
     for desc in (False, True)
@@ -391,6 +395,10 @@ def _t(value: datetime | None) -> str | None:
     return None if value is None else format_time(value)
 
 
+def _us(value: datetime | None) -> int | None:
+    return None if value is None else micros(value)
+
+
 def _time(text: str) -> datetime:
     """A stored row time (:func:`format_time` text, which ``fromisoformat`` reads as it is)."""
     return datetime.fromisoformat(text)
@@ -441,7 +449,8 @@ def _field_key(ref: FieldRef) -> str:
 def _event_params(r: EventRow) -> dict[str, Any]:
     jns, jname = r.job or (None, None)
     return {
-        "id": r.event_id, "time": format_time(r.event_time), "kind": r.kind,
+        "id": r.event_id, "time": format_time(r.event_time), "us": micros(r.event_time),
+        "kind": r.kind,
         "type": r.event_type, "run": r.run_id, "jobKey": _key(r.job),
         "jobNs": jns, "jobName": jname, "parent": r.parent_run_id, "ns": r.namespace,
         "json": r.json,
@@ -670,6 +679,8 @@ class GraphBackend:
                 runner.run(statement)
             except Exception as exc:  # noqa: BLE001 - "already indexed"; real faults show on use
                 _log.debug("graph schema statement skipped: %s (%s)", statement, exc)
+        if numbered := number_event_times(runner):
+            _log.info("graph store: %d events given their time as a number (eventUs)", numbered)
         runner.verify()
 
     def missing(self) -> list[str]:
@@ -680,6 +691,8 @@ class GraphBackend:
         runner = self.runner
         runner.verify()
         found = _absent_schema(runner, self.tactics.name if not self._probe else None)
+        if unnumbered := count_unnumbered_events(runner):
+            found.append(f"{unnumbered} event(s) without their time as a number (at the next open)")
         earlier = GraphPreEngineLayout(runner).count_raw_events()
         if earlier:
             found.append(
@@ -744,7 +757,7 @@ class GraphBackend:
     # -- reads ----------------------------------------------------------------------------------
 
     def _run(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self.runner.run(query.replace("UPPER", self.tactics.upper), params)
+        return self.runner.run(query, params)
 
     def edges(
         self,
@@ -930,7 +943,7 @@ class GraphBackend:
                 by, keys = "runs", list(run_set)
             else:
                 by, keys = "jobs", [_key(j) for j in job_set or ()]
-            keyed = {"keys": keys, "ns": namespace, "low": _t(since), "high": _t(until),
+            keyed = {"keys": keys, "ns": namespace, "low": _us(since), "high": _us(until),
                      "kinds": None if kind_set is None else sorted(kind_set)}  # fmt: skip
             query = _EVENTS_BY[(by, kind_set is not None)]
             rows = sorted(filter(wanted, map(_event, self._run(query, keyed))),
@@ -939,7 +952,8 @@ class GraphBackend:
                 rows.sort(key=lambda r: r.event_time, reverse=True)
             return page_of(rows, limit, offset, count)
         page_of((), limit, offset, False)  # the arguments' check
-        low, high = _t(since) or "", _t(until) or _LAST
+        low = _FIRST if since is None else micros(since)
+        high = _LAST if until is None else micros(until)
         params: dict[str, Any] = {"low": low, "high": high, "ns": namespace}
         params["kinds"] = None if kind_set is None else sorted(kind_set)
         total = self._count_events(params, after, descending) if count else 0
@@ -952,7 +966,7 @@ class GraphBackend:
                 )
                 page = list(islice(filter(wanted, map(_event, windowed)), offset, stop))
             else:
-                at, at_id = (None, None) if after is None else (format_time(after[0]), after[1])
+                at, at_id = (None, None) if after is None else (micros(after[0]), after[1])
                 sliced = {"offset": min(offset, _ALL), "limit": min(limit or _ALL, _ALL)}
                 query = _EVENTS_PAGE[descending]
                 page = [
@@ -968,15 +982,15 @@ class GraphBackend:
         range beyond it."""
         if after is None:
             return int(self._run(_EVENTS_COUNT, {**params, "atId": None})[0]["n"])
-        at = format_time(after[0])
+        at = micros(after[0])
         total = 0
         if params["low"] <= at < params["high"]:
-            instant = {**params, "low": at, "high": format_time(after[0] + MICROSECOND)}
+            instant = {**params, "low": at, "high": at + 1}
             total = int(self._run(_EVENTS_COUNT, {**instant, "atId": after[1]})[0]["n"])
         if descending:
             rest = {**params, "high": min(params["high"], at)}
         else:
-            rest = {**params, "low": max(params["low"], format_time(after[0] + MICROSECOND))}
+            rest = {**params, "low": max(params["low"], at + 1)}
         return total + int(self._run(_EVENTS_COUNT, {**rest, "atId": None})[0]["n"])
 
     def mentions(

@@ -39,11 +39,16 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-from lineage_sdk.collector.records import MICROSECOND, format_time, parse_time
+from lineage_sdk.collector.records import MICROSECOND, format_time, micros, parse_time
 from lineage_sdk.collector.store import RawEvent
 from lineage_sdk.collector.stores.graph_runner import GraphRunner, detect_dialect
 
-__all__ = ["OLD_RELATIONSHIPS", "GraphPreEngineLayout"]
+__all__ = [
+    "OLD_RELATIONSHIPS",
+    "GraphPreEngineLayout",
+    "count_unnumbered_events",
+    "number_event_times",
+]
 
 #: The old model's relationship types (none of them the backend's).
 OLD_RELATIONSHIPS = (
@@ -109,6 +114,27 @@ _OLD_SCHEMA = {
     "opencypher": ("DROP INDEX ON :Field(key)", "DROP INDEX ON :Event(staticKey)"),
 }
 _DROP_BATCH = 10_000
+# Events the backend wrote before it kept their times as numbers too (``eventUs``).
+_UNNUMBERED = "MATCH (e:Event)\nWHERE e.jobKey IS NOT NULL AND e.eventUs IS NULL\n"
+_NUMBER = "UNWIND $rows AS r\nMATCH (e:Event {eventId: r.id})\nSET e.eventUs = r.us\n"
+
+
+def count_unnumbered_events(runner: GraphRunner) -> int:
+    """The backend's events without ``eventUs`` (:func:`number_event_times` fills it)."""
+    rows = runner.run(_UNNUMBERED + "RETURN count(e) AS n\n", None)
+    return int(rows[0]["n"]) if rows else 0
+
+
+def number_event_times(runner: GraphRunner, batch: int = _DROP_BATCH) -> int:
+    """Gives each event the backend wrote before ``eventUs`` existed its time as a number,
+    which the backend's time ranges read (stores/falkordb.py); how many it numbered."""
+    done = 0
+    read = _UNNUMBERED + "RETURN e.eventId AS id, e.eventTime AS t LIMIT $n"
+    while rows := runner.run(read, {"n": batch}):
+        numbered = [{"id": r["id"], "us": micros(datetime.fromisoformat(r["t"]))} for r in rows]
+        runner.run(_NUMBER, {"rows": numbered})
+        done += len(rows)
+    return done
 
 
 class GraphPreEngineLayout:

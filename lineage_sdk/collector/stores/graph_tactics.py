@@ -25,7 +25,8 @@ INDEXED = (
     ("Run", "parentRunId", False),
     ("Event", "runId", False),
     ("Event", "jobKey", False),
-    ("Event", "eventTime", False),
+    ("Event", "eventTime", False),  # the upgrade's windows over a pre-engine graph (graph_legacy)
+    ("Event", "eventUs", False),  # the time as a number: FalkorDB's text ranges are wrong
     ("Event", "kind", False),  # with jobKey: a job's JobEvents among its run events
     ("ColumnEdge", "outKey", False),
     ("ColumnEdge", "inKey", False),
@@ -63,8 +64,6 @@ class GraphTactics:
     runs_by_in: bool = False
     #: Time bounds of derived rows are checked again here after the server applied them.
     recheck: bool = False
-    #: The upper bound of an event time range (``UPPER`` in the statements).
-    upper: str = "e.eventTime < $high"
 
 
 NEO4J = GraphTactics()
