@@ -80,25 +80,21 @@ def windowed_events(
 ) -> Iterator[dict[str, Any]]:
     """``window_events``: the events of a time range (``match`` finds them from ``$low`` to
     ``$high``, microseconds, ``columns`` returns them with their time text ``t`` and ``id``)
-    after ``after``, in the order asked, one window ``[a, b)`` per query, sorted alone. Each
-    window starts at the near end of what is left and reaches at least the event a probe found
-    there (any one: the probe has no order); it doubles after a short page and halves after a
-    full one (whose last instant is then read whole, by id). The probe finding nothing ends it,
-    so "is there an event after t" costs two small queries, not a read of the rest."""
+    after ``after``, in the order asked, one window ``[a, b)`` per query, sorted alone.
+
+    Where the events left begin is found by probes (:func:`_near_end`), at the start and after
+    an empty window; a window then doubles after a short page and halves after a full one
+    (whose last instant is then read whole, by id). So "is there an event after t" costs a few
+    small statements, not a read of every later event."""
     size = max(64, min(1000, stop or 1000))
     window = match + columns + f"ORDER BY t{' DESC' if descending else ''}, id LIMIT $limit\n"
-    probe = match + "RETURN e.eventUs AS us LIMIT 1\n"
-    instant = "MATCH (e:Event)\nWHERE e.eventUs = $at\nWITH e WHERE e.eventId > $atId\n"
-    instant += columns + "ORDER BY id LIMIT $limit\n"
+    instant = "MATCH (e:Event)\nWHERE e.eventUs = $at\n" + columns + "ORDER BY id\n"
 
     def read_instant(at: int, after_id: str) -> Iterator[dict[str, Any]]:
-        """The events of one instant with an id past ``after_id``, by id."""
-        while True:
-            rows = run(instant, {"at": at, "atId": after_id, "limit": size})
-            yield from rows
-            if len(rows) < size:
-                return
-            after_id = rows[-1]["id"]
+        """The events of one instant with an id past ``after_id``, by id: the instant read
+        whole, as a test of ``eventId`` beside the match is answered from that property's
+        index, every event (1.8 s at the million against 0.3 ms)."""
+        yield from (row for row in run(instant, {"at": at}) if row["id"] > after_id)
 
     lo, hi = int(params["low"]), int(params["high"])
     if after is not None:
@@ -106,23 +102,61 @@ def windowed_events(
         if lo <= at < hi:
             yield from read_instant(at, after[1])
         lo, hi = (lo, min(hi, at)) if descending else (max(lo, at + 1), hi)
-    width = 1
+    width, probe = 1, True
     while lo < hi:
-        found = run(probe, {**params, "low": lo, "high": hi})
-        if not found:
-            return
-        near = int(found[0]["us"])
-        width = max(width, hi - near if descending else near - lo + 1)
+        if probe:
+            near = _near_end(run, match, params, lo, hi, descending, 4 * size)
+            if near is None:
+                return
+            lo, hi, width = near
         a, b = (max(lo, hi - width), hi) if descending else (lo, min(lo + width, hi))
         rows = run(window, {**params, "low": a, "high": b, "limit": size})
         if len(rows) < size:
             yield from rows
             lo, hi = (lo, a) if descending else (b, hi)
-            width *= 2
+            width, probe = width * 2, not rows
             continue
         cut = rows[-1]["t"]  # a full page: its last instant may go on past it
         yield from (r for r in rows if r["t"] != cut)
         at = micros(datetime.fromisoformat(cut))
         yield from read_instant(at, "")
         lo, hi = (lo, at) if descending else (at + 1, hi)
-        width = max(width // 2, 1)
+        width, probe = max(width // 2, 1), False
+
+
+def _near_end(
+    run: Run, match: str, params: dict[str, Any], lo: int, hi: int, descending: bool, cap: int
+) -> tuple[int, int, int] | None:
+    """``(lo, hi, width)``: the range ``[lo, hi)`` without the part at its near end (its start,
+    or its end when ``descending``) that holds no event, and a width from that end that holds
+    at least one event and fewer than ``cap``; None when the range holds none.
+
+    A probe (``LIMIT 1``, no order) finds an event of a range in about 1 ms at the million,
+    wherever it lies, and a count stopped at ``cap`` rows is as cheap; the span's own ``min``
+    or ``count`` reads the whole range (88-228 ms for the rest of the million after a day of
+    it). So: probe the range, count up to the event found, and while that holds ``cap`` or more,
+    probe the half of it nearer the end (an event found there is the new bound, none moves the
+    end past that half)."""
+    probe = match + "RETURN e.eventUs AS us LIMIT 1\n"
+    count = match + "WITH e LIMIT $cap\nRETURN count(e) AS n\n"
+    found = run(probe, {**params, "low": lo, "high": hi})
+    if not found:
+        return None
+    near, counted = int(found[0]["us"]), False
+    while True:
+        a, b = (near, hi) if descending else (lo, near + 1)
+        if not counted:
+            counted = True  # the same count until a probe finds a nearer event
+            if int(run(count, {**params, "low": a, "high": b, "cap": cap})[0]["n"]) < cap:
+                return lo, hi, b - a
+        half = (b - a) // 2
+        if not half:  # one instant holds cap events or more: a window of it
+            return lo, hi, b - a
+        a, b = (hi - half, hi) if descending else (lo, lo + half)
+        found = run(probe, {**params, "low": a, "high": b})
+        if found:
+            near, counted = int(found[0]["us"]), False
+        elif descending:
+            hi = a
+        else:
+            lo = b
