@@ -30,6 +30,7 @@ __all__ = [
     "build_record",
     "compute_event_id",
     "format_time",
+    "from_micros",
     "json_object",
     "micros",
     "parse_event_time",
@@ -55,6 +56,11 @@ def micros(value: datetime) -> int:
     time holds, ordered as the times are, and a number where a server's index orders numbers
     but not texts (a BSON date keeps milliseconds; FalkorDB's text ranges, stores/falkordb.py)."""
     return (utc(value) - EPOCH) // MICROSECOND
+
+
+def from_micros(us: int) -> datetime:
+    """The UTC time :func:`micros` gave ``us`` for."""
+    return EPOCH + timedelta(microseconds=us)
 
 
 def format_time(value: datetime) -> str:

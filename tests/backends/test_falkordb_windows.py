@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
 import pytest
 
-from lineage_sdk.collector.records import format_time, micros
+from lineage_sdk.collector.records import format_time, from_micros, micros
 from lineage_sdk.collector.stores.falkordb import windowed_events
 
 MATCH = "MATCH (e:Event)\nWHERE e.eventUs >= $low AND e.eventUs < $high\n"
@@ -46,8 +46,7 @@ class ListServer:
 
     @staticmethod
     def _row(event: tuple[int, str]) -> dict[str, Any]:
-        at = T0 + timedelta(microseconds=event[0] - micros(T0))
-        return {"id": event[1], "t": format_time(at), "us": event[0]}
+        return {"id": event[1], "t": format_time(from_micros(event[0])), "us": event[0]}
 
 
 def _corpus(seed: int) -> list[tuple[int, str]]:
@@ -97,10 +96,7 @@ def test_windows_give_every_event_in_order_whatever_the_probes_find(seed: int) -
     checked = 0
     for low, high in bounds:
         for position in positions:
-            after = None
-            if position is not None:
-                at = T0 + timedelta(microseconds=position[0] - start)
-                after = (at, position[1])
+            after = None if position is None else (from_micros(position[0]), position[1])
             for descending in (False, True):
                 want = _expected(events, low, high, position, descending)
                 for stop in (1, 64, 150, None):

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from datetime import datetime, timedelta
+from datetime import datetime
 from itertools import islice
 from typing import Any, Literal, TypeVar
 
@@ -64,7 +64,7 @@ from lineage_sdk.collector.backend import (
     page_of,
     sort_runs,
 )
-from lineage_sdk.collector.records import EPOCH, micros
+from lineage_sdk.collector.records import from_micros, micros
 from lineage_sdk.collector.settings import ConnectionConfig
 from lineage_sdk.collector.store import EventKind, FieldRef, Page
 from lineage_sdk.collector.stores.document_connector import (
@@ -112,10 +112,6 @@ def _k(*parts: Any) -> str:
     return orjson.dumps(parts, default=list).decode()
 
 
-def _time(us: int) -> datetime:
-    return EPOCH + timedelta(microseconds=us)
-
-
 def _encode(row: Any) -> _Doc:
     """A row's fields as BSON values (see the module docstring)."""
     out: _Doc = {}
@@ -143,7 +139,7 @@ def _decode(cls: type[_R], doc: Mapping[str, Any]) -> _R:
         elif v is None:
             pass
         elif f.name in _TIMES:
-            v = _time(v)
+            v = from_micros(v)
         elif f.name in _REFS:
             v = FieldRef(*v)
         elif f.metadata.get("merge") == "union":
@@ -569,7 +565,7 @@ class DocumentBackend:
             docs = list(self._coll("nodes").aggregate([{"$match": match}, {"$group": group}]))
         rows = []
         for d in docs:
-            first, last = _time(d["first_seen"]), _time(d["last_seen"])
+            first, last = from_micros(d["first_seen"]), from_micros(d["last_seen"])
             rows.append(NodeRow("NAMESPACE", (d["_id"], ""), first, last, frozenset(d["holds"])))
         return sorted(rows, key=lambda r: r.key)
 

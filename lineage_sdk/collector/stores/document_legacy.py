@@ -29,10 +29,10 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from lineage_sdk.collector.records import EPOCH, micros, parse_event_time, utc
+from lineage_sdk.collector.records import from_micros, micros, parse_event_time, utc
 from lineage_sdk.collector.store import RawEvent
 from lineage_sdk.collector.stores.document_connector import DocumentConnector
 from lineage_sdk.exceptions import InvalidEventError
@@ -150,7 +150,7 @@ class DocumentPreEngineLayout:
             doc = self._marker.find_one({"_id": _COPIED})
         if doc is None:
             return None
-        return EPOCH + timedelta(microseconds=int(doc["us"])), str(doc["id"])
+        return from_micros(int(doc["us"])), str(doc["id"])
 
     def mark_copied(self, position: tuple[datetime, str]) -> None:
         state = {"us": micros(position[0]), "id": position[1], "at": utc(position[0])}

@@ -748,16 +748,15 @@ class GraphBackend:
         )
 
     def derivation(self) -> int | None:
-        found = self._run("MATCH (m:LineageMeta {name: 'derivation'}) RETURN m.value AS v", {})
+        found = self.runner.run(
+            "MATCH (m:LineageMeta {name: 'derivation'}) RETURN m.value AS v", {}
+        )
         return None if not found else int(found[0]["v"])
 
     def mark_derivation(self, version: int) -> None:
-        self._run(_META, {"version": version})
+        self.runner.run(_META, {"version": version})
 
     # -- reads ----------------------------------------------------------------------------------
-
-    def _run(self, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return self.runner.run(query, params)
 
     def edges(
         self,
@@ -781,7 +780,7 @@ class GraphBackend:
         rows: dict[tuple[Key, Key], EdgeRow] = {}
         spans: dict[str, tuple[datetime, datetime | None]] = {}  # a job's edges share their times
         from_job = end == "JOB"
-        for r in self._run(query, {"keys": list(near), "until": _t(until)}):
+        for r in self.runner.run(query, {"keys": list(near), "until": _t(until)}):
             t = r["t"]
             span = spans.get(t)
             if span is None:
@@ -816,7 +815,7 @@ class GraphBackend:
         if keys is not None:
             asked = {_key(k): k for k in keys}
             found: list[NodeRow] = []
-            for r in self._run(_NODES_BY_KEY[kind], {"keys": list(asked)}):
+            for r in self.runner.run(_NODES_BY_KEY[kind], {"keys": list(asked)}):
                 key, times = asked[r["t"][:_K]], r["t"][_K:]
                 first, last = _time(times[:_WIDTH]), _time(times[_WIDTH:])
                 if (
@@ -830,8 +829,8 @@ class GraphBackend:
         rows: list[NodeRow] = []
         if limit != 0:
             page = {**params, "offset": min(offset, _ALL), "limit": min(limit or _ALL, _ALL)}
-            rows = [_node(kind, r) for r in self._run(_NODES_PAGE[kind], page)]
-        total = int(self._run(_NODES_COUNT[kind], params)[0]["n"]) if count else len(rows)
+            rows = [_node(kind, r) for r in self.runner.run(_NODES_PAGE[kind], page)]
+        total = int(self.runner.run(_NODES_COUNT[kind], params)[0]["n"]) if count else len(rows)
         return Page(rows, total)
 
     def _namespaces(
@@ -844,7 +843,7 @@ class GraphBackend:
         """One row per namespace holding a JOB or DATASET row first seen before ``until``."""
         spans: dict[str, tuple[datetime, datetime, set[NodeKind]]] = {}
         for kind in ("JOB", "DATASET"):
-            for r in self._run(_NAMESPACES[kind], {"until": _t(until)}):
+            for r in self.runner.run(_NAMESPACES[kind], {"until": _t(until)}):
                 first, last = _time(r["first"]), _time(r["last"])
                 a, b, holds = spans.get(r["ns"], (first, last, set()))
                 spans[r["ns"]] = (min(a, first), max(b, last), holds | {kind})
@@ -878,7 +877,9 @@ class GraphBackend:
         if job_set is not None and latest == 1 and id_set is None and parent is None:
             # the server's answer is latest_of's (each row one of the asked jobs', by its key)
             asked = {_name_key(j): j for j in job_set}
-            picked = self._run(_LATEST_RUNS[until is not None], {**params, "keys": list(asked)})
+            picked = self.runner.run(
+                _LATEST_RUNS[until is not None], {**params, "keys": list(asked)}
+            )
             rows = [_latest_run(r, asked) for r in picked]
             if bound is not None:
                 rows = [r for r in rows if r.first_event < bound]
@@ -890,7 +891,7 @@ class GraphBackend:
                 by, keys = "ids", list(id_set)
             else:
                 by, keys = ("all", []) if parent is None else ("parent", [parent])
-            found = [_run(r) for r in self._run(_RUNS[by], {**params, "keys": keys})]
+            found = [_run(r) for r in self.runner.run(_RUNS[by], {**params, "keys": keys})]
             rows = [
                 r
                 for r in found
@@ -946,7 +947,7 @@ class GraphBackend:
             keyed = {"keys": keys, "ns": namespace, "low": _us(since), "high": _us(until),
                      "kinds": None if kind_set is None else sorted(kind_set)}  # fmt: skip
             query = _EVENTS_BY[(by, kind_set is not None)]
-            rows = sorted(filter(wanted, map(_event, self._run(query, keyed))),
+            rows = sorted(filter(wanted, map(_event, self.runner.run(query, keyed))),
                           key=lambda r: r.position)  # fmt: skip
             if descending:  # time descending, ties by id ascending: a stable reversed sort
                 rows.sort(key=lambda r: r.event_time, reverse=True)
@@ -962,7 +963,7 @@ class GraphBackend:
             stop = None if limit is None else offset + limit
             if self.tactics.window_events:
                 windowed = windowed_events(
-                    self._run, _EVENTS_RANGE, _EVENT_COLS, params, after, descending, stop
+                    self.runner.run, _EVENTS_RANGE, _EVENT_COLS, params, after, descending, stop
                 )
                 page = list(islice(filter(wanted, map(_event, windowed)), offset, stop))
             else:
@@ -971,7 +972,7 @@ class GraphBackend:
                 query = _EVENTS_PAGE[descending]
                 page = [
                     _event(r)
-                    for r in self._run(query, {**params, **sliced, "at": at, "atId": at_id})
+                    for r in self.runner.run(query, {**params, **sliced, "at": at, "atId": at_id})
                 ]
         return Page(page, total if count else len(page))
 
@@ -981,17 +982,17 @@ class GraphBackend:
         """The size of a time range's answer; after a position, the rest of its instant plus the
         range beyond it."""
         if after is None:
-            return int(self._run(_EVENTS_COUNT, {**params, "atId": None})[0]["n"])
+            return int(self.runner.run(_EVENTS_COUNT, {**params, "atId": None})[0]["n"])
         at = micros(after[0])
         total = 0
         if params["low"] <= at < params["high"]:
             instant = {**params, "low": at, "high": at + 1}
-            total = int(self._run(_EVENTS_COUNT, {**instant, "atId": after[1]})[0]["n"])
+            total = int(self.runner.run(_EVENTS_COUNT, {**instant, "atId": after[1]})[0]["n"])
         if descending:
             rest = {**params, "high": min(params["high"], at)}
         else:
             rest = {**params, "low": max(params["low"], at + 1)}
-        return total + int(self._run(_EVENTS_COUNT, {**rest, "atId": None})[0]["n"])
+        return total + int(self.runner.run(_EVENTS_COUNT, {**rest, "atId": None})[0]["n"])
 
     def mentions(
         self,
@@ -1013,7 +1014,7 @@ class GraphBackend:
         rows = [
             MentionRow(r["source"], r["id"], kind, (r["ns"], r["name"]), r["role"],
                        _time(r["first"]), None if r["detail"] is None else frozenset(r["detail"]))
-            for r in self._run(_MENTIONS, params)
+            for r in self.runner.run(_MENTIONS, params)
         ]  # fmt: skip
         bound = until if self.tactics.recheck else None
         rows = [
@@ -1052,7 +1053,7 @@ class GraphBackend:
             query = _COLUMNS[(by, until is not None)]
             rows.extend(
                 _column(r, asked, side)
-                for r in self._run(query, {"keys": keys, "until": _t(until)})
+                for r in self.runner.run(query, {"keys": keys, "until": _t(until)})
             )
         if len(reads) > 1:  # an edge within one of the datasets is read twice
             rows = list({(r.output, r.input, job_order(r.job)): r for r in rows}.values())
