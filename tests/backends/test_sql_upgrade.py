@@ -359,3 +359,47 @@ def test_the_layout_reads_in_order_after_a_position(url: str) -> None:
     assert layout.copied() == read[11].position
     layout.drop()
     assert table_names(url) == set()
+
+
+def index_definition(url: str, name: str) -> str | None:
+    """The SQL that defines index ``name`` (None: the database has no such index)."""
+    engine = sa.create_engine(url)
+    query = (
+        "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = :n"
+        if dialect_of(url) == "sqlite"
+        else "SELECT indexdef FROM pg_indexes WHERE indexname = :n"
+    )
+    try:
+        with engine.connect() as conn:
+            found: str | None = conn.execute(sa.text(query), {"n": name}).scalar()
+            return found
+    finally:
+        engine.dispose()
+
+
+def test_an_index_an_earlier_release_lacks_is_named_then_built_at_open(url: str) -> None:
+    """The parent mentions' partial index (the parent view's children, on both dialects since
+    docs/design/engine.md section 24): a database made without it is told by ``missing()`` (what
+    ``lineage-collector check`` prints) and gets it at the next open, partial as made new."""
+    name = f"ix_{PREFIX}mentions_parent"
+    store = SqlStore.from_config(config_of(url))
+    store.open()
+    store.write_batch(records(*corpus()[:5]))
+    store.close()
+    made = index_definition(url, name)
+    assert made is not None and "'parent'" in made.replace('"', "")
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP INDEX {name}"))
+    finally:
+        engine.dispose()
+    assert SqlBackend(url).missing() == [f"index {name}"]
+    store = SqlStore.from_config(config_of(url))
+    store.open()
+    try:
+        assert store.count_raw_events() == 5
+    finally:
+        store.close()
+    assert SqlBackend(url).missing() == []
+    assert index_definition(url, name) == made
