@@ -9,6 +9,7 @@ deleting every third event, each answer must equal the memory backend's under th
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -200,3 +201,39 @@ def test_events_without_numbered_times_are_numbered_at_open(make_graph: GraphFac
     backend.open()  # what the collector's next start does
     assert not [m for m in backend.missing() if "as a number" in m]
     assert _ids(backend.events(since=since, until=until)) == before
+
+
+def test_parent_mentions_without_their_key_are_keyed_at_open(make_graph: GraphFactory) -> None:
+    """A graph whose parent mentions were written before ``parentKey`` (the index a parent's
+    children are read by): ``missing`` names them, the parent reads find no child until the next
+    open keys them, then the same children as the memory backend."""
+    app, tasks = str(uuid.uuid4()), [str(uuid.uuid4()) for _ in range(3)]
+    events = [run_event(job="dag", run_id=app, seconds=1.0)]
+    events += [
+        run_event(job=f"task{i}", parent=(app, "ns", "dag"), seconds=2.0 + i, run_id=task)
+        for i, task in enumerate(tasks)
+    ]
+    events.append(run_event(job="spark", parent=(tasks[0], "ns", "task0"), seconds=9.0))
+    store = make_graph()
+    store.write_batch(records(*events))
+    backend = store.backend
+    assert isinstance(backend, GraphBackend)
+    memory = EngineStore(MemoryBackend())
+    memory.open()
+    memory.write_batch(records(*events))
+    parents = [("ns", "dag"), ("ns", "task0")]
+
+    def children(b: Any) -> list[tuple[str, str, str]]:
+        return sorted(
+            (m.key[1], m.source, m.source_id) for m in b.mentions("JOB", parents, roles=["parent"])
+        )
+
+    expected = children(memory.backend)
+    assert len(expected) == 4 and children(backend) == expected
+    assert not [m for m in backend.missing() if "parentKey" in m]
+    backend.runner.run("MATCH (x:Mention) SET x.parentKey = NULL", {})
+    assert children(backend) == []  # the parent reads read parentKey alone
+    assert "4 parent mention(s) without parentKey" in " ".join(backend.missing())
+    backend.open()  # what the collector's next start does
+    assert not [m for m in backend.missing() if "parentKey" in m]
+    assert children(backend) == expected

@@ -46,7 +46,9 @@ from lineage_sdk.collector.stores.graph_runner import GraphRunner, detect_dialec
 __all__ = [
     "OLD_RELATIONSHIPS",
     "GraphPreEngineLayout",
+    "count_unkeyed_parents",
     "count_unnumbered_events",
+    "key_parent_mentions",
     "number_event_times",
 ]
 
@@ -134,6 +136,29 @@ def number_event_times(runner: GraphRunner, batch: int = _DROP_BATCH) -> int:
         numbered = [{"id": r["id"], "us": micros(datetime.fromisoformat(r["t"]))} for r in rows]
         runner.run(_NUMBER, {"rows": numbered})
         done += len(rows)
+    return done
+
+
+#: Parent mentions written before ``parentKey`` (the parent view reads a parent's children by it).
+_UNKEYED_PARENTS = "MATCH (x:Mention)\nWHERE x.role = 'parent' AND x.parentKey IS NULL\n"
+_KEY_PARENTS = (
+    _UNKEYED_PARENTS + "WITH x LIMIT $n\nSET x.parentKey = x.nodeKey\nRETURN count(x) AS n"
+)
+
+
+def count_unkeyed_parents(runner: GraphRunner) -> int:
+    """The backend's parent mentions without ``parentKey`` (:func:`key_parent_mentions`)."""
+    rows = runner.run(_UNKEYED_PARENTS + "RETURN count(x) AS n\n", None)
+    return int(rows[0]["n"]) if rows else 0
+
+
+def key_parent_mentions(runner: GraphRunner, batch: int = _DROP_BATCH) -> int:
+    """Gives each parent mention the backend wrote before ``parentKey`` existed that key (its
+    ``nodeKey``): the index on it holds the parent mentions alone, where ``nodeKey``'s holds
+    every mention of a job (docs/design/engine.md, section 24); how many it keyed."""
+    done = 0
+    while (rows := runner.run(_KEY_PARENTS, {"n": batch})) and int(rows[0]["n"]):
+        done += int(rows[0]["n"])
     return done
 
 

@@ -34,6 +34,7 @@ INDEXED = (
     ("ColumnEdge", "inDs", False),
     ("ColumnEdge", "jobKey", False),
     ("Mention", "nodeKey", False),
+    ("Mention", "parentKey", False),  # a parent's children: the parent mentions alone
     ("Mention", "sourceId", False),
 )
 _NEO4J_SCHEMA = tuple(
